@@ -1,0 +1,138 @@
+"""Command line: ``recsys-spark evaluate --date YYYY-MM-DD --input-root DIR --output-root DIR ...``.
+
+Parses arguments, loads the config, builds the one SparkSession, runs the
+pipeline for each date and turns expected failures into one line on stderr
+and a documented exit code (see :mod:`recsys_spark.errors`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from typing import NoReturn, Sequence
+
+from recsys_spark.errors import BACKFILL_FAILED, JobError, UsageError
+
+PROG = "recsys-spark"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse prints usage too)
+        raise UsageError(message)
+
+
+def _date(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date in YYYY-MM-DD form: {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Daily evaluation of recommender exposure/click logs.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    ev = commands.add_parser("evaluate", help="evaluate one day (or a range of days)")
+    ev.add_argument("--date", type=_date, help="the day to evaluate (YYYY-MM-DD)")
+    ev.add_argument("--start", type=_date, help="first day of a backfill (with --end)")
+    ev.add_argument("--end", type=_date, help="last day of a backfill, inclusive")
+    ev.add_argument("--fail-fast", action="store_true", help="stop a backfill at the first failed date")
+    ev.add_argument("--input-root", required=True, help="root of the input tables")
+    ev.add_argument("--output-root", required=True, help="root of the output tables")
+    ev.add_argument("--config", help="TOML settings file (default: built-in defaults, as conf/default.toml)")
+    ev.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override one setting, VALUE in TOML (repeatable): --set metrics.k=[5,10]")
+    ev.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's when submitted)")
+    ev.add_argument("--verbose", action="store_true", help="full tracebacks and INFO logs")
+    return parser
+
+
+def dates_of(args: argparse.Namespace) -> list[dt.date]:
+    if args.date and (args.start or args.end):
+        raise UsageError("give either --date or --start/--end, not both")
+    if args.date:
+        return [args.date]
+    if not (args.start and args.end):
+        raise UsageError("--date (or --start and --end) is required")
+    if args.end < args.start:
+        raise UsageError(f"--end {args.end} is before --start {args.start}")
+    return [args.start + dt.timedelta(days=i) for i in range((args.end - args.start).days + 1)]
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run the command; return the exit code."""
+    verbose = "--verbose" in (argv if argv is not None else sys.argv[1:])
+    try:
+        args = build_parser().parse_args(argv)
+        return _evaluate(args)
+    except JobError as exc:
+        if verbose:
+            import traceback
+            traceback.print_exc()
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - last resort: still one line
+        if verbose:
+            import traceback
+            traceback.print_exc()
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:500]
+        print(f"{PROG}: error: unexpected {type(exc).__name__}: {first} (rerun with --verbose)", file=sys.stderr)
+        return 1
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from recsys_spark import log
+    from recsys_spark.config import load_config
+
+    dates = dates_of(args)
+    cfg = load_config(args.config, args.set)
+    log.setup_logging(args.verbose)
+    from recsys_spark.pipeline import HEADLINE, _headline_name, evaluate_day
+    from recsys_spark.session import build_session
+
+    spark = build_session(master=args.master, settings=cfg.spark,
+                          log_level="INFO" if args.verbose else cfg.execution.log_level)
+    failed: list[str] = []
+    try:
+        for day in dates:
+            try:
+                summary = evaluate_day(spark, cfg, day, args.input_root, args.output_root)
+            except JobError as exc:
+                if len(dates) == 1:
+                    raise
+                failed.append(day.isoformat())
+                print(f"{day}: failed: {exc}", file=sys.stderr)
+                if args.fail_fast:
+                    break
+                continue
+            _print_headline(day, summary, HEADLINE, _headline_name)
+    finally:
+        spark.stop()
+    if failed:
+        print(f"{PROG}: error: {len(failed)} of {len(dates)} dates failed: {', '.join(failed)}", file=sys.stderr)
+        return BACKFILL_FAILED
+    return 0
+
+
+def _print_headline(day: dt.date, summary: dict, headline, name) -> None:
+    values = summary["headline"]
+    parts = [f"{name(m, k, a)}={values[name(m, k, a)]:.4f}" for m, k, a in headline
+             if values.get(name(m, k, a)) is not None]
+    quality = summary["data_quality"]
+    print(f"{day}: ok  " + "  ".join(parts))
+    print(f"{day}: rows exposures={summary['input_rows']['exposures']} clicks={summary['input_rows']['clicks']} "
+          f"duplicates={quality['duplicate_exposures']} orphan_events={quality['orphan_events']} "
+          f"lists_without_relevant={quality.get('lists_without_relevant')} "
+          f"users_without_auc={quality.get('users_without_auc')}")
+
+
+def main() -> NoReturn:
+    sys.exit(run())
+
+
+if __name__ == "__main__":
+    main()
+

@@ -1,0 +1,203 @@
+"""Settings: one frozen, typed object loaded once from TOML plus ``--set`` overrides.
+
+The defaults below are the single source of truth; ``conf/default.toml``
+spells every one of them out with a comment (a test keeps the two equal).
+Library functions never receive this object whole: the pipeline hands each
+step the plain values it needs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from recsys_spark.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class InputConfig:
+    """Input locations; ``{input_root}`` and ``{date}`` are filled in per run."""
+
+    exposures: str = "{input_root}/exposures/dt={date}"
+    clicks: str = "{input_root}/clicks/dt={date}"
+    items: str = "{input_root}/items"
+
+
+@dataclass(frozen=True)
+class AttributionConfig:
+    window_minutes: float = 30.0
+
+
+@dataclass(frozen=True)
+class LabelsConfig:
+    event_weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({"click": 1.0}))
+    click_event: str = "click"
+
+
+@dataclass(frozen=True)
+class RankingConfig:
+    list_unit: str = "request"
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    k: tuple[int, ...] = (1, 3, 5, 10, 20)
+    ndcg_gain: str = "exponential"
+
+
+@dataclass(frozen=True)
+class ExecutionConfig:
+    rows_per_bucket: int = 200_000
+    log_level: str = "WARN"
+
+
+@dataclass(frozen=True)
+class Config:
+    input: InputConfig = field(default_factory=InputConfig)
+    attribution: AttributionConfig = field(default_factory=AttributionConfig)
+    labels: LabelsConfig = field(default_factory=LabelsConfig)
+    ranking: RankingConfig = field(default_factory=RankingConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    spark: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (JSON-able) of every setting."""
+        return json.loads(json.dumps(_plain(self)))
+
+    def fingerprint(self) -> str:
+        """Short hash of the settings, to tell runs with different configurations apart."""
+        text = json.dumps(self.to_dict(), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+_CHOICES = {
+    ("ranking", "list_unit"): ("request", "session", "user"),
+    ("metrics", "ndcg_gain"): ("exponential", "linear"),
+    ("execution", "log_level"): ("ERROR", "WARN", "INFO", "DEBUG"),
+}
+
+
+def load_config(path: str | Path | None = None, overrides: typing.Sequence[str] = ()) -> Config:
+    """Defaults, then the TOML file at ``path``, then each ``KEY=VALUE`` override.
+
+    VALUE is read as a TOML value (``[5, 10]``, ``{click = 1}``, ``3``); a bare
+    word that is not valid TOML is taken as a string.  Unknown keys and values
+    of the wrong type raise :class:`ConfigError` naming the key.
+    """
+    tree: dict[str, Any] = {}
+    if path is not None:
+        try:
+            tree = tomllib.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {path}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
+        parts = key.strip().split(".")
+        if parts[0] == "spark" and len(parts) > 1:  # Spark's own keys contain dots
+            parts = ["spark", ".".join(parts[1:])]
+        _assign(tree, parts, _parse_value(raw.strip()))
+    return _build(Config, tree, ())
+
+
+def _parse_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _assign(tree: dict[str, Any], parts: list[str], value: Any) -> None:
+    node = tree
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"config key {'.'.join(parts)}: {part} is not a table")
+    node[parts[-1]] = value
+
+
+def _build(cls: type, tree: Mapping[str, Any], prefix: tuple[str, ...]) -> Any:
+    if not isinstance(tree, Mapping):
+        raise ConfigError(f"config key {'.'.join(prefix)} must be a table")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    for key in tree:
+        if key not in names:
+            raise ConfigError(f"unknown config key: {'.'.join(prefix + (key,))}")
+    values = {}
+    for name in names & set(tree):
+        values[name] = _coerce(hints[name], tree[name], prefix + (name,))
+    return cls(**values)
+
+
+def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
+    dotted = ".".join(key)
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, key)
+    origin = typing.get_origin(hint)
+    try:
+        if origin is tuple:
+            if not isinstance(value, list) or not value:
+                raise TypeError("a non-empty list")
+            items = tuple(_scalar(typing.get_args(hint)[0], v) for v in value)
+            if any(i <= 0 for i in items):
+                raise TypeError("positive numbers")
+            return tuple(sorted(set(items)))
+        if origin in (Mapping, dict) or origin is typing.get_origin(Mapping[str, str]):
+            if not isinstance(value, Mapping):
+                raise TypeError("a table")
+            val_type = typing.get_args(hint)[1]
+            out = {str(k): _scalar(val_type, v) for k, v in value.items()}
+            if val_type is float and any(v < 0 for v in out.values()):
+                raise TypeError("non-negative numbers")
+            return MappingProxyType(out)
+        result = _scalar(hint, value)
+    except TypeError as exc:
+        raise ConfigError(f"config key {dotted}: expected {exc}, got {value!r}") from None
+    choices = _CHOICES.get(key)
+    if choices and result not in choices:
+        raise ConfigError(f"config key {dotted}: expected one of {', '.join(choices)}, got {value!r}")
+    if isinstance(result, (int, float)) and not isinstance(result, bool) and result <= 0:
+        raise ConfigError(f"config key {dotted}: expected a positive number, got {value!r}")
+    return result
+
+
+def _scalar(hint: Any, value: Any) -> Any:
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise TypeError("true or false")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError("an integer")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError("a number")
+        return float(value)
+    if hint is str:
+        if isinstance(value, (dict, list)):
+            raise TypeError("a string")
+        return str(value).lower() if isinstance(value, bool) else str(value)
+    raise TypeError(f"a value of type {hint}")
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value

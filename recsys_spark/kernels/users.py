@@ -1,0 +1,144 @@
+"""Per-user metrics of a batch of many users (pandas in, pandas out, no Spark).
+
+:func:`score_users` is what the Spark layer calls once per batch of users; it
+ranks every list, scores all lists at once (:func:`ranking.list_metrics`),
+computes every user's AUC at once (:func:`auc.grouped_auc`) and reduces lists
+to users.  Everything is segment arithmetic on sorted arrays: no Python call
+per user, list or row.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from recsys_spark.kernels.auc import grouped_auc
+from recsys_spark.kernels.ranking import Gain, list_metrics, segment_starts
+
+#: input columns of :func:`score_users`
+INPUT_COLUMNS = ("slice", "user_id", "list_id", "item_id", "position", "score", "relevance")
+
+LIST_METRICS = ("ndcg", "map", "precision", "recall", "hit_rate")
+
+
+def metric_column(metric: str, k: int | None = None) -> str:
+    """Column name of a metric in the per-user table: ``ndcg_at_10``, ``mrr``."""
+    return metric if k is None else f"{metric}_at_{k}"
+
+
+def output_columns(ks: Sequence[int]) -> list[tuple[str, str]]:
+    """(name, type) of the per-user table, in order; types are Spark DDL names."""
+    cols = [
+        ("slice", "string"),
+        ("user_id", "string"),
+        ("n_exposures", "long"),
+        ("n_relevant", "long"),
+        ("n_lists", "long"),
+        ("n_lists_ranked", "long"),
+        ("auc", "double"),
+        ("mrr", "double"),
+    ]
+    for k in ks:
+        cols += [(metric_column(m, k), "double") for m in LIST_METRICS]
+        cols.append((metric_column("hits", k), "long"))
+    return cols
+
+
+def _rank_order(unit: np.ndarray, lst: np.ndarray, score: np.ndarray, position: np.ndarray,
+                item: pd.Series) -> np.ndarray:
+    """Row order that ranks every list: unit, list, score desc, position asc, item id asc.
+
+    The item id is only consulted (it costs a string sort) when some list has
+    two rows with equal score and position.
+    """
+    order = np.lexsort((position, -score, lst, unit))
+    u, l, s, p = unit[order], lst[order], score[order], position[order]
+    tied = (u[1:] == u[:-1]) & (l[1:] == l[:-1]) & (s[1:] == s[:-1]) & (p[1:] == p[:-1])
+    if tied.any():
+        item_code, _ = pd.factorize(item, sort=True)
+        order = np.lexsort((item_code, position, -score, lst, unit))
+    return order
+
+
+def score_users(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponential") -> pd.DataFrame:
+    """One row per (slice, user) with counts, AUC and the mean of each list metric.
+
+    Parameters
+    ----------
+    frame : one row per exposed item with :data:`INPUT_COLUMNS`; ``list_id``
+        names the list the row belongs to (request, session or user), ``score``
+        is non-null (higher ranks first), ``position`` is the displayed 1-based
+        position, ``relevance`` >= 0.  Rows of a user may come in any order.
+    ks : cut-offs.
+    gain : NDCG gain, ``exponential`` (2^rel - 1) or ``linear``.
+
+    Returns
+    -------
+    DataFrame with :func:`output_columns`: ``auc`` is the user's AUC over all
+    their exposures (NaN with only positives or only negatives); ``mrr`` and
+    ``<metric>_at_<k>`` are means over the user's lists that hold at least one
+    relevant item (``n_lists_ranked``; NaN when there is none); ``hits_at_<k>``
+    are sums over those lists.
+    """
+    names = [name for name, _ in output_columns(ks)]
+    if frame.empty:
+        return pd.DataFrame({name: pd.Series(dtype=_dtype(t)) for name, t in output_columns(ks)})
+    slice_code, slices = pd.factorize(frame["slice"])
+    user_code, users = pd.factorize(frame["user_id"])
+    unit = slice_code.astype(np.int64) * len(users) + user_code
+    list_code, _ = pd.factorize(frame["list_id"])
+    score = frame["score"].to_numpy(dtype=np.float64, na_value=-np.inf)
+    position = frame["position"].to_numpy(dtype=np.float64, na_value=np.inf)
+    relevance = frame["relevance"].to_numpy(dtype=np.float64, na_value=0.0)
+
+    order = _rank_order(unit, list_code, score, position, frame["item_id"])
+    unit_s, list_s, rel_s = unit[order], list_code[order], relevance[order]
+    starts = segment_starts(_run_ids(unit_s, list_s))
+    list_index = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(order)]))
+    ideal = rel_s[np.lexsort((-rel_s, list_index))]
+    per_list = list_metrics(starts, rel_s, ideal, ks, gain)
+
+    # reduce lists to units (slice, user)
+    unit_of_list = unit_s[starts]
+    units, unit_idx = np.unique(unit_of_list, return_inverse=True)
+    n_units = len(units)
+    ranked = per_list["n_relevant"] > 0
+
+    def unit_sum(values: np.ndarray) -> np.ndarray:
+        return np.bincount(unit_idx, weights=np.where(ranked, values, 0.0), minlength=n_units)
+
+    n_ranked = np.bincount(unit_idx, weights=ranked, minlength=n_units)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        def unit_mean(values: np.ndarray) -> np.ndarray:
+            return np.where(n_ranked > 0, unit_sum(values) / n_ranked, np.nan)
+
+        # AUC per unit over all its rows (codes of ``units`` remapped to 0..U-1)
+        row_unit = np.searchsorted(units, unit)
+        auc, n_pos, n_neg = grouped_auc(row_unit, relevance > 0, score, n_units)
+        out = {
+            "slice": np.asarray(slices, dtype=object)[units // len(users)],
+            "user_id": np.asarray(users, dtype=object)[units % len(users)],
+            "n_exposures": (n_pos + n_neg).astype(np.int64),
+            "n_relevant": n_pos.astype(np.int64),
+            "n_lists": np.bincount(unit_idx, minlength=n_units).astype(np.int64),
+            "n_lists_ranked": n_ranked.astype(np.int64),
+            "auc": auc,
+            "mrr": unit_mean(per_list["mrr"]),
+        }
+        for k in ks:
+            for m in LIST_METRICS:
+                out[metric_column(m, k)] = unit_mean(per_list[f"{m}@{k}"])
+            out[metric_column("hits", k)] = unit_sum(per_list[f"hits@{k}"]).astype(np.int64)
+    return pd.DataFrame(out, columns=names)
+
+
+def _run_ids(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Id of each run of equal (a, b) pairs in sorted arrays."""
+    new = np.r_[True, (a[1:] != a[:-1]) | (b[1:] != b[:-1])]
+    return np.cumsum(new)
+
+
+def _dtype(spark_type: str) -> str:
+    return {"string": "object", "long": "int64", "double": "float64"}[spark_type]

@@ -1,0 +1,53 @@
+"""The one place that builds a SparkSession.
+
+Under ``spark-submit`` the submitted master and settings are used as they are;
+run directly (tests, laptops, ``make demo``) the job builds a local session
+(``local[*]`` unless ``--master`` says otherwise) whose Python workers use this
+interpreter, so pandas UDFs find pandas and pyarrow.  Settings from the
+config's ``[spark]`` table are applied on top; nothing else is hard-coded
+except defaults that any of those can override.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Mapping
+
+from pyspark.sql import SparkSession
+
+#: defaults for a session the job builds itself; any key can be overridden
+LOCAL_DEFAULTS = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+
+
+def under_spark_submit() -> bool:
+    """True when this Python process was started by spark-submit (it owns the JVM)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def build_session(
+    app_name: str = "recsys-spark",
+    master: str | None = None,
+    settings: Mapping[str, str] | None = None,
+    log_level: str = "WARN",
+) -> SparkSession:
+    """Get or create the session; see the module docstring for what is set."""
+    builder = SparkSession.builder.appName(app_name)
+    if not under_spark_submit():
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        builder = builder.master(master or "local[*]")
+        builder = builder.config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
+        for key, value in LOCAL_DEFAULTS.items():
+            builder = builder.config(key, value)
+    elif master:
+        builder = builder.master(master)
+    for key, value in (settings or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level)
+    return spark

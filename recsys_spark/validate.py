@@ -1,0 +1,64 @@
+"""Row-level checks: bad rows are set aside with a reason and counted, never dropped silently.
+
+Each check is a (reason, condition) pair; a row gets the first reason whose
+condition holds.  :func:`split_rows` returns the good rows and the rejected
+ones (with a ``reject_reason`` column), both lazily from the same input.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from recsys_spark.schema import ITEM, POSITION, REASON, REQUEST, SCORE, TS, USER
+
+Check = tuple[str, Column]
+
+
+def exposure_checks(has_score: bool) -> list[Check]:
+    """Why an exposure row cannot be used (an empty response has null item and position)."""
+    item_row = F.col(ITEM).isNotNull()
+    checks: list[Check] = [
+        ("null_user_id", F.col(USER).isNull()),
+        ("null_request_id", F.col(REQUEST).isNull()),
+        ("null_ts", F.col(TS).isNull()),
+        ("bad_position", item_row & (F.col(POSITION).isNull() | (F.col(POSITION) <= 0))),
+    ]
+    if has_score:
+        score = F.col(SCORE)
+        checks.append(("bad_score", item_row & (score.isNull() | F.isnan(score)
+                                                | (F.abs(score) == float("inf")))))
+    return checks
+
+
+def click_checks() -> list[Check]:
+    """Why a feedback event cannot be attributed at all."""
+    return [
+        ("null_user_id", F.col(USER).isNull()),
+        ("null_item_id", F.col(ITEM).isNull()),
+        ("null_ts", F.col(TS).isNull()),
+    ]
+
+
+def tag_rows(df: DataFrame, checks: Sequence[Check]) -> DataFrame:
+    """Add ``reject_reason``: the first failed check's name, or null for a good row."""
+    reason = F.coalesce(*[F.when(cond, F.lit(name)) for name, cond in checks], F.lit(None).cast("string"))
+    return df.withColumn(REASON, reason)
+
+
+def split_rows(tagged: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(good rows without the reason column, rejected rows with it)."""
+    good = tagged.where(F.col(REASON).isNull()).drop(REASON)
+    return good, tagged.where(F.col(REASON).isNotNull())
+
+
+def count_rows(tagged: DataFrame) -> dict[str, int]:
+    """Rows read and rejected per reason, in one pass: {"rows": n, "<reason>": n, ...}."""
+    counts = {"rows": 0}
+    for row in tagged.groupBy(REASON).count().collect():
+        counts["rows"] += row["count"]
+        if row[REASON] is not None:
+            counts[row[REASON]] = row["count"]
+    return counts

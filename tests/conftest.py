@@ -1,0 +1,27 @@
+"""Shared fixtures: one local SparkSession for the whole test run, tuned for 2 cores."""
+
+from __future__ import annotations
+
+import pytest
+
+collect_ignore = ["airflow"]  # the DAG test runs in its own venv: make test-airflow
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from recsys_spark.session import build_session
+
+    session = build_session(
+        app_name="recsys-spark-tests",
+        master="local[2]",
+        settings={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.ui.enabled": "false",
+            "spark.sql.execution.arrow.maxRecordsPerBatch": "2",  # exercise batch boundaries
+            "spark.driver.memory": "1g",
+        },
+        log_level="ERROR",
+    )
+    yield session
+    session.stop()
