@@ -19,8 +19,9 @@ $(BIN)/recsys-spark: pyproject.toml
 
 setup: $(BIN)/recsys-spark ## create .venv and install the project with its test dependencies
 
-test: setup ## run the whole test suite
+test: setup .venv-airflow/bin/airflow ## run the whole test suite (project venv, then the Airflow venv)
 	$(BIN)/pytest -q
+	.venv-airflow/bin/pytest -q tests/airflow
 
 test-fast: setup ## kernel-only tests (no Spark), seconds
 	$(BIN)/pytest -q -m "not spark"
@@ -37,6 +38,20 @@ test-fast: setup ## kernel-only tests (no Spark), seconds
 .PHONY: test-airflow
 test-airflow: .venv-airflow/bin/airflow ## run the Airflow DAG test in its own venv
 	.venv-airflow/bin/pytest -q tests/airflow
+
+# Cluster runs ship the package as a zip (--py-files takes .zip/.egg/.jar; a .whl fails on
+# executors with "No module named"). pandas/pyarrow/numpy come from the cluster image, or
+# from package-env's venv-pack archive (its python links to this machine's Python 3.11:
+# the nodes need that path, or say where theirs is with PYTHON_PREFIX=/usr).
+.PHONY: package package-env
+package: setup ## build dist/recsys_spark.zip for spark-submit --py-files
+	$(BIN)/python jobs/package.py zip
+
+build/venv-pack/venv_pack/__init__.py:
+	$(BIN)/pip install --quiet --disable-pip-version-check --target build/venv-pack 'venv-pack==0.2.0'
+
+package-env: setup build/venv-pack/venv_pack/__init__.py ## optional: dist/env.tar.gz, pandas/pyarrow/numpy for --archives
+	PYTHONPATH=build/venv-pack $(BIN)/python jobs/package.py env $(if $(PYTHON_PREFIX),--python-prefix $(PYTHON_PREFIX))
 
 demo: setup ## generate a sample day and run the daily job on it in local mode
 	$(BIN)/python -m recsys_spark.generate --date $(DATE) --output-root $(DEMO_DIR)/input --users 2000 --seed 7

@@ -131,7 +131,7 @@ def build_summary(cfg: Config, day: str, paths: InputPaths, exposure_counts: dic
             **labels,
             **unit_counts,
         },
-        "seconds": timings,
+        "seconds": dict(timings),
         "config": cfg.to_dict(),
     }
 

@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Mapping
 
 from pyspark.sql import SparkSession
+
+LOCAL_LOG4J = Path(__file__).with_name("log4j2-local.properties")
 
 #: defaults for a session the job builds itself; any key can be overridden
 LOCAL_DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOCAL_LOG4J}",
 }
 
 

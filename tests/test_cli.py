@@ -1,0 +1,84 @@
+"""The command line as users and schedulers call it: outputs, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from recsys_spark.cli import run
+
+DATE = "2026-11-20"
+CLI = [sys.executable, "-m", "recsys_spark.cli"]
+
+
+def cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, code: int, *needles: str) -> None:
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("recsys-spark: error:")]
+    assert len(errors) == 1, proc.stderr
+    for needle in needles:
+        assert needle in errors[0]
+
+
+@pytest.mark.parametrize("args, code, needle", [
+    (["evaluate", "--input-root", "i", "--output-root", "o"], 2, "--date"),
+    (["evaluate", "--date", "2026-13-01", "--input-root", "i", "--output-root", "o"], 2, "2026-13-01"),
+    (["evaluate", "--date", DATE], 2, "--input-root"),
+    (["frobnicate"], 2, "frobnicate"),
+    (["evaluate", "--start", "2026-11-05", "--end", "2026-11-01", "--input-root", "i", "--output-root", "o"], 2,
+     "before"),
+    (["evaluate", "--date", DATE, "--input-root", "i", "--output-root", "o", "--set", "metrics.kk=1"], 3,
+     "metrics.kk"),
+    (["evaluate", "--date", DATE, "--input-root", "i", "--output-root", "o", "--config", "/no/such.toml"], 3,
+     "/no/such.toml"),
+])
+def test_bad_arguments_exit_with_one_line_before_spark_starts(capsys, args, code, needle):
+    assert run(args) == code
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("recsys-spark: error:") and needle in err
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("cli")
+    subprocess.run([sys.executable, "-m", "recsys_spark.generate", "--date", DATE, "--output-root",
+                    str(root / "in"), "--users", "150", "--seed", "5"], check=True, capture_output=True)
+    return root
+
+
+@pytest.mark.spark
+def test_cli_on_a_generated_day_writes_the_three_outputs(generated):
+    out = generated / "out"
+    proc = cli("evaluate", "--date", DATE, "--input-root", str(generated / "in"), "--output-root", str(out),
+               "--master", "local[2]", "--set", "spark.spark.sql.shuffle.partitions=4")
+    assert proc.returncode == 0, proc.stderr
+    assert f"{DATE}: ok" in proc.stdout and "auc_global=" in proc.stdout
+    assert list((out / "metrics" / f"dt={DATE}").glob("*.parquet"))
+    assert list((out / "user_metrics" / f"dt={DATE}").glob("*.parquet"))
+    summary = json.loads((out / "summary" / f"dt={DATE}" / "summary.json").read_text())
+    assert 0.5 < summary["headline"]["auc_global"] < 1.0
+    assert summary["input_rows"]["exposures"] > 1000
+    assert summary["data_quality"]["orphan_events"] >= 0
+    # one structured log line per stage
+    stages = [json.loads(line.split("recsys_spark ", 1)[1])["stage"] for line in proc.stderr.splitlines()
+              if '"event": "stage"' in line]
+    assert stages == ["read", "validate", "label", "metrics", "write"]
+
+
+@pytest.mark.spark
+def test_missing_partition_is_one_line_and_exit_4_with_nothing_written(generated):
+    out = generated / "out-missing"
+    proc = cli("evaluate", "--date", "2026-11-21", "--input-root", str(generated / "in"),
+               "--output-root", str(out), "--master", "local[1]")
+    assert_one_line_error(proc, 4, "missing input", "dt=2026-11-21")
+    assert not out.exists()

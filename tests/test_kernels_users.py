@@ -1,0 +1,115 @@
+"""The per-user batch kernel: hand-computed users, ranking rule, order independence, no Spark."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from recsys_spark.kernels.ranking import average_precision_at_k, ndcg_at_k
+from recsys_spark.kernels.users import output_columns, score_users
+
+
+def frame(rows):
+    return pd.DataFrame(rows, columns=["slice", "user_id", "list_id", "item_id", "position", "score", "relevance"])
+
+
+# u1: list r1 ranks a(.9, miss) b(.8, hit); list r2 ranks c(.7, hit) d(.6, miss)
+# u2: one list, no hit.  u3: only hits (no AUC).
+GOLDEN = frame([
+    ("all", "u1", "r1", "a", 1, 0.9, 0.0),
+    ("all", "u1", "r1", "b", 2, 0.8, 1.0),
+    ("all", "u1", "r2", "c", 1, 0.7, 1.0),
+    ("all", "u1", "r2", "d", 2, 0.6, 0.0),
+    ("all", "u2", "r3", "a", 1, 0.5, 0.0),
+    ("all", "u2", "r3", "b", 2, 0.4, 0.0),
+    ("all", "u3", "r4", "e", 1, 0.3, 1.0),
+])
+
+
+def by_user(result):
+    return result.set_index("user_id")
+
+
+def test_golden_users_by_hand():
+    got = by_user(score_users(GOLDEN, ks=(1, 3)))
+    u1 = got.loc["u1"]
+    assert (u1.n_exposures, u1.n_relevant, u1.n_lists, u1.n_lists_ranked) == (4, 2, 2, 2)
+    assert u1.auc == pytest.approx(0.5)  # pos .8,.7 vs neg .9,.6: 2 of 4 pairs
+    assert u1.mrr == pytest.approx((1 / 2 + 1 / 1) / 2)
+    assert u1.ndcg_at_3 == pytest.approx((1 / math.log2(3) + 1.0) / 2)
+    assert u1.map_at_1 == pytest.approx((0 + 1) / 2)
+    assert u1.precision_at_3 == pytest.approx((1 / 3 + 1 / 3) / 2)
+    assert u1.hits_at_1 == 1 and u1.hits_at_3 == 2
+    u2 = got.loc["u2"]
+    assert u2.n_lists_ranked == 0 and math.isnan(u2.ndcg_at_3) and math.isnan(u2.auc)
+    u3 = got.loc["u3"]
+    assert math.isnan(u3.auc) and u3.mrr == 1.0 and u3.recall_at_1 == 1.0
+    assert list(score_users(GOLDEN, ks=(1, 3)).columns) == [n for n, _ in output_columns((1, 3))]
+
+
+def test_result_does_not_depend_on_row_order():
+    a = score_users(GOLDEN, ks=(1, 3)).sort_values("user_id").reset_index(drop=True)
+    shuffled = GOLDEN.sample(frac=1.0, random_state=4)
+    b = score_users(shuffled, ks=(1, 3)).sort_values("user_id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_ties_in_score_are_broken_by_position_then_item_id():
+    # equal scores: position decides (hit at position 1 -> RR 1)
+    by_position = frame([("all", "u", "r", "z", 1, 0.5, 1.0), ("all", "u", "r", "a", 2, 0.5, 0.0)])
+    assert score_users(by_position, (1,)).mrr[0] == 1.0
+    # equal score and position (a session list of two requests): item id decides, "a" before "b"
+    by_item = frame([("all", "u", "s", "b", 1, 0.5, 1.0), ("all", "u", "s", "a", 1, 0.5, 0.0)])
+    assert score_users(by_item, (1,)).mrr[0] == 0.5
+
+
+def test_slices_are_separate_units():
+    two = pd.concat([GOLDEN, GOLDEN.assign(slice="platform=ios")])
+    got = score_users(two, (1, 3))
+    assert len(got) == 6
+    for _, rows in got.groupby("user_id"):
+        assert rows.drop(columns="slice").drop_duplicates().shape[0] == 1
+
+
+def test_matches_references_on_random_users():
+    rng = np.random.default_rng(8)
+    n = 3000
+    data = frame({
+        "slice": "all",
+        "user_id": rng.integers(0, 60, n).astype(str),
+        "list_id": rng.integers(0, 400, n).astype(str),
+        "item_id": rng.integers(0, 10**6, n).astype(str),
+        "position": rng.integers(1, 30, n),
+        "score": rng.random(n).round(2),
+        "relevance": rng.choice([0.0, 0.0, 0.0, 1.0, 3.0], n),
+    })
+    got = by_user(score_users(data, (10,)))
+    for user, rows in data.groupby("user_id"):
+        pos = rows.relevance > 0
+        expected_auc = roc_auc_score(pos, rows.score) if 0 < pos.sum() < len(rows) else np.nan
+        assert got.loc[user, "auc"] == pytest.approx(expected_auc, nan_ok=True)
+        ndcgs, aps = [], []
+        for _, lst in rows.groupby("list_id"):
+            ranked = lst.sort_values(["score", "position", "item_id"], ascending=[False, True, True])
+            if (ranked.relevance > 0).any():
+                ndcgs.append(ndcg_at_k(ranked.relevance.to_numpy(), 10))
+                aps.append(average_precision_at_k(ranked.relevance.to_numpy(), 10))
+        assert got.loc[user, "ndcg_at_10"] == pytest.approx(np.mean(ndcgs) if ndcgs else np.nan, nan_ok=True)
+        assert got.loc[user, "map_at_10"] == pytest.approx(np.mean(aps) if aps else np.nan, nan_ok=True)
+
+
+def test_empty_batch_gives_empty_frame_with_the_schema():
+    got = score_users(GOLDEN.iloc[:0], (1,))
+    assert got.empty and list(got.columns) == [n for n, _ in output_columns((1,))]
+
+
+def test_kernels_do_not_import_pyspark():
+    code = "import sys, recsys_spark.kernels.users, recsys_spark.kernels.ranking, recsys_spark.kernels.auc; " \
+           "sys.exit(1 if 'pyspark' in sys.modules else 0)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -1,0 +1,137 @@
+"""The whole daily job in local mode on a hand-built day: one golden table, many paths."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+
+import pytest
+from chispa import assert_df_equality
+
+from recsys_spark.config import load_config
+from recsys_spark.kernels.ranking import ndcg_at_k
+from recsys_spark.pipeline import evaluate_day, read_summary
+
+pytestmark = pytest.mark.spark
+
+DAY = dt.date(2026, 11, 20)
+T0 = dt.datetime(2026, 11, 20, 10, 0)
+EXPOSURE_DDL = "user_id string, session_id string, request_id string, item_id string, position int, " \
+               "score double, ts timestamp"
+CLICK_DDL = "user_id string, session_id string, request_id string, item_id string, ts timestamp"
+
+# u1 (two requests): r1 ranks a(.9) b(.8, clicked); r2 ranks c(.7, clicked by session) d(.6)
+# u2: r3 ranks a(.5) b(.5) c(.1), no click           -> no relevant list, no AUC
+# u3: r4 one item, clicked                             -> only positives, no AUC
+# u4: r5 empty response                                -> nothing to rank
+# plus a duplicate (r1, a at position 3) and an orphan click (r9)
+EXPOSURES = [
+    ("u1", "s1", "r1", "a", 1, 0.9, T0), ("u1", "s1", "r1", "b", 2, 0.8, T0), ("u1", "s1", "r1", "a", 3, 0.9, T0),
+    ("u1", "s1", "r2", "c", 1, 0.7, T0), ("u1", "s1", "r2", "d", 2, 0.6, T0),
+    ("u2", "s2", "r3", "a", 1, 0.5, T0), ("u2", "s2", "r3", "b", 2, 0.5, T0), ("u2", "s2", "r3", "c", 3, 0.1, T0),
+    ("u3", "s3", "r4", "e", 1, 0.3, T0),
+    ("u4", "s4", "r5", None, None, None, T0),
+]
+CLICKS = [
+    ("u1", "s1", "r1", "b", T0 + dt.timedelta(minutes=1)),
+    ("u1", "s1", None, "c", T0 + dt.timedelta(minutes=2)),
+    ("u3", "s3", "r4", "e", T0 + dt.timedelta(minutes=1)),
+    ("u9", "s9", "r9", "z", T0 + dt.timedelta(minutes=3)),
+]
+
+
+@pytest.fixture(scope="module")
+def day(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("golden")
+    spark.createDataFrame(EXPOSURES, EXPOSURE_DDL).write.parquet(f"{root}/in/exposures/dt={DAY}")
+    spark.createDataFrame(CLICKS, CLICK_DDL).write.parquet(f"{root}/in/clicks/dt={DAY}")
+    summary = evaluate_day(spark, load_config(None, ["metrics.k=[1, 3]"]), DAY, f"{root}/in", f"{root}/out")
+    return root, summary
+
+
+def metric(spark, root, name, k, aggregation):
+    rows = (spark.read.parquet(f"{root}/out/metrics")
+            .where(f"metric = '{name}' and aggregation = '{aggregation}' and slice = 'all' and dt = '{DAY}'")
+            .where(f"k = {k}" if k else "k is null").collect())
+    assert len(rows) == 1, (name, k, aggregation, rows)
+    return rows[0]
+
+
+def test_auc_global_user_avg_and_impression_weighted(spark, day):
+    root, _ = day
+    # pooled: positives b(.8) c(.7) e(.3); negatives a(.9) d(.6) a(.5) b(.5) c(.1) -> 15 pairs
+    # b beats 4, c beats 4, e beats 1 (c .1)  => 9 / 15
+    assert metric(spark, root, "auc", None, "global").value == pytest.approx(9 / 15)
+    assert metric(spark, root, "auc", None, "global").n == 8
+    # only u1 has both classes: pos .8,.7 vs neg .9,.6 -> 2 / 4
+    assert metric(spark, root, "auc", None, "user_avg").value == pytest.approx(0.5)
+    assert metric(spark, root, "auc", None, "user_avg").n == 1
+    assert metric(spark, root, "auc", None, "impression_weighted").value == pytest.approx(0.5)
+
+
+def test_list_metrics_aggregations(spark, day):
+    root, _ = day
+    # ranked lists: r1 (hit at 2), r2 (hit at 1), r4 (hit at 1); users u1 (r1, r2) and u3 (r4)
+    ndcg_r1 = ndcg_at_k([0, 1], 3)
+    assert ndcg_r1 == pytest.approx(1 / math.log2(3))
+    assert metric(spark, root, "ndcg", 3, "list_avg").value == pytest.approx((ndcg_r1 + 1 + 1) / 3)
+    assert metric(spark, root, "ndcg", 3, "user_avg").value == pytest.approx(((ndcg_r1 + 1) / 2 + 1) / 2)
+    assert metric(spark, root, "mrr", None, "user_avg").value == pytest.approx(((0.5 + 1) / 2 + 1) / 2)
+    assert metric(spark, root, "map", 1, "list_avg").value == pytest.approx(2 / 3)
+    # global precision@3 = hits / (3 * lists) = 3 / 9; recall@1 = hits@1 / sum R = 2 / 3
+    assert metric(spark, root, "precision", 3, "global").value == pytest.approx(3 / 9)
+    assert metric(spark, root, "recall", 1, "global").value == pytest.approx(2 / 3)
+    assert metric(spark, root, "hit_rate", 1, "user_avg").value == pytest.approx((0.5 + 1) / 2)
+    assert metric(spark, root, "ndcg", 3, "user_avg").n == 2
+
+
+def test_summary_counts_data_quality(day):
+    _, summary = day
+    quality = summary["data_quality"]
+    assert summary["input_rows"] == {"exposures": 10, "clicks": 4}
+    assert quality["duplicate_exposures"] == 1
+    assert quality["orphan_events"] == 1
+    assert quality["empty_responses"] == 1
+    assert quality["lists_without_relevant"] == 1   # r3
+    assert quality["users_without_auc"] == 2        # u2 (no positives), u3 (no negatives)
+    assert summary["headline"]["auc_global"] == pytest.approx(9 / 15)
+
+
+def test_user_metrics_table(spark, day):
+    root, _ = day
+    users = (spark.read.parquet(f"{root}/out/user_metrics/dt={DAY}")
+             .select("user_id", "n_exposures", "n_relevant", "n_lists", "n_lists_ranked", "auc"))
+    expected = spark.createDataFrame(
+        [("u1", 4, 2, 2, 2, 0.5), ("u2", 3, 0, 1, 0, None), ("u3", 1, 1, 1, 1, None)],
+        "user_id string, n_exposures long, n_relevant long, n_lists long, n_lists_ranked long, auc double")
+    assert_df_equality(users, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_summary_file_and_success_marker(spark, day):
+    root, summary = day
+    assert read_summary(spark, f"{root}/out", DAY.isoformat()) == json.loads(json.dumps(summary))
+    assert (root / "out" / "summary" / f"dt={DAY}" / "_SUCCESS").exists()
+    assert not (root / "out" / "_staging").exists()
+
+
+def test_rerun_replaces_the_date_and_leaves_other_dates(spark, day, tmp_path):
+    root, _ = day
+    before = spark.read.parquet(f"{root}/out/metrics").orderBy("metric", "k", "aggregation").collect()
+    other = root / "out" / "metrics" / "dt=2026-11-19"
+    other.mkdir()
+    (other / "keep.txt").write_text("x")
+    evaluate_day(spark, load_config(None, ["metrics.k=[1, 3]"]), DAY, f"{root}/in", f"{root}/out")
+    after = spark.read.parquet(f"{root}/out/metrics/dt={DAY}").orderBy("metric", "k", "aggregation").collect()
+    assert [r.asDict() for r in after] == [{k: v for k, v in r.asDict().items() if k != "dt"} for r in before]
+    assert (other / "keep.txt").exists()
+
+
+def test_session_lists_pool_the_requests_of_a_session(spark, day, tmp_path):
+    root, _ = day
+    evaluate_day(spark, load_config(None, ["metrics.k=[3]", "ranking.list_unit=session"]),
+                 DAY, f"{root}/in", str(tmp_path))
+    mrr = (spark.read.parquet(f"{tmp_path}/metrics")
+           .where("metric = 'mrr' and aggregation = 'list_avg'").first())
+    # s1 ranks a(.9) b(.8, hit) c(.7, hit) d(.6): RR 1/2; s3: RR 1  => (1/2 + 1) / 2 over 2 lists
+    assert mrr.value == pytest.approx(0.75) and mrr.n == 2
