@@ -124,7 +124,7 @@ with DAG(
     default_args={
         "owner": "recsys",
         # Any non-zero exit fails the try. Retries help with transient cluster/IO
-        # failures; for exit 5 (hard rule violated) a retry is useless but harmless.
+        # failures; for exit 8 (hard rule violated, see recsys_spark/errors.py) a retry is useless but harmless.
         "retries": 2,
         "retry_delay": timedelta(minutes=10),
         "execution_timeout": timedelta(hours=4),
