@@ -54,8 +54,9 @@ package-env: setup build/venv-pack/venv_pack/__init__.py ## optional: dist/env.t
 	PYTHONPATH=build/venv-pack $(BIN)/python jobs/package.py env $(if $(PYTHON_PREFIX),--python-prefix $(PYTHON_PREFIX))
 
 demo: setup ## generate a sample day and run the daily job on it in local mode
-	$(BIN)/python -m recsys_spark.generate --date $(DATE) --output-root $(DEMO_DIR)/input --users 2000 --seed 7
-	$(BIN)/recsys-spark evaluate --date $(DATE) --input-root $(DEMO_DIR)/input --output-root $(DEMO_DIR)/output
+	$(BIN)/python -m recsys_spark.generate --date $(DATE) --output-root $(DEMO_DIR)/input --users 2000 --days 2 --seed 7
+	$(BIN)/recsys-spark evaluate --date $(DATE) --input-root $(DEMO_DIR)/input --output-root $(DEMO_DIR)/output \
+		--set rules.fail_on_hard=false  # the sample day has duplicates and uncatalogued items, as real logs do
 
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build dist spark-warehouse metastore_db

@@ -122,7 +122,10 @@ def _print_headline(day: dt.date, summary: dict, headline, name) -> None:
     parts = [f"{name(m, k, a)}={values[name(m, k, a)]:.4f}" for m, k, a in headline
              if values.get(name(m, k, a)) is not None]
     quality = summary["data_quality"]
-    print(f"{day}: ok  " + "  ".join(parts))
+    failed = [r["rule"] for r in summary.get("rules", []) if not r["passed"]]
+    print(f"{day}: {summary['status']}  " + "  ".join(parts))
+    if failed:
+        print(f"{day}: rules failed: {', '.join(failed)} (see rule_checks/dt={day})")
     print(f"{day}: rows exposures={summary['input_rows']['exposures']} clicks={summary['input_rows']['clicks']} "
           f"duplicates={quality['duplicate_exposures']} orphan_events={quality['orphan_events']} "
           f"lists_without_relevant={quality.get('lists_without_relevant')} "

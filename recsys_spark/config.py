@@ -28,6 +28,7 @@ class InputConfig:
     exposures: str = "{input_root}/exposures/dt={date}"
     clicks: str = "{input_root}/clicks/dt={date}"
     items: str = "{input_root}/items"
+    users: str = "{input_root}/users"
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,51 @@ class ExecutionConfig:
 
 
 @dataclass(frozen=True)
+class HealthConfig:
+    min_list_length: int = 5
+    lorenz_points: int = 101
+    novelty_days: int = 7
+
+    def __post_init__(self) -> None:
+        if self.lorenz_points < 2:
+            raise ConfigError(f"config key health.lorenz_points: expected at least 2, got {self.lorenz_points}")
+
+
+@dataclass(frozen=True)
+class SlicesConfig:
+    names: tuple[str, ...] = ()
+    new_user_days: int = 7
+    popularity_head_share: float = 0.2
+    popularity_tail_share: float = 0.2
+
+    def __post_init__(self) -> None:
+        head, tail = self.popularity_head_share, self.popularity_tail_share
+        if not (head < 1 and tail < 1 and head + tail <= 1):
+            raise ConfigError("config keys slices.popularity_head_share and slices.popularity_tail_share: "
+                              f"expected shares below 1 that add up to at most 1, got {head} and {tail}")
+
+
+@dataclass(frozen=True)
+class ValidationConfig:
+    ts_tolerance_minutes: float = 60.0
+    write_rejected: bool = False
+
+
+@dataclass(frozen=True)
+class RulesConfig:
+    fail_on_hard: bool = True
+    blacklist_items: tuple[str, ...] = ()
+    blacklist_categories: tuple[str, ...] = ()
+    max_duplicate_rate: float = 0.01
+    max_orphan_rate: float = 0.05
+    max_empty_response_rate: float = 0.02
+    max_score_out_of_range_rate: float = 0.0
+    bot_requests_per_user: int = 500
+    max_bot_user_rate: float = 0.001
+    max_exposure_change: float = 0.5
+
+
+@dataclass(frozen=True)
 class Config:
     input: InputConfig = field(default_factory=InputConfig)
     attribution: AttributionConfig = field(default_factory=AttributionConfig)
@@ -66,6 +112,10 @@ class Config:
     ranking: RankingConfig = field(default_factory=RankingConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    health: HealthConfig = field(default_factory=HealthConfig)
+    slices: SlicesConfig = field(default_factory=SlicesConfig)
+    validation: ValidationConfig = field(default_factory=ValidationConfig)
+    rules: RulesConfig = field(default_factory=RulesConfig)
     spark: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_dict(self) -> dict[str, Any]:
@@ -147,6 +197,10 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
         return _build(hint, value, key)
     origin = typing.get_origin(hint)
     try:
+        if origin is tuple and typing.get_args(hint)[0] is str:  # names: may be empty, order kept
+            if not isinstance(value, list):
+                raise TypeError("a list of strings")
+            return tuple(dict.fromkeys(_scalar(str, v) for v in value))
         if origin is tuple:
             if not isinstance(value, list) or not value:
                 raise TypeError("a non-empty list")
@@ -168,8 +222,11 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
     choices = _CHOICES.get(key)
     if choices and result not in choices:
         raise ConfigError(f"config key {dotted}: expected one of {', '.join(choices)}, got {value!r}")
-    if isinstance(result, (int, float)) and not isinstance(result, bool) and result <= 0:
-        raise ConfigError(f"config key {dotted}: expected a positive number, got {value!r}")
+    if isinstance(result, (int, float)) and not isinstance(result, bool):
+        zero_ok = key[0] in ("rules", "validation")  # thresholds and tolerances may be 0
+        if result < 0 or (result == 0 and not zero_ok):
+            raise ConfigError(f"config key {dotted}: expected a {'non-negative' if zero_ok else 'positive'} "
+                              f"number, got {value!r}")
     return result
 
 

@@ -13,18 +13,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from recsys_spark import fs, log
 from recsys_spark.aggregate import aggregate_users, metrics_frame
 from recsys_spark.config import Config
-from recsys_spark.errors import EmptyInputError
+from recsys_spark.errors import EmptyInputError, HardRuleViolation
+from recsys_spark.health import evaluate_health, history_paths, lorenz_frame, popularity_clicks, previous_exposures
 from recsys_spark.label import deduplicate_exposures, join_feedback, label_counts, labelled_exposures
 from recsys_spark.per_user import bucket_count, ranking_input, user_metrics
 from recsys_spark.pooled_auc import pooled_auc
-from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
-from recsys_spark.schema import ALL, SCORE
-from recsys_spark.validate import click_checks, count_rows, exposure_checks, split_rows, tag_rows
+from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, ITEM_COLUMNS, conform, read_parquet
+from recsys_spark.rules import as_dicts, rules_frame, scan_rules
+from recsys_spark.schema import ALL, ITEM, REASON, SCORE
+from recsys_spark.slices import add_slice_columns, explode_slices, popularity_cutoffs, read_slice_inputs
+from recsys_spark.validate import click_checks, count_rows, day_bounds, exposure_checks, split_rows, tag_rows
 from recsys_spark.write import SUMMARY, DailyOutput
 
 #: metrics printed by the CLI and put first in the summary: (metric, k, aggregation)
@@ -38,6 +42,9 @@ HEADLINE = (
     ("precision", 10, "global"),
     ("recall", 10, "global"),
     ("hit_rate", 10, "user_avg"),
+    ("exposure_ctr", None, "global"),
+    ("pv_failure_rate", None, "global"),
+    ("gini", None, "catalog"),
 )
 
 
@@ -46,12 +53,13 @@ class InputPaths:
     exposures: str
     clicks: str
     items: str
+    users: str
 
     @classmethod
     def resolve(cls, cfg: Config, input_root: str, date: str) -> "InputPaths":
         fill = {"input_root": input_root.rstrip("/"), "date": date}
         return cls(cfg.input.exposures.format(**fill), cfg.input.clicks.format(**fill),
-                   cfg.input.items.format(**fill))
+                   cfg.input.items.format(**fill), cfg.input.users.format(**fill))
 
 
 def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: str, output_root: str) -> dict[str, Any]:
@@ -63,54 +71,135 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
     out = DailyOutput(spark, output_root, day)
 
     with log.stage("read", timings, date=day) as info:
-        exposures = conform(read_parquet(spark, paths.exposures, "exposures partition"),
-                            EXPOSURE_COLUMNS, paths.exposures)
+        raw_exposures = read_parquet(spark, paths.exposures, "exposures partition")
+        slice_inputs = read_slice_inputs(spark, cfg.slices.names, raw_exposures.columns, paths.items, paths.users)
+        exposures = conform(raw_exposures, EXPOSURE_COLUMNS, paths.exposures, keep=slice_inputs.dims.exposure)
         clicks = conform(read_parquet(spark, paths.clicks, "clicks partition"), CLICK_COLUMNS, paths.clicks)
         has_score = SCORE in exposures.columns
         info["has_score"] = has_score
 
     with log.stage("validate", timings) as info:
-        exposures_tagged = tag_rows(exposures, exposure_checks(has_score))
-        clicks_tagged = tag_rows(clicks, click_checks())
-        exposure_counts = count_rows(exposures_tagged)
-        click_counts = count_rows(clicks_tagged)
+        bounds = day_bounds(date, cfg.validation.ts_tolerance_minutes)
+        exposures_tagged = tag_rows(exposures, exposure_checks(has_score, bounds))
+        clicks_tagged = tag_rows(clicks, click_checks(bounds))
+        exposure_counts = count_rows(exposures_tagged, "exposures partition", paths.exposures)
+        click_counts = count_rows(clicks_tagged, "clicks partition", paths.clicks)
         if exposure_counts["rows"] == 0:
             raise EmptyInputError(f"empty input exposures partition (0 rows): {paths.exposures}")
         info.update(exposure_rows=exposure_counts["rows"], click_rows=click_counts["rows"])
-        good_exposures, _ = split_rows(exposures_tagged)
-        good_clicks, _ = split_rows(clicks_tagged)
+        good_exposures, rejected_exposures = split_rows(exposures_tagged)
+        good_clicks, rejected_clicks = split_rows(clicks_tagged)
 
     try:
         with log.stage("label", timings) as info:
-            joined = join_feedback(deduplicate_exposures(good_exposures), good_clicks,
+            deduplicated = (deduplicate_exposures(good_exposures)
+                            .transform(add_slice_columns, slice_inputs, date, cfg.slices.new_user_days))
+            joined = join_feedback(deduplicated, good_clicks,
                                    cfg.attribution.window_minutes, cfg.labels.event_weights,
                                    cfg.labels.click_event).persist(StorageLevel.MEMORY_AND_DISK)
             labels = label_counts(joined)
             info.update(labels)
-            ranked = ranking_input(labelled_exposures(joined), cfg.ranking.list_unit, has_score)
+
+        with log.stage("slices", timings, slices=list(cfg.slices.names)) as info:
+            cutoffs = None
+            if "popularity" in cfg.slices.names:
+                cutoffs = popularity_cutoffs(labelled_exposures(joined), cfg.slices.popularity_head_share,
+                                             cfg.slices.popularity_tail_share)
+                info.update(popularity_head_min=cutoffs.head_min, popularity_tail_max=cutoffs.tail_max)
+            sliced = explode_slices(labelled_exposures(joined), slice_inputs.dims, cutoffs)
+            ranked = ranking_input(sliced, cfg.ranking.list_unit, has_score)
 
         with log.stage("metrics", timings) as info:
-            buckets = bucket_count(labels["exposures"], cfg.execution.rows_per_bucket,
+            # each exposure comes once under "all" and at most once more per slice dimension
+            buckets = bucket_count(labels["exposures"] * (1 + len(cfg.slices.names)), cfg.execution.rows_per_bucket,
                                    spark.sparkContext.defaultParallelism)
             staged_users = out.stage("user_metrics", user_metrics(ranked, ks, cfg.metrics.ndcg_gain, buckets))
             pooled = pooled_auc(ranked)
             rows, unit_counts = aggregate_users(spark.read.parquet(staged_users), ks, pooled)
-            out.stage("metrics", metrics_frame(spark, rows).coalesce(1))
             info.update(buckets=buckets, metric_rows=len(rows))
+
+        with log.stage("health", timings) as info:
+            (prev_day, prev_path), = history_paths(cfg.input.exposures, input_root, date, 1)
+            tolerance = cfg.validation.ts_tolerance_minutes
+            previous, update_note = previous_exposures(spark, prev_day, prev_path, tolerance)
+            popularity, novelty_note = popularity_clicks(
+                spark, history_paths(cfg.input.clicks, input_root, date, cfg.health.novelty_days), good_clicks,
+                cfg.labels.click_event, tolerance)
+            health = evaluate_health(spark, sliced, slice_inputs.dims, slice_inputs.catalog,
+                                     min_list_length=cfg.health.min_list_length,
+                                     lorenz_points=cfg.health.lorenz_points, popularity=popularity,
+                                     previous=previous, cutoffs=cutoffs, items_path=paths.items,
+                                     partitions=buckets)
+            health.notes += [novelty_note] + ([update_note] if update_note else [])
+            rows += health.rows
+            out.stage("lorenz", lorenz_frame(spark, health.lorenz))
+            out.stage("metrics", metrics_frame(spark, rows).coalesce(1))
+            info.update(health.info)
+
+        with log.stage("rules", timings) as info:
+            rule_results = scan_rules(
+                labelled_exposures(joined), read_items(spark, paths.items), {
+                    "exposure_rows": exposure_counts["rows"],
+                    "bad_score": exposure_counts.get("bad_score", 0),
+                    "valid_events": click_counts["rows"] - sum(v for k, v in click_counts.items() if k != "rows"),
+                    **labels},
+                has_score=has_score, blacklist_items=cfg.rules.blacklist_items,
+                blacklist_categories=cfg.rules.blacklist_categories,
+                bot_requests_per_user=cfg.rules.bot_requests_per_user,
+                thresholds=threshold_settings(cfg), previous_exposure_rows=previous_rows(spark, cfg, input_root, date),
+                rejected_exposures=rejected_exposures)
+            out.stage("rule_checks", rules_frame(spark, rule_results).coalesce(1))
+            failed_hard = [r.rule for r in rule_results if r.severity == "hard" and not r.passed]
+            info.update(failed=[r.rule for r in rule_results if not r.passed])
+            if cfg.validation.write_rejected:
+                out.stage("rejected", rejected_rows(rejected_exposures, rejected_clicks))
+
+        with log.stage("write", timings):
+            summary = build_summary(cfg, day, paths, exposure_counts, click_counts, labels,
+                                    unit_counts.get(ALL, {}), rows, timings)
+            summary["rules"] = as_dicts(rule_results)
+            summary["notes"] = health.notes
+            if failed_hard:
+                summary["status"] = "hard_rule_violated"
+            out.stage_text(SUMMARY, "summary.json", json.dumps(summary, indent=2, sort_keys=False))
+            out.commit()
     except BaseException:
         out.abort()
         raise
     finally:
         if "joined" in locals():
             joined.unpersist()
-
-    with log.stage("write", timings):
-        summary = build_summary(cfg, day, paths, exposure_counts, click_counts, labels,
-                                unit_counts.get(ALL, {}), rows, timings)
-        out.stage_text(SUMMARY, "summary.json", json.dumps(summary, indent=2, sort_keys=False))
-        out.commit()
-    log.event("done", date=day, **{k: summary["headline"][k] for k in list(summary["headline"])[:4]})
+    log.event("done", date=day, status=summary["status"],
+              **{k: summary["headline"][k] for k in list(summary["headline"])[:4]})
+    if failed_hard and cfg.rules.fail_on_hard:
+        raise HardRuleViolation(f"{day}: hard business rules violated: {', '.join(failed_hard)} "
+                                f"(outputs written; see rule_checks/dt={day})")
     return summary
+
+
+def read_items(spark: SparkSession, path: str) -> DataFrame | None:
+    """The optional catalog, or None when its path does not exist."""
+    if not fs.exists(spark, path):
+        return None
+    return conform(read_parquet(spark, path, "items table"), ITEM_COLUMNS, path)
+
+
+def previous_rows(spark: SparkSession, cfg: Config, input_root: str, date: dt.date) -> int | None:
+    """Exposure rows of the day before (from Parquet metadata), or None when that partition is absent."""
+    path = InputPaths.resolve(cfg, input_root, (date - dt.timedelta(days=1)).isoformat()).exposures
+    return spark.read.parquet(path).count() if fs.exists(spark, path) else None
+
+
+def threshold_settings(cfg: Config) -> dict[str, float]:
+    return {name: value for name, value in cfg.to_dict()["rules"].items() if name.startswith("max_")}
+
+
+def rejected_rows(exposures: DataFrame, clicks: DataFrame) -> DataFrame:
+    """Set-aside rows of both inputs in one table: source, reason, and the row as JSON."""
+    def tidy(df: DataFrame, source: str) -> DataFrame:
+        payload = F.to_json(F.struct(*[c for c in df.columns if c != REASON]))
+        return df.select(F.lit(source).alias("source"), F.col(REASON).alias("reason"), payload.alias("row"))
+    return tidy(exposures, "exposures").unionByName(tidy(clicks, "clicks"))
 
 
 def build_summary(cfg: Config, day: str, paths: InputPaths, exposure_counts: dict, click_counts: dict,

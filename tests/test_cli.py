@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -60,12 +61,19 @@ def generated(tmp_path_factory) -> Path:
 def test_cli_on_a_generated_day_writes_the_three_outputs(generated):
     out = generated / "out"
     proc = cli("evaluate", "--date", DATE, "--input-root", str(generated / "in"), "--output-root", str(out),
-               "--master", "local[2]", "--set", "spark.spark.sql.shuffle.partitions=4")
+               "--master", "local[2]", "--set", "spark.spark.sql.shuffle.partitions=4",
+               "--set", "rules.fail_on_hard=false")  # generated days carry duplicates, as real logs do
     assert proc.returncode == 0, proc.stderr
-    assert f"{DATE}: ok" in proc.stdout and "auc_global=" in proc.stdout
     assert list((out / "metrics" / f"dt={DATE}").glob("*.parquet"))
     assert list((out / "user_metrics" / f"dt={DATE}").glob("*.parquet"))
     summary = json.loads((out / "summary" / f"dt={DATE}" / "summary.json").read_text())
+    # generated days may break hard rules (duplicates, uncatalogued items); with fail_on_hard off the run
+    # succeeds, and stdout says which status and which rules
+    failed = [r["rule"] for r in summary["rules"] if not r["passed"]]
+    assert summary["status"] == ("hard_rule_violated" if any(
+        r["severity"] == "hard" and not r["passed"] for r in summary["rules"]) else "ok")
+    assert f"{DATE}: {summary['status']}  auc_global=" in proc.stdout
+    assert (f"rules failed: {', '.join(failed)}" in proc.stdout) == bool(failed)
     assert 0.5 < summary["headline"]["auc_global"] < 1.0
     assert summary["input_rows"]["exposures"] > 1000
     assert summary["data_quality"]["orphan_events"] >= 0
@@ -82,3 +90,17 @@ def test_missing_partition_is_one_line_and_exit_4_with_nothing_written(generated
                "--output-root", str(out), "--master", "local[1]")
     assert_one_line_error(proc, 4, "missing input", "dt=2026-11-21")
     assert not out.exists()
+
+
+@pytest.mark.spark
+def test_backfill_runs_every_date_and_reports_the_failed_ones(generated):
+    out = generated / "out-backfill"
+    proc = cli("evaluate", "--start", "2026-11-19", "--end", DATE, "--input-root", str(generated / "in"),
+               "--output-root", str(out), "--master", "local[2]", "--set", "rules.fail_on_hard=false",
+               "--set", "metrics.k=[10]")
+    assert proc.returncode == 9, proc.stderr
+    assert "2026-11-19: failed: missing input" in proc.stderr
+    assert re.search(rf"^{DATE}: (ok|hard_rule_violated)  auc_global=", proc.stdout, re.M)  # not stopped by 11-19
+    assert (out / "summary" / f"dt={DATE}" / "_SUCCESS").exists()
+    assert not (out / "metrics" / "dt=2026-11-19").exists()
+    assert "1 of 2 dates failed: 2026-11-19" in proc.stderr

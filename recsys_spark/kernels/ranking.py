@@ -111,7 +111,7 @@ def reciprocal_rank(rel_ranked: np.ndarray) -> float:
     0.2917
     """
     relevant = np.flatnonzero(np.asarray(rel_ranked, dtype=np.float64) > 0)
-    return 1.0 / (relevant[0] + 1) if len(relevant) else float("nan")
+    return 1.0 / float(relevant[0] + 1) if len(relevant) else float("nan")
 
 
 def segment_starts(keys: np.ndarray) -> np.ndarray:

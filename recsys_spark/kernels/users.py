@@ -57,7 +57,8 @@ def _rank_order(unit: np.ndarray, lst: np.ndarray, score: np.ndarray, position: 
     u, l, s, p = unit[order], lst[order], score[order], position[order]
     tied = (u[1:] == u[:-1]) & (l[1:] == l[:-1]) & (s[1:] == s[:-1]) & (p[1:] == p[:-1])
     if tied.any():
-        item_code, _ = pd.factorize(item, sort=True)
+        # by the ids' own order, whatever the dtype (a categorical would sort by its categories)
+        item_code, _ = pd.factorize(np.asarray(item, dtype=object), sort=True)
         order = np.lexsort((item_code, position, -score, lst, unit))
     return order
 

@@ -1,0 +1,356 @@
+"""Health indicators and business metrics per slice: two passes, one collect of small sums.
+
+The sliced labelled exposures (one row per (exposure, slice), empty
+responses included with a null item; see :mod:`recsys_spark.slices`) are
+reduced to *sufficient statistics* -- sums per slice and a histogram of the
+items' exposure counts per slice -- and the maths is done on the driver by
+:mod:`recsys_spark.kernels.health` and :mod:`recsys_spark.kernels.business`.
+
+The sliced rows are shuffled once: :func:`prepare_rows` keeps the few
+columns needed, hash-partitions them by user and persists them.  Every
+group-by whose keys include the user then runs inside the partitions,
+without another shuffle of the rows:
+
+* pass A, ``groupBy(slice, user, request, category)`` then by (slice, user,
+  request), (slice, user, category) and (slice, user): PV, UV, coverage,
+  failure, business counts, category entropy per list and per user; the
+  slice's category counts take one shuffle of the (request, category) sums;
+* pass B, ``groupBy(slice, user, item)``, then by (slice, item) (one shuffle
+  of the user-item pairs): the exposure histogram (Gini, Lorenz, item
+  coverage), the users per item (personalization), the popularity join
+  (novelty) and the join with the previous day's (user, item) pairs
+  (update_rate).
+
+Both passes are one query (a union of long rows ``(slice, name, key,
+value)``) and one collect.  What reaches the driver is a few sums per slice
+plus the histograms, whose size is the number of distinct exposure counts (at
+most sqrt(2 * exposures) per slice), never proportional to users or items.  The Lorenz curve (at most ``lorenz_points`` rows per slice) is
+computed exactly from the histogram (:func:`kernels.health.lorenz_curve`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from recsys_spark import fs
+from recsys_spark.aggregate import MetricRow
+from recsys_spark.kernels.business import business_values
+from recsys_spark.kernels.health import health_values
+from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
+from recsys_spark.schema import ALL, CATEGORY, CLICKED, EVENT, ITEM, REQUEST, SLICE, USER
+from recsys_spark.slices import IN_CATALOG, ITEM_CATEGORY, UNKNOWN, PopularityCutoffs, SliceDims
+from recsys_spark.validate import click_checks, day_bounds, exposure_checks, split_rows, tag_rows
+
+LORENZ_SCHEMA = "slice string, x double, y double"
+_LONG = ("slice", "name", "key", "value")
+
+
+@dataclass
+class HealthResult:
+    rows: list[MetricRow]
+    lorenz: list[tuple[str, float, float]]
+    notes: list[str] = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+
+
+# --- inputs from other days ----------------------------------------------------------------------
+def history_paths(template: str, input_root: str, date: dt.date, days: int) -> list[tuple[str, str]]:
+    """(date, path) of the ``days`` days before ``date``, most recent first."""
+    root = input_root.rstrip("/")
+    out = []
+    for back in range(1, days + 1):
+        day = (date - dt.timedelta(days=back)).isoformat()
+        out.append((day, template.format(input_root=root, date=day)))
+    return out
+
+
+def popularity_clicks(spark: SparkSession, paths: Sequence[tuple[str, str]], same_day: DataFrame,
+                      click_event: str, tolerance_minutes: float) -> tuple[DataFrame, str]:
+    """(user_id, item_id) of the click events that define item popularity for novelty, and a note.
+
+    The clicks of the previous days whose partitions exist; when none
+    does, the same day's clicks (then novelty looks at today's clicks too).
+    Only events named ``click_event`` count (a row without ``event`` is a
+    click); rows are validated as the day's own (``validate.click_checks``).
+    """
+    found = [(day, path) for day, path in paths if fs.exists(spark, path)]
+    if found:
+        frames = [split_rows(tag_rows(conform(read_parquet(spark, path, "clicks partition"), CLICK_COLUMNS, path),
+                                      click_checks(day_bounds(dt.date.fromisoformat(day), tolerance_minutes))))[0]
+                  for day, path in found]
+        clicks = frames[0]
+        for frame in frames[1:]:
+            clicks = clicks.unionByName(frame, allowMissingColumns=True)
+        days = sorted(day for day, _ in found)
+        note = (f"novelty: item popularity from the clicks of {len(found)} of the {len(paths)} previous days "
+                f"({days[0]}..{days[-1]})")
+    else:
+        clicks = same_day
+        note = (f"novelty: no clicks partition in the {len(paths)} previous days; "
+                "item popularity from the same day's clicks")
+    event = F.coalesce(F.col(EVENT), F.lit(click_event)) if EVENT in clicks.columns else F.lit(click_event)
+    return clicks.where(event == click_event).select(USER, ITEM), note
+
+
+def previous_exposures(spark: SparkSession, day: str, path: str,
+                       tolerance_minutes: float) -> tuple[DataFrame | None, str | None]:
+    """Distinct (user_id, item_id) exposed on the previous day, or (None, note) without its partition."""
+    if not fs.exists(spark, path):
+        return None, f"update_rate skipped: no exposures partition for the previous day {day} ({path})"
+    raw = conform(read_parquet(spark, path, "previous exposures partition"), EXPOSURE_COLUMNS, path)
+    has_score = "score" in raw.columns
+    bounds = day_bounds(dt.date.fromisoformat(day), tolerance_minutes)
+    good, _ = split_rows(tag_rows(raw, exposure_checks(has_score, bounds)))
+    return good.where(F.col(ITEM).isNotNull()).select(USER, ITEM).distinct(), None
+
+
+# --- the two passes ------------------------------------------------------------------------------
+def _n_log_n(c: Column) -> Column:
+    return F.when(c > 0, c * F.log(c)).otherwise(F.lit(0.0))
+
+
+def _entropy(n: Column, s: Column) -> Column:
+    """ln N - S / N (natural log) from N = sum c and S = sum c ln c; null when N = 0."""
+    return F.when(n > 0, F.log(n) - F.try_divide(s, n))
+
+
+def _count_if(cond: Column) -> Column:
+    return F.sum(F.when(cond, 1).otherwise(0))
+
+
+def _long(df: DataFrame, names: Sequence[str]) -> DataFrame:
+    """Slice-level sums as long rows (slice, name, null, value)."""
+    return (df.select(SLICE, *[F.col(n).cast("double").alias(n) for n in names])
+            .unpivot([SLICE], list(names), "name", "value")
+            .select(F.col(SLICE).alias("slice"), "name", F.lit(None).cast("double").alias("key"), "value"))
+
+
+def prepare_rows(sliced: DataFrame, partitions: int) -> DataFrame:
+    """The columns the passes need, hash-partitioned by user and persisted (unpersist after use).
+
+    By user alone: that partitioning satisfies every later group-by whose keys
+    include the user, and (unlike a constant ``slice`` when there are no
+    slices) it is never optimised away.
+    """
+    return (sliced
+            .select(SLICE, USER, REQUEST, ITEM, CLICKED, ITEM_CATEGORY, IN_CATALOG)
+            .repartition(partitions, USER)
+            .persist(StorageLevel.MEMORY_AND_DISK))
+
+
+def request_pass(prepared: DataFrame, min_list_length: int) -> DataFrame:
+    """Pass A: PV/UV, coverage, failure, business counts and category entropies, as long rows."""
+    item = F.col(ITEM).isNotNull()
+    base = (prepared
+            .groupBy(SLICE, USER, REQUEST, ITEM_CATEGORY)
+            .agg(F.count(ITEM).alias("n"), _count_if(item & F.col(CLICKED)).alias("clicked")))
+    requests = (base
+                .groupBy(SLICE, USER, REQUEST)
+                .agg(F.sum("n").alias("n"), F.sum(_n_log_n(F.col("n"))).alias("s"),
+                     F.sum("clicked").alias("clicked"))
+                .withColumn("h", _entropy(F.col("n"), F.col("s"))))
+    users = (requests
+             .groupBy(SLICE, USER)
+             .agg(F.count(F.lit(1)).alias("pv"), _count_if(F.col("n") >= min_list_length).alias("covered"),
+                  _count_if(F.col("n") == 0).alias("empty"), F.sum("n").alias("exposures"),
+                  F.sum("clicked").alias("clicked"), _count_if(F.col("n") > 0).alias("lists"),
+                  F.sum("h").alias("list_h"), F.sum(F.col("h") * F.col("h")).alias("list_h2")))
+    per_slice = (users
+                 .groupBy(SLICE)
+                 .agg(F.sum("pv").alias("pv"), F.sum("covered").alias("pv_covered"),
+                      F.sum("empty").alias("pv_empty"), F.count(F.lit(1)).alias("uv"),
+                      _count_if(F.col("covered") > 0).alias("uv_covered"),
+                      _count_if(F.col("empty") > 0).alias("uv_empty"),
+                      F.sum("exposures").alias("exposures"), F.sum("clicked").alias("clicked"),
+                      _count_if(F.col("clicked") > 0).alias("uv_clicked"),
+                      _count_if(F.col("exposures") > 0).alias("users_exposed"),
+                      F.sum("lists").alias("lists"), F.sum("list_h").alias("list_h"),
+                      F.sum("list_h2").alias("list_h2")))
+    exposed = base.where(F.col("n") > 0)
+    user_h = (exposed
+              .groupBy(SLICE, USER, ITEM_CATEGORY).agg(F.sum("n").alias("c"))
+              .groupBy(SLICE, USER).agg(F.sum("c").alias("n"), F.sum(_n_log_n(F.col("c"))).alias("s"))
+              .withColumn("h", _entropy(F.col("n"), F.col("s")))
+              .groupBy(SLICE).agg(F.sum("h").alias("user_h"), F.sum(F.col("h") * F.col("h")).alias("user_h2")))
+    categories = (exposed
+                  .groupBy(SLICE, ITEM_CATEGORY).agg(F.sum("n").alias("c"))
+                  .groupBy(SLICE)
+                  .agg(F.sum("c").alias("cat_n"), F.sum(_n_log_n(F.col("c"))).alias("cat_s"),
+                       F.sum(F.when(F.col(ITEM_CATEGORY) == UNKNOWN, F.col("c")).otherwise(0)).alias("unknown")))
+    return (_long(per_slice, ["pv", "pv_covered", "pv_empty", "uv", "uv_covered", "uv_empty", "exposures",
+                              "clicked", "uv_clicked", "users_exposed", "lists", "list_h", "list_h2"])
+            .unionByName(_long(user_h, ["user_h", "user_h2"]))
+            .unionByName(_long(categories, ["cat_n", "cat_s", "unknown"])))
+
+
+def item_pass(prepared: DataFrame, popularity: DataFrame | None, previous: DataFrame | None) -> DataFrame:
+    """Pass B: exposure histogram, users per item, novelty and update sums, as long rows."""
+    pairs = (prepared
+             .where(F.col(ITEM).isNotNull())
+             .groupBy(SLICE, USER, ITEM)
+             .agg(F.count(F.lit(1)).alias("n"), F.max(IN_CATALOG).alias("in_catalog")))
+    items = (pairs
+             .groupBy(SLICE, ITEM)
+             .agg(F.sum("n").alias("exposures"), F.count(F.lit(1)).alias("users"),
+                  F.max("in_catalog").alias("in_catalog")))
+    hist = (items
+            .groupBy(SLICE, "exposures", F.coalesce(F.col("in_catalog"), F.lit(False)).alias("in_catalog"))
+            .agg(F.count(F.lit(1)).alias("items"))
+            .select(F.col(SLICE).alias("slice"),
+                    F.when(F.col("in_catalog"), F.lit("hist_catalog")).otherwise(F.lit("hist_other")).alias("name"),
+                    F.col("exposures").cast("double").alias("key"), F.col("items").cast("double").alias("value")))
+    users = F.col("users")
+    sums = [F.sum(users * (users - 1)).alias("user_overlap"), F.sum(users).alias("user_items")]
+    names = ["user_overlap", "user_items"]
+    if popularity is not None:
+        clickers = popularity.groupBy(ITEM).agg(F.count_distinct(USER).alias("k"))
+        items = items.join(clickers, on=ITEM, how="left")
+        sums.append(F.sum(F.col("exposures") * F.log2(F.coalesce(F.col("k"), F.lit(0)) + 1)).alias("novelty_log"))
+        names.append("novelty_log")
+    out = hist.unionByName(_long(items.groupBy(SLICE).agg(*sums), names))
+    if popularity is not None:
+        n_clickers = popularity.agg(F.count_distinct(USER).alias("value"))
+        out = out.unionByName(n_clickers.select(F.lit(None).cast("string").alias("slice"),
+                                                F.lit("n_clickers").alias("name"),
+                                                F.lit(None).cast("double").alias("key"),
+                                                F.col("value").cast("double").alias("value")))
+    if previous is not None:
+        # item sets per user on both days, joined on the user: the rows stay where prepare_rows put
+        # them, only the previous day's sets move; the inner join keeps returning users only
+        before = previous.groupBy(USER).agg(F.collect_set(ITEM).alias("before"))
+        rate = F.col("new") / F.col("items")
+        update = (pairs
+                  .groupBy(SLICE, USER).agg(F.collect_list(ITEM).alias("today"))
+                  .join(before, on=USER, how="inner")
+                  .select(SLICE, F.size("today").alias("items"),
+                          F.size(F.array_except("today", "before")).alias("new"))
+                  .groupBy(SLICE)
+                  .agg(F.count(F.lit(1)).alias("returning"), F.sum(rate).alias("update_sum"),
+                       F.sum(rate * rate).alias("update_sum2"), F.sum("new").alias("update_new"),
+                       F.sum("items").alias("update_items")))
+        out = out.unionByName(_long(update, ["returning", "update_sum", "update_sum2", "update_new",
+                                             "update_items"]))
+    return out
+
+
+def catalog_pass(catalog: DataFrame, dims: SliceDims) -> DataFrame:
+    """Catalog items per slice (``catalog_items``) and categories (``catalog_categories``), as long rows.
+
+    ``all`` and every non-item slice see the whole catalog (the ``all`` row);
+    ``category=c`` (or another item column) sees the catalog items with that value.
+    """
+    keys = [F.lit(ALL)] + [F.concat(F.lit(f"{name}="), F.coalesce(F.col(name).cast("string"), F.lit(UNKNOWN)))
+                           for name in dims.item]
+    sizes = (catalog
+             .select(F.explode(F.array(*keys)).alias(SLICE), CATEGORY)
+             .groupBy(SLICE)
+             .agg(F.count(F.lit(1)).alias("catalog_items"),
+                  F.count_distinct(CATEGORY).alias("catalog_categories")))
+    return _long(sizes, ["catalog_items", "catalog_categories"])
+
+
+# --- from the collected sums to metric rows ------------------------------------------------------
+def _split(rows) -> tuple[dict, dict, int | None]:
+    stats: dict[str, dict[str, float]] = {}
+    hist: dict[str, dict[tuple[float, bool], float]] = {}
+    n_clickers = None
+    for r in rows:
+        if r["name"] == "n_clickers":
+            n_clickers = int(r["value"] or 0)
+        elif r["name"].startswith("hist_"):
+            key = (r["key"], r["name"] == "hist_catalog")
+            hist.setdefault(r["slice"], {})[key] = r["value"]
+        else:
+            stats.setdefault(r["slice"], {})[r["name"]] = r["value"]
+    return stats, hist, n_clickers
+
+
+def _popularity_catalog(hist_all: dict, catalog_all: int, cutoffs: PopularityCutoffs) -> dict[str, int]:
+    """Catalog items per popularity bucket: exposed catalog items by count, never-exposed ones are tail."""
+    sizes = {"popularity=head": 0, "popularity=mid": 0, "popularity=tail": 0}
+    exposed = 0
+    for (count, in_catalog), items in hist_all.items():
+        if not in_catalog:
+            continue
+        exposed += int(items)
+        bucket = "head" if count >= cutoffs.head_min else "tail" if count <= cutoffs.tail_max else "mid"
+        sizes[f"popularity={bucket}"] += int(items)
+    sizes["popularity=tail"] += max(catalog_all - exposed, 0)
+    return sizes
+
+
+def evaluate_health(spark: SparkSession, sliced: DataFrame, dims: SliceDims, catalog: DataFrame | None, *,
+                    min_list_length: int, lorenz_points: int, popularity: DataFrame | None = None,
+                    previous: DataFrame | None = None, cutoffs: PopularityCutoffs | None = None,
+                    items_path: str = "", partitions: int = 4) -> HealthResult:
+    """Health and business rows of every slice, and the Lorenz points.
+
+    Parameters
+    ----------
+    sliced : sliced labelled exposures (``slice``, ``user_id``, ``request_id``,
+        ``item_id`` null for empty responses, ``clicked``, ``_category``,
+        ``_in_catalog``).
+    dims : the slice dimensions (item dimensions restrict the catalog).
+    catalog : the items table, one row per item, or None.
+    popularity : (user_id, item_id) clicks defining popularity, or None (no novelty).
+    previous : distinct (user_id, item_id) of the previous day, or None (no update_rate).
+    cutoffs : popularity cut-offs when ``popularity`` is a slice.
+    partitions : partitions of the user-partitioned rows.
+    """
+    notes: list[str] = []
+    prepared = prepare_rows(sliced, partitions)
+    try:
+        long = request_pass(prepared, min_list_length).unionByName(item_pass(prepared, popularity, previous))
+        if catalog is not None:
+            long = long.unionByName(catalog_pass(catalog, dims))
+        stats, hist, n_clickers = _split(long.collect())
+    finally:
+        prepared.unpersist()
+    sizes, n_categories = None, None
+    if catalog is not None:
+        sizes = {s: int(v.pop("catalog_items")) for s, v in stats.items() if "catalog_items" in v}
+        n_categories = int(stats.get(ALL, {}).pop("catalog_categories", 0) or 0)
+        for v in stats.values():
+            v.pop("catalog_categories", None)
+        stats = {s: v for s, v in stats.items() if v or s == ALL}
+    else:
+        notes.append(f"item_coverage, gini (catalog) and category_diversity skipped: no items table at "
+                     f"{items_path}; the Lorenz curve is over the exposed items")
+    if sizes is not None and "popularity" in dims.names and cutoffs is not None:
+        sizes.update(_popularity_catalog(hist.get(ALL, {}), sizes.get(ALL, 0), cutoffs))
+    k = None
+    if n_categories is not None:
+        k = n_categories + (1 if (stats.get(ALL, {}).get("unknown") or 0) > 0 else 0)
+    rows: list[MetricRow] = []
+    lorenz: list[tuple[str, float, float]] = []
+    for s in sorted(set(stats) | set(hist)):
+        if s is None:
+            continue
+        catalog_items = None
+        if sizes is not None:
+            catalog_items = sizes.get(ALL, 0) if _whole_catalog(s, dims) else sizes.get(s, 0)
+        values, (x, y) = health_values(stats.get(s, {}), hist.get(s, {}), catalog_items, k,
+                                       n_clickers if popularity is not None else None,
+                                       previous is not None, lorenz_points)
+        values += business_values(stats.get(s, {}))
+        rows += [MetricRow(m, None, a, s, v, n, se) for m, a, v, n, se in values]
+        lorenz += [(s, float(a), float(b)) for a, b in zip(x, y)]
+    info = {"health_rows": len(rows), "lorenz_points": len(lorenz), "categories": k, "novelty_users": n_clickers}
+    return HealthResult(rows, lorenz, notes, info)
+
+
+def _whole_catalog(slice_key: str, dims: SliceDims) -> bool:
+    """Whether a slice sees the whole catalog (``all`` and every non-item dimension)."""
+    name = slice_key.split("=", 1)[0]
+    return slice_key == ALL or name not in dims.item_dims
+
+
+def lorenz_frame(spark: SparkSession, points: list[tuple[str, float, float]]) -> DataFrame:
+    """The Lorenz table (slice, x, y), one small file."""
+    return spark.createDataFrame(points, LORENZ_SCHEMA).coalesce(1)

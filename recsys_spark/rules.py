@@ -1,0 +1,174 @@
+"""Business-rule scanning: is today's recommendation log fit to be trusted?
+
+Hard rules must never be violated; soft rules are rates with a threshold.
+Results are data (one row per rule in the ``rule_checks`` table), not log
+lines, so a scheduler can alert on them.  Most counts come from what earlier
+stages already counted; the rest from one aggregation over the labelled
+exposures, one over users, and a join with the catalog when there is one.
+
+| rule | severity | violations | rate |
+|---|---|---|---|
+| ``blacklisted_item`` | hard | exposures of items in ``rules.blacklist_items`` | / exposures |
+| ``blacklisted_category`` | hard | exposures of items whose category is in ``rules.blacklist_categories`` | / exposures |
+| ``duplicate_item_in_request`` | hard | (request, item) pairs shown more than once | / exposures |
+| ``item_missing_from_catalog`` | hard | exposures of items absent from the items table | / exposures |
+| ``non_finite_score`` | hard | item rows whose score is null, NaN or infinite | / exposure rows |
+| ``duplicate_exposure_rate`` | soft | rows dropped by deduplication | / exposure rows |
+| ``orphan_event_rate`` | soft | events matching no exposure | / valid events |
+| ``empty_response_rate`` | soft | requests that returned nothing | / requests |
+| ``score_out_of_range_rate`` | soft | exposures with score outside [0, 1] | / exposures |
+| ``bot_user_rate`` | soft | users with more than ``rules.bot_requests_per_user`` requests | / users |
+| ``exposure_change`` | soft | abs(exposure rows today - yesterday) | / yesterday's rows |
+
+A hard rule passes when it has no violation; a soft rule passes when its rate
+is at most its threshold.  Rules that cannot be evaluated (no catalog, no
+score column, no previous day, empty blacklist) are left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from recsys_spark.schema import CATEGORY, COPIES, ITEM, REQUEST, SCORE, USER
+
+RULES_SCHEMA = ("rule string, severity string, violations long, rate double, threshold double, "
+                "passed boolean, examples array<string>")
+N_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    rule: str
+    severity: str  # "hard" | "soft"
+    violations: int
+    rate: float | None
+    threshold: float | None
+    passed: bool
+    examples: list[str] = field(default_factory=list)
+
+
+def _rate(num: float, den: float) -> float | None:
+    return num / den if den else None
+
+
+def hard(rule: str, violations: int, total: int, examples: list[str] | None = None) -> RuleResult:
+    return RuleResult(rule, "hard", int(violations), _rate(violations, total), 0.0, violations == 0, examples or [])
+
+
+def soft(rule: str, violations: int, total: int, threshold: float, examples: list[str] | None = None) -> RuleResult:
+    rate = _rate(violations, total)
+    return RuleResult(rule, "soft", int(violations), rate, threshold, rate is None or rate <= threshold,
+                      examples or [])
+
+
+def _examples(df: DataFrame, condition: Column, key: Column) -> list[str]:
+    """A few distinct keys of violating rows, sorted (only called when there are violations).
+
+    A ``limit`` without ``distinct``: no shuffle, the scan stops early.
+    """
+    keys = {r[0] for r in df.where(condition).select(key.cast("string")).limit(10 * N_EXAMPLES).collect()}
+    return sorted(keys)[:N_EXAMPLES]
+
+
+def scan_rules(
+    exposures: DataFrame,
+    items: DataFrame | None,
+    counts: dict[str, int],
+    *,
+    has_score: bool,
+    blacklist_items: Sequence[str],
+    blacklist_categories: Sequence[str],
+    bot_requests_per_user: int,
+    thresholds: dict[str, float],
+    previous_exposure_rows: int | None,
+    rejected_exposures: DataFrame | None = None,
+) -> list[RuleResult]:
+    """Evaluate every rule that applies; see the module docstring for the definitions.
+
+    ``exposures`` are the labelled, deduplicated exposures (empty responses
+    included, with ``copies``); ``counts`` holds what earlier stages counted:
+    ``exposure_rows``, ``bad_score``, ``duplicate_exposures``, ``orphan_events``,
+    ``valid_events``, ``empty_responses``.
+    """
+    item_row = F.col(ITEM).isNotNull()
+    blacklisted = F.col(ITEM).isin(list(blacklist_items)) if blacklist_items else F.lit(False)
+    out_of_range = (F.col(SCORE) < 0) | (F.col(SCORE) > 1) if has_score else F.lit(False)
+    duplicated = item_row & (F.col(COPIES) > 1)
+    agg = exposures.agg(
+        F.sum(item_row.cast("long")).alias("exposures"),
+        F.sum((item_row & blacklisted).cast("long")).alias("blacklisted"),
+        F.sum((item_row & out_of_range).cast("long")).alias("out_of_range"),
+        F.sum(duplicated.cast("long")).alias("duplicated_pairs"),
+    ).first()
+    n_exp = agg["exposures"] or 0
+    results: list[RuleResult] = []
+
+    if blacklist_items:
+        ex = _examples(exposures, item_row & blacklisted, F.col(ITEM)) if agg["blacklisted"] else []
+        results.append(hard("blacklisted_item", agg["blacklisted"] or 0, n_exp, ex))
+    ex = (_examples(exposures, duplicated, F.concat_ws(":", REQUEST, ITEM)) if agg["duplicated_pairs"] else [])
+    results.append(hard("duplicate_item_in_request", agg["duplicated_pairs"] or 0, n_exp, ex))
+    if items is not None:
+        results += _catalog_rules(exposures, items, n_exp, blacklist_categories)
+    if has_score:
+        bad = counts.get("bad_score", 0)
+        ex = (_examples(rejected_exposures, F.col("reject_reason") == "bad_score",
+                        F.concat_ws(":", REQUEST, ITEM)) if bad and rejected_exposures is not None else [])
+        results.append(hard("non_finite_score", bad, counts["exposure_rows"], ex))
+
+    results.append(soft("duplicate_exposure_rate", counts["duplicate_exposures"], counts["exposure_rows"],
+                        thresholds["max_duplicate_rate"]))
+    results.append(soft("orphan_event_rate", counts["orphan_events"], counts["valid_events"],
+                        thresholds["max_orphan_rate"]))
+    bots, requests = _per_user_requests(exposures, bot_requests_per_user, thresholds["max_bot_user_rate"])
+    results.append(soft("empty_response_rate", counts["empty_responses"], requests,
+                        thresholds["max_empty_response_rate"]))
+    if has_score:
+        ex = _examples(exposures, item_row & out_of_range, F.concat_ws(":", REQUEST, ITEM)) if agg["out_of_range"] else []
+        results.append(soft("score_out_of_range_rate", agg["out_of_range"] or 0, n_exp,
+                            thresholds["max_score_out_of_range_rate"], ex))
+    results.append(bots)
+    if previous_exposure_rows is not None:
+        change = abs(counts["exposure_rows"] - previous_exposure_rows)
+        results.append(soft("exposure_change", change, previous_exposure_rows, thresholds["max_exposure_change"]))
+    return results
+
+
+def _catalog_rules(exposures: DataFrame, items: DataFrame, n_exp: int,
+                   blacklist_categories: Sequence[str]) -> list[RuleResult]:
+    per_item = (exposures.where(F.col(ITEM).isNotNull()).groupBy(ITEM).agg(F.count(F.lit(1)).alias("n"))
+                .join(items.select(ITEM, CATEGORY, F.lit(True).alias("_in_catalog")).dropDuplicates([ITEM]),
+                      on=ITEM, how="left"))
+    missing = F.col("_in_catalog").isNull()
+    banned = F.col(CATEGORY).isin(list(blacklist_categories)) if blacklist_categories else F.lit(False)
+    row = per_item.agg(F.sum(F.when(missing, F.col("n"))).alias("missing"),
+                       F.sum(F.when(banned, F.col("n"))).alias("banned")).first()
+    out = [hard("item_missing_from_catalog", row["missing"] or 0, n_exp,
+                _examples(per_item, missing, F.col(ITEM)) if row["missing"] else [])]
+    if blacklist_categories:
+        out.append(hard("blacklisted_category", row["banned"] or 0, n_exp,
+                        _examples(per_item, banned, F.concat_ws(":", CATEGORY, ITEM)) if row["banned"] else []))
+    return out
+
+
+def _per_user_requests(exposures: DataFrame, max_requests: int, threshold: float) -> tuple[RuleResult, int]:
+    """(the bot rule, number of requests) from one aggregation of requests per user."""
+    per_user = exposures.groupBy(USER).agg(F.count_distinct(REQUEST).alias("requests"))
+    row = per_user.agg(F.count(F.lit(1)).alias("users"), F.sum("requests").alias("requests"),
+                       F.sum((F.col("requests") > max_requests).cast("long")).alias("bots")).first()
+    bots = row["bots"] or 0
+    ex = _examples(per_user, F.col("requests") > max_requests, F.col(USER)) if bots else []
+    return soft("bot_user_rate", bots, row["users"] or 0, threshold, ex), int(row["requests"] or 0)
+
+
+def rules_frame(spark: SparkSession, results: Sequence[RuleResult]) -> DataFrame:
+    data = [(r.rule, r.severity, r.violations, r.rate, r.threshold, r.passed, r.examples) for r in results]
+    return spark.createDataFrame(data, RULES_SCHEMA)
+
+
+def as_dicts(results: Sequence[RuleResult]) -> list[dict]:
+    return [asdict(r) for r in results]

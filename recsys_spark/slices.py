@@ -1,0 +1,266 @@
+"""Slices (evaluation dimensions): give every labelled exposure its slice keys, explode once.
+
+Every metric -- ranking, AUC, health, business -- groups by the ``slice``
+column.  Slicing is therefore two steps, both before any metric pass:
+
+1. :func:`add_slice_columns` (on the deduplicated exposures, before
+   labelling, so the labelled table that is persisted carries them): joins
+   the items table (``_category``, ``_in_catalog``) and, when a slice needs
+   it, the users table, and computes one string column ``_s_<name>`` per
+   slice dimension;
+2. :func:`explode_slices`: each row becomes one row with ``slice = "all"``
+   plus one row ``slice = "<name>=<value>"`` per dimension whose value is not
+   null.  It is a narrow transformation; every later pass groups by slice in
+   the same job, so S dimensions cost (1 + S) times the rows, never S jobs.
+
+Dimension names (config ``slices.names``), looked up in this order:
+
+* derived: ``hour`` (00-23, session time zone), ``weekday`` (mon..sun),
+  ``day_type`` (weekday/weekend), ``user_type`` (``new`` when the users
+  table's ``first_seen`` is less than ``new_user_days`` days before the
+  evaluated day, else ``returning``), ``popularity`` (``head``/``mid``/``tail``
+  by the day's exposures, see :func:`recsys_spark.kernels.health.popularity_thresholds`);
+* a column of the exposures (``platform``), of the items table (``category``),
+  of the users table (``country``).
+
+Values: a null value, an item missing from the items table or a user missing
+from the users table gives ``unknown``; an empty response (no item) has no
+value for an item dimension (``category``, ``popularity``, item columns), so
+it appears under ``all`` and the other dimensions only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Sequence
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from recsys_spark import fs
+from recsys_spark.errors import ConfigError, SchemaError
+from recsys_spark.kernels.health import popularity_thresholds
+from recsys_spark.read import ITEM_COLUMNS, ColumnSpec, conform, read_parquet
+from recsys_spark.schema import ALL, CATEGORY, ITEM, REQUEST, SESSION, SLICE, TS, USER
+
+#: columns added by :func:`add_slice_columns`
+ITEM_CATEGORY = "_category"  # the catalog category; "unknown" for items missing from it; null without item
+IN_CATALOG = "_in_catalog"  # the item is in the items table (null without item or without items table)
+ITEM_EXPOSURES = "_item_exposures"  # the item's exposures of the day (only with the popularity slice)
+UNKNOWN = "unknown"
+FIRST_SEEN = "first_seen"
+
+TIME_SLICES = ("hour", "weekday", "day_type")
+DERIVED_SLICES = TIME_SLICES + ("user_type", "popularity")
+_ID_COLUMNS = (USER, SESSION, REQUEST, ITEM)
+
+
+def slice_column(name: str) -> str:
+    """Internal column holding the value of dimension ``name``."""
+    return f"_s_{name}"
+
+
+@dataclass(frozen=True)
+class SliceDims:
+    """Where each configured dimension comes from (names in config order)."""
+
+    names: tuple[str, ...] = ()
+    exposure: tuple[str, ...] = ()
+    item: tuple[str, ...] = ()
+    user: tuple[str, ...] = ()
+
+    @property
+    def item_dims(self) -> tuple[str, ...]:
+        """Dimensions that are attributes of the item (empty responses have none)."""
+        return self.item + (("popularity",) if "popularity" in self.names else ())
+
+    @property
+    def needs_users(self) -> bool:
+        return bool(self.user) or "user_type" in self.names
+
+
+def resolve_slices(names: Sequence[str], exposure_columns: Sequence[str], item_columns: Sequence[str] | None,
+                   user_columns: Sequence[str] | None) -> SliceDims:
+    """Sort the configured names into derived / exposures / items / users dimensions.
+
+    ``item_columns`` / ``user_columns`` are None when that table does not
+    exist.  An unknown name raises :class:`SchemaError` naming it and what was
+    looked at; an id column raises :class:`ConfigError`.
+    """
+    exposure, item, user = [], [], []
+    for name in names:
+        if name in _ID_COLUMNS or name == SLICE:
+            raise ConfigError(f"config key slices.names: {name!r} is an id column, not a dimension")
+        if name == "user_type":
+            if user_columns is None or FIRST_SEEN not in user_columns:
+                raise SchemaError(f"slice 'user_type' needs a users table with a {FIRST_SEEN!r} column")
+        elif name in DERIVED_SLICES:
+            continue
+        elif name in exposure_columns:
+            exposure.append(name)
+        elif item_columns is not None and name in item_columns:
+            item.append(name)
+        elif user_columns is not None and name in user_columns:
+            user.append(name)
+        else:
+            looked = ["exposures"] + (["items table"] if item_columns is not None else []) + \
+                     (["users table"] if user_columns is not None else [])
+            raise SchemaError(f"slice {name!r} is not a derived slice ({', '.join(DERIVED_SLICES)}) "
+                              f"nor a column of the {', '.join(looked)}")
+    return SliceDims(tuple(names), tuple(exposure), tuple(item), tuple(user))
+
+
+@dataclass(frozen=True)
+class SliceInputs:
+    """The resolved dimensions and the side tables they (and the health indicators) need."""
+
+    dims: SliceDims
+    catalog: DataFrame | None  # one row per item: item_id, category, item dimension columns
+    users: DataFrame | None  # one row per user: user_id, user dimension columns (first_seen)
+    items_path: str
+    users_path: str
+
+
+def _optional(spark: SparkSession, path: str, what: str) -> DataFrame | None:
+    return read_parquet(spark, path, what) if fs.exists(spark, path) else None
+
+
+def _one_row_per(df: DataFrame, key: str) -> DataFrame:
+    """One row per key: the smallest (by value) row of each key.
+
+    A key listed twice would multiply the exposures it joins to; this is the
+    rule that makes the join safe, and it is documented, not hidden.
+    """
+    others = [c for c in df.columns if c != key]
+    if not others:
+        return df.select(key).distinct()
+    return (df.groupBy(key)
+            .agg(F.min(F.struct(*others)).alias("_row"))
+            .select(key, *[F.col(f"_row.{c}").alias(c) for c in others]))
+
+
+def read_slice_inputs(spark: SparkSession, names: Sequence[str], exposure_columns: Sequence[str],
+                      items_path: str, users_path: str) -> SliceInputs:
+    """Read the items table (always, when it exists) and the users table (when a slice needs it)."""
+    raw_items = _optional(spark, items_path, "items table")
+    raw_users = _optional(spark, users_path, "users table") if _may_need_users(names, exposure_columns) else None
+    dims = resolve_slices(names, exposure_columns,
+                          None if raw_items is None else raw_items.columns,
+                          None if raw_users is None else raw_users.columns)
+    catalog = None
+    if raw_items is not None:
+        keep = [c for c in dims.item if c != CATEGORY]
+        catalog = _one_row_per(conform(raw_items, ITEM_COLUMNS, items_path, keep=keep), ITEM)
+    users = None
+    if dims.needs_users and raw_users is not None:
+        keep = list(dims.user) + ([FIRST_SEEN] if "user_type" in names and FIRST_SEEN not in dims.user else [])
+        users = _one_row_per(conform(raw_users, (ColumnSpec(USER, "id"),), users_path, keep=keep), USER)
+    return SliceInputs(dims, catalog, users, items_path, users_path)
+
+
+def _may_need_users(names: Sequence[str], exposure_columns: Sequence[str]) -> bool:
+    return any(n == "user_type" or (n not in DERIVED_SLICES and n not in exposure_columns) for n in names)
+
+
+def _value(name: str, dims: SliceDims, date: dt.date, new_user_days: int) -> Column:
+    """The string value of dimension ``name`` on an enriched exposure row."""
+    no_item = F.col(ITEM).isNull()
+    if name == "hour":
+        return F.date_format(TS, "HH")
+    if name == "weekday":
+        return F.lower(F.date_format(TS, "EEE"))
+    if name == "day_type":
+        return F.when(F.dayofweek(TS).isin(1, 7), F.lit("weekend")).otherwise(F.lit("weekday"))
+    if name == "user_type":
+        age = F.datediff(F.lit(date.isoformat()).cast("date"), F.to_date(F.col(f"_u_{FIRST_SEEN}")))
+        return (F.when(age.isNull(), F.lit(UNKNOWN))
+                .when(age < new_user_days, F.lit("new"))
+                .otherwise(F.lit("returning")))
+    if name in dims.exposure:
+        return F.coalesce(F.col(name).cast("string"), F.lit(UNKNOWN))
+    if name in dims.item:
+        value = F.col(ITEM_CATEGORY) if name == CATEGORY else F.coalesce(F.col(f"_i_{name}"), F.lit(UNKNOWN))
+        return F.when(~no_item, value)
+    if name in dims.user:
+        return F.coalesce(F.col(f"_u_{name}").cast("string"), F.lit(UNKNOWN))
+    raise ValueError(f"no value for slice {name!r}")  # popularity is set by explode_slices
+
+
+def add_slice_columns(exposures: DataFrame, inputs: SliceInputs, date: dt.date, new_user_days: int) -> DataFrame:
+    """The exposures plus ``_category``, ``_in_catalog``, one ``_s_<name>`` per dimension
+    (and ``_item_exposures`` with the popularity slice).
+
+    The items table is left-joined on item_id, the users table on user_id
+    (each has one row per key, see :func:`read_slice_inputs`).
+    """
+    dims = inputs.dims
+    df = exposures
+    if inputs.catalog is not None:
+        catalog = inputs.catalog.select(ITEM, F.col(CATEGORY).alias("_i_category"), F.lit(True).alias(IN_CATALOG),
+                                        *[F.col(c).alias(f"_i_{c}") for c in dims.item if c != CATEGORY])
+        df = df.join(catalog, on=ITEM, how="left")
+        category = (F.when(F.col(ITEM).isNull(), F.lit(None).cast("string"))
+                    .when(F.col(IN_CATALOG).isNull(), F.lit(UNKNOWN))
+                    .otherwise(F.coalesce(F.col("_i_category"), F.lit(UNKNOWN))))
+        in_catalog = F.when(F.col(ITEM).isNotNull(), F.coalesce(F.col(IN_CATALOG), F.lit(False)))
+    else:
+        category = F.lit(None).cast("string")
+        in_catalog = F.lit(None).cast("boolean")
+    if inputs.users is not None:
+        users = inputs.users.select(USER, *[F.col(c).alias(f"_u_{c}") for c in inputs.users.columns if c != USER])
+        df = df.join(users, on=USER, how="left")
+    df = df.withColumn(ITEM_CATEGORY, category)
+    values = [_value(name, dims, date, new_user_days).alias(slice_column(name))
+              for name in dims.names if name != "popularity"]
+    extra = []
+    if "popularity" in dims.names:
+        extra.append(F.count(ITEM).over(Window.partitionBy(ITEM)).alias(ITEM_EXPOSURES))
+    return df.select(*[F.col(c) for c in exposures.columns], F.col(ITEM_CATEGORY), in_catalog.alias(IN_CATALOG),
+                     *values, *extra)
+
+
+@dataclass(frozen=True)
+class PopularityCutoffs:
+    """An item is head when its exposures >= head_min, tail when <= tail_max, else mid."""
+
+    head_min: float
+    tail_max: float
+
+
+def popularity_cutoffs(labelled: DataFrame, head_share: float, tail_share: float) -> PopularityCutoffs:
+    """Cut-offs of the popularity buckets from the histogram of the day's exposure counts.
+
+    One small job: rows grouped by their item's exposure count c; the group
+    has c rows per item, so items = rows / c.  The histogram has at most
+    sqrt(2 * exposures) rows.
+    """
+    hist = (labelled.where(F.col(ITEM).isNotNull())
+            .groupBy(ITEM_EXPOSURES).agg(F.count(F.lit(1)).alias("rows"))
+            .collect())
+    values = [float(r[ITEM_EXPOSURES]) for r in hist]
+    items = [r["rows"] / r[ITEM_EXPOSURES] for r in hist]
+    head_min, tail_max = popularity_thresholds(values, items, head_share, tail_share)
+    return PopularityCutoffs(head_min, tail_max)
+
+
+def popularity_bucket(count: Column, cutoffs: PopularityCutoffs) -> Column:
+    return (F.when(count >= cutoffs.head_min, F.lit("head"))
+            .when(count <= cutoffs.tail_max, F.lit("tail"))
+            .otherwise(F.lit("mid")))
+
+
+def explode_slices(labelled: DataFrame, dims: SliceDims, cutoffs: PopularityCutoffs | None = None) -> DataFrame:
+    """One row per (exposure, slice key): ``all`` plus ``name=value`` for each non-null dimension value."""
+    if not dims.names:
+        return labelled.withColumn(SLICE, F.lit(ALL))
+    keys = [F.lit(ALL)]
+    for name in dims.names:
+        if name == "popularity":
+            if cutoffs is None:
+                raise ValueError("the popularity slice needs its cut-offs")
+            value = F.when(F.col(ITEM).isNotNull(), popularity_bucket(F.col(ITEM_EXPOSURES), cutoffs))
+        else:
+            value = F.col(slice_column(name))
+        keys.append(F.concat(F.lit(f"{name}="), value))  # null when the value is null
+    return labelled.withColumn(SLICE, F.explode(F.filter(F.array(*keys), lambda k: k.isNotNull())))

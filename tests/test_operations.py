@@ -1,0 +1,153 @@
+"""Production behaviour: business rules, set-aside rows, bad input, nothing half-written."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from recsys_spark.config import load_config
+from recsys_spark.errors import EmptyInputError, HardRuleViolation, SchemaError, UnreadableInputError
+from recsys_spark.pipeline import evaluate_day
+
+pytestmark = pytest.mark.spark
+
+DAY = dt.date(2026, 11, 20)
+T0 = dt.datetime(2026, 11, 20, 10, 0)
+EXPOSURE_DDL = "user_id string, session_id string, request_id string, item_id string, position int, " \
+               "score double, ts timestamp"
+CLICK_DDL = "user_id string, session_id string, request_id string, item_id string, ts timestamp"
+
+EXPOSURES = [
+    ("u1", "s1", "r1", "a", 1, 0.9, T0), ("u1", "s1", "r1", "b", 2, 0.8, T0),
+    ("u1", "s1", "r1", "a", 3, 0.7, T0),                       # a twice in r1: hard rule
+    ("u1", "s1", "r2", "c", 1, 1.5, T0),                       # score above 1: soft rule
+    ("u2", "s2", "r3", "a", 1, 0.5, T0), ("u2", "s2", "r3", "x", 2, 0.4, T0),  # x not in catalog
+    ("u3", "s3", "r4", None, None, None, T0),                 # empty response
+    (None, "s9", "r5", "a", 1, 0.5, T0),                      # null user: set aside
+    ("u4", "s4", "r6", "a", 0, 0.5, T0),                      # position 0: set aside
+    ("u4", "s4", "r7", "a", 1, float("nan"), T0),             # NaN score: set aside, hard rule
+    ("u4", "s4", "r8", "a", 1, 0.5, T0 + dt.timedelta(days=1, hours=2)),  # outside the day: set aside
+]
+CLICKS = [("u1", "s1", "r1", "b", T0), ("u2", "s2", "r3", "a", T0), ("u9", "s9", "r99", "z", T0)]
+ITEMS = [("a", "books"), ("b", "toys"), ("c", "toys"), ("d", "food")]
+
+
+@pytest.fixture(scope="module")
+def inputs(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("ops")
+    spark.createDataFrame(EXPOSURES, EXPOSURE_DDL).write.parquet(f"{root}/in/exposures/dt={DAY}")
+    spark.createDataFrame(CLICKS, CLICK_DDL).write.parquet(f"{root}/in/clicks/dt={DAY}")
+    spark.createDataFrame(ITEMS, "item_id string, category string").write.parquet(f"{root}/in/items")
+    previous = [("u1", "s0", f"p{i}", "a", 1, 0.5, T0 - dt.timedelta(days=1)) for i in range(20)]
+    spark.createDataFrame(previous, EXPOSURE_DDL).write.parquet(f"{root}/in/exposures/dt={DAY - dt.timedelta(days=1)}")
+    return root
+
+
+@pytest.fixture(scope="module")
+def violated(spark, inputs):
+    """The day run with default rules: it must raise after writing everything."""
+    out = inputs / "out"
+    cfg = load_config(None, ["metrics.k=[1]", "validation.write_rejected=true", "rules.blacklist_items=[\"c\"]",
+                             "rules.blacklist_categories=[\"toys\"]", "rules.bot_requests_per_user=1"])
+    with pytest.raises(HardRuleViolation, match="duplicate_item_in_request") as err:
+        evaluate_day(spark, cfg, DAY, f"{inputs}/in", str(out))
+    return out, err.value
+
+
+def rule_rows(spark, out):
+    return {r.rule: r for r in spark.read.parquet(f"{out}/rule_checks/dt={DAY}").collect()}
+
+
+def test_hard_rule_violation_exits_8_after_writing_every_output(violated):
+    out, error = violated
+    assert error.exit_code == 8
+    for table in ("metrics", "user_metrics", "rule_checks", "rejected", "summary"):
+        assert (out / table / f"dt={DAY}").is_dir(), table
+    summary = json.loads((out / "summary" / f"dt={DAY}" / "summary.json").read_text())
+    assert summary["status"] == "hard_rule_violated"
+    assert (out / "summary" / f"dt={DAY}" / "_SUCCESS").exists()
+
+
+def test_hard_rules(spark, violated):
+    rules = rule_rows(spark, violated[0])
+    assert rules["duplicate_item_in_request"].violations == 1
+    assert rules["duplicate_item_in_request"].examples == ["r1:a"]
+    assert rules["blacklisted_item"].violations == 1 and rules["blacklisted_item"].examples == ["c"]
+    # toys: b and c, one exposure each
+    assert rules["blacklisted_category"].violations == 2 and not rules["blacklisted_category"].passed
+    assert rules["item_missing_from_catalog"].violations == 1
+    assert rules["item_missing_from_catalog"].examples == ["x"]
+    assert rules["non_finite_score"].violations == 1 and rules["non_finite_score"].examples == ["r7:a"]
+    assert all(r.severity == "hard" for name, r in rules.items()
+               if name in ("duplicate_item_in_request", "blacklisted_item", "non_finite_score"))
+
+
+def test_soft_rules(spark, violated):
+    rules = rule_rows(spark, violated[0])
+    # kept: r1 a b, r2 c, r3 a x, r4 empty -> 5 item exposures, 4 requests; 11 exposure rows read
+    assert rules["duplicate_exposure_rate"].rate == pytest.approx(1 / 11)
+    assert not rules["duplicate_exposure_rate"].passed  # above 1 %
+    assert rules["orphan_event_rate"].rate == pytest.approx(1 / 3)
+    assert rules["empty_response_rate"].rate == pytest.approx(1 / 4)
+    assert rules["score_out_of_range_rate"].violations == 1
+    assert rules["score_out_of_range_rate"].rate == pytest.approx(1 / 5)
+    assert rules["bot_user_rate"].violations == 1 and rules["bot_user_rate"].examples == ["u1"]
+    # 11 rows today against 20 yesterday
+    assert rules["exposure_change"].rate == pytest.approx(9 / 20) and rules["exposure_change"].passed
+
+
+def test_bad_rows_are_set_aside_counted_and_written(spark, violated):
+    out, _ = violated
+    summary = json.loads((out / "summary" / f"dt={DAY}" / "summary.json").read_text())
+    assert summary["data_quality"]["rejected_exposures"] == {
+        "null_user_id": 1, "bad_position": 1, "bad_score": 1, "ts_outside_day": 1}
+    rejected = spark.read.parquet(f"{out}/rejected/dt={DAY}")
+    assert sorted(r.reason for r in rejected.collect()) == ["bad_position", "bad_score", "null_user_id",
+                                                             "ts_outside_day"]
+    assert summary["input_rows"]["exposures"] == 11
+
+
+@pytest.mark.parametrize("ddl, rows, error, needle", [
+    ("user_id string, session_id string, request_id string, position int, ts timestamp",
+     [("u", "s", "r", 1, T0)], SchemaError, "missing column 'item_id'"),
+    ("user_id string, session_id string, request_id string, item_id string, position string, ts timestamp",
+     [("u", "s", "r", "a", "first", T0)], SchemaError, "column 'position'"),
+    ("user_id array<string>, session_id string, request_id string, item_id string, position int, ts timestamp",
+     [(["u"], "s", "r", "a", 1, T0)], SchemaError, "column 'user_id'"),
+])
+def test_bad_schema_names_the_column_and_writes_nothing(spark, tmp_path, ddl, rows, error, needle):
+    spark.createDataFrame(rows, ddl).write.parquet(f"{tmp_path}/in/exposures/dt={DAY}")
+    spark.createDataFrame(CLICKS, CLICK_DDL).write.parquet(f"{tmp_path}/in/clicks/dt={DAY}")
+    with pytest.raises(error, match=needle):
+        evaluate_day(spark, load_config(), DAY, f"{tmp_path}/in", f"{tmp_path}/out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_corrupt_and_empty_partitions(spark, tmp_path):
+    spark.createDataFrame(CLICKS, CLICK_DDL).write.parquet(f"{tmp_path}/in/clicks/dt={DAY}")
+    exposures = tmp_path / "in" / "exposures" / f"dt={DAY}"
+    exposures.mkdir(parents=True)
+    with pytest.raises(EmptyInputError, match="exposures"):
+        evaluate_day(spark, load_config(), DAY, f"{tmp_path}/in", f"{tmp_path}/out")
+    (exposures / "part-00000.parquet").write_bytes(b"PAR1 this is not parquet")
+    with pytest.raises(UnreadableInputError, match=str(exposures)):
+        evaluate_day(spark, load_config(), DAY, f"{tmp_path}/in", f"{tmp_path}/out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_failing_rerun_keeps_the_previous_good_output(spark, inputs, violated, monkeypatch):
+    out, _ = violated
+    files = lambda: sorted(p.name for p in (out / "metrics" / f"dt={DAY}").iterdir())  # noqa: E731
+    before = files()
+
+    def fail(*args, **kwargs):  # after user_metrics and metrics are staged
+        raise RuntimeError("executor lost")
+
+    monkeypatch.setattr("recsys_spark.pipeline.scan_rules", fail)
+    with pytest.raises(RuntimeError, match="executor lost"):
+        evaluate_day(spark, load_config(None, ["metrics.k=[1]"]), DAY, f"{inputs}/in", str(out))
+    assert files() == before
+    assert (out / "summary" / f"dt={DAY}" / "_SUCCESS").exists()
+    assert not (out / "_staging").exists()
