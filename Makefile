@@ -58,5 +58,15 @@ demo: setup ## generate a sample day and run the daily job on it in local mode
 	$(BIN)/recsys-spark evaluate --date $(DATE) --input-root $(DEMO_DIR)/input --output-root $(DEMO_DIR)/output \
 		--set rules.fail_on_hard=false  # the sample day has duplicates and uncatalogued items, as real logs do
 
+BENCH_SIZES ?= 1M,5M,20M
+BENCH_REPEATS ?= 3
+
+.PHONY: bench bench-smoke
+bench: setup ## time the job against the floor and the peers at 1M/5M/20M rows (long): build/bench/report.md
+	$(BIN)/python -m recsys_spark.bench --sizes $(BENCH_SIZES) --repeats $(BENCH_REPEATS)
+
+bench-smoke: setup ## the benchmark on a tiny day, once: the harness runs and agrees with the peers
+	$(BIN)/python -m recsys_spark.bench --smoke --root build/bench-smoke
+
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build dist spark-warehouse metastore_db

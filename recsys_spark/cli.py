@@ -91,9 +91,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.set)
     log.setup_logging(args.verbose)
     from recsys_spark.pipeline import HEADLINE, _headline_name, evaluate_day
-    from recsys_spark.session import build_session
+    from recsys_spark.session import build_session, job_settings
 
-    spark = build_session(master=args.master, settings=cfg.spark,
+    spark = build_session(master=args.master, settings=job_settings(cfg.execution.arrow_batch_rows, cfg.spark),
                           log_level="INFO" if args.verbose else cfg.execution.log_level)
     failed: list[str] = []
     try:

@@ -56,6 +56,8 @@ class MetricsConfig:
 @dataclass(frozen=True)
 class ExecutionConfig:
     rows_per_bucket: int = 200_000
+    max_user_rows: int = 200_000
+    arrow_batch_rows: int = 10_000
     log_level: str = "WARN"
 
 

@@ -17,15 +17,16 @@ without another shuffle of the rows:
   slice's category counts take one shuffle of the (request, category) sums;
 * pass B, ``groupBy(slice, user, item)``, then by (slice, item) (one shuffle
   of the user-item pairs): the exposure histogram (Gini, Lorenz, item
-  coverage), the users per item (personalization), the popularity join
-  (novelty) and the join with the previous day's (user, item) pairs
-  (update_rate).
+  coverage), the users per item (personalization) and the popularity join
+  (novelty); by (slice, user), the user's item set joined on the user with
+  the previous day's set (update_rate; only the previous day's sets move).
 
-Both passes are one query (a union of long rows ``(slice, name, key,
-value)``) and one collect.  What reaches the driver is a few sums per slice
-plus the histograms, whose size is the number of distinct exposure counts (at
-most sqrt(2 * exposures) per slice), never proportional to users or items.  The Lorenz curve (at most ``lorenz_points`` rows per slice) is
-computed exactly from the histogram (:func:`kernels.health.lorenz_curve`).
+Both passes and the catalog counts are one query (a union of long rows
+``(slice, name, key, value)``) and one collect.  What reaches the driver is a
+few sums per slice plus the histograms, whose size is the number of distinct
+exposure counts (at most sqrt(2 * exposures) per slice), never proportional
+to users or items.  The Lorenz curve (at most ``lorenz_points`` rows per
+slice) is computed exactly from the histogram (:func:`kernels.health.lorenz_curve`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ from recsys_spark.slices import IN_CATALOG, ITEM_CATEGORY, UNKNOWN, PopularityCu
 from recsys_spark.validate import click_checks, day_bounds, exposure_checks, split_rows, tag_rows
 
 LORENZ_SCHEMA = "slice string, x double, y double"
-_LONG = ("slice", "name", "key", "value")
 
 
 @dataclass

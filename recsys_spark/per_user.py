@@ -1,37 +1,49 @@
-"""Spark adapter: feed batches of many users to the numpy kernel with one Arrow UDF.
+"""Spark adapter: score all users in one pass over the labelled exposures, whole partitions at a time.
 
-Users are spread over hash buckets (``pmod(xxhash64(user_id), buckets)``);
-``groupBy(bucket).applyInArrow`` calls :func:`kernels.users.score_users` once
-per bucket, so one Python call scores thousands of users.  The bucket arrives
-as an Arrow table whose strings become pandas categoricals (dictionary codes,
-no Python string per row: about 50 bytes a row against 280 for
-``applyInPandas``'s object columns).  No metric maths here.
+``ranked.repartition(partitions, user_id).mapInArrow(...)``: one shuffle puts
+every row of a user in the same partition; each Python task reads its
+partition as Arrow batches, turns the strings into pandas categoricals
+(dictionary codes, no Python string per row: about 50 bytes a row against 280
+for ``applyInPandas``'s object columns) and calls
+:func:`kernels.users.score_users` once, so one call scores thousands of users.
+No sort on the JVM side (a grouped UDF would sort by its key), and no metric
+maths here.
 
-Memory of one call is bounded by its bucket, unless one user is heavier than a
-bucket.  :func:`find_heavy_users` finds users with more than ``max_user_rows``
-rows from a small sample (it only routes them: every value stays exact), and
-:func:`user_metrics` gives them a bounded path:
+The same pass also reduces its per-user rows to mergeable sums per slice
+(:func:`kernels.moments.user_table_moments`), handed to the driver through an
+accumulator: the aggregates need no second pass.
 
-* their lists are spread over sub-buckets by list (a list stays whole) and
+Memory of one call is its partition, about ``rows_per_bucket`` rows, unless one
+user is heavier.  While reading its batches a task counts rows per user; a user
+that passes ``max_user_rows`` is set aside (its rows dropped, the count kept)
+and reported through the accumulator, so no call ever holds more than
+``max_user_rows`` rows of one user.  :meth:`UserMetrics.heavy_frame` then
+scores the set-aside users on a bounded path:
+
+* their lists are spread over sub-partitions by list (a list stays whole) and
   scored by the same kernel; the parts of a user are merged (counts and hits
   added, list-metric means weighted by their ``n_lists_ranked``);
 * their AUC comes from :func:`pooled_auc.exact_auc`: a Spark-side sort by
   (user, score) streamed through Python one Arrow batch at a time.
 
 A single list longer than ``max_user_rows`` (``list_unit`` session or user) is
-still scored in one call; :meth:`HeavyUsers.notes` says so in the summary.
+still scored in one call; :meth:`UserMetrics.notes` says so in the summary.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
 
+import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
 from recsys_spark.kernels.users import INPUT_COLUMNS, LIST_METRICS, metric_column, output_columns, score_users
 from recsys_spark.pooled_auc import exact_auc
 from recsys_spark.schema import ALL, ITEM, LIST_ID, POSITION, RELEVANCE, REQUEST, SCORE, SESSION, SLICE, USER
@@ -58,59 +70,26 @@ def bucket_count(rows: int, rows_per_bucket: int, parallelism: int) -> int:
     return max(2 * parallelism, math.ceil(rows / rows_per_bucket), 1)
 
 
-#: expected sampled rows of a user at the bound: a user over the bound is missed
-#: by :func:`find_heavy_users` with probability below 1e-100 (flagged at half)
-SAMPLED_ROWS_AT_BOUND = 2000
+@dataclass
+class PassTotals:
+    """What the tasks of the per-user pass report to the driver (an accumulator value)."""
+
+    moments: dict[str, Moments] = field(default_factory=dict)  # per slice, users scored in the pass
+    set_aside: dict[str, int] = field(default_factory=dict)  # user -> rows, users over max_user_rows
+
+    def merge(self, other: "PassTotals") -> "PassTotals":
+        merge_by_slice(self.moments, other.moments)
+        for user, rows in other.set_aside.items():  # a user lives in one partition: no double count
+            self.set_aside[user] = max(self.set_aside.get(user, 0), rows)
+        return self
 
 
-@dataclass(frozen=True)
-class HeavyUsers:
-    """Users routed to the bounded path, with estimates from the sample."""
+class _PassTotalsParam(AccumulatorParam):
+    def zero(self, value: PassTotals) -> PassTotals:
+        return PassTotals()
 
-    users: tuple[str, ...] = ()
-    rows: int = 0  # their exposures (estimated)
-    longest_list: int = 0  # rows of their longest list (estimated)
-    max_user_rows: int = 0
-
-    def counts(self) -> dict[str, int]:
-        return {"users_over_row_bound": len(self.users)}
-
-    def notes(self) -> list[str]:
-        out = []
-        if self.users:
-            out.append(f"{len(self.users)} user(s) with more than execution.max_user_rows={self.max_user_rows} "
-                       f"exposures (about {self.rows} rows) took the bounded path: lists scored in sub-buckets, "
-                       "AUC from a Spark-side sort; values are exact")
-        if self.longest_list > self.max_user_rows:
-            out.append(f"a list of about {self.longest_list} rows is longer than execution.max_user_rows="
-                       f"{self.max_user_rows}: it was scored whole in one Python call (memory grows with it)")
-        return out
-
-
-def find_heavy_users(ranked: DataFrame, max_user_rows: int, seed: int = 0) -> HeavyUsers:
-    """Users with more than ``max_user_rows`` rows (all slices together), from a sample.
-
-    Samples a fraction f = min(1, 2000 / max_user_rows) of the rows and flags a
-    user whose sampled rows exceed f * max_user_rows / 2 (exactly
-    ``max_user_rows`` when f = 1).  Collects only the flagged users: at most
-    about 2 * rows / max_user_rows of them.
-    """
-    fraction = min(1.0, SAMPLED_ROWS_AT_BOUND / max_user_rows)
-    threshold = max_user_rows if fraction >= 1.0 else fraction * max_user_rows / 2
-    sample = ranked.select(USER, LIST_ID)
-    if fraction < 1.0:
-        sample = sample.sample(fraction=fraction, seed=seed)
-    flagged = (sample
-               .groupBy(USER, LIST_ID).count()
-               .groupBy(USER).agg(F.sum("count").alias("rows"), F.max("count").alias("longest"))
-               .where(F.col("rows") > threshold)
-               .collect())
-    if not flagged:
-        return HeavyUsers(max_user_rows=max_user_rows)
-    return HeavyUsers(users=tuple(sorted(r[USER] for r in flagged)),
-                      rows=round(sum(r["rows"] for r in flagged) / fraction),
-                      longest_list=round(max(r["longest"] for r in flagged) / fraction),
-                      max_user_rows=max_user_rows)
+    def addInPlace(self, a: PassTotals, b: PassTotals) -> PassTotals:
+        return a.merge(b)
 
 
 def _arrow_schema(ks: Sequence[int]) -> pa.Schema:
@@ -118,21 +97,51 @@ def _arrow_schema(ks: Sequence[int]) -> pa.Schema:
     return pa.schema([(name, kinds[kind]) for name, kind in output_columns(ks)])
 
 
-def _score_buckets(keyed: DataFrame, ks: tuple[int, ...], gain: str) -> DataFrame:
-    """``groupBy(bucket).applyInArrow(score_users)``: one row per (slice, user) of each bucket."""
+def _score_partitions(rows: DataFrame, ks: tuple[int, ...], gain: str, max_user_rows: int | None,
+                      totals=None) -> DataFrame:
+    """``mapInArrow``: each partition (whole users) -> one row per (slice, user), in one kernel call.
+
+    With ``max_user_rows``, users past it are set aside; with ``totals`` (an
+    accumulator) the task adds its moments and set-aside users.
+    """
     schema = ", ".join(f"`{name}` {kind}" for name, kind in output_columns(ks))
     arrow_schema = _arrow_schema(ks)
     columns = list(INPUT_COLUMNS)
 
-    def score(table: pa.Table) -> pa.Table:  # runs on the executors, once per bucket
-        frame = table.select(columns).to_pandas(strings_to_categorical=True)
-        return pa.Table.from_pandas(score_users(frame, ks, gain), schema=arrow_schema, preserve_index=False)
+    def score(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # on the executors
+        kept: list[pa.RecordBatch] = []
+        rows_of: dict[str, int] = {}
+        over: set[str] = set()
+        for batch in batches:
+            if max_user_rows is not None:
+                counts = pc.value_counts(batch.column(USER))
+                newly = []
+                for user, n in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()):
+                    seen = rows_of[user] = rows_of.get(user, 0) + n
+                    if seen > max_user_rows and user not in over:
+                        newly.append(user)
+                if newly:
+                    over.update(newly)
+                    drop = pa.array(newly, pa.string())
+                    kept = [b.filter(pc.invert(pc.is_in(b.column(USER), drop))) for b in kept]
+                if over:
+                    batch = batch.filter(pc.invert(pc.is_in(batch.column(USER), pa.array(sorted(over), pa.string()))))
+            if batch.num_rows:
+                kept.append(batch)
+        frame = (pa.Table.from_batches(kept).select(columns).to_pandas(strings_to_categorical=True) if kept
+                 else pd.DataFrame(columns=columns))
+        del kept
+        result = score_users(frame, ks, gain)
+        del frame
+        if totals is not None:
+            totals.add(PassTotals(user_table_moments(result, ks), {u: rows_of[u] for u in over}))
+        yield from pa.Table.from_pandas(result, schema=arrow_schema, preserve_index=False).to_batches()
 
-    return keyed.groupBy(BUCKET).applyInArrow(score, schema)
+    return rows.mapInArrow(score, schema)
 
 
 def _merge_parts(parts: DataFrame, ks: tuple[int, ...]) -> DataFrame:
-    """Per-user rows of sub-bucket parts -> one row per (slice, user); ``auc`` left out."""
+    """Per-user rows of sub-partition parts -> one row per (slice, user); ``auc`` left out."""
     n = F.col("n_lists_ranked")
     means = ["mrr"] + [metric_column(m, k) for k in ks for m in LIST_METRICS]
 
@@ -144,25 +153,64 @@ def _merge_parts(parts: DataFrame, ks: tuple[int, ...]) -> DataFrame:
     return parts.groupBy(SLICE, USER).agg(*[F.sum(c).alias(c) for c in sums], *[weighted(c) for c in means])
 
 
-def user_metrics(ranked: DataFrame, ks: Sequence[int], gain: str, buckets: int,
-                 heavy: HeavyUsers = HeavyUsers(), rows_per_bucket: int = 200_000) -> DataFrame:
-    """One row per (slice, user): see :func:`kernels.users.score_users`.
+class UserMetrics:
+    """The per-user table of one day, in one pass plus a bounded path for set-aside users.
 
-    Users in ``heavy`` take the bounded path (module docstring); their AUC is
-    computed here, eagerly (one Spark job over their rows only).
+    Use: write :attr:`frame` (the pass), then :meth:`heavy_frame` (None when
+    no user was set aside) to the same table; :meth:`moments` then gives the
+    aggregates' sums for every user, :meth:`notes` and :meth:`counts` what the
+    summary says about set-aside users.
     """
-    ks = tuple(ks)
-    by_user = F.pmod(F.xxhash64(USER), F.lit(buckets))
-    if not heavy.users:
-        return _score_buckets(ranked.withColumn(BUCKET, by_user), ks, gain)
-    is_heavy = F.col(USER).isin(list(heavy.users))
-    light = _score_buckets(ranked.where(~is_heavy).withColumn(BUCKET, by_user), ks, gain)
-    heavy_rows = ranked.where(is_heavy)
-    sub_buckets = max(1, math.ceil(heavy.rows / rows_per_bucket))
-    by_list = F.pmod(F.xxhash64(USER, LIST_ID), F.lit(sub_buckets))
-    merged = _merge_parts(_score_buckets(heavy_rows.withColumn(BUCKET, by_list), ks, gain), ks)
-    aucs = [(key[0], key[1], None if math.isnan(part.auc) else part.auc)
-            for key, part in exact_auc(heavy_rows, (SLICE, USER)).items()]
-    auc = ranked.sparkSession.createDataFrame(aucs, f"{SLICE} string, {USER} string, auc double")
-    names = [name for name, _ in output_columns(ks)]
-    return light.unionByName(merged.join(auc, on=[SLICE, USER], how="left").select(*names))
+
+    def __init__(self, ranked: DataFrame, ks: Sequence[int], gain: str, partitions: int,
+                 max_user_rows: int, rows_per_bucket: int = 200_000, list_unit: str = "request") -> None:
+        self.ranked, self.ks, self.gain = ranked, tuple(ks), gain
+        self.max_user_rows, self.rows_per_bucket, self.list_unit = max_user_rows, rows_per_bucket, list_unit
+        self.totals = ranked.sparkSession.sparkContext.accumulator(PassTotals(), _PassTotalsParam())
+        self.frame = _score_partitions(ranked.repartition(partitions, USER), self.ks, gain, max_user_rows,
+                                       self.totals)
+        self._heavy_moments: dict[str, Moments] = {}
+
+    @property
+    def set_aside(self) -> dict[str, int]:
+        """{user: rows} of users past ``max_user_rows`` (known once :attr:`frame` has run)."""
+        return dict(self.totals.value.set_aside)
+
+    def heavy_frame(self) -> DataFrame | None:
+        """Per-user rows of the set-aside users (bounded path), or None; computes their AUC eagerly."""
+        heavy = self.set_aside
+        if not heavy:
+            return None
+        rows = self.ranked.where(F.col(USER).isin(sorted(heavy)))
+        parts = max(1, math.ceil(sum(heavy.values()) / self.rows_per_bucket))
+        merged = _merge_parts(_score_partitions(rows.repartition(parts, USER, LIST_ID), self.ks, self.gain, None),
+                              self.ks)
+        aucs = [(key[0], key[1], None if math.isnan(part.auc) else part.auc)
+                for key, part in exact_auc(rows, (SLICE, USER)).items()]
+        spark = self.ranked.sparkSession
+        auc = spark.createDataFrame(aucs, f"{SLICE} string, {USER} string, auc double")
+        names = [name for name, _ in output_columns(self.ks)]
+        table = merged.join(auc, on=[SLICE, USER], how="left").select(*names)
+        # their share of the aggregates: a few rows per set-aside user
+        self._heavy_moments = user_table_moments(table.toPandas(), self.ks)
+        return table
+
+    def moments(self) -> dict[str, Moments]:
+        """{slice: Moments} over every user (after :attr:`frame` and :meth:`heavy_frame` ran)."""
+        out = {s: Moments().merge(m) for s, m in self.totals.value.moments.items()}
+        return merge_by_slice(out, self._heavy_moments)
+
+    def counts(self) -> dict[str, int]:
+        return {"users_over_row_bound": len(self.set_aside)}
+
+    def notes(self) -> list[str]:
+        heavy = self.set_aside
+        if not heavy:
+            return []
+        out = [f"{len(heavy)} user(s) with more than execution.max_user_rows={self.max_user_rows} rows "
+               f"({sum(heavy.values())} rows) took the bounded path: lists scored in sub-partitions, AUC from a "
+               "Spark-side sort; values are exact"]
+        if self.list_unit != "request":
+            out.append(f"list_unit={self.list_unit}: a list of a set-aside user is scored whole in one Python call; "
+                       f"a list longer than {self.max_user_rows} rows holds that many rows in memory")
+        return out

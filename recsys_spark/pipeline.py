@@ -22,7 +22,7 @@ from recsys_spark.config import Config
 from recsys_spark.errors import EmptyInputError, HardRuleViolation
 from recsys_spark.health import evaluate_health, history_paths, lorenz_frame, popularity_clicks, previous_exposures
 from recsys_spark.label import deduplicate_exposures, join_feedback, label_counts, labelled_exposures
-from recsys_spark.per_user import bucket_count, ranking_input, user_metrics
+from recsys_spark.per_user import UserMetrics, bucket_count, ranking_input
 from recsys_spark.pooled_auc import pooled_auc
 from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, ITEM_COLUMNS, conform, read_parquet
 from recsys_spark.rules import as_dicts, rules_frame, scan_rules
@@ -113,10 +113,16 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
             # each exposure comes once under "all" and at most once more per slice dimension
             buckets = bucket_count(labels["exposures"] * (1 + len(cfg.slices.names)), cfg.execution.rows_per_bucket,
                                    spark.sparkContext.defaultParallelism)
-            staged_users = out.stage("user_metrics", user_metrics(ranked, ks, cfg.metrics.ndcg_gain, buckets))
+            users = UserMetrics(ranked, ks, cfg.metrics.ndcg_gain, buckets, cfg.execution.max_user_rows,
+                                cfg.execution.rows_per_bucket, cfg.ranking.list_unit)
+            staged_users = out.stage("user_metrics", users.frame)  # the one pass over labelled exposures
+            heavy = users.heavy_frame()  # users past execution.max_user_rows, if any: bounded path
+            if heavy is not None:
+                heavy.write.mode("append").parquet(staged_users)
             pooled = pooled_auc(ranked)
-            rows, unit_counts = aggregate_users(spark.read.parquet(staged_users), ks, pooled)
-            info.update(buckets=buckets, metric_rows=len(rows))
+            rows, unit_counts = aggregate_users(users.moments(), ks, pooled)  # sums gathered by the pass
+            unit_counts.setdefault(ALL, {}).update(users.counts())
+            info.update(buckets=buckets, metric_rows=len(rows), users_over_row_bound=len(users.set_aside))
 
         with log.stage("health", timings) as info:
             (prev_day, prev_path), = history_paths(cfg.input.exposures, input_root, date, 1)
@@ -130,7 +136,7 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
                                      lorenz_points=cfg.health.lorenz_points, popularity=popularity,
                                      previous=previous, cutoffs=cutoffs, items_path=paths.items,
                                      partitions=buckets)
-            health.notes += [novelty_note] + ([update_note] if update_note else [])
+            health.notes += [novelty_note] + ([update_note] if update_note else []) + users.notes()
             rows += health.rows
             out.stage("lorenz", lorenz_frame(spark, health.lorenz))
             out.stage("metrics", metrics_frame(spark, rows).coalesce(1))

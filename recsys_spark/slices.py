@@ -127,10 +127,10 @@ def _optional(spark: SparkSession, path: str, what: str) -> DataFrame | None:
 
 
 def _one_row_per(df: DataFrame, key: str) -> DataFrame:
-    """One row per key: the smallest (by value) row of each key.
+    """One row per key: a key listed twice keeps its smallest row (compared column by column).
 
-    A key listed twice would multiply the exposures it joins to; this is the
-    rule that makes the join safe, and it is documented, not hidden.
+    The rule (README, "Slices") that keeps a duplicated item or user from
+    multiplying the exposures it is joined to.
     """
     others = [c for c in df.columns if c != key]
     if not others:

@@ -176,6 +176,18 @@ def test_health_values_of_a_slice_without_exposures():
     assert len(x) == 0
 
 
+def test_health_values_with_a_one_category_catalog_give_zero_diversity():
+    # 3 exposures of one item in 2 lists of 1 user; the catalog has one category (K = 1: ln K = 0)
+    stats = {"pv": 2, "uv": 1, "exposures": 3, "lists": 2, "users_exposed": 1, "cat_n": 3, "cat_s": 3 * math.log(3)}
+    rows, _ = health_values(stats, {(3.0, True): 1.0}, 1, 1, None, False, 101)
+    by = {(m, a): (v, n) for m, a, v, n, _ in rows}
+    assert by[("category_diversity", "global")] == (0.0, 3)
+    assert by[("category_diversity", "list_avg")] == (0.0, 2)
+    assert by[("category_diversity", "user_avg")] == (0.0, 1)
+    assert by[("gini", "catalog")] == (0.0, 1) and by[("gini", "exposed")] == (0.0, 1)   # one item
+    assert by[("item_coverage", "global")] == (1.0, 1)
+
+
 def test_health_values_without_items_table_skip_catalog_metrics():
     rows, _ = health_values({"pv": 1, "uv": 1, "exposures": 2, "users_exposed": 1}, {(1.0, False): 2.0},
                             None, None, None, False, 101)

@@ -1,0 +1,115 @@
+"""Mergeable sums and moments of the per-user table (pure numpy, no Spark).
+
+Each partition of the per-user table reduces to one small :class:`Moments`
+per slice; partials merge in any order (Chan et al.'s pairwise update for the
+variance), so the driver never sees a row per user.
+
+>>> a = Moments.of({"x": np.array([1.0, 2.0])}, {"x": np.array([1.0, 1.0])}, {})
+>>> b = Moments.of({"x": np.array([3.0, np.nan])}, {"x": np.array([2.0, 5.0])}, {})
+>>> m = a.merge(b)
+>>> m.n["x"], m.mean["x"], round(m.sd("x"), 6), m.wsum["x"], m.w["x"]   # sd of 1, 2, 3 is 1
+(3.0, 2.0, 1.0, 9.0, 4.0)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+
+@dataclass
+class Moments:
+    """Per column: count, mean and sum of squared deviations of its non-NaN values,
+    the weighted sum and weight of those values; plus plain sums."""
+
+    n: dict[str, float] = field(default_factory=dict)
+    mean: dict[str, float] = field(default_factory=dict)
+    m2: dict[str, float] = field(default_factory=dict)
+    wsum: dict[str, float] = field(default_factory=dict)
+    w: dict[str, float] = field(default_factory=dict)
+    sums: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, values: Mapping[str, np.ndarray], weights: Mapping[str, np.ndarray],
+           sums: Mapping[str, np.ndarray]) -> "Moments":
+        """Moments of ``values[c]`` (NaN = missing) weighted by ``weights[c]``; totals of ``sums``."""
+        out = cls()
+        for name, column in values.items():
+            x = np.asarray(column, dtype=np.float64)
+            ok = ~np.isnan(x)
+            xs = x[ok]
+            ws = np.asarray(weights[name], dtype=np.float64)[ok]
+            n = float(len(xs))
+            mean = float(xs.mean()) if n else 0.0
+            out.n[name], out.mean[name] = n, mean
+            out.m2[name] = float(np.sum((xs - mean) ** 2))
+            out.wsum[name], out.w[name] = float(np.sum(xs * ws)), float(np.sum(ws))
+        out.sums = {name: float(np.sum(np.asarray(v, dtype=np.float64))) for name, v in sums.items()}
+        return out
+
+    def merge(self, other: "Moments") -> "Moments":
+        out = Moments()
+        for name in self.n.keys() | other.n.keys():
+            na, nb = self.n.get(name, 0.0), other.n.get(name, 0.0)
+            ma, mb = self.mean.get(name, 0.0), other.mean.get(name, 0.0)
+            n = na + nb
+            delta = mb - ma
+            out.n[name] = n
+            out.mean[name] = ma + delta * nb / n if n else 0.0
+            out.m2[name] = self.m2.get(name, 0.0) + other.m2.get(name, 0.0) + (delta ** 2 * na * nb / n if n else 0.0)
+            out.wsum[name] = self.wsum.get(name, 0.0) + other.wsum.get(name, 0.0)
+            out.w[name] = self.w.get(name, 0.0) + other.w.get(name, 0.0)
+        for name in self.sums.keys() | other.sums.keys():
+            out.sums[name] = self.sums.get(name, 0.0) + other.sums.get(name, 0.0)
+        return out
+
+    def sd(self, name: str) -> float | None:
+        """Sample standard deviation (None below two values)."""
+        n = self.n.get(name, 0.0)
+        return math.sqrt(self.m2[name] / (n - 1)) if n > 1 else None
+
+    def to_rows(self) -> list[tuple[str, str, float]]:
+        """(part, name, value) triples: a flat form that travels as an Arrow batch."""
+        rows = []
+        for part in ("n", "mean", "m2", "wsum", "w", "sums"):
+            rows += [(part, name, value) for name, value in getattr(self, part).items()]
+        return rows
+
+    @classmethod
+    def from_rows(cls, rows) -> "Moments":
+        out = cls()
+        for part, name, value in rows:
+            getattr(out, part)[name] = value
+        return out
+
+
+def user_table_moments(frame, ks) -> dict[str, Moments]:
+    """{slice: Moments} of per-user rows (:func:`kernels.users.output_columns`).
+
+    Means of ``auc`` (weighted by ``n_exposures``) and of every list metric
+    (weighted by ``n_lists_ranked``); sums of the counts and hits, of users and
+    of users without a ranked list.  NaN or null values are missing.
+    """
+    from recsys_spark.kernels.users import LIST_METRICS, metric_column
+
+    means = ["auc", "mrr"] + [metric_column(m, k) for k in ks for m in LIST_METRICS]
+    sums = ["n_lists", "n_lists_ranked", "n_relevant", "n_exposures"] + [metric_column("hits", k) for k in ks]
+    out: dict[str, Moments] = {}
+    for slice_value, g in frame.groupby("slice", sort=False, observed=True):
+        ranked = g["n_lists_ranked"].to_numpy(dtype=np.float64)
+        weights = {c: ranked for c in means} | {"auc": g["n_exposures"].to_numpy(dtype=np.float64)}
+        out[str(slice_value)] = Moments.of(
+            {c: g[c].to_numpy(dtype=np.float64, na_value=np.nan) for c in means}, weights,
+            {**{c: g[c].to_numpy(dtype=np.float64) for c in sums},
+             "users": np.ones(len(g)), "users_without_ranked_list": ranked == 0})
+    return out
+
+
+def merge_by_slice(a: dict[str, Moments], b: dict[str, Moments]) -> dict[str, Moments]:
+    """Merge two {slice: Moments} maps (``a`` is updated and returned)."""
+    for slice_value, m in b.items():
+        a[slice_value] = a[slice_value].merge(m) if slice_value in a else m
+    return a

@@ -1,0 +1,82 @@
+"""Bounded memory: a heavy user takes another path and every number stays the same.
+
+The fixture session sends Arrow batches of 2 rows, so ties in score span batch
+boundaries of the streamed AUC, and a user's rows span many batches.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from recsys_spark.aggregate import aggregate_users
+from recsys_spark.kernels.auc import UPartial
+from recsys_spark.pooled_auc import exact_auc, pooled_auc
+from recsys_spark.per_user import UserMetrics
+
+pytestmark = pytest.mark.spark
+
+KS = (1, 3, 10)
+
+
+@pytest.fixture(scope="module")
+def ranked(spark):
+    """Two heavy users (u0, u1: 200 lists each), 38 light ones; two slices; coarse scores (many ties)."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for u in range(40):
+        for lst in range(200 if u < 2 else int(rng.integers(1, 6))):
+            for p in range(int(rng.integers(1, 8))):
+                rows.append(("all" if u % 3 else str(rng.choice(["all", "platform=ios"])), f"u{u}", f"r{u}-{lst}",
+                             f"i{rng.integers(0, 30)}", p + 1, float(np.round(rng.random(), 1)),
+                             float(rng.random() < 0.3)))
+    frame = pd.DataFrame(rows, columns=["slice", "user_id", "list_id", "item_id", "position", "score", "relevance"])
+    return spark.createDataFrame(frame.drop_duplicates(["slice", "list_id", "item_id"])).cache()
+
+
+def test_exact_auc_matches_scikit_learn_per_key_with_ties_across_batches(ranked):
+    frame = ranked.toPandas()
+    by_user = exact_auc(ranked, ("slice", "user_id"))
+    for (s, u), g in frame.groupby(["slice", "user_id"]):
+        y = g.relevance > 0
+        expected = roc_auc_score(y, g.score) if 0 < y.sum() < len(y) else math.nan
+        got = by_user[(s, u)].auc
+        assert (math.isnan(got) and math.isnan(expected)) or got == pytest.approx(expected, abs=1e-12)
+    pooled = pooled_auc(ranked)
+    for s, g in frame.groupby("slice"):
+        assert pooled[s].auc == pytest.approx(roc_auc_score(g.relevance > 0, g.score), abs=1e-12)
+
+
+def _table(spark, ranked, bound, path):
+    users = UserMetrics(ranked, KS, "exponential", 4, bound, rows_per_bucket=100)
+    users.frame.write.mode("overwrite").parquet(path)
+    heavy = users.heavy_frame()
+    if heavy is not None:
+        heavy.write.mode("append").parquet(path)
+    table = spark.read.parquet(path).toPandas().sort_values(["slice", "user_id"]).reset_index(drop=True)
+    return users, table
+
+
+def test_users_over_the_bound_get_the_same_rows_and_aggregates(spark, ranked, tmp_path):
+    whole, expected = _table(spark, ranked, 10 ** 9, str(tmp_path / "whole"))
+    bounded, got = _table(spark, ranked, 300, str(tmp_path / "bounded"))
+    assert whole.set_aside == {} and set(bounded.set_aside) == {"u0", "u1"}
+    assert bounded.set_aside["u0"] == len(ranked.toPandas().query("user_id == 'u0'"))
+    pd.testing.assert_frame_equal(got, expected, check_exact=False, rtol=1e-12, atol=1e-12)
+    assert bounded.counts() == {"users_over_row_bound": 2} and "max_user_rows=300" in bounded.notes()[0]
+
+    pooled = {"all": UPartial(1, 1, 1), "platform=ios": UPartial(1, 1, 1)}
+    from_pass, _ = aggregate_users(whole.moments(), KS, pooled)
+    from_bounded, _ = aggregate_users(bounded.moments(), KS, pooled)
+    from_table, _ = aggregate_users(spark.read.parquet(str(tmp_path / "bounded")), KS, pooled)
+    assert len(from_pass) == len(from_bounded) == len(from_table) > 0
+    for a, b, c in zip(from_pass, from_bounded, from_table):
+        assert (a.metric, a.k, a.aggregation, a.slice, a.n) == (b.metric, b.k, b.aggregation, b.slice, b.n) \
+            == (c.metric, c.k, c.aggregation, c.slice, c.n)
+        for other in (b, c):
+            assert (a.value is None and other.value is None) or other.value == pytest.approx(a.value, abs=1e-12)
+            assert (a.se is None and other.se is None) or other.se == pytest.approx(a.se, abs=1e-12)

@@ -1,0 +1,58 @@
+"""Mergeable moments of the per-user table: any split, merged in any order, gives the whole."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recsys_spark.kernels.auc import sorted_histogram
+from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
+
+
+def test_merged_parts_equal_the_moments_of_the_whole():
+    rng = np.random.default_rng(0)
+    x = rng.random(1000)
+    x[rng.random(1000) < 0.2] = np.nan
+    w = rng.integers(0, 5, 1000).astype(float)
+    whole = Moments.of({"x": x}, {"x": w}, {"w": w})
+    cuts = [0, 1, 17, 400, 999, 1000]
+    parts = [Moments.of({"x": x[a:b]}, {"x": w[a:b]}, {"w": w[a:b]}) for a, b in zip(cuts[:-1], cuts[1:])]
+    merged = Moments()
+    for part in reversed(parts):
+        merged = merged.merge(part)
+    ok = ~np.isnan(x)
+    assert merged.n["x"] == whole.n["x"] == ok.sum()
+    assert merged.mean["x"] == pytest.approx(x[ok].mean(), abs=1e-12)
+    assert merged.sd("x") == pytest.approx(x[ok].std(ddof=1), abs=1e-12)
+    assert merged.wsum["x"] == pytest.approx(np.sum(x[ok] * w[ok])) and merged.w["x"] == np.sum(w[ok])
+    assert merged.sums["w"] == w.sum()
+    assert Moments.from_rows(merged.to_rows()) == merged
+
+
+def test_sd_needs_two_values():
+    assert Moments.of({"x": np.array([0.5])}, {"x": np.array([1.0])}, {}).sd("x") is None
+
+
+def test_user_table_moments_per_slice():
+    ks = (1,)
+    frame = pd.DataFrame({
+        "slice": ["all", "all", "p=1"], "user_id": ["a", "b", "a"],
+        "n_exposures": [4, 2, 1], "n_relevant": [1, 0, 1], "n_lists": [2, 1, 1], "n_lists_ranked": [1, 0, 1],
+        "auc": [0.5, np.nan, np.nan], "mrr": [1.0, np.nan, 0.5],
+        "ndcg_at_1": [1.0, np.nan, 0.0], "map_at_1": [1.0, np.nan, 0.0], "precision_at_1": [1.0, np.nan, 0.0],
+        "recall_at_1": [1.0, np.nan, 0.0], "hit_rate_at_1": [1.0, np.nan, 0.0], "hits_at_1": [1, 0, 0],
+    })
+    by_slice = user_table_moments(frame, ks)
+    assert set(by_slice) == {"all", "p=1"}
+    m = by_slice["all"]
+    assert m.sums["users"] == 2 and m.sums["users_without_ranked_list"] == 1 and m.sums["n_exposures"] == 6
+    assert m.n["auc"] == 1 and m.wsum["auc"] == 0.5 * 4 and m.w["auc"] == 4
+    both = merge_by_slice(user_table_moments(frame.iloc[:1], ks), user_table_moments(frame.iloc[1:], ks))
+    assert both["all"].sums == m.sums and both["p=1"].mean == by_slice["p=1"].mean
+
+
+def test_sorted_histogram_is_a_run_length_count():
+    values, pos, neg = sorted_histogram([0.1, 0.1, 0.5, 0.7, 0.7, 0.7], [1, 0, 0, 1, 1, 0])
+    assert values.tolist() == [0.1, 0.5, 0.7] and pos.tolist() == [1, 0, 2] and neg.tolist() == [1, 1, 1]
+    assert [len(a) for a in sorted_histogram([], [])] == [0, 0, 0]
