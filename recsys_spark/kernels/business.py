@@ -33,8 +33,10 @@ def business_values(stats: Mapping[str, float]) -> list[Row]:
     ``uv_clicked`` (missing counts are 0).
 
     >>> rows = business_values({"exposures": 8, "clicked": 2, "pv": 4, "uv": 2, "uv_clicked": 1})
-    >>> [(m, v) for m, _, v, _, _ in rows]     # 2/8, 2/4, 2/2, 1/2, 2/1
-    [('exposure_ctr', 0.25), ('pv_ctr', 0.5), ('uv_ctr', 1.0), ('uv_conversion', 0.5), ('clicks_per_clicking_user', 2.0)]
+    >>> [m for m, *_ in rows]
+    ['exposure_ctr', 'pv_ctr', 'uv_ctr', 'uv_conversion', 'clicks_per_clicking_user']
+    >>> [v for _, _, v, _, _ in rows]          # 2/8, 2/4, 2/2, 1/2, 2/1
+    [0.25, 0.5, 1.0, 0.5, 2.0]
     """
     def count(name: str) -> int:
         return int(stats.get(name) or 0)

@@ -304,7 +304,8 @@ def _ratio(num: float | None, den: float | None) -> float | None:
     return float(num) / float(den) if num is not None and den else None
 
 
-def _mean_se(total: float | None, squares: float | None, n: int, scale: float = 1.0) -> tuple[float | None, float | None]:
+def _mean_se(total: float | None, squares: float | None, n: int,
+             scale: float = 1.0) -> tuple[float | None, float | None]:
     """Mean and its standard error from sum, sum of squares and count (values divided by ``scale``)."""
     if not n or total is None:
         return None, None
