@@ -48,9 +48,6 @@ from recsys_spark.kernels.users import INPUT_COLUMNS, LIST_METRICS, metric_colum
 from recsys_spark.pooled_auc import exact_auc
 from recsys_spark.schema import ALL, ITEM, LIST_ID, POSITION, RELEVANCE, REQUEST, SCORE, SESSION, SLICE, USER
 
-BUCKET = "_bucket"
-
-
 def ranking_input(labelled: DataFrame, list_unit: str, has_score: bool) -> DataFrame:
     """Exposed items only (empty responses have nothing to rank), with ``list_id`` and ``score``.
 
@@ -66,7 +63,7 @@ def ranking_input(labelled: DataFrame, list_unit: str, has_score: bool) -> DataF
 
 
 def bucket_count(rows: int, rows_per_bucket: int, parallelism: int) -> int:
-    """Buckets so that each holds about ``rows_per_bucket`` rows, and every core has work."""
+    """Partitions of the per-user pass: about ``rows_per_bucket`` rows each, and every core has work."""
     return max(2 * parallelism, math.ceil(rows / rows_per_bucket), 1)
 
 
@@ -156,8 +153,9 @@ def _merge_parts(parts: DataFrame, ks: tuple[int, ...]) -> DataFrame:
 class UserMetrics:
     """The per-user table of one day, in one pass plus a bounded path for set-aside users.
 
-    Use: write :attr:`frame` (the pass), then :meth:`heavy_frame` (None when
-    no user was set aside) to the same table; :meth:`moments` then gives the
+    Use: write :attr:`frame` (the pass; run it once, since its tasks add to an
+    accumulator), then :meth:`heavy_frame` (None when no user was set aside)
+    to the same table; :meth:`moments` then gives the
     aggregates' sums for every user, :meth:`notes` and :meth:`counts` what the
     summary says about set-aside users.
     """
@@ -190,10 +188,11 @@ class UserMetrics:
         spark = self.ranked.sparkSession
         auc = spark.createDataFrame(aucs, f"{SLICE} string, {USER} string, auc double")
         names = [name for name, _ in output_columns(self.ks)]
-        table = merged.join(auc, on=[SLICE, USER], how="left").select(*names)
-        # their share of the aggregates: a few rows per set-aside user
-        self._heavy_moments = user_table_moments(table.toPandas(), self.ks)
-        return table
+        # a few rows per set-aside user: computed once, kept for the aggregates and the table
+        table = merged.join(auc, on=[SLICE, USER], how="left").select(*names).toPandas()
+        self._heavy_moments = user_table_moments(table, self.ks)
+        schema = ", ".join(f"`{name}` {kind}" for name, kind in output_columns(self.ks))
+        return spark.createDataFrame(table, schema)
 
     def moments(self) -> dict[str, Moments]:
         """{slice: Moments} over every user (after :attr:`frame` and :meth:`heavy_frame` ran)."""
