@@ -10,7 +10,11 @@ per size, after a warm-up round, ``--repeats`` rounds that each time every task
 once, interleaved, so that a noisy machine slows all of them alike:
 
 * **floor**: read the day, deduplicate and attribute clicks to exposures with
-  the job's own join (:func:`label.join_feedback`), ``groupBy(user_id).count()``;
+  the job's own join (:func:`label.join_feedback`), then per user the count
+  and the sum of relevance.  The sum is what keeps the join: with a bare
+  ``groupBy(user_id).count()`` no click column is used, the click side is
+  unique on the join keys, and Spark's optimiser drops the attribution join
+  altogether (seen in ``explain()``);
 * **metric stage** (ours): labelled exposures (cached, as in the job) to the
   per-user table (written) and every aggregate, every metric at every default
   k plus exact global AUC and GAUC: the calls of the job's "metrics" stage;
@@ -61,7 +65,7 @@ from recsys_spark.aggregate import aggregate_users, metrics_frame
 from recsys_spark.config import Config, load_config
 from recsys_spark.errors import HardRuleViolation
 from recsys_spark.label import deduplicate_exposures, join_feedback, label_counts, labelled_exposures
-from recsys_spark.per_user import UserMetrics, bucket_count, ranking_input
+from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, ranking_input
 from recsys_spark.pipeline import evaluate_day
 from recsys_spark.pooled_auc import pooled_auc
 from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
@@ -75,7 +79,7 @@ TOLERANCE = 1e-9
 
 #: task key -> row label of the report, in report order
 TASKS = {
-    "floor": "floor: read + attribution join + `groupBy(user_id).count()`",
+    "floor": "floor: read + attribution join + `groupBy(user_id)` count and sum of labels",
     "metrics": "**ours: metric stage** (labelled → per-user table + aggregates)",
     "job": "**ours: whole job** (`evaluate_day`, read → written outputs)",
     "mllib_ranking": "MLlib `RankingEvaluator`, 5 metrics @10 (incl. `collect_list`)",
@@ -153,7 +157,7 @@ class Day:
 
     # the floor ---------------------------------------------------------------------------
     def floor(self) -> None:
-        _noop(labelled_exposures(self.join()).groupBy(USER).count())
+        _noop(labelled_exposures(self.join()).groupBy(USER).agg(F.count(F.lit(1)), F.sum(RELEVANCE)))
 
     # the labelled exposures the metric stage and the peers start from, cached as in the job
     def cache_labelled(self) -> None:
@@ -166,27 +170,34 @@ class Day:
             self.joined = None
 
     def ranked(self) -> DataFrame:
+        """The ranking input the peers start from (not partitioned by user)."""
         assert self.joined is not None, "cache_labelled() first"
         return ranking_input(labelled_exposures(self.joined), self.cfg.ranking.list_unit, has_score=True)
 
     # ours ----------------------------------------------------------------------------------
-    def user_metrics(self, ranked: DataFrame) -> UserMetrics:
-        """The job's per-user pass (the same calls as pipeline's "metrics" stage)."""
+    def user_metrics(self) -> tuple[UserMetrics, DataFrame]:
+        """The job's per-user pass over its one shuffle (as in pipeline's label and "metrics" stages);
+        returns it and the persisted user-partitioned rows (the caller unpersists them)."""
+        assert self.joined is not None, "cache_labelled() first"
         execution = self.cfg.execution
         buckets = bucket_count(self.exposures, execution.rows_per_bucket, self.spark.sparkContext.defaultParallelism)
-        return UserMetrics(ranked, self.cfg.metrics.k, self.cfg.metrics.ndcg_gain, buckets, execution.max_user_rows,
-                           execution.rows_per_bucket, self.cfg.ranking.list_unit)
+        by_user = partition_by_user(labelled_exposures(self.joined), buckets)
+        ranked = ranking_input(by_user, self.cfg.ranking.list_unit, has_score=True)
+        return UserMetrics(ranked, self.cfg.metrics.k, self.cfg.metrics.ndcg_gain, None, execution.max_user_rows,
+                           execution.rows_per_bucket, self.cfg.ranking.list_unit), by_user
 
     def metric_stage(self) -> None:
-        ranked = self.ranked()
         users_path = f"{self.work}/user_metrics"
-        users = self.user_metrics(ranked)
-        users.frame.write.mode("overwrite").parquet(users_path)
-        heavy = users.heavy_frame()
-        if heavy is not None:
-            heavy.write.mode("append").parquet(users_path)
-        pooled = pooled_auc(ranked)
-        rows, _ = aggregate_users(users.moments(), self.cfg.metrics.k, pooled)
+        users, by_user = self.user_metrics()
+        try:
+            users.frame.write.mode("overwrite").parquet(users_path)
+            heavy = users.heavy_frame()
+            if heavy is not None:
+                heavy.write.mode("append").parquet(users_path)
+            pooled = pooled_auc(users.ranked)
+            rows, _ = aggregate_users(users.moments(), self.cfg.metrics.k, pooled)
+        finally:
+            by_user.unpersist()
         metrics_frame(self.spark, rows).coalesce(1).write.mode("overwrite").parquet(f"{self.work}/metrics")
         self.last["metrics"] = {(r.metric, r.k, r.aggregation): r.value for r in rows if r.slice == ALL}
         self.last["users_path"] = users_path
@@ -379,11 +390,16 @@ def aggregate_checks(size: str, ours: dict, mllib: dict, auc_binned: float, auc_
 
 
 def shuffles_before_cache(df: DataFrame) -> int:
-    """Exchanges in ``df``'s physical plan above the cached labelled exposures."""
+    """Exchanges in ``df``'s physical plan above the cached labelled exposures.
+
+    Those are the innermost cache (the last ``InMemoryTableScan``); caches in
+    between (the user-partitioned rows) print their own plans, exchanges
+    included, above it.
+    """
     text = io.StringIO()
     with contextlib.redirect_stdout(text):
         df.explain()
-    plan = text.getvalue().split("InMemoryTableScan")[0]
+    plan = text.getvalue().rsplit("InMemoryTableScan", 1)[0]
     return len(re.findall(r"Exchange ", plan))
 
 
@@ -650,10 +666,12 @@ def run_skew(spark: SparkSession, cfg: Config, root: str | Path, rows: int = 1_0
 # --- the run ------------------------------------------------------------------------------------
 def run_bench(spark: SparkSession, cfg: Config, sizes: Sequence[tuple[str, int]], root: str | Path,
               repeats: int = 3, warmup: int = 1, seed: int = 7, plain_max_rows: int = 1_000_000,
-              command: str = "", say: Callable[[str], None] = functools.partial(print, flush=True), tasks: Sequence[str] = tuple(TASKS)) -> Report:
+              command: str = "", say: Callable[[str], None] = functools.partial(print, flush=True),
+              tasks: Sequence[str] = tuple(TASKS), on_size: Callable[[Report], None] | None = None) -> Report:
     """Generate (or reuse) each day, time every task, check agreement; return the report.
 
     ``tasks`` limits what runs (for tuning); agreement is checked only with all of them.
+    ``on_size`` gets the report so far after each size (a long run keeps what it measured).
     """
     root = Path(root).resolve()
     unknown = set(tasks) - set(TASKS)
@@ -706,13 +724,26 @@ def run_bench(spark: SparkSession, cfg: Config, sizes: Sequence[tuple[str, int]]
             checks += per_user_checks(spark, size, day.last["users_path"], day.last["plain_path"], note)
             checks += aggregate_checks(size, day.last["metrics"], day.last["mllib_ranking"],
                                        day.last["mllib_auc"], day.last["mllib_auc_exact"])
+            users, by_user = day.user_metrics()
             structure.setdefault("shuffles of labelled exposures in the per-user stage",
-                                 shuffles_before_cache(day.user_metrics(day.ranked()).frame))
+                                 shuffles_before_cache(users.frame))
+            by_user.unpersist()
         finally:
             day.uncache_labelled()
+        if on_size is not None:
+            on_size(Report(list(timings), list(checks), dict(structure), dict(machine), command))
     machine["loadavg_end"] = _loadavg()
     machine["summary"] += f"; load average {machine['loadavg_start']} at start, {machine['loadavg_end']} at end"
     return Report(timings, checks, structure, machine, command)
+
+
+def save(report: Report, root: Path) -> str:
+    """Write ``report.md`` and ``results.json`` under ``root``; return the markdown."""
+    text = report.markdown()
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "report.md").write_text(text)
+    (root / "results.json").write_text(report.to_json())
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -757,17 +788,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         tasks = args.only.split(",") if args.only else tuple(TASKS)
         report = run_bench(spark, cfg, sizes, args.root, repeats, warmup, args.seed, args.plain_max_rows[1],
-                           command.strip(), tasks=tasks)
+                           command.strip(), tasks=tasks, on_size=lambda partial: save(partial, Path(args.root)))
         if skew[1]:
             report.skew = run_skew(spark, skew_cfg, args.root, skew[0], skew[1], args.seed)
     finally:
         spark.stop()
-    text = report.markdown()
-    root = Path(args.root)
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "report.md").write_text(text)
-    (root / "results.json").write_text(report.to_json())
-    print(text)
+    print(save(report, Path(args.root)))
     failed = [c for c in report.checks if not c.ok]
     if failed:
         print(f"{len(failed)} agreement check(s) failed", file=sys.stderr)

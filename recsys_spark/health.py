@@ -6,20 +6,24 @@ reduced to *sufficient statistics* -- sums per slice and a histogram of the
 items' exposure counts per slice -- and the maths is done on the driver by
 :mod:`recsys_spark.kernels.health` and :mod:`recsys_spark.kernels.business`.
 
-The sliced rows are shuffled once: :func:`prepare_rows` keeps the few
-columns needed, hash-partitions them by user and persists them.  Every
-group-by whose keys include the user then runs inside the partitions,
-without another shuffle of the rows:
+The sliced rows come hash-partitioned by user and persisted
+(:func:`per_user.partition_by_user`, the same partitions the per-user
+metrics read; :func:`prepare_rows` does the same for tests), so every
+group-by whose keys include the user runs inside the partitions, without
+another shuffle of the rows.  Two partition-local aggregations are persisted
+and feed everything else:
 
-* pass A, ``groupBy(slice, user, request, category)`` then by (slice, user,
-  request), (slice, user, category) and (slice, user): PV, UV, coverage,
-  failure, business counts, category entropy per list and per user; the
-  slice's category counts take one shuffle of the (request, category) sums;
-* pass B, ``groupBy(slice, user, item)``, then by (slice, item) (one shuffle
-  of the user-item pairs): the exposure histogram (Gini, Lorenz, item
-  coverage), the users per item (personalization) and the popularity join
-  (novelty); by (slice, user), the user's item set joined on the user with
-  the previous day's set (update_rate; only the previous day's sets move).
+* ``requests_by_category`` = ``groupBy(slice, user, request, category)``;
+  pass A then groups it by (slice, user, request), (slice, user, category)
+  and (slice, user): PV, UV, coverage, failure, business counts, category
+  entropy per list and per user; the slice's category counts take one
+  shuffle of the (request, category) sums;
+* ``user_items`` = ``groupBy(slice, user, item)``; pass B groups it by
+  (slice, item) (one shuffle of the user-item pairs): the exposure histogram
+  (Gini, Lorenz, item coverage), the users per item (personalization) and
+  the popularity join (novelty); and by (slice, user), the user's item set
+  joined on the user with the previous day's set (update_rate; only the
+  previous day's sets move).
 
 Both passes and the catalog counts are one query (a union of long rows
 ``(slice, name, key, value)``) and one collect.  What reaches the driver is a
@@ -134,6 +138,9 @@ def _long(df: DataFrame, names: Sequence[str]) -> DataFrame:
 def prepare_rows(sliced: DataFrame, partitions: int) -> DataFrame:
     """The columns the passes need, hash-partitioned by user and persisted (unpersist after use).
 
+    The job uses :func:`per_user.partition_by_user` instead, shared with the
+    per-user metrics; this is the same for callers that only want health.
+
     By user alone: that partitioning satisfies every later group-by whose keys
     include the user, and (unlike a constant ``slice`` when there are no
     slices) it is never optimised away.
@@ -144,12 +151,25 @@ def prepare_rows(sliced: DataFrame, partitions: int) -> DataFrame:
             .persist(StorageLevel.MEMORY_AND_DISK))
 
 
-def request_pass(prepared: DataFrame, min_list_length: int) -> DataFrame:
-    """Pass A: PV/UV, coverage, failure, business counts and category entropies, as long rows."""
+def requests_by_category(prepared: DataFrame) -> DataFrame:
+    """(slice, user, request, category) -> n items, clicked items; empty responses give n = 0."""
     item = F.col(ITEM).isNotNull()
-    base = (prepared
+    return (prepared
             .groupBy(SLICE, USER, REQUEST, ITEM_CATEGORY)
             .agg(F.count(ITEM).alias("n"), _count_if(item & F.col(CLICKED)).alias("clicked")))
+
+
+def user_items(prepared: DataFrame) -> DataFrame:
+    """(slice, user, item) -> exposures n, in_catalog."""
+    return (prepared
+            .where(F.col(ITEM).isNotNull())
+            .groupBy(SLICE, USER, ITEM)
+            .agg(F.count(F.lit(1)).alias("n"), F.max(IN_CATALOG).alias("in_catalog")))
+
+
+def request_pass(base: DataFrame, min_list_length: int) -> DataFrame:
+    """Pass A from :func:`requests_by_category`: PV/UV, coverage, failure, business counts and
+    category entropies, as long rows."""
     requests = (base
                 .groupBy(SLICE, USER, REQUEST)
                 .agg(F.sum("n").alias("n"), F.sum(_n_log_n(F.col("n"))).alias("s"),
@@ -189,12 +209,9 @@ def request_pass(prepared: DataFrame, min_list_length: int) -> DataFrame:
             .unionByName(_long(categories, ["cat_n", "cat_s", "unknown"])))
 
 
-def item_pass(prepared: DataFrame, popularity: DataFrame | None, previous: DataFrame | None) -> DataFrame:
-    """Pass B: exposure histogram, users per item, novelty and update sums, as long rows."""
-    pairs = (prepared
-             .where(F.col(ITEM).isNotNull())
-             .groupBy(SLICE, USER, ITEM)
-             .agg(F.count(F.lit(1)).alias("n"), F.max(IN_CATALOG).alias("in_catalog")))
+def item_pass(pairs: DataFrame, popularity: DataFrame | None, previous: DataFrame | None) -> DataFrame:
+    """Pass B from :func:`user_items`: exposure histogram, users per item, novelty and update sums,
+    as long rows."""
     items = (pairs
              .groupBy(SLICE, ITEM)
              .agg(F.sum("n").alias("exposures"), F.count(F.lit(1)).alias("users"),
@@ -221,7 +238,7 @@ def item_pass(prepared: DataFrame, popularity: DataFrame | None, previous: DataF
                                                 F.lit(None).cast("double").alias("key"),
                                                 F.col("value").cast("double").alias("value")))
     if previous is not None:
-        # item sets per user on both days, joined on the user: the rows stay where prepare_rows put
+        # item sets per user on both days, joined on the user: the rows stay where partition_by_user put
         # them, only the previous day's sets move; the inner join keeps returning users only
         before = previous.groupBy(USER).agg(F.collect_set(ITEM).alias("before"))
         rate = F.col("new") / F.col("items")
@@ -285,33 +302,39 @@ def _popularity_catalog(hist_all: dict, catalog_all: int, cutoffs: PopularityCut
     return sizes
 
 
-def evaluate_health(spark: SparkSession, sliced: DataFrame, dims: SliceDims, catalog: DataFrame | None, *,
+def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, catalog: DataFrame | None, *,
                     min_list_length: int, lorenz_points: int, popularity: DataFrame | None = None,
                     previous: DataFrame | None = None, cutoffs: PopularityCutoffs | None = None,
-                    items_path: str = "", partitions: int = 4) -> HealthResult:
+                    items_path: str = "") -> HealthResult:
     """Health and business rows of every slice, and the Lorenz points.
 
     Parameters
     ----------
-    sliced : sliced labelled exposures (``slice``, ``user_id``, ``request_id``,
-        ``item_id`` null for empty responses, ``clicked``, ``_category``,
-        ``_in_catalog``).
+    prepared : sliced labelled exposures hash-partitioned by user and
+        persisted (:func:`per_user.partition_by_user` or :func:`prepare_rows`):
+        ``slice``, ``user_id``, ``request_id``, ``item_id`` null for empty
+        responses, ``clicked``, ``_category``, ``_in_catalog``.
     dims : the slice dimensions (item dimensions restrict the catalog).
     catalog : the items table, one row per item, or None.
     popularity : (user_id, item_id) clicks defining popularity, or None (no novelty).
     previous : distinct (user_id, item_id) of the previous day, or None (no update_rate).
     cutoffs : popularity cut-offs when ``popularity`` is a slice.
-    partitions : partitions of the user-partitioned rows.
     """
     notes: list[str] = []
-    prepared = prepare_rows(sliced, partitions)
+    # computed once each, partition-local, and materialised before the passes: the passes' branches
+    # run as concurrent jobs, and each would otherwise compute a not-yet-cached input itself
+    base = requests_by_category(prepared).persist(StorageLevel.MEMORY_AND_DISK)
+    pairs = user_items(prepared).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        long = request_pass(prepared, min_list_length).unionByName(item_pass(prepared, popularity, previous))
+        base.count()
+        pairs.count()
+        long = request_pass(base, min_list_length).unionByName(item_pass(pairs, popularity, previous))
         if catalog is not None:
             long = long.unionByName(catalog_pass(catalog, dims))
         stats, hist, n_clickers = _split(long.collect())
     finally:
-        prepared.unpersist()
+        base.unpersist()
+        pairs.unpersist()
     sizes, n_categories = None, None
     if catalog is not None:
         sizes = {s: int(v.pop("catalog_items")) for s, v in stats.items() if "catalog_items" in v}

@@ -1,7 +1,8 @@
 """Spark adapter: score all users in one pass over the labelled exposures, whole partitions at a time.
 
-``ranked.repartition(partitions, user_id).mapInArrow(...)``: one shuffle puts
-every row of a user in the same partition; each Python task reads its
+:func:`partition_by_user` then ``mapInArrow(...)``: one shuffle puts every
+row of a user in the same partition (the health indicators read the same
+persisted partitions); each Python task reads its
 partition as Arrow batches, turns the strings into pandas categoricals
 (dictionary codes, no Python string per row: about 50 bytes a row against 280
 for ``applyInPandas``'s object columns) and calls
@@ -40,13 +41,27 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.accumulators import AccumulatorParam
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
 from recsys_spark.kernels.users import INPUT_COLUMNS, LIST_METRICS, metric_column, output_columns, score_users
 from recsys_spark.pooled_auc import exact_auc
-from recsys_spark.schema import ALL, ITEM, LIST_ID, POSITION, RELEVANCE, REQUEST, SCORE, SESSION, SLICE, USER
+from recsys_spark.schema import ALL, CLICKED, ITEM, LIST_ID, POSITION, RELEVANCE, REQUEST, SCORE, SESSION, SLICE, USER
+from recsys_spark.slices import IN_CATALOG, ITEM_CATEGORY
+
+def partition_by_user(sliced: DataFrame, partitions: int) -> DataFrame:
+    """The one shuffle of the labelled exposures: every row of a user in one partition, persisted.
+
+    Keeps the columns the per-user pass and the health indicators need; both
+    read it in place (no further shuffle of exposure rows).  The caller
+    unpersists it.  Empty responses (null item) stay: health counts them.
+    """
+    keep = [c for c in (SLICE, USER, SESSION, REQUEST, ITEM, POSITION, SCORE, RELEVANCE, CLICKED, ITEM_CATEGORY,
+                        IN_CATALOG) if c in sliced.columns]
+    return sliced.select(*keep).repartition(partitions, USER).persist(StorageLevel.MEMORY_AND_DISK)
+
 
 def ranking_input(labelled: DataFrame, list_unit: str, has_score: bool) -> DataFrame:
     """Exposed items only (empty responses have nothing to rank), with ``list_id`` and ``score``.
@@ -160,13 +175,15 @@ class UserMetrics:
     summary says about set-aside users.
     """
 
-    def __init__(self, ranked: DataFrame, ks: Sequence[int], gain: str, partitions: int,
+    def __init__(self, ranked: DataFrame, ks: Sequence[int], gain: str, partitions: int | None,
                  max_user_rows: int, rows_per_bucket: int = 200_000, list_unit: str = "request") -> None:
+        """``partitions``: hash-partition ``ranked`` by user into that many; None when it already is
+        (built on :func:`partition_by_user`: then the pass reads it in place, no shuffle)."""
         self.ranked, self.ks, self.gain = ranked, tuple(ks), gain
         self.max_user_rows, self.rows_per_bucket, self.list_unit = max_user_rows, rows_per_bucket, list_unit
         self.totals = ranked.sparkSession.sparkContext.accumulator(PassTotals(), _PassTotalsParam())
-        self.frame = _score_partitions(ranked.repartition(partitions, USER), self.ks, gain, max_user_rows,
-                                       self.totals)
+        rows = ranked if partitions is None else ranked.repartition(partitions, USER)
+        self.frame = _score_partitions(rows, self.ks, gain, max_user_rows, self.totals)
         self._heavy_moments: dict[str, Moments] = {}
 
     @property

@@ -20,14 +20,16 @@ from recsys_spark import fs, log
 from recsys_spark.aggregate import aggregate_users, metrics_frame
 from recsys_spark.config import Config
 from recsys_spark.errors import EmptyInputError, HardRuleViolation
-from recsys_spark.health import evaluate_health, history_paths, lorenz_frame, popularity_clicks, previous_exposures
+from recsys_spark.aggregate import MetricRow
+from recsys_spark.health import HealthResult, evaluate_health, history_paths, lorenz_frame, popularity_clicks, previous_exposures
 from recsys_spark.label import deduplicate_exposures, join_feedback, label_counts, labelled_exposures
-from recsys_spark.per_user import UserMetrics, bucket_count, ranking_input
+from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, ranking_input
 from recsys_spark.pooled_auc import pooled_auc
-from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, ITEM_COLUMNS, conform, read_parquet
-from recsys_spark.rules import as_dicts, rules_frame, scan_rules
-from recsys_spark.schema import ALL, ITEM, REASON, SCORE
-from recsys_spark.slices import add_slice_columns, explode_slices, popularity_cutoffs, read_slice_inputs
+from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
+from recsys_spark.rules import RuleResult, as_dicts, rules_frame, scan_rules
+from recsys_spark.schema import ALL, REASON, SCORE
+from recsys_spark.slices import (PopularityCutoffs, SliceInputs, add_slice_columns, explode_slices,
+                                 popularity_cutoffs, read_slice_inputs)
 from recsys_spark.validate import click_checks, count_rows, day_bounds, exposure_checks, split_rows, tag_rows
 from recsys_spark.write import SUMMARY, DailyOutput
 
@@ -62,109 +64,103 @@ class InputPaths:
                    cfg.input.items.format(**fill), cfg.input.users.format(**fill))
 
 
+@dataclass
+class Inputs:
+    """The day's inputs, conformed to the expected columns (nothing read yet: Spark is lazy)."""
+
+    exposures: DataFrame
+    clicks: DataFrame
+    slices: SliceInputs
+    has_score: bool
+
+
+@dataclass
+class Validated:
+    """The inputs split into rows to use and rows set aside (with ``reject_reason``), and their counts."""
+
+    exposures: DataFrame
+    clicks: DataFrame
+    rejected_exposures: DataFrame
+    rejected_clicks: DataFrame
+    exposure_counts: dict[str, int]  # "rows" and one count per reject reason
+    click_counts: dict[str, int]
+
+    @property
+    def valid_events(self) -> int:
+        return self.click_counts["rows"] - sum(v for k, v in self.click_counts.items() if k != "rows")
+
+
+@dataclass
+class Labelled:
+    """Exposures joined with their feedback (persisted), their slices and the ranking input."""
+
+    joined: DataFrame  # label.join_feedback: exposure rows and orphan events
+    labels: dict[str, int]  # label.label_counts
+    sliced: DataFrame  # one row per (exposure, slice)
+    cutoffs: PopularityCutoffs | None
+    by_user: DataFrame  # sliced, hash-partitioned by user and persisted: the one shuffle of exposures
+    ranked: DataFrame  # by_user's exposed items with list_id and score (same partitions)
+    partitions: int
+
+    def unpersist(self) -> None:
+        self.by_user.unpersist()
+        self.joined.unpersist()
+
+
+@dataclass
+class Metrics:
+    rows: list[MetricRow]
+    unit_counts: dict[str, dict[str, int]]  # per slice: users and lists counted or skipped
+    notes: list[str]
+    buckets: int
+
+
 def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: str, output_root: str) -> dict[str, Any]:
-    """Evaluate one day and write its outputs; return the summary."""
+    """Evaluate one day and write its outputs; return the summary.
+
+    read -> validate -> label (+ slices) -> per-user metrics and aggregates ->
+    health -> rules -> write: each stage is a function below, timed and logged
+    here.  Every table is staged and moved into place only at the end.
+    """
     day = date.isoformat()
     paths = InputPaths.resolve(cfg, input_root, day)
-    ks = cfg.metrics.k
     timings: dict[str, float] = {}
     out = DailyOutput(spark, output_root, day)
 
     with log.stage("read", timings, date=day) as info:
-        raw_exposures = read_parquet(spark, paths.exposures, "exposures partition")
-        slice_inputs = read_slice_inputs(spark, cfg.slices.names, raw_exposures.columns, paths.items, paths.users)
-        exposures = conform(raw_exposures, EXPOSURE_COLUMNS, paths.exposures, keep=slice_inputs.dims.exposure)
-        clicks = conform(read_parquet(spark, paths.clicks, "clicks partition"), CLICK_COLUMNS, paths.clicks)
-        has_score = SCORE in exposures.columns
-        info["has_score"] = has_score
-
+        inputs = read_inputs(spark, cfg, paths)
+        info["has_score"] = inputs.has_score
     with log.stage("validate", timings) as info:
-        bounds = day_bounds(date, cfg.validation.ts_tolerance_minutes)
-        exposures_tagged = tag_rows(exposures, exposure_checks(has_score, bounds))
-        clicks_tagged = tag_rows(clicks, click_checks(bounds))
-        exposure_counts = count_rows(exposures_tagged, "exposures partition", paths.exposures)
-        click_counts = count_rows(clicks_tagged, "clicks partition", paths.clicks)
-        if exposure_counts["rows"] == 0:
-            raise EmptyInputError(f"empty input exposures partition (0 rows): {paths.exposures}")
-        info.update(exposure_rows=exposure_counts["rows"], click_rows=click_counts["rows"])
-        good_exposures, rejected_exposures = split_rows(exposures_tagged)
-        good_clicks, rejected_clicks = split_rows(clicks_tagged)
+        valid = validate_inputs(inputs, cfg, date, paths)
+        info.update(exposure_rows=valid.exposure_counts["rows"], click_rows=valid.click_counts["rows"])
 
+    labelled = None
     try:
         with log.stage("label", timings) as info:
-            deduplicated = (deduplicate_exposures(good_exposures)
-                            .transform(add_slice_columns, slice_inputs, date, cfg.slices.new_user_days))
-            joined = join_feedback(deduplicated, good_clicks,
-                                   cfg.attribution.window_minutes, cfg.labels.event_weights,
-                                   cfg.labels.click_event).persist(StorageLevel.MEMORY_AND_DISK)
-            labels = label_counts(joined)
-            info.update(labels)
-
-        with log.stage("slices", timings, slices=list(cfg.slices.names)) as info:
-            cutoffs = None
-            if "popularity" in cfg.slices.names:
-                cutoffs = popularity_cutoffs(labelled_exposures(joined), cfg.slices.popularity_head_share,
-                                             cfg.slices.popularity_tail_share)
-                info.update(popularity_head_min=cutoffs.head_min, popularity_tail_max=cutoffs.tail_max)
-            sliced = explode_slices(labelled_exposures(joined), slice_inputs.dims, cutoffs)
-            ranked = ranking_input(sliced, cfg.ranking.list_unit, has_score)
-
+            labelled = label_day(spark, inputs, valid, cfg, date)
+            info.update(labelled.labels)
         with log.stage("metrics", timings) as info:
-            # each exposure comes once under "all" and at most once more per slice dimension
-            buckets = bucket_count(labels["exposures"] * (1 + len(cfg.slices.names)), cfg.execution.rows_per_bucket,
-                                   spark.sparkContext.defaultParallelism)
-            users = UserMetrics(ranked, ks, cfg.metrics.ndcg_gain, buckets, cfg.execution.max_user_rows,
-                                cfg.execution.rows_per_bucket, cfg.ranking.list_unit)
-            staged_users = out.stage("user_metrics", users.frame)  # the one pass over labelled exposures
-            heavy = users.heavy_frame()  # users past execution.max_user_rows, if any: bounded path
-            if heavy is not None:
-                heavy.write.mode("append").parquet(staged_users)
-            pooled = pooled_auc(ranked)
-            rows, unit_counts = aggregate_users(users.moments(), ks, pooled)  # sums gathered by the pass
-            unit_counts.setdefault(ALL, {}).update(users.counts())
-            info.update(buckets=buckets, metric_rows=len(rows), users_over_row_bound=len(users.set_aside))
-
+            metrics = metric_stage(spark, labelled, cfg, out)
+            info.update(buckets=metrics.buckets, metric_rows=len(metrics.rows))
         with log.stage("health", timings) as info:
-            (prev_day, prev_path), = history_paths(cfg.input.exposures, input_root, date, 1)
-            tolerance = cfg.validation.ts_tolerance_minutes
-            previous, update_note = previous_exposures(spark, prev_day, prev_path, tolerance)
-            popularity, novelty_note = popularity_clicks(
-                spark, history_paths(cfg.input.clicks, input_root, date, cfg.health.novelty_days), good_clicks,
-                cfg.labels.click_event, tolerance)
-            health = evaluate_health(spark, sliced, slice_inputs.dims, slice_inputs.catalog,
-                                     min_list_length=cfg.health.min_list_length,
-                                     lorenz_points=cfg.health.lorenz_points, popularity=popularity,
-                                     previous=previous, cutoffs=cutoffs, items_path=paths.items,
-                                     partitions=buckets)
-            health.notes += [novelty_note] + ([update_note] if update_note else []) + users.notes()
-            rows += health.rows
+            health = health_stage(spark, labelled, inputs, valid, cfg, date, input_root, paths)
+            rows = metrics.rows + health.rows
+            notes = health.notes + metrics.notes
             out.stage("lorenz", lorenz_frame(spark, health.lorenz))
             out.stage("metrics", metrics_frame(spark, rows).coalesce(1))
             info.update(health.info)
-
         with log.stage("rules", timings) as info:
-            rule_results = scan_rules(
-                labelled_exposures(joined), read_items(spark, paths.items), {
-                    "exposure_rows": exposure_counts["rows"],
-                    "bad_score": exposure_counts.get("bad_score", 0),
-                    "valid_events": click_counts["rows"] - sum(v for k, v in click_counts.items() if k != "rows"),
-                    **labels},
-                has_score=has_score, blacklist_items=cfg.rules.blacklist_items,
-                blacklist_categories=cfg.rules.blacklist_categories,
-                bot_requests_per_user=cfg.rules.bot_requests_per_user,
-                thresholds=threshold_settings(cfg), previous_exposure_rows=previous_rows(spark, cfg, input_root, date),
-                rejected_exposures=rejected_exposures)
+            rule_results = rules_stage(spark, labelled, inputs, valid, cfg, date, input_root)
             out.stage("rule_checks", rules_frame(spark, rule_results).coalesce(1))
             failed_hard = [r.rule for r in rule_results if r.severity == "hard" and not r.passed]
             info.update(failed=[r.rule for r in rule_results if not r.passed])
             if cfg.validation.write_rejected:
-                out.stage("rejected", rejected_rows(rejected_exposures, rejected_clicks))
-
+                out.stage("rejected", rejected_rows(valid.rejected_exposures, valid.rejected_clicks))
         with log.stage("write", timings):
-            summary = build_summary(cfg, day, paths, exposure_counts, click_counts, labels,
-                                    unit_counts.get(ALL, {}), rows, timings)
+            summary = build_summary(cfg, day, paths, valid.exposure_counts, valid.click_counts, labelled.labels,
+                                    metrics.unit_counts.get(ALL, {}), rows, timings)
             summary["rules"] = as_dicts(rule_results)
-            summary["notes"] = health.notes
+            summary["notes"] = notes
             if failed_hard:
                 summary["status"] = "hard_rule_violated"
             out.stage_text(SUMMARY, "summary.json", json.dumps(summary, indent=2, sort_keys=False))
@@ -173,8 +169,8 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
         out.abort()
         raise
     finally:
-        if "joined" in locals():
-            joined.unpersist()
+        if labelled is not None:
+            labelled.unpersist()
     log.event("done", date=day, status=summary["status"],
               **{k: summary["headline"][k] for k in list(summary["headline"])[:4]})
     if failed_hard and cfg.rules.fail_on_hard:
@@ -183,11 +179,102 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
     return summary
 
 
-def read_items(spark: SparkSession, path: str) -> DataFrame | None:
-    """The optional catalog, or None when its path does not exist."""
-    if not fs.exists(spark, path):
-        return None
-    return conform(read_parquet(spark, path, "items table"), ITEM_COLUMNS, path)
+# --- the stages ---------------------------------------------------------------------------------
+def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
+    """The exposures and clicks partitions, and the items/users tables the slices and health need.
+
+    A missing partition or column is an :class:`~recsys_spark.errors.InputError` here, before any work.
+    """
+    raw_exposures = read_parquet(spark, paths.exposures, "exposures partition")
+    slice_inputs = read_slice_inputs(spark, cfg.slices.names, raw_exposures.columns, paths.items, paths.users)
+    exposures = conform(raw_exposures, EXPOSURE_COLUMNS, paths.exposures, keep=slice_inputs.dims.exposure)
+    clicks = conform(read_parquet(spark, paths.clicks, "clicks partition"), CLICK_COLUMNS, paths.clicks)
+    return Inputs(exposures, clicks, slice_inputs, SCORE in exposures.columns)
+
+
+def validate_inputs(inputs: Inputs, cfg: Config, date: dt.date, paths: InputPaths) -> Validated:
+    """Tag every row with its first failed check, count rows per reason (one job per input), split."""
+    bounds = day_bounds(date, cfg.validation.ts_tolerance_minutes)
+    exposures = tag_rows(inputs.exposures, exposure_checks(inputs.has_score, bounds))
+    clicks = tag_rows(inputs.clicks, click_checks(bounds))
+    exposure_counts = count_rows(exposures, "exposures partition", paths.exposures)
+    click_counts = count_rows(clicks, "clicks partition", paths.clicks)
+    if exposure_counts["rows"] == 0:
+        raise EmptyInputError(f"empty input exposures partition (0 rows): {paths.exposures}")
+    good_exposures, rejected_exposures = split_rows(exposures)
+    good_clicks, rejected_clicks = split_rows(clicks)
+    return Validated(good_exposures, good_clicks, rejected_exposures, rejected_clicks, exposure_counts, click_counts)
+
+
+def label_day(spark: SparkSession, inputs: Inputs, valid: Validated, cfg: Config, date: dt.date) -> Labelled:
+    """Deduplicate, attach slice columns, attribute feedback (persisted: the counts and the rules read
+    it), explode the slices and partition them by user (persisted lazily: the metrics and health
+    stages read those partitions in place)."""
+    deduplicated = (deduplicate_exposures(valid.exposures)
+                    .transform(add_slice_columns, inputs.slices, date, cfg.slices.new_user_days))
+    joined = join_feedback(deduplicated, valid.clicks, cfg.attribution.window_minutes, cfg.labels.event_weights,
+                           cfg.labels.click_event).persist(StorageLevel.MEMORY_AND_DISK)
+    labels = label_counts(joined)
+    cutoffs = None
+    if "popularity" in cfg.slices.names:
+        cutoffs = popularity_cutoffs(labelled_exposures(joined), cfg.slices.popularity_head_share,
+                                     cfg.slices.popularity_tail_share)
+    sliced = explode_slices(labelled_exposures(joined), inputs.slices.dims, cutoffs)
+    # each exposure comes once under "all" and at most once more per slice dimension
+    partitions = bucket_count(labels["exposures"] * (1 + len(cfg.slices.names)), cfg.execution.rows_per_bucket,
+                              spark.sparkContext.defaultParallelism)
+    by_user = partition_by_user(sliced, partitions)
+    ranked = ranking_input(by_user, cfg.ranking.list_unit, inputs.has_score)
+    return Labelled(joined, labels, sliced, cutoffs, by_user, ranked, partitions)
+
+
+def metric_stage(spark: SparkSession, labelled: Labelled, cfg: Config, out: DailyOutput) -> Metrics:
+    """Per-user table (staged as ``user_metrics``) in one pass, then every aggregate from its sums."""
+    ks = cfg.metrics.k
+    users = UserMetrics(labelled.ranked, ks, cfg.metrics.ndcg_gain, None, cfg.execution.max_user_rows,
+                        cfg.execution.rows_per_bucket, cfg.ranking.list_unit)
+    staged_users = out.stage("user_metrics", users.frame)  # the one pass over labelled exposures
+    heavy = users.heavy_frame()  # users past execution.max_user_rows, if any: bounded path
+    if heavy is not None:
+        heavy.write.mode("append").parquet(staged_users)
+    pooled = pooled_auc(labelled.ranked)
+    rows, unit_counts = aggregate_users(users.moments(), ks, pooled)  # sums gathered by the pass
+    unit_counts.setdefault(ALL, {}).update(users.counts())
+    return Metrics(rows, unit_counts, users.notes(), labelled.partitions)
+
+
+def health_stage(spark: SparkSession, labelled: Labelled, inputs: Inputs, valid: Validated, cfg: Config,
+                 date: dt.date, input_root: str, paths: InputPaths) -> HealthResult:
+    """Health and business indicators per slice, with the previous day (update rate) and the
+    clicks of the last ``health.novelty_days`` days (novelty) when they exist."""
+    (prev_day, prev_path), = history_paths(cfg.input.exposures, input_root, date, 1)
+    tolerance = cfg.validation.ts_tolerance_minutes
+    previous, update_note = previous_exposures(spark, prev_day, prev_path, tolerance)
+    popularity, novelty_note = popularity_clicks(
+        spark, history_paths(cfg.input.clicks, input_root, date, cfg.health.novelty_days), valid.clicks,
+        cfg.labels.click_event, tolerance)
+    health = evaluate_health(spark, labelled.by_user, inputs.slices.dims, inputs.slices.catalog,
+                             min_list_length=cfg.health.min_list_length, lorenz_points=cfg.health.lorenz_points,
+                             popularity=popularity, previous=previous, cutoffs=labelled.cutoffs,
+                             items_path=paths.items)
+    if labelled.cutoffs is not None:
+        health.info.update(popularity_head_min=labelled.cutoffs.head_min,
+                           popularity_tail_max=labelled.cutoffs.tail_max)
+    health.notes += [novelty_note] + ([update_note] if update_note else [])
+    return health
+
+
+def rules_stage(spark: SparkSession, labelled: Labelled, inputs: Inputs, valid: Validated, cfg: Config,
+                date: dt.date, input_root: str) -> list[RuleResult]:
+    """Every business rule that applies (see :mod:`recsys_spark.rules`)."""
+    counts = {"exposure_rows": valid.exposure_counts["rows"], "bad_score": valid.exposure_counts.get("bad_score", 0),
+              "valid_events": valid.valid_events, **labelled.labels}
+    return scan_rules(
+        labelled_exposures(labelled.joined), counts, has_catalog=inputs.slices.catalog is not None,
+        has_score=inputs.has_score, blacklist_items=cfg.rules.blacklist_items,
+        blacklist_categories=cfg.rules.blacklist_categories, bot_requests_per_user=cfg.rules.bot_requests_per_user,
+        thresholds=threshold_settings(cfg), previous_exposure_rows=previous_rows(spark, cfg, input_root, date),
+        rejected_exposures=valid.rejected_exposures)
 
 
 def previous_rows(spark: SparkSession, cfg: Config, input_root: str, date: dt.date) -> int | None:

@@ -4,7 +4,8 @@ Hard rules must never be violated; soft rules are rates with a threshold.
 Results are data (one row per rule in the ``rule_checks`` table), not log
 lines, so a scheduler can alert on them.  Most counts come from what earlier
 stages already counted; the rest from one aggregation over the labelled
-exposures, one over users, and a join with the catalog when there is one.
+exposures (which already carry the catalog's ``_category`` and
+``_in_catalog``, joined once by the label stage) and one over users.
 
 | rule | severity | violations | rate |
 |---|---|---|---|
@@ -33,7 +34,8 @@ from typing import Sequence
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsys_spark.schema import CATEGORY, COPIES, ITEM, REQUEST, SCORE, USER
+from recsys_spark.schema import COPIES, ITEM, REQUEST, SCORE, USER
+from recsys_spark.slices import IN_CATALOG, ITEM_CATEGORY
 
 RULES_SCHEMA = ("rule string, severity string, violations long, rate double, threshold double, "
                 "passed boolean, examples array<string>")
@@ -76,9 +78,9 @@ def _examples(df: DataFrame, condition: Column, key: Column) -> list[str]:
 
 def scan_rules(
     exposures: DataFrame,
-    items: DataFrame | None,
     counts: dict[str, int],
     *,
+    has_catalog: bool,
     has_score: bool,
     blacklist_items: Sequence[str],
     blacklist_categories: Sequence[str],
@@ -90,19 +92,26 @@ def scan_rules(
     """Evaluate every rule that applies; see the module docstring for the definitions.
 
     ``exposures`` are the labelled, deduplicated exposures (empty responses
-    included, with ``copies``); ``counts`` holds what earlier stages counted:
-    ``exposure_rows``, ``bad_score``, ``duplicate_exposures``, ``orphan_events``,
-    ``valid_events``, ``empty_responses``.
+    included, with ``copies``, ``_category`` and ``_in_catalog``); ``counts``
+    holds what earlier stages counted: ``exposure_rows``, ``bad_score``,
+    ``duplicate_exposures``, ``orphan_events``, ``valid_events``,
+    ``empty_responses``.  ``has_catalog``: the items table exists (else the
+    catalog rules are left out).
     """
     item_row = F.col(ITEM).isNotNull()
     blacklisted = F.col(ITEM).isin(list(blacklist_items)) if blacklist_items else F.lit(False)
     out_of_range = (F.col(SCORE) < 0) | (F.col(SCORE) > 1) if has_score else F.lit(False)
     duplicated = item_row & (F.col(COPIES) > 1)
+    missing = item_row & ~F.col(IN_CATALOG) if has_catalog else F.lit(False)
+    banned = (item_row & F.col(IN_CATALOG) & F.col(ITEM_CATEGORY).isin(list(blacklist_categories))
+              if has_catalog and blacklist_categories else F.lit(False))
     agg = exposures.agg(
         F.sum(item_row.cast("long")).alias("exposures"),
         F.sum((item_row & blacklisted).cast("long")).alias("blacklisted"),
         F.sum((item_row & out_of_range).cast("long")).alias("out_of_range"),
         F.sum(duplicated.cast("long")).alias("duplicated_pairs"),
+        F.sum(missing.cast("long")).alias("missing"),
+        F.sum(banned.cast("long")).alias("banned"),
     ).first()
     n_exp = agg["exposures"] or 0
     results: list[RuleResult] = []
@@ -112,8 +121,12 @@ def scan_rules(
         results.append(hard("blacklisted_item", agg["blacklisted"] or 0, n_exp, ex))
     ex = (_examples(exposures, duplicated, F.concat_ws(":", REQUEST, ITEM)) if agg["duplicated_pairs"] else [])
     results.append(hard("duplicate_item_in_request", agg["duplicated_pairs"] or 0, n_exp, ex))
-    if items is not None:
-        results += _catalog_rules(exposures, items, n_exp, blacklist_categories)
+    if has_catalog:
+        ex = _examples(exposures, missing, F.col(ITEM)) if agg["missing"] else []
+        results.append(hard("item_missing_from_catalog", agg["missing"] or 0, n_exp, ex))
+        if blacklist_categories:
+            ex = _examples(exposures, banned, F.concat_ws(":", ITEM_CATEGORY, ITEM)) if agg["banned"] else []
+            results.append(hard("blacklisted_category", agg["banned"] or 0, n_exp, ex))
     if has_score:
         bad = counts.get("bad_score", 0)
         ex = (_examples(rejected_exposures, F.col("reject_reason") == "bad_score",
@@ -136,23 +149,6 @@ def scan_rules(
         change = abs(counts["exposure_rows"] - previous_exposure_rows)
         results.append(soft("exposure_change", change, previous_exposure_rows, thresholds["max_exposure_change"]))
     return results
-
-
-def _catalog_rules(exposures: DataFrame, items: DataFrame, n_exp: int,
-                   blacklist_categories: Sequence[str]) -> list[RuleResult]:
-    per_item = (exposures.where(F.col(ITEM).isNotNull()).groupBy(ITEM).agg(F.count(F.lit(1)).alias("n"))
-                .join(items.select(ITEM, CATEGORY, F.lit(True).alias("_in_catalog")).dropDuplicates([ITEM]),
-                      on=ITEM, how="left"))
-    missing = F.col("_in_catalog").isNull()
-    banned = F.col(CATEGORY).isin(list(blacklist_categories)) if blacklist_categories else F.lit(False)
-    row = per_item.agg(F.sum(F.when(missing, F.col("n"))).alias("missing"),
-                       F.sum(F.when(banned, F.col("n"))).alias("banned")).first()
-    out = [hard("item_missing_from_catalog", row["missing"] or 0, n_exp,
-                _examples(per_item, missing, F.col(ITEM)) if row["missing"] else [])]
-    if blacklist_categories:
-        out.append(hard("blacklisted_category", row["banned"] or 0, n_exp,
-                        _examples(per_item, banned, F.concat_ws(":", CATEGORY, ITEM)) if row["banned"] else []))
-    return out
 
 
 def _per_user_requests(exposures: DataFrame, max_requests: int, threshold: float) -> tuple[RuleResult, int]:

@@ -80,7 +80,7 @@ def test_cli_on_a_generated_day_writes_the_three_outputs(generated):
     # one structured log line per stage
     stages = [json.loads(line.split("recsys_spark ", 1)[1])["stage"] for line in proc.stderr.splitlines()
               if '"event": "stage"' in line]
-    assert stages == ["read", "validate", "label", "slices", "metrics", "health", "rules", "write"]
+    assert stages == ["read", "validate", "label", "metrics", "health", "rules", "write"]
 
 
 @pytest.mark.spark

@@ -9,6 +9,7 @@ import pytest
 import health_golden as golden
 from recsys_spark.config import load_config
 from recsys_spark.health import evaluate_health
+from recsys_spark.per_user import partition_by_user
 from recsys_spark.label import deduplicate_exposures, join_feedback, labelled_exposures
 from recsys_spark.pipeline import evaluate_day
 from recsys_spark.slices import SliceInputs, add_slice_columns, explode_slices, popularity_cutoffs, resolve_slices
@@ -49,7 +50,9 @@ def health(spark):
                            "click")
     cutoffs = popularity_cutoffs(labelled_exposures(joined), 0.2, 0.2)
     sliced = explode_slices(labelled_exposures(joined), dims, cutoffs)
-    result = evaluate_health(spark, sliced, dims, catalog, min_list_length=5, lorenz_points=101,
+    # the job's own partitioning: the per-user metrics and health read the same persisted rows
+    result = evaluate_health(spark, partition_by_user(sliced, 4), dims, catalog, min_list_length=5,
+                             lorenz_points=101,
                              popularity=spark.createDataFrame(golden.POPULARITY, PAIRS_DDL),
                              previous=spark.createDataFrame(golden.PREVIOUS, PAIRS_DDL), cutoffs=cutoffs)
     return result, sliced, cutoffs
