@@ -688,10 +688,10 @@ def run_bench(spark: SparkSession, cfg: Config, sizes: Sequence[tuple[str, int]]
         day.rows = json.loads((input_root / "_bench.json").read_text())["summary"]["days"][0]["exposure_rows"]
         say(f"[{size}] {day.rows} exposure rows at {input_root}")
         seconds: dict[str, list[float]] = {t: [] for t in round_tasks}
-        # the warm-up rounds (JIT, Python workers) run at the first size; later sizes only
-        # read their day once, untimed, so that no task pays for a cold file cache
+        # the warm-up rounds (JIT, Python workers) run at the first size; other days are
+        # read once, untimed, so that no task pays for a cold file cache
         first = size == sizes[0][0]
-        if not first and warmup:
+        if not (first and warmup):
             day.floor()
         for round_no in range(warmup * first + repeats):
             timed = round_no >= warmup * first
