@@ -11,13 +11,10 @@ from recsys_spark.config import load_config
 from recsys_spark.errors import EmptyInputError, HardRuleViolation, SchemaError, UnreadableInputError
 from recsys_spark.pipeline import evaluate_day
 
+from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
+
 pytestmark = pytest.mark.spark
 
-DAY = dt.date(2026, 11, 20)
-T0 = dt.datetime(2026, 11, 20, 10, 0)
-EXPOSURE_DDL = "user_id string, session_id string, request_id string, item_id string, position int, " \
-               "score double, ts timestamp"
-CLICK_DDL = "user_id string, session_id string, request_id string, item_id string, ts timestamp"
 
 EXPOSURES = [
     ("u1", "s1", "r1", "a", 1, 0.9, T0), ("u1", "s1", "r1", "b", 2, 0.8, T0),

@@ -13,13 +13,10 @@ from recsys_spark.config import load_config
 from recsys_spark.kernels.ranking import ndcg_at_k
 from recsys_spark.pipeline import evaluate_day, read_summary
 
+from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
+
 pytestmark = pytest.mark.spark
 
-DAY = dt.date(2026, 11, 20)
-T0 = dt.datetime(2026, 11, 20, 10, 0)
-EXPOSURE_DDL = "user_id string, session_id string, request_id string, item_id string, position int, " \
-               "score double, ts timestamp"
-CLICK_DDL = "user_id string, session_id string, request_id string, item_id string, ts timestamp"
 
 # u1 (two requests): r1 ranks a(.9) b(.8, clicked); r2 ranks c(.7, clicked by session) d(.6)
 # u2: r3 ranks a(.5) b(.5) c(.1), no click           -> no relevant list, no AUC
