@@ -56,7 +56,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -70,6 +69,7 @@ from recsys_spark.pipeline import evaluate_day
 from recsys_spark.pooled_auc import pooled_auc
 from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
 from recsys_spark.schema import ALL, ITEM, LIST_ID, POSITION, RELEVANCE, SCORE, SLICE, USER
+from recsys_spark.session import CACHE_LEVEL
 
 DATE = dt.date(2026, 11, 20)
 K = 10  # the one cut-off the peers are compared at
@@ -161,7 +161,7 @@ class Day:
 
     # the labelled exposures the metric stage and the peers start from, cached as in the job
     def cache_labelled(self) -> None:
-        self.joined = self.join().persist(StorageLevel.MEMORY_AND_DISK)
+        self.joined = self.join().persist(CACHE_LEVEL)
         self.exposures = label_counts(self.joined)["exposures"]
 
     def uncache_labelled(self) -> None:

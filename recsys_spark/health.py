@@ -39,7 +39,6 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -49,6 +48,7 @@ from recsys_spark.kernels.business import business_values
 from recsys_spark.kernels.health import health_values
 from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
 from recsys_spark.schema import ALL, CATEGORY, CLICKED, EVENT, ITEM, REQUEST, SLICE, USER
+from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.slices import IN_CATALOG, ITEM_CATEGORY, UNKNOWN, PopularityCutoffs, SliceDims
 from recsys_spark.validate import click_checks, day_bounds, exposure_checks, split_rows, tag_rows
 
@@ -148,7 +148,7 @@ def prepare_rows(sliced: DataFrame, partitions: int) -> DataFrame:
     return (sliced
             .select(SLICE, USER, REQUEST, ITEM, CLICKED, ITEM_CATEGORY, IN_CATALOG)
             .repartition(partitions, USER)
-            .persist(StorageLevel.MEMORY_AND_DISK))
+            .persist(CACHE_LEVEL))
 
 
 def requests_by_category(prepared: DataFrame) -> DataFrame:
@@ -323,8 +323,8 @@ def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, c
     notes: list[str] = []
     # computed once each, partition-local, and materialised before the passes: the passes' branches
     # run as concurrent jobs, and each would otherwise compute a not-yet-cached input itself
-    base = requests_by_category(prepared).persist(StorageLevel.MEMORY_AND_DISK)
-    pairs = user_items(prepared).persist(StorageLevel.MEMORY_AND_DISK)
+    base = requests_by_category(prepared).persist(CACHE_LEVEL)
+    pairs = user_items(prepared).persist(CACHE_LEVEL)
     try:
         base.count()
         pairs.count()

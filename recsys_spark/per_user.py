@@ -41,7 +41,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.accumulators import AccumulatorParam
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -49,6 +48,7 @@ from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_mom
 from recsys_spark.kernels.users import INPUT_COLUMNS, LIST_METRICS, metric_column, output_columns, score_users
 from recsys_spark.pooled_auc import exact_auc
 from recsys_spark.schema import ALL, CLICKED, ITEM, LIST_ID, POSITION, RELEVANCE, REQUEST, SCORE, SESSION, SLICE, USER
+from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.slices import IN_CATALOG, ITEM_CATEGORY
 
 def partition_by_user(sliced: DataFrame, partitions: int) -> DataFrame:
@@ -60,7 +60,7 @@ def partition_by_user(sliced: DataFrame, partitions: int) -> DataFrame:
     """
     keep = [c for c in (SLICE, USER, SESSION, REQUEST, ITEM, POSITION, SCORE, RELEVANCE, CLICKED, ITEM_CATEGORY,
                         IN_CATALOG) if c in sliced.columns]
-    return sliced.select(*keep).repartition(partitions, USER).persist(StorageLevel.MEMORY_AND_DISK)
+    return sliced.select(*keep).repartition(partitions, USER).persist(CACHE_LEVEL)
 
 
 def ranking_input(labelled: DataFrame, list_unit: str, has_score: bool) -> DataFrame:

@@ -12,7 +12,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -28,6 +27,7 @@ from recsys_spark.pooled_auc import pooled_auc
 from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
 from recsys_spark.rules import RuleResult, as_dicts, rules_frame, scan_rules
 from recsys_spark.schema import ALL, REASON, SCORE
+from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.slices import (PopularityCutoffs, SliceInputs, add_slice_columns, explode_slices,
                                  popularity_cutoffs, read_slice_inputs)
 from recsys_spark.validate import click_checks, count_rows, day_bounds, exposure_checks, split_rows, tag_rows
@@ -213,7 +213,7 @@ def label_day(spark: SparkSession, inputs: Inputs, valid: Validated, cfg: Config
     deduplicated = (deduplicate_exposures(valid.exposures)
                     .transform(add_slice_columns, inputs.slices, date, cfg.slices.new_user_days))
     joined = join_feedback(deduplicated, valid.clicks, cfg.attribution.window_minutes, cfg.labels.event_weights,
-                           cfg.labels.click_event).persist(StorageLevel.MEMORY_AND_DISK)
+                           cfg.labels.click_event).persist(CACHE_LEVEL)
     labels = label_counts(joined)
     cutoffs = None
     if "popularity" in cfg.slices.names:

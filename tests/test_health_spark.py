@@ -144,3 +144,16 @@ def test_daily_job_writes_health_rows_lorenz_and_slices(spark, tmp_path):
         "all", "platform=ios", "user_type=returning"}
     assert any(note.startswith("novelty: item popularity from the clicks of 1 of the 7") for note in summary["notes"])
     assert summary["headline"]["gini_catalog"] == pytest.approx(22 / 54)
+
+
+def test_shared_user_partitions_are_cached_deserialized(health):
+    # pyspark's StorageLevel.MEMORY_AND_DISK is the serialized level: every cached batch Java-serialized
+    # again and unrolled on the heap (the 20M-exposure job ran out of a 2 GB heap with it)
+    from pyspark import StorageLevel
+
+    _, sliced, _ = health
+    by_user = partition_by_user(sliced, 2)
+    try:
+        assert by_user.storageLevel == StorageLevel.MEMORY_AND_DISK_DESER
+    finally:
+        by_user.unpersist()
