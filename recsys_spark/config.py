@@ -160,6 +160,8 @@ def load_config(path: str | Path | None = None, overrides: typing.Sequence[str] 
         if parts[0] == "spark" and len(parts) > 1:  # Spark's own keys contain dots
             parts = ["spark", ".".join(parts[1:])]
         _assign(tree, parts, _parse_value(raw.strip()))
+    if isinstance(tree.get("spark"), Mapping):  # every Spark key starts with "spark.": the prefix may be left out
+        tree["spark"] = {(k if str(k).startswith("spark.") else f"spark.{k}"): v for k, v in tree["spark"].items()}
     return _build(Config, tree, ())
 
 

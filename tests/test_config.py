@@ -38,6 +38,12 @@ def test_set_reads_toml_values_and_bare_words():
     assert dict(cfg.spark) == {"spark.sql.shuffle.partitions": "8"}
 
 
+def test_spark_keys_may_leave_out_their_spark_prefix():
+    # `--set spark.driver.memory=2g` once became the key "driver.memory", which Spark ignores with a warning
+    cfg = load_config(None, ["spark.driver.memory=2g", "spark.spark.sql.shuffle.partitions=8"])
+    assert dict(cfg.spark) == {"spark.driver.memory": "2g", "spark.sql.shuffle.partitions": "8"}
+
+
 def test_config_file_then_overrides(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text('[ranking]\nlist_unit = "session"\n[metrics]\nk = [3]\n')
