@@ -10,8 +10,8 @@ per size, after a warm-up round, ``--repeats`` rounds that each time every task
 once, interleaved, so that a noisy machine slows all of them alike:
 
 * **floor**: read the day, deduplicate and attribute clicks to exposures with
-  the job's own join (:func:`label.join_feedback`), then per user the count
-  and the sum of relevance.  The sum is what keeps the join: with a bare
+  the job's own join (:func:`label.join_feedback`), then per user the count,
+  the sum of relevance and of duplicates.  The relevance sum is what keeps the join: with a bare
   ``groupBy(user_id).count()`` no click column is used, the click side is
   unique on the join keys, and Spark's optimiser drops the attribution join
   altogether (seen in ``explain()``);
@@ -68,7 +68,7 @@ from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, 
 from recsys_spark.pipeline import evaluate_day
 from recsys_spark.pooled_auc import pooled_auc
 from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
-from recsys_spark.schema import ALL, ITEM, LIST_ID, POSITION, RELEVANCE, SCORE, SLICE, USER
+from recsys_spark.schema import ALL, COPIES, ITEM, LIST_ID, POSITION, RELEVANCE, SCORE, SLICE, USER
 from recsys_spark.session import CACHE_LEVEL
 
 DATE = dt.date(2026, 11, 20)
@@ -79,7 +79,7 @@ TOLERANCE = 1e-9
 
 #: task key -> row label of the report, in report order
 TASKS = {
-    "floor": "floor: read + attribution join + `groupBy(user_id)` count and sum of labels",
+    "floor": "floor: read + dedupe + attribution join + `groupBy(user_id)` count and sums of labels, duplicates",
     "metrics": "**ours: metric stage** (labelled → per-user table + aggregates)",
     "job": "**ours: whole job** (`evaluate_day`, read → written outputs)",
     "mllib_ranking": "MLlib `RankingEvaluator`, 5 metrics @10 (incl. `collect_list`)",
@@ -157,7 +157,11 @@ class Day:
 
     # the floor ---------------------------------------------------------------------------
     def floor(self) -> None:
-        _noop(labelled_exposures(self.join()).groupBy(USER).agg(F.count(F.lit(1)), F.sum(RELEVANCE)))
+        # the duplicate count is part of the deduplication the job does (the summary reports it); left
+        # unused, Spark prunes it from the main branch only, and the attribution's candidates no longer
+        # share the main branch's deduplicating shuffle (see label.resolve_session_events)
+        _noop(labelled_exposures(self.join()).groupBy(USER)
+              .agg(F.count(F.lit(1)), F.sum(RELEVANCE), F.sum(COPIES)))
 
     # the labelled exposures the metric stage and the peers start from, cached as in the job
     def cache_labelled(self) -> None:

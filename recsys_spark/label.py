@@ -73,13 +73,19 @@ def resolve_session_events(events: DataFrame, exposures: DataFrame, window_minut
                .groupBy(USER, SESSION, ITEM, TS)
                .agg(F.max("weight").alias("weight"), F.max("is_click").alias("is_click"),
                     F.count(F.lit(1)).alias("n")))
-    candidates = exposures.where(F.col(ITEM).isNotNull()).select(
+    # No filter on the grouping keys of ``exposures`` here (not even the item_id IS NOT NULL a plain
+    # equality would imply): Spark pushes such a filter below the deduplication, which then runs
+    # twice, once per branch, with a second full shuffle of the exposures.  Written this way the
+    # candidates read the same deduplicated exposures as the main join (a reused exchange; ``copies``
+    # is referenced so that it is not pruned from this branch's copy), and an empty response (null
+    # item) still matches no event, since the event's item must be non-null.
+    candidates = exposures.where(F.col(COPIES) > 0).select(
         USER, SESSION, ITEM, F.col(REQUEST).alias("_req"), F.col(TS).alias("_exp_ts"))
     window = F.expr(f"INTERVAL {int(round(window_minutes * 60))} SECONDS")
     joined = grouped.join(
         candidates,
         on=[grouped[USER] == candidates[USER], grouped[SESSION] == candidates[SESSION],
-            grouped[ITEM] == candidates[ITEM],
+            grouped[ITEM].isNotNull(), grouped[ITEM].eqNullSafe(candidates[ITEM]),
             candidates["_exp_ts"] <= grouped[TS], candidates["_exp_ts"] >= grouped[TS] - window],
         how="left",
     )

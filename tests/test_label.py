@@ -114,3 +114,25 @@ def test_integer_ids_are_read_as_strings(spark):
     joined = join_feedback(deduplicate_exposures(exp), clk, 30.0, {"click": 1.0}, "click")
     assert relevance_of(joined) == {("3", "4"): 1.0}
     assert labelled_exposures(joined).where(F.col("relevance") > 0).count() == 1
+
+
+def test_event_without_item_matches_no_empty_response(spark):
+    # the session-window join compares items with <=> (see resolve_session_events): a null item must
+    # still match nothing, so the event stays an orphan and the empty response unlabelled
+    exposures = [("u", "s", "r1", None, None, None, at(0))]
+    joined = label(spark, exposures, [("u", "s", None, None, at(1), "click")])
+    counts = label_counts(joined)
+    assert counts["empty_responses"] == 1 and counts["orphan_events"] == 1 and counts["attributed_events"] == 0
+
+
+def test_exposures_are_deduplicated_once(spark):
+    # the session-window candidates read the main join's deduplicated exposures: their shuffle is
+    # reused, not run a second time (it was, when a filter on item_id was pushed below it)
+    exposures = [("u", "s", f"r{i}", f"i{j}", j, 1.0 - j / 10, at(i)) for i in range(3) for j in range(4)]
+    clicks = [("u", "s", None, "i1", at(1.5), "click"), ("u", "s", "r0", "i2", at(1), "click")]
+    joined = label(spark, exposures, clicks)
+    joined.collect()
+    plan = joined._jdf.queryExecution().executedPlan().toString().split("Initial Plan")[0]
+    assert "isFinalPlan=true" in plan
+    assert "ReusedExchange" in plan
+    assert relevance_of(joined)[("r1", "i1")] == 1.0 and relevance_of(joined)[("r0", "i2")] == 1.0
