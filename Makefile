@@ -61,9 +61,12 @@ demo: setup ## generate a sample day and run the daily job on it in local mode
 BENCH_SIZES ?= 1M,5M,20M
 BENCH_REPEATS ?= 3
 
-.PHONY: bench bench-smoke
+.PHONY: bench bench-sweep bench-smoke
 bench: setup ## time the job against the floor and the peers at 1M/5M/20M rows (long): build/bench/report.md
 	$(BIN)/python -m recsys_spark.bench --sizes $(BENCH_SIZES) --repeats $(BENCH_REPEATS)
+
+bench-sweep: setup ## time the metric stage under a few rows_per_bucket / arrow_batch_rows settings at 5M: build/bench/sweep.md
+	$(BIN)/python -m recsys_spark.bench --sweep --sizes 5M --repeats 2
 
 bench-smoke: setup ## the benchmark on a tiny day, once: the harness runs and agrees with the peers
 	$(BIN)/python -m recsys_spark.bench --smoke --root build/bench-smoke

@@ -60,16 +60,16 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from recsys_spark import generate
-from recsys_spark.aggregate import aggregate_users, metrics_frame
+from recsys_spark.aggregate import metrics_frame
 from recsys_spark.config import Config, load_config
 from recsys_spark.errors import HardRuleViolation
-from recsys_spark.label import deduplicate_exposures, join_feedback, label_counts, labelled_exposures
+from recsys_spark.label import deduplicate_exposures, join_feedback, labelled_exposures
 from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, ranking_input
-from recsys_spark.pipeline import evaluate_day
-from recsys_spark.pooled_auc import pooled_auc
+from recsys_spark.pipeline import Labelled, evaluate_day, metric_stage
 from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
 from recsys_spark.schema import ALL, COPIES, ITEM, LIST_ID, POSITION, RELEVANCE, SCORE, SLICE, USER
 from recsys_spark.session import CACHE_LEVEL
+from recsys_spark.write import DailyOutput
 
 DATE = dt.date(2026, 11, 20)
 K = 10  # the one cut-off the peers are compared at
@@ -168,7 +168,7 @@ class Day:
     # the labelled exposures the metric stage and the peers start from, cached as in the job
     def cache_labelled(self) -> None:
         self.joined = self.join().persist(CACHE_LEVEL)
-        self.exposures = label_counts(self.joined)["exposures"]
+        self.exposures = labelled_exposures(self.joined).where(F.col(ITEM).isNotNull()).count()
 
     def uncache_labelled(self) -> None:
         if self.joined is not None:
@@ -181,32 +181,32 @@ class Day:
         return ranking_input(labelled_exposures(self.joined), self.cfg.ranking.list_unit, has_score=True)
 
     # ours ----------------------------------------------------------------------------------
-    def user_metrics(self) -> tuple[UserMetrics, DataFrame]:
-        """The job's per-user pass over its one shuffle (as in pipeline's label and "metrics" stages);
-        returns it and the persisted user-partitioned rows (the caller unpersists them)."""
+    def labelled(self) -> Labelled:
+        """The label stage's result as the job hands it on (user partitions defined, built when first used)."""
         assert self.joined is not None, "cache_labelled() first"
-        execution = self.cfg.execution
-        buckets = bucket_count(self.exposures, execution.rows_per_bucket, self.spark.sparkContext.defaultParallelism)
-        by_user = partition_by_user(labelled_exposures(self.joined), buckets)
+        partitions = bucket_count(self.exposures, self.cfg.execution.rows_per_bucket,
+                                  self.spark.sparkContext.defaultParallelism)
+        sliced = labelled_exposures(self.joined)
+        by_user = partition_by_user(sliced, partitions)
         ranked = ranking_input(by_user, self.cfg.ranking.list_unit, has_score=True)
-        return UserMetrics(ranked, self.cfg.metrics.k, self.cfg.metrics.ndcg_gain, None, execution.max_user_rows,
-                           execution.rows_per_bucket, self.cfg.ranking.list_unit), by_user
+        return Labelled(self.joined, {}, sliced, None, by_user, ranked, partitions)
 
     def metric_stage(self) -> None:
-        users_path = f"{self.work}/user_metrics"
-        users, by_user = self.user_metrics()
+        """The job's "metrics" stage (:func:`pipeline.metric_stage`) from the cached labelled exposures,
+        the one shuffle by user included, and its aggregates written."""
+        labelled = self.labelled()
+        out = DailyOutput(self.spark, f"{self.work}/metric_stage", DATE.isoformat())
         try:
-            users.frame.write.mode("overwrite").parquet(users_path)
-            heavy = users.heavy_frame()
-            if heavy is not None:
-                heavy.write.mode("append").parquet(users_path)
-            pooled = pooled_auc(users.ranked)
-            rows, _ = aggregate_users(users.moments(), self.cfg.metrics.k, pooled)
+            metrics = metric_stage(self.spark, labelled, self.cfg, out)
+            out.stage("metrics", metrics_frame(self.spark, metrics.rows).coalesce(1))
+            out.commit()
+        except BaseException:
+            out.abort()
+            raise
         finally:
-            by_user.unpersist()
-        metrics_frame(self.spark, rows).coalesce(1).write.mode("overwrite").parquet(f"{self.work}/metrics")
-        self.last["metrics"] = {(r.metric, r.k, r.aggregation): r.value for r in rows if r.slice == ALL}
-        self.last["users_path"] = users_path
+            labelled.by_user.unpersist()
+        self.last["metrics"] = {(r.metric, r.k, r.aggregation): r.value for r in metrics.rows if r.slice == ALL}
+        self.last["users_path"] = out.final_path("user_metrics")
 
     def whole_job(self) -> None:
         try:
@@ -693,6 +693,58 @@ def run_skew(spark: SparkSession, cfg: Config, root: str | Path, rows: int = 1_0
     return result
 
 
+# --- the execution settings ----------------------------------------------------------------------
+ARROW_BATCH_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
+#: (execution.rows_per_bucket, execution.arrow_batch_rows) tried by ``--sweep``: the defaults first,
+#: then each setting moved 4-5x either way with the other at its default
+SWEEP = ((200_000, 10_000), (50_000, 10_000), (800_000, 10_000), (200_000, 2_000), (200_000, 50_000))
+
+
+def run_sweep(spark: SparkSession, configs: dict[tuple[int, int], Config], root: str | Path, rows: int,
+              repeats: int = 2, seed: int = 7, say: Callable[[str], None] = functools.partial(print, flush=True),
+              ) -> list[dict[str, Any]]:
+    """The metric stage on one day under each (rows_per_bucket, arrow_batch_rows) of ``configs``.
+
+    Rounds are interleaved (each runs every setting once) after an untimed one; the Arrow batch size
+    is a SQL setting read when a query runs, so it is set on the session before each run.
+    """
+    root = Path(root).resolve()
+    input_root = ensure_day(root / "data", rows, seed)
+    seconds: dict[tuple[int, int], list[float]] = {key: [] for key in configs}
+    before = spark.conf.get(ARROW_BATCH_KEY)
+    try:
+        for round_no in range(1 + repeats):
+            for key, cfg in configs.items():
+                day = Day(spark, cfg, "sweep", str(input_root), str(root / "work" / "sweep"))
+                spark.conf.set(ARROW_BATCH_KEY, str(key[1]))
+                day.cache_labelled()
+                started = time.perf_counter()
+                day.metric_stage()
+                took = time.perf_counter() - started
+                day.uncache_labelled()
+                if round_no:
+                    seconds[key].append(took)
+                say(f"[sweep] {'round ' + str(round_no) if round_no else 'warm-up'} rows_per_bucket={key[0]} "
+                    f"arrow_batch_rows={key[1]}: {took:.2f} s")
+    finally:
+        spark.conf.set(ARROW_BATCH_KEY, before)
+    return [{"rows_per_bucket": b, "arrow_batch_rows": a, "seconds": s, "median": statistics.median(s)}
+            for (b, a), s in seconds.items()]
+
+
+def sweep_markdown(results: list[dict[str, Any]], rows: int, machine: dict[str, Any], command: str) -> str:
+    """The sweep as a table; the first row (the defaults) is the reference."""
+    reference = results[0]["median"]
+    lines = [f"Machine: {machine['summary']}", "", f"Reproduce: `{command}`", "",
+             f"Metric stage on a day of {rows} exposures, median of {len(results[0]['seconds'])} interleaved "
+             "rounds after an untimed one.", "",
+             "| execution.rows_per_bucket | execution.arrow_batch_rows | s | × defaults |", "|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r['rows_per_bucket']} | {r['arrow_batch_rows']} | {r['median']:.2f} | "
+                     f"{r['median'] / reference:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 # --- the run ------------------------------------------------------------------------------------
 def run_bench(spark: SparkSession, cfg: Config, sizes: Sequence[tuple[str, int]], root: str | Path,
               repeats: int = 3, warmup: int = 1, seed: int = 7, plain_max_rows: int = 1_000_000,
@@ -757,10 +809,12 @@ def run_bench(spark: SparkSession, cfg: Config, sizes: Sequence[tuple[str, int]]
             checks += per_user_checks(spark, size, day.last["users_path"], day.last["plain_path"], note)
             checks += aggregate_checks(size, day.last["metrics"], day.last["mllib_ranking"],
                                        day.last["mllib_auc"], day.last["mllib_auc_exact"])
-            users, by_user = day.user_metrics()
+            labelled = day.labelled()
+            users = UserMetrics(labelled.ranked, cfg.metrics.k, cfg.metrics.ndcg_gain, None,
+                                cfg.execution.max_user_rows)
             structure.setdefault("shuffles of labelled exposures in the per-user stage",
                                  shuffles_before_cache(users.frame))
-            by_user.unpersist()
+            labelled.by_user.unpersist()
         finally:
             day.uncache_labelled()
         if on_size is not None:
@@ -797,6 +851,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--skew-base", type=parse_size, default=("1M", 1_000_000),
                         help="the skew check: exposures of everyone else (default 1M)")
     parser.add_argument("--only", help=f"comma-separated tasks to run, no agreement checks ({', '.join(TASKS)})")
+    parser.add_argument("--sweep", action="store_true",
+                        help="instead: time the metric stage at the first size under a few rows_per_bucket and "
+                             "arrow_batch_rows settings (build/bench/sweep.md)")
     parser.add_argument("--smoke", action="store_true",
                         help=f"seconds: one {SMOKE_ROWS // 1000}k-row day, one repeat, no warm-up")
     return parser
@@ -818,6 +875,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                             {"spark.driver.memory": args.driver_memory, "spark.ui.enabled": "false", **cfg.spark})
     spark = build_session("recsys-spark-bench", args.master, settings, log_level="ERROR")
     command = "python -m recsys_spark.bench " + " ".join(argv if argv is not None else sys.argv[1:])
+    if args.sweep:
+        try:
+            size, rows = sizes[0]
+            configs = {(b, a): load_config(args.config, [*args.set, f"execution.rows_per_bucket={b}",
+                                                         f"execution.arrow_batch_rows={a}"]) for b, a in SWEEP}
+            results = run_sweep(spark, configs, args.root, rows, repeats, args.seed)
+            text = sweep_markdown(results, rows, machine_info(spark), command.strip())
+        finally:
+            spark.stop()
+        Path(args.root).mkdir(parents=True, exist_ok=True)
+        (Path(args.root) / "sweep.md").write_text(text)
+        (Path(args.root) / "sweep.json").write_text(json.dumps(results, indent=1))
+        print(text)
+        return 0
     try:
         tasks = args.only.split(",") if args.only else tuple(TASKS)
         report = run_bench(spark, cfg, sizes, args.root, repeats, warmup, args.seed, args.plain_max_rows[1],

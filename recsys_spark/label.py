@@ -125,20 +125,28 @@ def join_feedback(exposures: DataFrame, clicks: DataFrame, window_minutes: float
                     F.coalesce(N_EVENTS, F.lit(0)).cast("long").alias(N_EVENTS)))
 
 
-def label_counts(joined: DataFrame) -> dict[str, int]:
-    """Data-quality counts of a :func:`join_feedback` result, in one pass."""
-    exposed = F.col(EXPOSED)
+def label_counts(labelled: DataFrame, events: int) -> dict[str, int]:
+    """Data-quality counts in one pass over labelled exposures (:func:`labelled_exposures`; one row per
+    exposure: with slices, the caller keeps the ``all`` rows).
+
+    ``events`` is the number of events given to :func:`join_feedback`: each one is either attributed
+    to an exposure or an orphan, so ``orphan_events = events - attributed_events`` and the orphan rows
+    need not be read (or kept) to count them.
+    """
     item = F.col(ITEM).isNotNull()
-    row = joined.agg(
-        F.sum(F.when(exposed & item, 1).otherwise(0)).alias("exposures"),
-        F.sum(F.when(exposed & ~item, 1).otherwise(0)).alias("empty_responses"),
-        F.sum(F.when(exposed, F.col(COPIES) - 1).otherwise(0)).alias("duplicate_exposures"),
-        F.sum(F.when(exposed, F.col(N_EVENTS)).otherwise(0)).alias("attributed_events"),
-        F.sum(F.when(~exposed, F.col(N_EVENTS)).otherwise(0)).alias("orphan_events"),
-        F.sum(F.when(exposed & (F.col(RELEVANCE) > 0), 1).otherwise(0)).alias("relevant_exposures"),
-        F.sum(F.when(exposed & F.col(CLICKED), 1).otherwise(0)).alias("clicked_exposures"),
+    row = labelled.agg(
+        F.sum(F.when(item, 1).otherwise(0)).alias("exposures"),
+        F.sum(F.when(item, 0).otherwise(1)).alias("empty_responses"),
+        F.sum(F.col(COPIES) - 1).alias("duplicate_exposures"),
+        F.sum(N_EVENTS).alias("attributed_events"),
+        F.sum(F.when(F.col(RELEVANCE) > 0, 1).otherwise(0)).alias("relevant_exposures"),
+        F.sum(F.when(F.col(CLICKED), 1).otherwise(0)).alias("clicked_exposures"),
     ).first()
-    return {k: int(v or 0) for k, v in row.asDict().items()}
+    counts = {k: int(v or 0) for k, v in row.asDict().items()}
+    counts["orphan_events"] = events - counts["attributed_events"]
+    order = ("exposures", "empty_responses", "duplicate_exposures", "attributed_events", "orphan_events",
+             "relevant_exposures", "clicked_exposures")
+    return {k: counts[k] for k in order}
 
 
 def labelled_exposures(joined: DataFrame) -> DataFrame:

@@ -47,19 +47,21 @@ from pyspark.sql import functions as F
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
 from recsys_spark.kernels.users import INPUT_COLUMNS, LIST_METRICS, metric_column, output_columns, score_users
 from recsys_spark.pooled_auc import exact_auc
-from recsys_spark.schema import ALL, CLICKED, ITEM, LIST_ID, POSITION, RELEVANCE, REQUEST, SCORE, SESSION, SLICE, USER
+from recsys_spark.schema import (ALL, CLICKED, COPIES, ITEM, LIST_ID, N_EVENTS, POSITION, RELEVANCE, REQUEST, SCORE,
+                                  SESSION, SLICE, USER)
 from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.slices import IN_CATALOG, ITEM_CATEGORY
 
 def partition_by_user(sliced: DataFrame, partitions: int) -> DataFrame:
     """The one shuffle of the labelled exposures: every row of a user in one partition, persisted.
 
-    Keeps the columns the per-user pass and the health indicators need; both
-    read it in place (no further shuffle of exposure rows).  The caller
-    unpersists it.  Empty responses (null item) stay: health counts them.
+    Keeps the columns the per-user pass, the health indicators, the label
+    counts and the business rules need; all read it in place (no further
+    shuffle of exposure rows).  The caller unpersists it.  Empty responses
+    (null item) stay: health and the counts use them.
     """
-    keep = [c for c in (SLICE, USER, SESSION, REQUEST, ITEM, POSITION, SCORE, RELEVANCE, CLICKED, ITEM_CATEGORY,
-                        IN_CATALOG) if c in sliced.columns]
+    keep = [c for c in (SLICE, USER, SESSION, REQUEST, ITEM, POSITION, SCORE, RELEVANCE, CLICKED, COPIES, N_EVENTS,
+                        ITEM_CATEGORY, IN_CATALOG) if c in sliced.columns]
     return sliced.select(*keep).repartition(partitions, USER).persist(CACHE_LEVEL)
 
 

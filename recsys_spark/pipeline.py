@@ -26,7 +26,7 @@ from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, 
 from recsys_spark.pooled_auc import pooled_auc
 from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
 from recsys_spark.rules import RuleResult, as_dicts, rules_frame, scan_rules
-from recsys_spark.schema import ALL, REASON, SCORE
+from recsys_spark.schema import ALL, REASON, SCORE, SLICE
 from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.slices import (PopularityCutoffs, SliceInputs, add_slice_columns, explode_slices,
                                  popularity_cutoffs, read_slice_inputs)
@@ -87,20 +87,34 @@ class Validated:
 
     @property
     def valid_events(self) -> int:
-        return self.click_counts["rows"] - sum(v for k, v in self.click_counts.items() if k != "rows")
+        return _kept(self.click_counts)
+
+    @property
+    def valid_exposure_rows(self) -> int:
+        return _kept(self.exposure_counts)
+
+
+def _kept(counts: dict[str, int]) -> int:
+    """Rows that passed every check, from the row count and the counts per reason."""
+    return counts["rows"] - sum(v for k, v in counts.items() if k != "rows")
 
 
 @dataclass
 class Labelled:
-    """Exposures joined with their feedback (persisted), their slices and the ranking input."""
+    """Exposures joined with their feedback, sliced and partitioned by user (persisted), and the ranking input."""
 
-    joined: DataFrame  # label.join_feedback: exposure rows and orphan events
+    joined: DataFrame  # label.join_feedback: exposure rows and orphan events (persisted only for popularity)
     labels: dict[str, int]  # label.label_counts
     sliced: DataFrame  # one row per (exposure, slice)
     cutoffs: PopularityCutoffs | None
     by_user: DataFrame  # sliced, hash-partitioned by user and persisted: the one shuffle of exposures
     ranked: DataFrame  # by_user's exposed items with list_id and score (same partitions)
     partitions: int
+
+    @property
+    def exposures(self) -> DataFrame:
+        """One row per labelled exposure (the ``all`` slice of the user partitions)."""
+        return self.by_user.where(F.col(SLICE) == ALL)
 
     def unpersist(self) -> None:
         self.by_user.unpersist()
@@ -207,23 +221,30 @@ def validate_inputs(inputs: Inputs, cfg: Config, date: dt.date, paths: InputPath
 
 
 def label_day(spark: SparkSession, inputs: Inputs, valid: Validated, cfg: Config, date: dt.date) -> Labelled:
-    """Deduplicate, attach slice columns, attribute feedback (persisted: the counts and the rules read
-    it), explode the slices and partition them by user (persisted lazily: the metrics and health
-    stages read those partitions in place)."""
+    """Deduplicate, attach slice columns, attribute feedback, explode the slices and partition them by
+    user, persisted: the one shuffle of exposures, which the counts here, the metrics, the health
+    indicators and the rules all read in place.
+
+    Only those partitions are kept: the orphan events are counted from the valid events instead of
+    read (see :func:`label.label_counts`), and the join itself is persisted only when the popularity
+    slice needs a pass over it first (its cut-offs).
+    """
     deduplicated = (deduplicate_exposures(valid.exposures)
                     .transform(add_slice_columns, inputs.slices, date, cfg.slices.new_user_days))
     joined = join_feedback(deduplicated, valid.clicks, cfg.attribution.window_minutes, cfg.labels.event_weights,
-                           cfg.labels.click_event).persist(CACHE_LEVEL)
-    labels = label_counts(joined)
+                           cfg.labels.click_event)
     cutoffs = None
     if "popularity" in cfg.slices.names:
+        joined = joined.persist(CACHE_LEVEL)
         cutoffs = popularity_cutoffs(labelled_exposures(joined), cfg.slices.popularity_head_share,
                                      cfg.slices.popularity_tail_share)
     sliced = explode_slices(labelled_exposures(joined), inputs.slices.dims, cutoffs)
-    # each exposure comes once under "all" and at most once more per slice dimension
-    partitions = bucket_count(labels["exposures"] * (1 + len(cfg.slices.names)), cfg.execution.rows_per_bucket,
+    # each exposure comes once under "all" and at most once more per slice dimension; the valid rows
+    # (before deduplication) bound the exposures
+    partitions = bucket_count(valid.valid_exposure_rows * (1 + len(cfg.slices.names)), cfg.execution.rows_per_bucket,
                               spark.sparkContext.defaultParallelism)
     by_user = partition_by_user(sliced, partitions)
+    labels = label_counts(by_user.where(F.col(SLICE) == ALL), valid.valid_events)  # builds by_user
     ranked = ranking_input(by_user, cfg.ranking.list_unit, inputs.has_score)
     return Labelled(joined, labels, sliced, cutoffs, by_user, ranked, partitions)
 
@@ -270,7 +291,7 @@ def rules_stage(spark: SparkSession, labelled: Labelled, inputs: Inputs, valid: 
     counts = {"exposure_rows": valid.exposure_counts["rows"], "bad_score": valid.exposure_counts.get("bad_score", 0),
               "valid_events": valid.valid_events, **labelled.labels}
     return scan_rules(
-        labelled_exposures(labelled.joined), counts, has_catalog=inputs.slices.catalog is not None,
+        labelled.exposures, counts, has_catalog=inputs.slices.catalog is not None,
         has_score=inputs.has_score, blacklist_items=cfg.rules.blacklist_items,
         blacklist_categories=cfg.rules.blacklist_categories, bot_requests_per_user=cfg.rules.bot_requests_per_user,
         thresholds=threshold_settings(cfg), previous_exposure_rows=previous_rows(spark, cfg, input_root, date),

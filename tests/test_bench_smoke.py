@@ -21,8 +21,26 @@ def report(spark, tmp_path_factory):
 
 
 def test_every_task_is_timed_once(report):
-    assert [t.task for t in report.timings] == [*bench.ROUND_TASKS, "plain"]
+    assert [t.task for t in report.timings] == [*bench.ROUND_TASKS, "mllib_same_output", "plain"]
     assert all(len(t.seconds) == 1 and t.seconds[0] > 0 and t.rows > 2000 for t in report.timings)
+
+
+def test_mllib_for_the_same_output_is_priced_from_its_timed_parts(report):
+    # lists + 20 evaluations (4 metrics x 5 k) + exact AUC: more than one k's 5 evaluations and the AUC
+    same = report.timing("3k", "mllib_same_output").median
+    assert same > report.timing("3k", "mllib_auc_exact").median
+    assert bench.same_output_seconds(1.0, 0.5, 5, 2.0) == 1.0 + 20 * 0.5 + 2.0
+
+
+def test_sweep_times_each_setting_and_restores_the_arrow_batch(spark, tmp_path):
+    before = spark.conf.get(bench.ARROW_BATCH_KEY)
+    configs = {(b, a): load_config(None, [f"execution.rows_per_bucket={b}", f"execution.arrow_batch_rows={a}"])
+               for b, a in ((200_000, 10_000), (1_000, 3))}
+    results = bench.run_sweep(spark, configs, tmp_path, 3000, repeats=1, say=lambda line: None)
+    assert [(r["rows_per_bucket"], r["arrow_batch_rows"]) for r in results] == list(configs)
+    assert all(len(r["seconds"]) == 1 and r["median"] > 0 for r in results)
+    assert spark.conf.get(bench.ARROW_BATCH_KEY) == before
+    assert "| 1000 | 3 |" in bench.sweep_markdown(results, 3000, {"summary": "m"}, "cmd")
 
 
 def test_our_metrics_agree_with_the_peers_where_the_definitions_coincide(report):
