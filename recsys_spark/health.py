@@ -8,7 +8,7 @@ items' exposure counts per slice -- and the maths is done on the driver by
 
 The sliced rows come hash-partitioned by user and persisted
 (:func:`per_user.partition_by_user`, the same partitions the per-user
-metrics read; :func:`prepare_rows` does the same for tests), so every
+metrics read), so every
 group-by whose keys include the user runs inside the partitions, without
 another shuffle of the rows.  Two partition-local aggregations are persisted
 and feed everything else:
@@ -133,22 +133,6 @@ def _long(df: DataFrame, names: Sequence[str]) -> DataFrame:
     return (df.select(SLICE, *[F.col(n).cast("double").alias(n) for n in names])
             .unpivot([SLICE], list(names), "name", "value")
             .select(F.col(SLICE).alias("slice"), "name", F.lit(None).cast("double").alias("key"), "value"))
-
-
-def prepare_rows(sliced: DataFrame, partitions: int) -> DataFrame:
-    """The columns the passes need, hash-partitioned by user and persisted (unpersist after use).
-
-    The job uses :func:`per_user.partition_by_user` instead, shared with the
-    per-user metrics; this is the same for callers that only want health.
-
-    By user alone: that partitioning satisfies every later group-by whose keys
-    include the user, and (unlike a constant ``slice`` when there are no
-    slices) it is never optimised away.
-    """
-    return (sliced
-            .select(SLICE, USER, REQUEST, ITEM, CLICKED, ITEM_CATEGORY, IN_CATALOG)
-            .repartition(partitions, USER)
-            .persist(CACHE_LEVEL))
 
 
 def requests_by_category(prepared: DataFrame) -> DataFrame:
@@ -311,7 +295,7 @@ def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, c
     Parameters
     ----------
     prepared : sliced labelled exposures hash-partitioned by user and
-        persisted (:func:`per_user.partition_by_user` or :func:`prepare_rows`):
+        persisted (:func:`per_user.partition_by_user`):
         ``slice``, ``user_id``, ``request_id``, ``item_id`` null for empty
         responses, ``clicked``, ``_category``, ``_in_catalog``.
     dims : the slice dimensions (item dimensions restrict the catalog).

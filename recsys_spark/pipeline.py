@@ -244,9 +244,10 @@ def label_day(spark: SparkSession, inputs: Inputs, valid: Validated, cfg: Config
     partitions = bucket_count(valid.valid_exposure_rows * (1 + len(cfg.slices.names)), cfg.execution.rows_per_bucket,
                               spark.sparkContext.defaultParallelism)
     by_user = partition_by_user(sliced, partitions)
-    labels = label_counts(by_user.where(F.col(SLICE) == ALL), valid.valid_events)  # builds by_user
-    ranked = ranking_input(by_user, cfg.ranking.list_unit, inputs.has_score)
-    return Labelled(joined, labels, sliced, cutoffs, by_user, ranked, partitions)
+    labelled = Labelled(joined, {}, sliced, cutoffs, by_user,
+                        ranking_input(by_user, cfg.ranking.list_unit, inputs.has_score), partitions)
+    labelled.labels = label_counts(labelled.exposures, valid.valid_events)  # builds the user partitions
+    return labelled
 
 
 def metric_stage(spark: SparkSession, labelled: Labelled, cfg: Config, out: DailyOutput) -> Metrics:
