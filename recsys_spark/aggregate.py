@@ -106,11 +106,14 @@ def _ratio(num: float | None, den: float | None) -> float | None:
 
 def aggregate_users(users: DataFrame | Mapping[str, Moments], ks: Sequence[int],
                     pooled: Mapping[str, UPartial]) -> tuple[list[MetricRow], dict]:
-    """(metric rows, per-slice counts) from the per-user table (or its {slice: Moments}) and the pooled AUC."""
+    """(metric rows, per-slice counts) from the per-user table (or its {slice: Moments}) and the pooled AUC.
+
+    Rows come slice by slice in sorted order: the moments arrive in whatever order the tasks finished.
+    """
     rows: list[MetricRow] = []
     counts: dict[str, dict[str, int]] = {}
     moments = slice_moments(users, ks) if isinstance(users, DataFrame) else users
-    for s, agg in ((s, _totals(m, ks)) for s, m in moments.items()):
+    for s, agg in ((s, _totals(moments[s], ks)) for s in sorted(moments)):
         counts[s] = {
             "users": agg["users"],
             "users_with_auc": agg["auc__n"],

@@ -10,6 +10,16 @@ from recsys_spark.kernels.auc import sorted_histogram
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
 
 
+#: a per-user table of two slices
+_FRAME = pd.DataFrame({
+    "slice": ["all", "all", "p=1"], "user_id": ["a", "b", "a"],
+    "n_exposures": [4, 2, 1], "n_relevant": [1, 0, 1], "n_lists": [2, 1, 1], "n_lists_ranked": [1, 0, 1],
+    "auc": [0.5, np.nan, np.nan], "mrr": [1.0, np.nan, 0.5],
+    "ndcg_at_1": [1.0, np.nan, 0.0], "map_at_1": [1.0, np.nan, 0.0], "precision_at_1": [1.0, np.nan, 0.0],
+    "recall_at_1": [1.0, np.nan, 0.0], "hit_rate_at_1": [1.0, np.nan, 0.0], "hits_at_1": [1, 0, 0],
+})
+
+
 def test_merged_parts_equal_the_moments_of_the_whole():
     rng = np.random.default_rng(0)
     x = rng.random(1000)
@@ -36,13 +46,7 @@ def test_sd_needs_two_values():
 
 def test_user_table_moments_per_slice():
     ks = (1,)
-    frame = pd.DataFrame({
-        "slice": ["all", "all", "p=1"], "user_id": ["a", "b", "a"],
-        "n_exposures": [4, 2, 1], "n_relevant": [1, 0, 1], "n_lists": [2, 1, 1], "n_lists_ranked": [1, 0, 1],
-        "auc": [0.5, np.nan, np.nan], "mrr": [1.0, np.nan, 0.5],
-        "ndcg_at_1": [1.0, np.nan, 0.0], "map_at_1": [1.0, np.nan, 0.0], "precision_at_1": [1.0, np.nan, 0.0],
-        "recall_at_1": [1.0, np.nan, 0.0], "hit_rate_at_1": [1.0, np.nan, 0.0], "hits_at_1": [1, 0, 0],
-    })
+    frame = _FRAME
     by_slice = user_table_moments(frame, ks)
     assert set(by_slice) == {"all", "p=1"}
     m = by_slice["all"]
@@ -50,6 +54,17 @@ def test_user_table_moments_per_slice():
     assert m.n["auc"] == 1 and m.wsum["auc"] == 0.5 * 4 and m.w["auc"] == 4
     both = merge_by_slice(user_table_moments(frame.iloc[:1], ks), user_table_moments(frame.iloc[1:], ks))
     assert both["all"].sums == m.sums and both["p=1"].mean == by_slice["p=1"].mean
+
+
+def test_aggregate_rows_come_in_slice_order_whatever_order_the_tasks_reported():
+    # the accumulator merges tasks' moments in completion order; the rows must not depend on it
+    from recsys_spark.aggregate import aggregate_users
+
+    by_slice = user_table_moments(_FRAME, (1,))
+    forward, _ = aggregate_users(by_slice, (1,), {})
+    backward, _ = aggregate_users(dict(reversed(list(by_slice.items()))), (1,), {})
+    assert [r.slice for r in backward] == [r.slice for r in forward]
+    assert [r.slice for r in forward] == sorted(r.slice for r in forward)
 
 
 def test_sorted_histogram_is_a_run_length_count():
