@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 
 import health_golden as golden
 from recsys_spark.config import load_config
-from recsys_spark.health import evaluate_health
+from recsys_spark.health import evaluate_health, item_pass, request_pass, user_items
 from recsys_spark.per_user import partition_by_user
 from recsys_spark.label import deduplicate_exposures, join_feedback, labelled_exposures
 from recsys_spark.pipeline import evaluate_day
@@ -155,5 +156,26 @@ def test_shared_user_partitions_are_cached_deserialized(health):
     by_user = partition_by_user(sliced, 2)
     try:
         assert by_user.storageLevel == StorageLevel.MEMORY_AND_DISK_DESER
+    finally:
+        by_user.unpersist()
+
+
+def test_health_passes_move_sums_not_exposure_rows(health):
+    # once the user partitions are built (the label stage counts them first), every group-by whose keys
+    # include the user runs inside them: the health query's only exchanges are the partitioning itself
+    # and shuffles of sums, so no exposure row moves again
+    _, sliced, _ = health
+    rows = sliced.sparkSession.createDataFrame(sliced.collect(), sliced.schema)  # no lineage in the plan text
+    by_user = partition_by_user(rows, 2)
+    try:
+        by_user.count()
+        query = request_pass(by_user, 5).unionByName(item_pass(user_items(by_user), None, None))
+        plan = query._jdf.queryExecution().executedPlan().toString()
+        keys = re.findall(r"Exchange hashpartitioning\(([^)]*)\)", plan)
+        exchanges = {re.sub(r"#\d+L?", "", k) for k in keys}  # attribute ids dropped
+        # the partitioning itself, then sums per slice, per (slice, category) and per (slice, item), and the
+        # exposure histogram per (slice, exposures, catalog flag)
+        assert exchanges == {"user_id, 2", "slice, 2", "slice, _category, 2", "slice, item_id, 2",
+                             "slice, exposures, _groupingexpression, 2"}, exchanges
     finally:
         by_user.unpersist()
