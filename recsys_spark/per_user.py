@@ -12,7 +12,12 @@ maths here.
 
 The same pass also reduces its per-user rows to mergeable sums per slice
 (:func:`kernels.moments.user_table_moments`), handed to the driver through an
-accumulator: the aggregates need no second pass.
+accumulator: the aggregates need no second pass.  Each partition is counted
+once because the pass runs in the result stage of the table's write (Spark
+applies a result task's accumulator updates once, retries included); a
+shuffle between the pass and the write would make it a map stage, whose
+re-runs add again.  The driver merges the partitions' sums in the order their
+tasks finish, so aggregates may differ between reruns in the last bits.
 
 Memory of one call is its partition, about ``rows_per_bucket`` rows, unless one
 user is heavier.  While reading its batches a task counts rows per user; a user
