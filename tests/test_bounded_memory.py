@@ -80,3 +80,16 @@ def test_users_over_the_bound_get_the_same_rows_and_aggregates(spark, ranked, tm
         for other in (b, c):
             assert (a.value is None and other.value is None) or other.value == pytest.approx(a.value, abs=1e-12)
             assert (a.se is None and other.se is None) or other.se == pytest.approx(a.se, abs=1e-12)
+
+
+def test_the_pass_is_not_shuffled_before_it_is_written(ranked):
+    # the pass hands its sums to the driver through an accumulator: Spark applies a result task's update once,
+    # retries included, but a map stage's again on every re-run; so nothing may shuffle the pass's output
+    by_user = ranked.repartition(4, "user_id").cache()
+    try:
+        by_user.count()
+        users = UserMetrics(by_user, KS, "exponential", None, 10 ** 9)
+        above_input = users.frame._jdf.queryExecution().executedPlan().toString().split("InMemoryTableScan")[0]
+        assert "MapInArrow" in above_input and "Exchange" not in above_input, above_input
+    finally:
+        by_user.unpersist()
