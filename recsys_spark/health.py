@@ -227,7 +227,9 @@ def item_pass(pairs: DataFrame, popularity: DataFrame | None, previous: DataFram
                                                 F.col("value").cast("double").alias("value")))
     if previous is not None:
         # item sets per user on both days, joined on the user: the rows stay where partition_by_user put
-        # them, only the previous day's sets move; the inner join keeps returning users only
+        # them, only the previous day's sets move; the inner join keeps returning users only.  ``pairs``
+        # is aggregated a second time for this branch: one more partition-local pass over the cached rows,
+        # which measured cheaper than persisting the pairs (see evaluate_health)
         before = previous.groupBy(USER).agg(F.collect_set(ITEM).alias("before"))
         rate = F.col("new") / F.col("items")
         update = (pairs
