@@ -11,21 +11,32 @@ import numpy as np
 import pytest
 
 import health_golden as golden
+from health_reference import (
+    entropy_sums,
+    gini_per_item,
+    histogram_of,
+    normalised_entropy,
+    novelty_per_item,
+    overlap_sums,
+    personalization_pairs,
+)
 from recsys_spark.kernels import business as business_kernels
 from recsys_spark.kernels import health as health_kernels
 from recsys_spark.kernels.business import business_values
 from recsys_spark.kernels.health import (
-    gini,
+    category_diversity,
     gini_from_histogram,
     health_values,
-    histogram_of,
     lorenz_curve,
-    normalised_entropy,
     novelty,
     personalization,
-    personalization_pairs,
     popularity_thresholds,
 )
+
+
+def gini(counts) -> float:
+    """Gini of raw counts through the production kernel (the histogram the Spark layer collects)."""
+    return gini_from_histogram(*histogram_of(counts))
 
 
 @pytest.mark.parametrize("module", [health_kernels, business_kernels])
@@ -62,11 +73,8 @@ def test_gini_from_histogram_matches_raw_counts_and_stays_in_0_1():
         counts = rng.integers(0, 6, rng.integers(2, 40))
         if counts.sum() == 0:
             continue
-        n = len(counts)
-        p = np.sort(counts) / counts.sum()
-        expected = np.sum((2 * np.arange(1, n + 1) - n - 1) * p) / (n - 1)   # the issue's formula, per item
+        expected = gini_per_item(counts)                                   # the issue's formula, per item
         assert gini(counts) == pytest.approx(expected)
-        assert gini_from_histogram(*histogram_of(counts)) == pytest.approx(expected)
         assert 0.0 <= gini(counts) <= 1.0 + 1e-12
 
 
@@ -100,22 +108,36 @@ def test_lorenz_of_one_item_and_of_nothing():
     assert len(lorenz_curve(*histogram_of([0, 0]), 101)[0]) == 0
 
 
-# --- entropy ------------------------------------------------------------------------------------
+# --- category diversity, from N = sum c and S = sum c ln c -----------------------------------------
+def diversity(counts, k) -> float:
+    return category_diversity(*entropy_sums(counts), k)
+
+
 def test_category_diversity_edge_cases():
-    assert normalised_entropy([7], 1) == 0.0                 # one category: 0 by definition
-    assert normalised_entropy([3, 3, 3], 3) == pytest.approx(1.0)
-    assert normalised_entropy([3, 3, 3], 4) == pytest.approx(math.log(3) / math.log(4))  # K from the catalog
-    assert normalised_entropy([5, 0], 2) == 0.0
-    assert math.isnan(normalised_entropy([], 3))
+    assert diversity([7], 1) == 0.0                          # one category: 0 by definition
+    assert diversity([3, 3, 3], 3) == pytest.approx(1.0)
+    assert diversity([3, 3, 3], 4) == pytest.approx(math.log(3) / math.log(4))   # K from the catalog
+    assert diversity([5, 0], 2) == 0.0
+    assert math.isnan(diversity([], 3))
+    assert math.isnan(category_diversity(0, 0.0, 1))          # no exposures: NaN even with one category
 
 
-def test_golden_diversity_from_raw_category_counts():
-    k = golden.K
-    assert normalised_entropy([4, 3, 1, 1], k) == pytest.approx(golden.EXPECTED_ALL[("category_diversity", "global")])
-    lists = [normalised_entropy(c, k) for c in ([2, 2, 1], [1, 1], [1, 1])]
-    assert np.mean(lists) == pytest.approx(golden.EXPECTED_ALL[("category_diversity", "list_avg")])
-    users = [normalised_entropy(c, k) for c in ([3, 2, 1, 1], [1, 1])]
-    assert np.mean(users) == pytest.approx(golden.EXPECTED_ALL[("category_diversity", "user_avg")])
+def test_category_diversity_hand_computed():
+    # counts 2, 1, 1 of K = 4: N = 4, S = 2 ln 2; H = ln 4 - 2 ln 2 / 4 = 1.5 ln 2; ln 4 = 2 ln 2
+    assert category_diversity(4, 2 * math.log(2), 4) == pytest.approx(0.75)
+    # counts 4, 3, 1, 1 of K = 4 (the golden day)
+    assert category_diversity(9, 4 * math.log(4) + 3 * math.log(3), 4) == pytest.approx(
+        golden.EXPECTED_ALL[("category_diversity", "global")])
+
+
+def test_category_diversity_equals_the_term_by_term_entropy():
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        counts = rng.integers(0, 9, rng.integers(1, 8))
+        if counts.sum() == 0:
+            continue
+        k = int(rng.integers(len(counts), len(counts) + 3))
+        assert diversity(counts, k) == pytest.approx(normalised_entropy(counts, k))
 
 
 # --- personalization, novelty, popularity -------------------------------------------------------
@@ -123,24 +145,40 @@ def test_personalization_equals_the_all_pairs_definition():
     rng = np.random.default_rng(7)
     for _ in range(30):
         sets = [set(rng.choice(12, rng.integers(1, 6), replace=False).tolist()) for _ in range(rng.integers(2, 9))]
-        per_item = np.bincount([i for s in sets for i in s])
-        assert personalization(per_item, len(sets)) == pytest.approx(personalization_pairs(sets))
+        assert personalization(*overlap_sums(sets)) == pytest.approx(personalization_pairs(sets))
 
 
-def test_personalization_bounds_and_golden():
-    assert personalization([3, 3, 3], 3) == 0.0            # everyone saw the same items
-    assert personalization([1, 1, 1], 3) == 1.0            # nobody shares an item
-    assert math.isnan(personalization([1, 1], 1))          # one user: no pair
-    sets = [{"a", "b", "c", "d", "e", "m"}, {"a", "c"}]
-    assert personalization_pairs(sets) == golden.EXPECTED_ALL[("personalization", "global")]
+def test_personalization_bounds_and_hand_computed():
+    assert personalization(3 * 3 * 2, 9, 3) == 0.0          # 3 users saw the same 3 items: c = 3, 3, 3
+    assert personalization(0, 3, 3) == 1.0                  # nobody shares an item: c = 1, 1, 1
+    assert math.isnan(personalization(0, 2, 1))             # one user: no pair
+    assert math.isnan(personalization(0, 0, 3))             # no user-item pairs
+    # golden: {a b c d e m} and {a c}: c_a = c_c = 2, four items with c = 1: 1 - (2 + 2) / ((2 - 1) * 8)
+    assert personalization(4, 8, 2) == 0.5
+    # 3 users {a b}, {b c}, {b}: c = 1, 3, 1; overlap 6, pairs 5: 1 - 6 / (2 * 5)
+    assert personalization(*overlap_sums([{"a", "b"}, {"b", "c"}, {"b"}])) == pytest.approx(0.4)
 
 
-def test_novelty_golden_and_edges():
-    # exposures a 3, c 2, b d e m 1; clickers k_a = k_c = 2 of U = 3
-    value = novelty([3, 2, 1, 1, 1, 1], [2, 2, 0, 0, 0, 0], 3)
-    assert value == pytest.approx(golden.EXPECTED_ALL[("novelty", "global")])
-    assert math.isnan(novelty([1], [0], 0))                 # nobody clicked in the window
-    assert novelty([1], [5], 5) == 0.0                      # an item every clicker clicked
+def test_novelty_hand_computed_and_edges():
+    # exposures a 3, c 2, b d e m 1; clickers k_a = k_c = 2 of U = 3: log2 4 - (3 log2 3 + 2 log2 3) / 9
+    value = novelty(5 * math.log2(3), 9, 3)
+    assert value == pytest.approx(2 - 5 * math.log2(3) / 9)
+    assert value == pytest.approx(novelty_per_item([3, 2, 1, 1, 1, 1], [2, 2, 0, 0, 0, 0], 3))
+    assert math.isnan(novelty(0.0, 1, 0))                   # nobody clicked in the window
+    assert math.isnan(novelty(0.0, 0, 3))                   # no exposures
+    assert novelty(math.log2(6), 1, 5) == 0.0               # an item every clicker clicked
+    assert novelty(0.0, 4, 7) == 3.0                        # items nobody clicked: log2(7 + 1)
+
+
+def test_novelty_equals_the_item_by_item_mean():
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        e = rng.integers(0, 5, 10).astype(float)
+        u = int(rng.integers(1, 6))
+        k = rng.integers(0, u + 1, 10).astype(float)
+        if e.sum() == 0:
+            continue
+        assert novelty(float(np.dot(e, np.log2(k + 1))), e.sum(), u) == pytest.approx(novelty_per_item(e, k, u))
 
 
 def test_popularity_buckets_keep_ties_together_and_unexposed_items_in_the_tail():
@@ -161,6 +199,62 @@ def test_business_rates_and_zero_denominators():
     empty = {m: v for m, _, v, _, _ in business_values({"pv": 1, "uv": 1})}
     assert empty["exposure_ctr"] is None and empty["clicks_per_clicking_user"] is None
     assert empty["pv_ctr"] == 0.0
+
+
+#: the sums the Spark layer collects for the golden day's ``all`` slice (see health_golden), by hand
+_LN2 = math.log(2)
+GOLDEN_ALL_STATS = {
+    "pv": 5, "uv": 3, "pv_covered": 1, "uv_covered": 1, "pv_empty": 2, "uv_empty": 2,
+    "exposures": 9, "clicked": 1, "uv_clicked": 1,
+    "lists": 3, "list_h": golden.H_R1 + 2 * _LN2, "list_h2": golden.H_R1 ** 2 + 2 * _LN2 ** 2,   # r1, r2, r3
+    "users_exposed": 2, "user_h": golden.H_U1 + _LN2, "user_h2": golden.H_U1 ** 2 + _LN2 ** 2,      # u1, u2
+    "cat_n": 9, "cat_s": 4 * math.log(4) + 3 * math.log(3),
+    "user_overlap": 2 * 1 + 2 * 1, "user_items": 8,        # users per item: a 2, c 2, b d e m 1
+    "novelty_log": 3 * math.log2(3) + 2 * math.log2(3),     # a (3 exposures) and c (2) clicked by 2 users each
+    "returning": 1, "update_sum": 4 / 6, "update_sum2": (4 / 6) ** 2, "update_new": 4, "update_items": 6,
+}
+#: exposure counts per item: a 3, c 2, b d e 1 (catalog), m 1 (not in the catalog)
+GOLDEN_ALL_HIST = {(3.0, True): 1.0, (2.0, True): 1.0, (1.0, True): 3.0, (1.0, False): 1.0}
+
+
+def test_health_values_of_the_golden_day_are_the_hand_computed_values():
+    rows, (x, y) = health_values(GOLDEN_ALL_STATS, GOLDEN_ALL_HIST, 6, golden.K, 3, True, 101)
+    by = {(m, a): (v, n, se) for m, a, v, n, se in rows}
+    assert len(by) == len(rows)                                            # one row per (metric, aggregation)
+    for key, value in golden.EXPECTED_ALL.items():
+        if key[0] in ("exposure_ctr", "pv_ctr", "uv_ctr", "uv_conversion", "clicks_per_clicking_user"):
+            continue                                                       # business_values' rows
+        assert by[key][0] == pytest.approx(value), key
+    counts = {key: n for key, (_, n, _) in by.items()}
+    assert counts == {
+        ("pv", "global"): 5, ("uv", "global"): 3, ("pv_coverage", "global"): 5, ("uv_coverage", "global"): 3,
+        ("pv_failure_rate", "global"): 5, ("uv_failure_rate", "global"): 3,
+        ("gini", "exposed"): 6, ("item_coverage", "global"): 6, ("gini", "catalog"): 7,
+        ("category_diversity", "global"): 9, ("category_diversity", "list_avg"): 3,
+        ("category_diversity", "user_avg"): 2, ("novelty", "global"): 9, ("personalization", "global"): 2,
+        ("update_rate", "user_avg"): 1, ("update_rate", "global"): 6,
+    }
+    # standard errors of the means: sample sd (divisor n - 1) / sqrt(n), divided by ln K.
+    # lists H_R1, ln 2, ln 2 (d = H_R1 - ln 2): squared deviations (4 + 1 + 1) d^2 / 9, var d^2 / 3, se |d| / 3
+    assert by[("category_diversity", "list_avg")][2] == pytest.approx(abs(golden.H_R1 - _LN2) / 3 / math.log(4))
+    # users H_U1, ln 2: sd |d| / sqrt 2, se |d| / 2
+    assert by[("category_diversity", "user_avg")][2] == pytest.approx(abs(golden.H_U1 - _LN2) / 2 / math.log(4))
+    assert by[("update_rate", "user_avg")][2] is None                     # one returning user: no se
+    assert all(se is None for (m, a), (_, _, se) in by.items() if a in ("global", "exposed", "catalog"))
+    assert x.tolist() == pytest.approx([px for px, _ in golden.LORENZ_ALL])
+    assert y.tolist() == pytest.approx([py for _, py in golden.LORENZ_ALL])
+
+
+def test_health_values_standard_error_of_update_rate():
+    # two returning users with update rates 1/2 and 1: mean 3/4, sd 1/(2 sqrt 2), se = sd / sqrt 2 = 1/4
+    stats = {"pv": 2, "uv": 2, "returning": 2, "update_sum": 1.5, "update_sum2": 0.25 + 1.0,
+             "update_new": 3, "update_items": 4}
+    rows, _ = health_values(stats, {}, None, None, None, True, 101)
+    by = {(m, a): (v, n, se) for m, a, v, n, se in rows}
+    assert by[("update_rate", "user_avg")] == (0.75, 2, pytest.approx(0.25))
+    assert by[("update_rate", "global")] == (0.75, 4, None)
+    rows, _ = health_values(stats, {}, None, None, None, False, 101)
+    assert "update_rate" not in {m for m, *_ in rows}                     # no previous day
 
 
 def test_health_values_of_a_slice_without_exposures():

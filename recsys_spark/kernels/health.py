@@ -16,7 +16,7 @@ distinct counts, at most sqrt(2 * exposures) (the distinct positive counts
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -35,16 +35,6 @@ def _histogram(values: Sequence[float], items: Sequence[float]) -> tuple[np.ndar
     keep = items > 0
     order = np.argsort(values[keep], kind="stable")
     return values[keep][order], items[keep][order]
-
-
-def histogram_of(counts: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
-    """(values, items) of raw per-item counts.
-
-    >>> [a.tolist() for a in histogram_of([3, 0, 3, 1])]
-    [[0.0, 1.0, 3.0], [1.0, 1.0, 2.0]]
-    """
-    values, items = np.unique(np.asarray(counts, dtype=np.float64), return_counts=True)
-    return values, items.astype(np.float64)
 
 
 def gini_from_histogram(values: Sequence[float], items: Sequence[float]) -> float:
@@ -84,21 +74,6 @@ def gini_from_histogram(values: Sequence[float], items: Sequence[float]) -> floa
         return 0.0
     before = np.cumsum(items) - items  # r: items ranked before the run
     return float(np.sum(values * items * (2 * before + items - n)) / ((n - 1) * total))
-
-
-def gini(counts: Sequence[float]) -> float:
-    """Gini coefficient of raw per-item exposure counts (see :func:`gini_from_histogram`).
-
-    >>> gini([1, 1, 1, 1])
-    0.0
-    >>> gini([0, 0, 0, 1])
-    1.0
-    >>> gini([2, 0, 1, 1])   # sorted p = 0, 1/4, 1/4, 1/2: (-3*0 - 1*1/4 + 1*1/4 + 3*1/2) / 3
-    0.5
-    >>> gini([7])            # one item
-    0.0
-    """
-    return gini_from_histogram(*histogram_of(counts))
 
 
 def lorenz_curve(values: Sequence[float], items: Sequence[float], max_points: int) -> tuple[np.ndarray, np.ndarray]:
@@ -146,29 +121,18 @@ def lorenz_curve(values: Sequence[float], items: Sequence[float], max_points: in
     return ranks / n, cum / total
 
 
-def entropy(counts: Sequence[float]) -> float:
-    """Shannon entropy (natural log) of a distribution given by counts; 0 log 0 = 0.
+def category_diversity(n: float, s: float, n_categories: int) -> float:
+    """Normalised entropy of exposures over categories, from N = sum_k c_k and S = sum_k c_k ln c_k.
 
-    H = -sum_k p_k ln p_k = ln N - (sum_k c_k ln c_k) / N, N = sum_k c_k.
-    NaN when N = 0.
+    With c_k the exposures of category k (0 ln 0 = 0)::
 
-    >>> round(entropy([1, 1]), 6) == round(math.log(2), 6)
-    True
-    """
-    c = np.asarray(counts, dtype=np.float64)
-    c = c[c > 0]
-    n = c.sum()
-    if n == 0:
-        return float("nan")
-    return float(math.log(n) - np.sum(c * np.log(c)) / n)
-
-
-def normalised_entropy(counts: Sequence[float], n_categories: int) -> float:
-    """Category diversity: entropy of the counts divided by ln(number of categories).
+        H = -sum_k (c_k / N) ln(c_k / N) = ln N - S / N
+        diversity = H / ln K
 
     Parameters
     ----------
-    counts : exposures per category (categories with 0 may be left out).
+    n : N, the exposures.
+    s : S = sum_k c_k ln c_k (natural log), summed by the Spark layer.
     n_categories : K, the number of categories the exposures could fall in
         (the catalog's, plus one ``unknown`` for items missing from it).
 
@@ -181,29 +145,31 @@ def normalised_entropy(counts: Sequence[float], n_categories: int) -> float:
     -----
     K <= 1 (one category): 0 by definition -- every exposure is in the only
     category, there is no diversity to have (ln 1 = 0 would give 0 / 0).
-    No exposures: NaN.
+    No exposures (N = 0): NaN.
 
-    >>> normalised_entropy([1, 1], 2)
+    >>> category_diversity(2, 0.0, 2)                       # counts 1, 1: H = ln 2
     1.0
-    >>> normalised_entropy([2, 1, 1], 4)   # H = 1.5 ln 2, ln 4 = 2 ln 2
+    >>> category_diversity(4, 2 * math.log(2), 4)           # counts 2, 1, 1: H = 1.5 ln 2, ln 4 = 2 ln 2
     0.75
-    >>> normalised_entropy([5], 1)
+    >>> category_diversity(5, 5 * math.log(5), 1)           # one category
     0.0
     """
-    h = entropy(counts)
-    if math.isnan(h):
-        return h
-    return 0.0 if n_categories <= 1 else h / math.log(n_categories)
+    if not n or n <= 0:
+        return float("nan")
+    if n_categories <= 1:
+        return 0.0
+    return (math.log(n) - s / n) / math.log(n_categories)
 
 
-def personalization(users_per_item: Sequence[float], n_users: int) -> float:
-    """1 - (mean overlap of the item sets of two users) / (mean item-set size).
+def personalization(overlap: float, user_items: float, n_users: int) -> float:
+    """1 - (mean overlap of the item sets of two users) / (mean item-set size), from two sums.
 
     With c_i the number of users shown item i (among U users with at least
-    one exposure), the sum over unordered pairs of users of |A ∩ B| is
-    sum_i c_i (c_i - 1) / 2 and the mean set size is sum_i c_i / U, so::
+    one exposure), ``user_items`` = sum_i c_i (the user-item pairs) and
+    ``overlap`` = sum_i c_i (c_i - 1).  The sum over unordered pairs of users
+    of |A ∩ B| is overlap / 2 and the mean set size is user_items / U, so::
 
-        personalization = 1 - sum_i c_i (c_i - 1) / ((U - 1) sum_i c_i)
+        personalization = 1 - overlap / ((U - 1) * user_items)
 
     It is also 1 - the chance that another user, drawn at random, was shown
     the item of a random (user, item) pair.  When every user sees the same
@@ -213,65 +179,38 @@ def personalization(users_per_item: Sequence[float], n_users: int) -> float:
     Returns
     -------
     float in [0, 1]: 0 when every user saw the same items, 1 when no two
-    users share an item.  NaN with fewer than 2 users.
+    users share an item.  NaN with fewer than 2 users or no pairs.
 
-    >>> personalization([1, 2, 1], 2)   # A = {a, b}, B = {b, c}: 1 - 2 / (1 * 4)
+    >>> personalization(2, 4, 2)     # A = {a, b}, B = {b, c}: c = 1, 2, 1; 1 - 2 / (1 * 4)
     0.5
-    >>> personalization([3, 3], 3)      # everyone saw {a, b}
+    >>> personalization(12, 6, 3)    # everyone saw {a, b}: c = 3, 3; 1 - 12 / (2 * 6)
     0.0
     """
-    c = np.asarray(users_per_item, dtype=np.float64)
-    pairs_total = c.sum()
-    if n_users < 2 or pairs_total == 0:
+    if n_users < 2 or not user_items:
         return float("nan")
-    return float(1.0 - np.sum(c * (c - 1)) / ((n_users - 1) * pairs_total))
+    return 1.0 - overlap / ((n_users - 1) * user_items)
 
 
-def personalization_pairs(item_sets: Sequence[Iterable]) -> float:
-    """Reference for tests: 1 - mean over pairs |A ∩ B| / mean |A|, by brute force (quadratic).
+def novelty(log_sum: float, exposures: float, n_clickers: int) -> float:
+    """Mean self-information of the exposed items, weighted by their exposures, from two sums.
 
-    >>> personalization_pairs([{"a", "b"}, {"b", "c"}])
-    0.5
-    """
-    sets = [set(s) for s in item_sets]
-    u = len(sets)
-    if u < 2:
-        return float("nan")
-    overlap = sum(len(sets[i] & sets[j]) for i in range(u) for j in range(i + 1, u))
-    mean_overlap = overlap / (u * (u - 1) / 2)
-    mean_size = sum(len(s) for s in sets) / u
-    return 1.0 - mean_overlap / mean_size
+    The self-information of item i is log2((U + 1) / (k_i + 1)) bits, with k_i
+    the users who clicked item i in the popularity window and U the users who
+    clicked anything in it: -log2 of the item's popularity among users with
+    add-one smoothing, so an item nobody clicked is finite (log2(U + 1), the
+    most novel) and an item everyone clicked scores 0.  With e_i the item's
+    exposures and ``log_sum`` = sum_i e_i log2(k_i + 1)::
 
-
-def self_information(clickers: Sequence[float], n_clickers: int) -> np.ndarray:
-    """Novelty of items: log2((U + 1) / (k_i + 1)) bits.
-
-    k_i = users who clicked item i in the popularity window, U = users who
-    clicked anything in it.  It is -log2 of the item's popularity among users
-    with one add-one smoothing, so an item nobody clicked is finite (log2(U + 1),
-    the most novel) and an item everyone clicked scores 0.
-
-    >>> self_information([3, 1, 0], 3).tolist()
-    [0.0, 1.0, 2.0]
-    """
-    k = np.asarray(clickers, dtype=np.float64)
-    return np.log2((n_clickers + 1.0) / (k + 1.0))
-
-
-def novelty(exposures: Sequence[float], clickers: Sequence[float], n_clickers: int) -> float:
-    """Mean self-information of the exposed items, weighted by their exposures.
-
-    novelty = log2(U + 1) - sum_i e_i log2(k_i + 1) / sum_i e_i
+        novelty = log2(U + 1) - log_sum / sum_i e_i
 
     NaN when there are no exposures or nobody clicked in the window (U = 0).
 
-    >>> novelty([1, 1, 2], [3, 1, 0], 3)   # (0 + 1 + 2 * 2) / 4
+    >>> novelty(1 * 2 + 1 * 1 + 2 * 0, 4, 3)   # e = 1, 1, 2; k = 3, 1, 0: (0 + 1 + 2 * 2) / 4
     1.25
     """
-    e = np.asarray(exposures, dtype=np.float64)
-    if e.sum() == 0 or n_clickers <= 0:
+    if not exposures or n_clickers <= 0:
         return float("nan")
-    return float(np.dot(e, self_information(clickers, n_clickers)) / e.sum())
+    return math.log2(n_clickers + 1) - log_sum / exposures
 
 
 def popularity_thresholds(values: Sequence[float], items: Sequence[float], head_share: float,
@@ -375,14 +314,12 @@ def health_values(stats: Mapping[str, float], hist: Mapping[tuple[float, bool], 
     curve = lorenz_curve(values, items, lorenz_points)
 
     if n_categories is not None:
-        log_k = math.log(n_categories) if n_categories > 1 else 0.0
         cat_n = get("cat_n")
-        if cat_n:
-            h = math.log(cat_n) - get("cat_s") / cat_n
-            value = h / log_k if log_k else 0.0
-        else:
-            value = None
-        rows.append(("category_diversity", "global", value, int(cat_n), None))
+        rows.append(("category_diversity", "global", _nan_to_none(category_diversity(cat_n, get("cat_s"), n_categories)),
+                     int(cat_n), None))
+        # the per-list and per-user entropies H come summed from Spark (sum H, sum H^2): their mean and
+        # standard error, divided by ln K; K <= 1 makes every diversity 0 (see category_diversity)
+        log_k = math.log(n_categories) if n_categories > 1 else 0.0
         for agg, n_key, sum_key in (("list_avg", "lists", "list_h"), ("user_avg", "users_exposed", "user_h")):
             n = int(get(n_key))
             if log_k:
@@ -393,14 +330,12 @@ def health_values(stats: Mapping[str, float], hist: Mapping[tuple[float, bool], 
 
     if n_clickers is not None:
         exposures = get("exposures")
-        value = (math.log2(n_clickers + 1) - get("novelty_log") / exposures
-                 if exposures and n_clickers > 0 else None)
-        rows.append(("novelty", "global", value, int(exposures), None))
+        rows.append(("novelty", "global", _nan_to_none(novelty(get("novelty_log"), exposures, n_clickers)),
+                     int(exposures), None))
 
     users = int(get("users_exposed"))
-    value = (1.0 - get("user_overlap") / ((users - 1) * get("user_items"))
-             if users >= 2 and get("user_items") else None)
-    rows.append(("personalization", "global", value, users, None))
+    rows.append(("personalization", "global",
+                 _nan_to_none(personalization(get("user_overlap"), get("user_items"), users)), users, None))
 
     if has_previous_day:
         returning = int(get("returning"))
