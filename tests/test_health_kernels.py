@@ -189,6 +189,16 @@ def test_popularity_buckets_keep_ties_together_and_unexposed_items_in_the_tail()
     assert head_min == 2 and tail_max == 1
 
 
+def test_popularity_cut_offs_exactly_on_the_boundary_share():
+    # counts 3 and 1 (T = 4): the items above 1 take 3/4 of the exposures, above 3 nothing.
+    # head_share 3/4: 1 is not head (3/4 is not < 3/4); tail_share 1/4: 1 is tail (3/4 >= 1 - 1/4)
+    assert popularity_thresholds([3, 1], [1, 1], 0.75, 0.25) == (3.0, 1.0)
+    # just past each boundary the other way
+    assert popularity_thresholds([3, 1], [1, 1], 0.875, 0.125) == (1.0, -1.0)
+    # nothing exposed: no head, everything tail
+    assert popularity_thresholds([0], [5], 0.5, 0.5) == (math.inf, 0.0)
+
+
 # --- assembly from sums -------------------------------------------------------------------------
 def test_business_rates_and_zero_denominators():
     rows = {m: v for m, _, v, _, _ in business_values({"exposures": 9, "clicked": 1, "pv": 5, "uv": 3,

@@ -70,6 +70,20 @@ def test_window_bounds_and_orphans_are_counted(spark):
     assert joined.where(~F.col("exposed")).agg(F.sum("n_events")).first()[0] == 4
 
 
+def test_event_at_its_exposures_exact_timestamp_is_attributed_to_it(spark):
+    # the window is [event ts - 30 min, event ts], closed at both ends: a click logged in the same
+    # instant as its exposure belongs to that exposure, not to an earlier one of the same item
+    exposures = [
+        ("u", "s", "r1", "a", 1, 0.9, at(0)),
+        ("u", "s", "r2", "a", 1, 0.9, at(5)),    # same timestamp as the click: wins
+        ("u", "s", "r3", "b", 1, 0.9, at(7)),    # alone, same timestamp as its click
+    ]
+    clicks = [("u", "s", None, "a", at(5), "click"), ("u", "s", None, "b", at(7), "click")]
+    joined = label(spark, exposures, clicks)
+    assert relevance_of(joined) == {("r1", "a"): 0.0, ("r2", "a"): 1.0, ("r3", "b"): 1.0}
+    assert label_counts(labelled_exposures(joined), len(clicks))["orphan_events"] == 0
+
+
 def test_duplicates_keep_smallest_position_and_are_counted(spark):
     exposures = [
         ("u", "s", "r1", "a", 3, 0.5, at(0)),

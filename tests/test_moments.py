@@ -52,8 +52,13 @@ def test_user_table_moments_per_slice():
     m = by_slice["all"]
     assert m.sums["users"] == 2 and m.sums["users_without_ranked_list"] == 1 and m.sums["n_exposures"] == 6
     assert m.n["auc"] == 1 and m.wsum["auc"] == 0.5 * 4 and m.w["auc"] == 4
+    assert m.n["mrr"] == 1 and m.mean["mrr"] == 1.0 and m.wsum["mrr"] == 1.0 * 1 and m.w["mrr"] == 1
     both = merge_by_slice(user_table_moments(frame.iloc[:1], ks), user_table_moments(frame.iloc[1:], ks))
-    assert both["all"].sums == m.sums and both["p=1"].mean == by_slice["p=1"].mean
+    assert both["all"].sums == m.sums and both["all"].n == m.n and both["all"].mean == m.mean
+    # "p=1" is in the second half only: merging must pass it through as it is (user a: mrr 0.5, metrics@1 0)
+    p1 = both["p=1"]
+    assert p1.n["mrr"] == 1 and p1.mean["mrr"] == 0.5 and p1.n["auc"] == 0 and p1.mean["ndcg_at_1"] == 0.0
+    assert p1.sums["users"] == 1 and p1.sums["n_exposures"] == 1 and p1.sums["hits_at_1"] == 0
 
 
 def test_aggregate_rows_come_in_slice_order_whatever_order_the_tasks_reported():
@@ -65,6 +70,9 @@ def test_aggregate_rows_come_in_slice_order_whatever_order_the_tasks_reported():
     backward, _ = aggregate_users(dict(reversed(list(by_slice.items()))), (1,), {})
     assert [r.slice for r in backward] == [r.slice for r in forward]
     assert [r.slice for r in forward] == sorted(r.slice for r in forward)
+    assert [(r.metric, r.k, r.aggregation, r.value, r.n, r.se) for r in backward] == [
+        (r.metric, r.k, r.aggregation, r.value, r.n, r.se) for r in forward]
+    # the values themselves are pinned by hand in tests/test_aggregate.py
 
 
 def test_sorted_histogram_is_a_run_length_count():
