@@ -57,6 +57,25 @@ def generated(tmp_path_factory) -> Path:
     return root
 
 
+def _orphans_by_hand(root: Path) -> int:
+    """Events that match no exposure, by brute force in pandas: a keyed event whose (request, item) was
+    not shown, or a loose one with no exposure of its user, session and item in [ts - 30 min, ts]."""
+    import pandas as pd
+
+    exposures = pd.read_parquet(root / "exposures" / f"dt={DATE}")
+    clicks = pd.read_parquet(root / "clicks" / f"dt={DATE}")
+    shown = exposures[exposures.item_id.notna()]
+    keyed = clicks[clicks.request_id.notna()]
+    pairs = set(zip(shown.request_id, shown.item_id))
+    keyed_orphans = sum((r, i) not in pairs for r, i in zip(keyed.request_id, keyed.item_id))
+    loose = clicks[clicks.request_id.isna()].reset_index(names="event_no")
+    candidates = loose.merge(shown[["user_id", "session_id", "item_id", "ts"]],
+                             on=["user_id", "session_id", "item_id"], suffixes=("", "_exp"))
+    fits = candidates[(candidates.ts_exp <= candidates.ts)
+                      & (candidates.ts - candidates.ts_exp <= pd.Timedelta(minutes=30))]
+    return keyed_orphans + len(loose) - fits.event_no.nunique()
+
+
 @pytest.mark.spark
 def test_cli_on_a_generated_day_writes_the_three_outputs(generated):
     out = generated / "out"
@@ -76,7 +95,11 @@ def test_cli_on_a_generated_day_writes_the_three_outputs(generated):
     assert (f"rules failed: {', '.join(failed)}" in proc.stdout) == bool(failed)
     assert 0.5 < summary["headline"]["auc_global"] < 1.0
     assert summary["input_rows"]["exposures"] > 1000
-    assert summary["data_quality"]["orphan_events"] >= 0
+    # every event is attributed or an orphan; the orphans, counted by hand from the generated files
+    quality = summary["data_quality"]
+    assert sum(quality["rejected_clicks"].values()) == 0
+    assert quality["orphan_events"] == _orphans_by_hand(generated / "in")
+    assert quality["orphan_events"] + quality["attributed_events"] == summary["input_rows"]["clicks"]
     # one structured log line per stage
     stages = [json.loads(line.split("recsys_spark ", 1)[1])["stage"] for line in proc.stderr.splitlines()
               if '"event": "stage"' in line]
