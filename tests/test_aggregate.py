@@ -33,8 +33,8 @@ FRAME = pd.DataFrame(_USERS, columns=[
     "map_at_1", "precision_at_1", "recall_at_1", "hit_rate_at_1", "hits_at_1"])
 
 
-def _rows(moments, pooled=None):
-    rows, counts = aggregate_users(moments, KS, pooled or {})
+def _rows(moments, pooled=None, ks=KS):
+    rows, counts = aggregate_users(moments, ks, pooled or {})
     by = {(r.slice, r.metric, r.k, r.aggregation): r for r in rows}
     assert len(by) == len(rows)                       # one row per key
     return by, counts
@@ -101,3 +101,12 @@ def test_rows_from_merged_partitions_equal_the_rows_of_the_whole():
             assert (got is None) == (want is None), key
             if want is not None:
                 assert got == pytest.approx(want, abs=1e-12), key
+
+
+def test_precision_at_k_divides_the_hits_by_k_lists():
+    # the same users with their metrics at k = 2: hits@2 3 over 2 * 4 ranked lists; recall over 5 relevant
+    frame = FRAME.rename(columns=lambda c: c.replace("_at_1", "_at_2"))
+    by, _ = _rows(user_table_moments(frame, (2,)), ks=(2,))
+    assert by[("all", "precision", 2, "global")].value == pytest.approx(3 / 8)
+    assert by[("all", "recall", 2, "global")].value == pytest.approx(3 / 5)
+    assert by[("all", "precision", 2, "list_avg")].value == pytest.approx((1.0 + 0.0 + 2 * 1.0) / 4)

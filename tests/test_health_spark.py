@@ -78,6 +78,17 @@ def test_popularity_cutoffs(health):
     assert (cutoffs.head_min, cutoffs.tail_max) == (3.0, -1.0)    # no exposed item is tail; f (never exposed) is
 
 
+def test_popularity_bucket_boundaries_are_inclusive(spark):
+    # head when count >= head_min, tail when count <= tail_max: items exactly on a cut-off belong to it
+    from pyspark.sql import functions as F
+
+    from recsys_spark.slices import PopularityCutoffs, popularity_bucket
+
+    counts = spark.createDataFrame([(c,) for c in (0, 1, 2, 3, 4)], "c long")
+    got = counts.select("c", popularity_bucket(F.col("c"), PopularityCutoffs(3.0, 1.0)).alias("b")).collect()
+    assert {r.c: r.b for r in got} == {0: "tail", 1: "tail", 2: "mid", 3: "head", 4: "head"}
+
+
 def test_a_slice_with_one_item(health):
     got = _by_slice(health[0].rows)["popularity=head"]              # only item a (category X), users u1 and u2
     _check(got, {("gini", "exposed"): 0.0, ("gini", "catalog"): 0.0, ("item_coverage", "global"): 1.0,

@@ -95,6 +95,18 @@ def test_soft_rules(spark, violated):
     assert rules["exposure_change"].rate == pytest.approx(9 / 20) and rules["exposure_change"].passed
 
 
+def test_rule_verdicts_at_their_boundaries():
+    # no Spark: a soft rule passes when its rate is at most the threshold (exactly at it included), a hard
+    # rule when it has no violation; no denominator gives no rate (and a soft rule then passes)
+    from recsys_spark.rules import hard, soft
+
+    assert soft("r", 1, 4, 0.25).passed and soft("r", 1, 4, 0.25).rate == 0.25
+    assert not soft("r", 2, 4, 0.25).passed
+    assert soft("r", 0, 0, 0.0).rate is None and soft("r", 0, 0, 0.0).passed
+    assert hard("h", 0, 5).passed and hard("h", 0, 5).rate == 0.0
+    assert not hard("h", 1, 5).passed and hard("h", 1, 5).rate == 0.2 and hard("h", 1, 5).threshold == 0.0
+
+
 def test_bad_rows_are_set_aside_counted_and_written(spark, violated):
     out, _ = violated
     summary = json.loads((out / "summary" / f"dt={DAY}" / "summary.json").read_text())
