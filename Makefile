@@ -73,3 +73,14 @@ bench-smoke: setup ## the benchmark on a tiny day, once: the harness runs and ag
 
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build dist spark-warehouse metastore_db
+
+# Mutation testing (docs/mutation.md): mutmut over recsys_spark/kernels/ with the fast tests, two
+# workers (about 15 min on the shared 2-core box), then the curated Spark-layer mutants (about
+# 40 min: each runs a Spark test module).  Not part of `make test`; run it before a release or
+# after changing a formula.  Survivors: .venv/bin/mutmut results; .venv/bin/mutmut show NAME.
+.PHONY: mutate
+mutate: ## mutation score of the kernels (mutmut) and of the Spark layer's formula lines (long)
+	rm -rf mutants
+	env -u PYTHONPATH $(BIN)/mutmut run --max-children 2
+	env -u PYTHONPATH $(BIN)/mutmut results
+	$(BIN)/python tests/mutation/spark_mutants.py

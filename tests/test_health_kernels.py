@@ -199,7 +199,46 @@ def test_popularity_cut_offs_exactly_on_the_boundary_share():
     assert popularity_thresholds([0], [5], 0.5, 0.5) == (math.inf, 0.0)
 
 
+def test_popularity_cut_offs_ignore_counts_that_no_item_has():
+    # ascending 1 (3 items), 2 (no item), 4 (1 item), T = 7: above 1 is 4/7, above 4 nothing.
+    # tail_share 0.45: tail when above >= 0.55, i.e. count 1 only (a count no item has is no cut-off)
+    assert popularity_thresholds([4, 2, 1], [1, 0, 3], 0.5, 0.45) == (4.0, 1.0)
+
+
+@pytest.mark.parametrize("head, tail", [(0.0, 0.5), (0.5, 0.0), (0.6, 0.5), (1.0, 0.0), (-0.1, 0.5)])
+def test_popularity_shares_out_of_range_are_refused(head, tail):
+    with pytest.raises(ValueError, match=r"need 0 < head_share, tail_share < 1 and head_share \+ tail_share <= 1"):
+        popularity_thresholds([1], [1], head, tail)
+
+
+def test_histograms_are_validated():
+    with pytest.raises(ValueError, match="values and items must have the same length"):
+        gini_from_histogram([1, 2], [1])
+    with pytest.raises(ValueError, match="counts must be >= 0"):
+        gini_from_histogram([-1, 2], [1, 1])
+    with pytest.raises(ValueError, match="counts must be >= 0"):
+        gini_from_histogram([1, 2], [1, -1])
+
+
+def test_lorenz_needs_two_points_and_two_suffice():
+    x, y = lorenz_curve([1, 3], [2, 1], 2)                 # counts 1, 1, 3: only the ends
+    assert x.tolist() == [0.0, 1.0] and y.tolist() == [0.0, 1.0]
+    with pytest.raises(ValueError, match="max_points must be at least 2"):
+        lorenz_curve([1], [1], 1)
+    x, y = lorenz_curve([0], [3], 5)                       # no exposures: no curve at all
+    assert len(x) == len(y) == 0
+
+
 # --- assembly from sums -------------------------------------------------------------------------
+def test_business_rows_in_full():
+    # E 8, C 2, PV 4, UV 2, UC 1: (metric, aggregation, value, n, se)
+    assert business_values({"exposures": 8, "clicked": 2, "pv": 4, "uv": 2, "uv_clicked": 1}) == [
+        ("exposure_ctr", "global", 2 / 8, 8, None), ("pv_ctr", "global", 2 / 4, 4, None),
+        ("uv_ctr", "global", 2 / 2, 2, None), ("uv_conversion", "global", 1 / 2, 2, None),
+        ("clicks_per_clicking_user", "global", 2 / 1, 1, None)]
+    assert business_values({"exposures": None, "pv": 3})[1] == ("pv_ctr", "global", 0.0, 3, None)
+
+
 def test_business_rates_and_zero_denominators():
     rows = {m: v for m, _, v, _, _ in business_values({"exposures": 9, "clicked": 1, "pv": 5, "uv": 3,
                                                         "uv_clicked": 1})}
@@ -288,8 +327,43 @@ def test_health_values_with_a_one_category_catalog_give_zero_diversity():
     assert by[("category_diversity", "global")] == (0.0, 3)
     assert by[("category_diversity", "list_avg")] == (0.0, 2)
     assert by[("category_diversity", "user_avg")] == (0.0, 1)
+    se = {(m, a): e for m, a, _, _, e in rows}
+    assert se[("category_diversity", "list_avg")] == 0.0 and se[("category_diversity", "user_avg")] is None
+    rows, _ = health_values({**stats, "lists": 0, "users_exposed": 0}, {(3.0, True): 1.0}, 1, 1, None, False, 101)
+    none = {(m, a): (v, n, e) for m, a, v, n, e in rows}
+    assert none[("category_diversity", "list_avg")] == (None, 0, None)     # no list: undefined, not 0
+    assert none[("category_diversity", "user_avg")] == (None, 0, None)
     assert by[("gini", "catalog")] == (0.0, 1) and by[("gini", "exposed")] == (0.0, 1)   # one item
     assert by[("item_coverage", "global")] == (1.0, 1)
+
+
+def test_health_values_read_null_sums_as_zero():
+    # Spark's sum over no row is null: a slice whose requests all had items has pv_empty null, not 0
+    rows, _ = health_values({"pv": 2, "uv": 1, "pv_empty": None, "uv_empty": None, "pv_covered": 1},
+                            {}, None, None, None, False, 101)
+    by = {(m, a): v for m, a, v, _, _ in rows}
+    assert by[("pv_failure_rate", "global")] == 0.0 and by[("uv_failure_rate", "global")] == 0.0
+    assert by[("pv_coverage", "global")] == 0.5
+
+
+def test_health_values_with_two_categories_divide_by_ln_2():
+    # two lists with entropies ln 2 and 0 over K = 2: list diversities 1 and 0, mean 1/2, se 1/2
+    stats = {"pv": 2, "uv": 1, "exposures": 3, "lists": 2, "list_h": _LN2, "list_h2": _LN2 ** 2, "users_exposed": 1,
+             "user_h": _LN2, "user_h2": _LN2 ** 2, "cat_n": 2, "cat_s": 0.0}
+    rows, _ = health_values(stats, {(1.0, True): 2.0}, 2, 2, None, False, 101)
+    by = {(m, a): (v, n, e) for m, a, v, n, e in rows}
+    assert by[("category_diversity", "global")] == (pytest.approx(1.0), 2, None)
+    assert by[("category_diversity", "list_avg")] == (pytest.approx(0.5), 2, pytest.approx(0.5))
+    assert by[("category_diversity", "user_avg")] == (pytest.approx(1.0), 1, None)
+
+
+def test_health_values_with_an_empty_catalog():
+    # an items table without rows: K = 0 categories, every exposed item is missing from the catalog
+    stats = {"pv": 1, "uv": 1, "exposures": 1, "lists": 1, "users_exposed": 1, "cat_n": 1, "cat_s": 0.0}
+    rows, _ = health_values(stats, {(1.0, False): 1.0}, 0, 0, None, False, 101)
+    by = {(m, a): (v, n) for m, a, v, n, _ in rows}
+    assert by[("category_diversity", "global")] == (0.0, 1) and by[("category_diversity", "list_avg")] == (0.0, 1)
+    assert by[("item_coverage", "global")] == (None, 0)
 
 
 def test_health_values_without_items_table_skip_catalog_metrics():

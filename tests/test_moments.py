@@ -79,3 +79,36 @@ def test_sorted_histogram_is_a_run_length_count():
     values, pos, neg = sorted_histogram([0.1, 0.1, 0.5, 0.7, 0.7, 0.7], [1, 0, 0, 1, 1, 0])
     assert values.tolist() == [0.1, 0.5, 0.7] and pos.tolist() == [1, 0, 2] and neg.tolist() == [1, 1, 1]
     assert [len(a) for a in sorted_histogram([], [])] == [0, 0, 0]
+
+
+def test_merge_with_a_part_that_lacks_a_column_keeps_the_other_part():
+    part = Moments.of({"x": np.array([1.0, 3.0])}, {"x": np.array([2.0, 1.0])}, {"s": np.array([4.0])})
+    for merged in (part.merge(Moments()), Moments().merge(part)):
+        assert merged.n == {"x": 2.0} and merged.mean == {"x": 2.0} and merged.m2 == {"x": 2.0}
+        assert merged.wsum == {"x": 5.0} and merged.w == {"x": 3.0} and merged.sums == {"s": 4.0}
+
+
+def test_merge_of_parts_without_values_then_with_values():
+    # a column that is NaN in every row of two parts: n 0 (no division by 0), then a part with 1, 3
+    empty = Moments.of({"x": np.array([np.nan])}, {"x": np.array([1.0])}, {})
+    merged = empty.merge(empty)
+    assert merged.n["x"] == 0 and merged.m2["x"] == 0.0 and merged.sd("x") is None
+    full = merged.merge(Moments.of({"x": np.array([1.0, 3.0])}, {"x": np.array([1.0, 1.0])}, {}))
+    assert (full.n["x"], full.mean["x"], full.m2["x"]) == (2.0, 2.0, 2.0)
+    assert full.sd("x") == pytest.approx(np.sqrt(2.0))        # sd of 1, 3 (divisor n - 1 = 1)
+
+
+def test_sd_of_two_values_and_of_a_missing_column():
+    m = Moments.of({"x": np.array([1.0, 3.0])}, {"x": np.array([1.0, 1.0])}, {})
+    assert m.sd("x") == pytest.approx(np.sqrt(2.0))
+    assert m.sd("y") is None
+
+
+def test_user_table_moments_read_nulls_as_missing_and_skip_unused_slices():
+    # a nullable column with pd.NA, and a categorical slice column with a category no row has
+    frame = _FRAME.copy()
+    frame["mrr"] = pd.array([1.0, pd.NA, 0.5], dtype="Float64")
+    frame["slice"] = pd.Categorical(frame["slice"], categories=["all", "p=1", "p=2"])
+    by_slice = user_table_moments(frame, (1,))
+    assert set(by_slice) == {"all", "p=1"}
+    assert by_slice["all"].n["mrr"] == 1 and by_slice["all"].mean["mrr"] == 1.0

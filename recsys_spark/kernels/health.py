@@ -154,7 +154,7 @@ def category_diversity(n: float, s: float, n_categories: int) -> float:
     >>> category_diversity(5, 5 * math.log(5), 1)           # one category
     0.0
     """
-    if not n or n <= 0:
+    if n <= 0:
         return float("nan")
     if n_categories <= 1:
         return 0.0
@@ -233,9 +233,9 @@ def popularity_thresholds(values: Sequence[float], items: Sequence[float], head_
         return math.inf, 0.0
     mass = values * items
     above = (mass.sum() - np.cumsum(mass)) / total  # share of items with a larger count
-    head = values[above < head_share]
+    head = values[above < head_share]          # never empty: nothing is above the largest count
     tail = values[above >= 1 - tail_share]
-    return (float(head.min()) if len(head) else math.inf), (float(tail.max()) if len(tail) else -1.0)
+    return float(head.min()), (float(tail.max()) if len(tail) else -1.0)
 
 
 # --- from sufficient statistics to metric rows --------------------------------------------------
