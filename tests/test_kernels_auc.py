@@ -57,3 +57,15 @@ def test_histogram_partials_merge_to_the_exact_pooled_auc():
     parts = [u_from_histogram(pos[a:b], neg[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
     assert merge_u(parts).auc == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
     assert u_from_histogram(pos, neg).auc == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+
+
+def test_grouped_auc_has_one_value_per_group_code_and_handles_no_rows():
+    # groups 0 and 2 (1 has no row): 0 ranks its positive first (AUC 1), 2 ranks it last (AUC 0)
+    values, n_pos, n_neg = grouped_auc([2, 0, 2, 0], [1, 1, 0, 0], [0.2, 0.9, 0.8, 0.1])
+    assert values[[0, 2]].tolist() == [1.0, 0.0] and math.isnan(values[1]) and len(values) == 3
+    assert n_pos.tolist() == [1.0, 0.0, 1.0] and n_neg.tolist() == [1.0, 0.0, 1.0]
+    values, n_pos, _ = grouped_auc([0, 0], [1, 0], [0.9, 0.1], 4)       # G given: trailing empty groups
+    assert len(values) == len(n_pos) == 4 and values[0] == 1.0 and np.isnan(values[1:]).all()
+    for n_groups, size in ((None, 0), (2, 2)):                        # no rows at all
+        values, n_pos, n_neg = grouped_auc([], [], [], n_groups)
+        assert len(values) == len(n_pos) == len(n_neg) == size and np.isnan(values).all()
