@@ -113,3 +113,24 @@ def test_kernels_do_not_import_pyspark():
     code = "import sys, recsys_spark.kernels.users, recsys_spark.kernels.ranking, recsys_spark.kernels.auc; " \
            "sys.exit(1 if 'pyspark' in sys.modules else 0)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_null_score_position_and_relevance_and_the_output_types():
+    # nullable input: a null score ranks last, a null position after every position, a null relevance is 0.
+    # u1's list: a (.9, rel 1), b (null score, rel 2), c (.5, null relevance): ranked a c b
+    rows = frame([("all", "u1", "r1", "a", 1, 0.9, 1.0), ("all", "u1", "r1", "b", 2, None, 2.0),
+                  ("all", "u1", "r1", "c", None, 0.5, None),
+                  ("all", "u2", "r2", "x", None, 0.5, 1.0), ("all", "u2", "r2", "y", 1, 0.5, 0.0)])
+    for column, dtype in (("score", "Float64"), ("position", "Int64"), ("relevance", "Float64")):
+        rows[column] = rows[column].astype(dtype)
+    got = score_users(rows, ks=(1, 3), gain="linear")
+    assert list(got.columns) == [name for name, _ in output_columns((1, 3))]
+    for name, kind in output_columns((1, 3)):
+        assert got[name].dtype == {"long": np.int64, "double": np.float64}.get(kind, object), name
+    u = by_user(got)
+    assert u.loc["u1", "n_relevant"] == 2 and u.loc["u1", "mrr"] == 1.0
+    assert u.loc["u1", "auc"] == 0.5                      # positives a (.9) and b (no score) against c (.5)
+    # linear gain: DCG 1 + 2 / log2(4), ideal 2 + 1 / log2(3) (the exponential gain: 1 + 3/2 over 3 + 1 / log2(3))
+    assert u.loc["u1", "ndcg_at_3"] == pytest.approx((1 + 2 / 2) / (2 + 1 / math.log2(3)))
+    # u2: equal scores, y (position 1) before x (null position): the hit at rank 2
+    assert u.loc["u2", "mrr"] == pytest.approx(1 / 2) and u.loc["u2", "hits_at_1"] == 0
