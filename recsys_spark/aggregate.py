@@ -22,8 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from recsys_spark.kernels.auc import UPartial
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
-from recsys_spark.kernels.users import LIST_METRICS, metric_column
-from recsys_spark.schema import SLICE
+from recsys_spark.schema import LIST_METRICS, SLICE, metric_name
 
 METRICS_SCHEMA = ("metric string, k int, aggregation string, slice string, "
                   "value double, n long, se double")
@@ -92,7 +91,7 @@ def _totals(m: Moments, ks: Sequence[int]) -> dict[str, float | int | None]:
         agg[f"{name}__sd"] = m.sd(name)
         agg[f"{name}__lsum"] = m.wsum[name] if m.n[name] else None
     for k in ks:
-        agg[f"hits_{k}"] = int(m.sums[metric_column("hits", k)])
+        agg[f"hits_{k}"] = int(m.sums[metric_name("hits", k)])
     return agg
 
 
@@ -133,7 +132,7 @@ def aggregate_users(users: DataFrame | Mapping[str, Moments], ks: Sequence[int],
         rows.append(MetricRow("auc", None, "impression_weighted", s, _ratio(agg["auc__wsum"], agg["auc__w"]),
                               int(agg["auc__w"] or 0)))
         for metric, k in _list_metric_columns(ks):
-            col = metric_column(metric, k)
+            col = metric_name(metric, k)
             n = agg[f"{col}__n"]
             rows.append(MetricRow(metric, k, "user_avg", s, agg[f"{col}__mean"], n, _se(agg[f"{col}__sd"], n)))
             rows.append(MetricRow(metric, k, "list_avg", s, _ratio(agg[f"{col}__lsum"], agg["lists_ranked"]),

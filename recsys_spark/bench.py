@@ -360,10 +360,10 @@ def _missing(col: Column) -> Column:
 
 def per_user_checks(spark: SparkSession, size: str, users_path: str, plain_path: str, note: str) -> list[Check]:
     """Our per-user AUC, NDCG@10, AP@10 against the plain UDF's, joined on user_id in Spark."""
-    ours = spark.read.parquet(users_path).where(F.col(SLICE) == ALL)
+    ours = spark.read.parquet(users_path).where((F.col(SLICE) == ALL) & (F.col("k") == 10))
     peer = spark.read.parquet(plain_path)
-    pairs = {"auc": "auc", "ndcg_at_10": "ndcg_at_10", "map_at_10": "map_at_10"}
-    joined = ours.select(USER, *[F.col(c).alias(f"o_{c}") for c in pairs]).join(
+    pairs = {"auc": "auc", "ndcg_at_10": "ndcg", "map_at_10": "map"}  # the peer's column: ours (at k = 10)
+    joined = ours.select(USER, *[F.col(o).alias(f"o_{c}") for c, o in pairs.items()]).join(
         peer.select(USER, *[F.col(c).alias(f"p_{c}") for c in pairs]), on=USER, how="inner")
     aggs = [F.count(F.lit(1)).alias("n")]
     for c in pairs:

@@ -50,10 +50,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
-from recsys_spark.kernels.users import INPUT_COLUMNS, LIST_METRICS, metric_column, output_columns, score_users
+from recsys_spark.kernels.users import INPUT_COLUMNS, score_users
 from recsys_spark.pooled_auc import exact_auc
-from recsys_spark.schema import (ALL, CLICKED, COPIES, ITEM, LIST_ID, N_EVENTS, POSITION, RELEVANCE, REQUEST, SCORE,
-                                  SESSION, SLICE, USER)
+from recsys_spark.schema import (ALL, CLICKED, COPIES, ITEM, LIST_ID, LIST_METRICS, N_EVENTS, POSITION, RELEVANCE,
+                                  REQUEST, SCORE, SESSION, SLICE, USER, USER_METRICS_COLUMNS, USER_METRICS_DDL)
 from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.slices import IN_CATALOG, ITEM_CATEGORY
 
@@ -111,9 +111,8 @@ class _PassTotalsParam(AccumulatorParam):
         return a.merge(b)
 
 
-def _arrow_schema(ks: Sequence[int]) -> pa.Schema:
-    kinds = {"string": pa.string(), "long": pa.int64(), "double": pa.float64()}
-    return pa.schema([(name, kinds[kind]) for name, kind in output_columns(ks)])
+_ARROW_SCHEMA = pa.schema([(name, {"string": pa.string(), "int": pa.int32(), "long": pa.int64(),
+                                     "double": pa.float64()}[kind]) for name, kind in USER_METRICS_COLUMNS])
 
 
 def _score_partitions(rows: DataFrame, ks: tuple[int, ...], gain: str, max_user_rows: int | None,
@@ -123,8 +122,6 @@ def _score_partitions(rows: DataFrame, ks: tuple[int, ...], gain: str, max_user_
     With ``max_user_rows``, users past it are set aside; with ``totals`` (an
     accumulator) the task adds its moments and set-aside users.
     """
-    schema = ", ".join(f"`{name}` {kind}" for name, kind in output_columns(ks))
-    arrow_schema = _arrow_schema(ks)
     columns = list(INPUT_COLUMNS)
 
     def score(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # on the executors
@@ -154,22 +151,22 @@ def _score_partitions(rows: DataFrame, ks: tuple[int, ...], gain: str, max_user_
         del frame
         if totals is not None:
             totals.add(PassTotals(user_table_moments(result, ks), {u: rows_of[u] for u in over}))
-        yield from pa.Table.from_pandas(result, schema=arrow_schema, preserve_index=False).to_batches()
+        yield from pa.Table.from_pandas(result, schema=_ARROW_SCHEMA, preserve_index=False).to_batches()
 
-    return rows.mapInArrow(score, schema)
+    return rows.mapInArrow(score, USER_METRICS_DDL)
 
 
-def _merge_parts(parts: DataFrame, ks: tuple[int, ...]) -> DataFrame:
-    """Per-user rows of sub-partition parts -> one row per (slice, user); ``auc`` left out."""
+def _merge_parts(parts: DataFrame) -> DataFrame:
+    """Per-user rows of sub-partition parts -> one row per (slice, user, k); ``auc`` left out."""
     n = F.col("n_lists_ranked")
-    means = ["mrr"] + [metric_column(m, k) for k in ks for m in LIST_METRICS]
+    means = ["mrr", *LIST_METRICS]
 
     def weighted(col: str):
         has = F.col(col).isNotNull() & ~F.isnan(col)
         return (F.sum(F.when(has, F.col(col) * n)) / F.sum(F.when(has, n))).alias(col)
 
-    sums = ["n_exposures", "n_relevant", "n_lists", "n_lists_ranked"] + [metric_column("hits", k) for k in ks]
-    return parts.groupBy(SLICE, USER).agg(*[F.sum(c).alias(c) for c in sums], *[weighted(c) for c in means])
+    sums = ["n_exposures", "n_relevant", "n_lists", "n_lists_ranked", "hits"]
+    return parts.groupBy(SLICE, USER, "k").agg(*[F.sum(c).alias(c) for c in sums], *[weighted(c) for c in means])
 
 
 class UserMetrics:
@@ -205,18 +202,16 @@ class UserMetrics:
             return None
         rows = self.ranked.where(F.col(USER).isin(sorted(heavy)))
         parts = max(1, math.ceil(sum(heavy.values()) / self.rows_per_bucket))
-        merged = _merge_parts(_score_partitions(rows.repartition(parts, USER, LIST_ID), self.ks, self.gain, None),
-                              self.ks)
+        merged = _merge_parts(_score_partitions(rows.repartition(parts, USER, LIST_ID), self.ks, self.gain, None))
         aucs = [(key[0], key[1], None if math.isnan(part.auc) else part.auc)
                 for key, part in exact_auc(rows, (SLICE, USER)).items()]
         spark = self.ranked.sparkSession
         auc = spark.createDataFrame(aucs, f"{SLICE} string, {USER} string, auc double")
-        names = [name for name, _ in output_columns(self.ks)]
+        names = [name for name, _ in USER_METRICS_COLUMNS]
         # a few rows per set-aside user: computed once, kept for the aggregates and the table
         table = merged.join(auc, on=[SLICE, USER], how="left").select(*names).toPandas()
         self._heavy_moments = user_table_moments(table, self.ks)
-        schema = ", ".join(f"`{name}` {kind}" for name, kind in output_columns(self.ks))
-        return spark.createDataFrame(table, schema)
+        return spark.createDataFrame(table, USER_METRICS_DDL)
 
     def moments(self) -> dict[str, Moments]:
         """{slice: Moments} over every user (after :attr:`frame` and :meth:`heavy_frame` ran)."""

@@ -26,7 +26,7 @@ from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, 
 from recsys_spark.pooled_auc import pooled_auc
 from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
 from recsys_spark.rules import RuleResult, as_dicts, rules_frame, scan_rules
-from recsys_spark.schema import ALL, REASON, SCORE, SLICE
+from recsys_spark.schema import ALL, REASON, SCORE, SLICE, summary_key
 from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.slices import (PopularityCutoffs, SliceInputs, add_slice_columns, explode_slices,
                                  popularity_cutoffs, read_slice_inputs)
@@ -341,7 +341,7 @@ def build_summary(cfg: Config, day: str, paths: InputPaths, exposure_counts: dic
 
 
 def _headline_name(metric: str, k: int | None, aggregation: str) -> str:
-    return f"{metric}{'@' + str(k) if k else ''}_{aggregation}"
+    return summary_key(metric, k, aggregation)
 
 
 def read_summary(spark: SparkSession, output_root: str, date: str) -> dict[str, Any]:

@@ -57,7 +57,7 @@ def _table(spark, ranked, bound, path):
     heavy = users.heavy_frame()
     if heavy is not None:
         heavy.write.mode("append").parquet(path)
-    table = spark.read.parquet(path).toPandas().sort_values(["slice", "user_id"]).reset_index(drop=True)
+    table = spark.read.parquet(path).toPandas().sort_values(["slice", "user_id", "k"]).reset_index(drop=True)
     return users, table
 
 

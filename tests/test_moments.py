@@ -10,13 +10,13 @@ from recsys_spark.kernels.auc import sorted_histogram
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
 
 
-#: a per-user table of two slices
+#: a per-user table of two slices (one k)
 _FRAME = pd.DataFrame({
-    "slice": ["all", "all", "p=1"], "user_id": ["a", "b", "a"],
+    "slice": ["all", "all", "p=1"], "user_id": ["a", "b", "a"], "k": [1, 1, 1],
     "n_exposures": [4, 2, 1], "n_relevant": [1, 0, 1], "n_lists": [2, 1, 1], "n_lists_ranked": [1, 0, 1],
     "auc": [0.5, np.nan, np.nan], "mrr": [1.0, np.nan, 0.5],
-    "ndcg_at_1": [1.0, np.nan, 0.0], "map_at_1": [1.0, np.nan, 0.0], "precision_at_1": [1.0, np.nan, 0.0],
-    "recall_at_1": [1.0, np.nan, 0.0], "hit_rate_at_1": [1.0, np.nan, 0.0], "hits_at_1": [1, 0, 0],
+    "ndcg": [1.0, np.nan, 0.0], "map": [1.0, np.nan, 0.0], "precision": [1.0, np.nan, 0.0],
+    "recall": [1.0, np.nan, 0.0], "hit_rate": [1.0, np.nan, 0.0], "hits": [1, 0, 0],
 })
 
 
@@ -54,6 +54,18 @@ def test_user_table_moments_per_slice():
     assert m.n["auc"] == 1 and m.wsum["auc"] == 0.5 * 4 and m.w["auc"] == 4
     both = merge_by_slice(user_table_moments(frame.iloc[:1], ks), user_table_moments(frame.iloc[1:], ks))
     assert both["all"].sums == m.sums and both["p=1"].mean == by_slice["p=1"].mean
+
+
+def test_a_users_rows_of_each_k_may_come_in_different_batches():
+    # user a at k = 1 and 3: the k = 3 row alone in its batch; values without k are read from k = 1 only
+    two_k = pd.concat([_FRAME, _FRAME.assign(k=3, ndcg=[0.5, np.nan, 1.0], hits=[2, 0, 1])], ignore_index=True)
+    whole = user_table_moments(two_k, (1, 3))
+    parts = merge_by_slice(user_table_moments(two_k.iloc[[0, 1, 2, 4, 5]], (1, 3)),
+                           user_table_moments(two_k.iloc[[3]], (1, 3)))
+    m = whole["all"]
+    assert m.sums["users"] == 2 and m.sums["n_exposures"] == 4 + 2           # not counted once per k
+    assert m.mean["ndcg@1"] == 1.0 and m.mean["ndcg@3"] == 0.5 and m.sums["hits@3"] == 2 + 0
+    assert parts["all"].sums == m.sums and parts["all"].mean == m.mean
 
 
 def test_aggregate_rows_come_in_slice_order_whatever_order_the_tasks_reported():
