@@ -22,10 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from recsys_spark.kernels.auc import UPartial
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
-from recsys_spark.schema import LIST_METRICS, SLICE, metric_name
-
-METRICS_SCHEMA = ("metric string, k int, aggregation string, slice string, "
-                  "value double, n long, se double")
+from recsys_spark.schema import LIST_METRICS, METRICS_DDL, SLICE, metric_name
 
 
 @dataclass(frozen=True)
@@ -148,4 +145,4 @@ def aggregate_users(users: DataFrame | Mapping[str, Moments], ks: Sequence[int],
 def metrics_frame(spark: SparkSession, rows: Iterable[MetricRow]) -> DataFrame:
     """The long metrics table as a (small) DataFrame."""
     data = [(r.metric, r.k, r.aggregation, r.slice, r.value, r.n, r.se) for r in rows]
-    return spark.createDataFrame(data, METRICS_SCHEMA)
+    return spark.createDataFrame(data, METRICS_DDL)

@@ -56,6 +56,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS, FIRST_SEEN, ITEM_COLUMNS, USER
+
 # --- knobs of the model -------------------------------------------------------------------
 EXPOSURES_PER_USER = 20
 DEFAULT_USERS = 2000
@@ -110,26 +112,12 @@ DAY_US = 86_400 * US_PER_S
 EPOCH = dt.date(1970, 1, 1)
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 
-EXPOSURE_SCHEMA = pa.schema([
-    ("user_id", pa.string()),
-    ("session_id", pa.string()),
-    ("request_id", pa.string()),
-    ("item_id", pa.string()),
-    ("position", pa.int32()),
-    ("score", pa.float64()),
-    ("ts", TIMESTAMP),
-    ("platform", pa.string()),
-])
-CLICK_SCHEMA = pa.schema([
-    ("user_id", pa.string()),
-    ("session_id", pa.string()),
-    ("request_id", pa.string()),
-    ("item_id", pa.string()),
-    ("ts", TIMESTAMP),
-    ("event", pa.string()),
-])
-ITEM_SCHEMA = pa.schema([("item_id", pa.string()), ("category", pa.string())])
-USER_SCHEMA = pa.schema([("user_id", pa.string()), ("first_seen", pa.date32()), ("country", pa.string())])
+# the job's input contract (recsys_spark.schema), every column of it, plus attributes to slice by
+_ARROW = {"id": pa.string(), "int": pa.int32(), "double": pa.float64(), "timestamp": TIMESTAMP, "string": pa.string()}
+EXPOSURE_SCHEMA = pa.schema([(c.name, _ARROW[c.kind]) for c in EXPOSURE_COLUMNS] + [("platform", pa.string())])
+CLICK_SCHEMA = pa.schema([(c.name, _ARROW[c.kind]) for c in CLICK_COLUMNS])
+ITEM_SCHEMA = pa.schema([(c.name, _ARROW[c.kind]) for c in ITEM_COLUMNS])
+USER_SCHEMA = pa.schema([(USER, pa.string()), (FIRST_SEEN, pa.date32()), ("country", pa.string())])
 
 
 def _mean_list_rows() -> float:

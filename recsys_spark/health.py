@@ -46,11 +46,10 @@ from recsys_spark.aggregate import MetricRow
 from recsys_spark.kernels.business import business_values
 from recsys_spark.kernels.health import health_values
 from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
-from recsys_spark.schema import ALL, CATEGORY, CLICKED, EVENT, ITEM, REQUEST, SLICE, USER
-from recsys_spark.slices import IN_CATALOG, ITEM_CATEGORY, UNKNOWN, PopularityCutoffs, SliceDims
+from recsys_spark.schema import (ALL, CATEGORY, CLICKED, EVENT, IN_CATALOG, ITEM, ITEM_CATEGORY, LORENZ_DDL, REQUEST,
+                                 SLICE, UNKNOWN, USER)
+from recsys_spark.slices import PopularityCutoffs, SliceDims
 from recsys_spark.validate import click_checks, day_bounds, exposure_checks, split_rows, tag_rows
-
-LORENZ_SCHEMA = "slice string, x double, y double"
 
 
 @dataclass
@@ -359,4 +358,4 @@ def _whole_catalog(slice_key: str, dims: SliceDims) -> bool:
 
 def lorenz_frame(spark: SparkSession, points: list[tuple[str, float, float]]) -> DataFrame:
     """The Lorenz table (slice, x, y), one small file."""
-    return spark.createDataFrame(points, LORENZ_SCHEMA).coalesce(1)
+    return spark.createDataFrame(points, LORENZ_DDL).coalesce(1)

@@ -25,6 +25,7 @@ from recsys_spark.schema import (
     CLICKED,
     COPIES,
     EVENT,
+    EXPOSED,
     ITEM,
     N_EVENTS,
     POSITION,
@@ -34,8 +35,6 @@ from recsys_spark.schema import (
     TS,
     USER,
 )
-
-EXPOSED = "exposed"
 
 
 def deduplicate_exposures(exposures: DataFrame) -> DataFrame:

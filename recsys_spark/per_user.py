@@ -52,10 +52,10 @@ from pyspark.sql import functions as F
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
 from recsys_spark.kernels.users import INPUT_COLUMNS, score_users
 from recsys_spark.pooled_auc import exact_auc
-from recsys_spark.schema import (ALL, CLICKED, COPIES, ITEM, LIST_ID, LIST_METRICS, N_EVENTS, POSITION, RELEVANCE,
-                                  REQUEST, SCORE, SESSION, SLICE, USER, USER_METRICS_COLUMNS, USER_METRICS_DDL)
+from recsys_spark.schema import (ALL, CLICKED, COPIES, IN_CATALOG, ITEM, ITEM_CATEGORY, LIST_ID, LIST_METRICS, N_EVENTS,
+                                  POSITION, RELEVANCE, REQUEST, SCORE, SESSION, SLICE, USER, USER_METRICS_COLUMNS,
+                                  USER_METRICS_DDL)
 from recsys_spark.session import CACHE_LEVEL
-from recsys_spark.slices import IN_CATALOG, ITEM_CATEGORY
 
 def partition_by_user(sliced: DataFrame, partitions: int) -> DataFrame:
     """The one shuffle of the labelled exposures: every row of a user in one partition, persisted.

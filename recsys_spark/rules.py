@@ -34,11 +34,7 @@ from typing import Sequence
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsys_spark.schema import COPIES, ITEM, REQUEST, SCORE, USER
-from recsys_spark.slices import IN_CATALOG, ITEM_CATEGORY
-
-RULES_SCHEMA = ("rule string, severity string, violations long, rate double, threshold double, "
-                "passed boolean, examples array<string>")
+from recsys_spark.schema import COPIES, IN_CATALOG, ITEM, ITEM_CATEGORY, REQUEST, RULE_CHECKS_DDL, SCORE, USER
 N_EXAMPLES = 5
 
 
@@ -163,7 +159,7 @@ def _per_user_requests(exposures: DataFrame, max_requests: int, threshold: float
 
 def rules_frame(spark: SparkSession, results: Sequence[RuleResult]) -> DataFrame:
     data = [(r.rule, r.severity, r.violations, r.rate, r.threshold, r.passed, r.examples) for r in results]
-    return spark.createDataFrame(data, RULES_SCHEMA)
+    return spark.createDataFrame(data, RULE_CHECKS_DDL)
 
 
 def as_dicts(results: Sequence[RuleResult]) -> list[dict]:
