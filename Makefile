@@ -63,13 +63,13 @@ BENCH_REPEATS ?= 3
 
 .PHONY: bench bench-sweep bench-smoke
 bench: setup ## time the job against the floor and the peers at 1M/5M/20M rows (long): build/bench/report.md
-	$(BIN)/python -m recsys_spark.bench --sizes $(BENCH_SIZES) --repeats $(BENCH_REPEATS)
+	$(BIN)/python -m benchmarks.bench --sizes $(BENCH_SIZES) --repeats $(BENCH_REPEATS)
 
 bench-sweep: setup ## time the metric stage under a few rows_per_bucket / arrow_batch_rows settings at 5M: build/bench/sweep.md
-	$(BIN)/python -m recsys_spark.bench --sweep --sizes 5M --repeats 2
+	$(BIN)/python -m benchmarks.bench --sweep --sizes 5M --repeats 2
 
 bench-smoke: setup ## the benchmark on a tiny day, once: the harness runs and agrees with the peers
-	$(BIN)/python -m recsys_spark.bench --smoke --root build/bench-smoke
+	$(BIN)/python -m benchmarks.bench --smoke --root build/bench-smoke
 
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build dist spark-warehouse metastore_db

@@ -1,5 +1,11 @@
 """Synthetic, reproducible days of recommender logs written as Parquet (pyarrow, no Spark).
 
+    python -m recsys_spark.generate --date 2026-11-20 --output-root build/demo/input --users 2000 --days 2
+
+Part of the library because it is how a user makes a sample day in the job's input layout (as
+scikit-learn's ``make_*`` functions are part of it), and the tests and the benchmark use it too. The job
+never imports it, so it stays out of the ``--py-files`` zip (jobs/package.py).
+
 Model of the data
 -----------------
 Population (depends only on the seed and sizes; shared by every generated day):

@@ -265,6 +265,24 @@ def metric_stage(spark: SparkSession, labelled: Labelled, cfg: Config, out: Dail
     return Metrics(rows, unit_counts, users.notes(), labelled.partitions)
 
 
+def run_metric_stage(labelled: DataFrame, cfg: Config, out: DailyOutput, rows: int, has_score: bool = True) -> Metrics:
+    """The metric stage on labelled exposures built outside :func:`evaluate_day` (the benchmark's entry).
+
+    ``labelled``: one row per labelled exposure (:func:`label.labelled_exposures`, optionally with a
+    ``slice`` column), ``rows`` about how many (it sizes the user partitions). Partitions them by user (the
+    one shuffle), runs :func:`metric_stage` (``user_metrics`` staged in ``out``; the caller commits or
+    aborts ``out``) and unpersists the partitions.
+    """
+    spark = labelled.sparkSession
+    partitions = bucket_count(rows, cfg.execution.rows_per_bucket, spark.sparkContext.defaultParallelism)
+    by_user = partition_by_user(labelled, partitions)
+    ranked = ranking_input(by_user, cfg.ranking.list_unit, has_score)
+    try:
+        return metric_stage(spark, Labelled(labelled, {}, labelled, None, by_user, ranked, partitions), cfg, out)
+    finally:
+        by_user.unpersist()
+
+
 def health_stage(spark: SparkSession, labelled: Labelled, inputs: Inputs, valid: Validated, cfg: Config,
                  date: dt.date, input_root: str, paths: InputPaths) -> HealthResult:
     """Health and business indicators per slice, with the previous day (update rate) and the

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import math
 import subprocess
 import sys
@@ -26,17 +25,6 @@ from recsys_spark.kernels.health import (
     personalization_pairs,
     popularity_thresholds,
 )
-
-
-@pytest.mark.parametrize("module", [health_kernels, business_kernels])
-def test_doctests(module):
-    assert doctest.testmod(module).failed == 0
-
-
-def test_kernels_do_not_import_pyspark():
-    code = ("import sys, recsys_spark.kernels.health, recsys_spark.kernels.business; "
-            "sys.exit('pyspark' in sys.modules)")
-    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
 # --- Gini ---------------------------------------------------------------------------------------
