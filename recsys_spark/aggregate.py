@@ -1,6 +1,6 @@
 """From the per-user table to the long ``metrics`` table (one pass, one small collect).
 
-Aggregations (README, "Metrics"):
+Aggregations (docs/metrics.md, "Aggregations"):
 
 * ``user_avg``: mean over users that have the metric; ``se`` = sample std / sqrt(n);
 * ``list_avg``: mean over lists with a relevant item (user means weighted by
@@ -59,8 +59,8 @@ def _totals_of(ks: Sequence[int]):
 def slice_moments(users: DataFrame, ks: Sequence[int]) -> dict[str, Moments]:
     """{slice: Moments} of a per-user table: one pass, partials merged on the driver.
 
-    (A ``groupBy(slice).agg`` of the ~120 expressions took 1.5 s more at 1M
-    exposures, almost all of it planning and code generation.)
+    Not a ``groupBy(slice).agg``: with one expression per moment and metric, its planning and code
+    generation cost more than the pass (docs/performance.md).
     """
     schema = f"{SLICE} string, partial long, part string, name string, value double"
     parts: dict[str, dict[int, list]] = {}

@@ -311,8 +311,7 @@ def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, c
     """
     notes: list[str] = []
     # every branch reads the persisted user partitions in place (only the columns it needs); persisting
-    # the partition-local aggregations as well made the stage slower (make bench: 10.2 s -> 8.3 s at 1M
-    # without, median of 4 interleaved rounds)
+    # the partition-local aggregations as well made the stage slower, not faster (docs/performance.md)
     long = request_pass(prepared, min_list_length).unionByName(item_pass(user_items(prepared), popularity, previous))
     if catalog is not None:
         long = long.unionByName(catalog_pass(catalog, dims))

@@ -1,6 +1,6 @@
 """Labelling: deduplicate exposures, attribute feedback events, give each exposure a relevance.
 
-Rules (README, "Labelling"):
+Rules (docs/metrics.md, "Labelling"):
 
 * exposures are deduplicated on (request_id, item_id), keeping the smallest
   position (then the earliest ts); ``copies`` keeps how many rows collapsed;

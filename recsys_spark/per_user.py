@@ -4,8 +4,8 @@
 row of a user in the same partition (the health indicators read the same
 persisted partitions); each Python task reads its
 partition as Arrow batches, turns the strings into pandas categoricals
-(dictionary codes, no Python string per row: about 50 bytes a row against 280
-for ``applyInPandas``'s object columns) and calls
+(dictionary codes, no Python string per row: a fraction of the memory of
+``applyInPandas``'s object columns) and calls
 :func:`kernels.users.score_users` once, so one call scores thousands of users.
 No sort on the JVM side (a grouped UDF would sort by its key), and no metric
 maths here.

@@ -21,7 +21,7 @@ heavy for one Python call (key: slice, user; see :mod:`per_user`).
 Ties in score count 1/2, as in the per-user AUC.  (Earlier versions first
 aggregated ``groupBy(slice, score)`` and then range-partitioned: with
 continuous scores the aggregation reduces nothing, and range partitioning
-costs a sampling pass; make bench measured each step.)
+costs a sampling pass; docs/performance.md has the measurements.)
 """
 
 from __future__ import annotations

@@ -123,7 +123,7 @@ def _optional(spark: SparkSession, path: str, what: str) -> DataFrame | None:
 def _one_row_per(df: DataFrame, key: str) -> DataFrame:
     """One row per key: a key listed twice keeps its smallest row (compared column by column).
 
-    The rule (README, "Slices") that keeps a duplicated item or user from
+    The rule (docs/metrics.md, "Slices") that keeps a duplicated item or user from
     multiplying the exposures it is joined to.
     """
     others = [c for c in df.columns if c != key]
