@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 DATE ?= 2026-11-20
 DEMO_DIR ?= build/demo
 
-.PHONY: help setup test test-fast demo clean
+.PHONY: help setup test test-fast lint demo clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -25,6 +25,11 @@ test: setup .venv-airflow/bin/airflow ## run the whole test suite (project venv,
 
 test-fast: setup ## kernel-only tests (no Spark), seconds
 	$(BIN)/pytest -q -m "not spark"
+
+lint: setup ## ruff (lint and format check) over the repository, mypy over the library
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 # Airflow gets its own venv: installed beside pyspark in .venv, the Spark provider
 # replaced pyspark 4.3's files with 4.2's without a warning. Pinned; after changing a

@@ -50,9 +50,10 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -605,7 +606,7 @@ class MemoryWatch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> "MemoryWatch":
+    def __enter__(self) -> MemoryWatch:
         self._thread.start()
         return self
 
@@ -696,13 +697,16 @@ def run_skew(spark: SparkSession, cfg: Config, root: str | Path, rows: int = 1_0
 
 # --- the execution settings ----------------------------------------------------------------------
 ARROW_BATCH_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
+#: progress lines: printed at once
+_SAY = functools.partial(print, flush=True)
+
 #: (execution.rows_per_bucket, execution.arrow_batch_rows) tried by ``--sweep``: the defaults first,
 #: then each setting moved 4-5x either way with the other at its default
 SWEEP = ((200_000, 10_000), (50_000, 10_000), (800_000, 10_000), (200_000, 2_000), (200_000, 50_000))
 
 
 def run_sweep(spark: SparkSession, configs: dict[tuple[int, int], Config], root: str | Path, rows: int,
-              repeats: int = 2, seed: int = 7, say: Callable[[str], None] = functools.partial(print, flush=True),
+              repeats: int = 2, seed: int = 7, say: Callable[[str], None] = _SAY,
               ) -> list[dict[str, Any]]:
     """The metric stage on one day under each (rows_per_bucket, arrow_batch_rows) of ``configs``.
 
@@ -749,7 +753,7 @@ def sweep_markdown(results: list[dict[str, Any]], rows: int, machine: dict[str, 
 # --- the run ------------------------------------------------------------------------------------
 def run_bench(spark: SparkSession, cfg: Config, sizes: Sequence[tuple[str, int]], root: str | Path,
               repeats: int = 3, warmup: int = 1, seed: int = 7, plain_max_rows: int = 1_000_000,
-              command: str = "", say: Callable[[str], None] = functools.partial(print, flush=True),
+              command: str = "", say: Callable[[str], None] = _SAY,
               tasks: Sequence[str] = tuple(TASKS), on_size: Callable[[Report], None] | None = None) -> Report:
     """Generate (or reuse) each day, time every task, check agreement; return the report.
 

@@ -31,8 +31,8 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = "recsys_spark"

@@ -13,8 +13,9 @@ Aggregations (docs/metrics.md, "Aggregations"):
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -47,11 +48,14 @@ def _totals_of(ks: Sequence[int]):
         by_slice: dict[str, Moments] = {}
         for batch in batches:
             merge_by_slice(by_slice, user_table_moments(batch.to_pandas(), ks))
-        partition = TaskContext.get().partitionId()
+        context = TaskContext.get()
+        assert context is not None, "runs inside a Spark task"
+        partition = context.partitionId()
         rows = [(s, partition, *row) for s, m in by_slice.items() for row in m.to_rows()]
         types = (pa.string(), pa.int64(), pa.string(), pa.string(), pa.float64())
-        yield pa.RecordBatch.from_arrays([pa.array(list(c), type=t) for c, t in zip(
-            zip(*rows) if rows else ([],) * len(types), types)], names=[SLICE, "partial", "part", "name", "value"])
+        columns = zip(*rows, strict=True) if rows else ([],) * len(types)
+        yield pa.RecordBatch.from_arrays([pa.array(list(c), type=t) for c, t in zip(columns, types, strict=True)],
+                                         names=[SLICE, "partial", "part", "name", "value"])
 
     return totals
 
@@ -73,9 +77,10 @@ def slice_moments(users: DataFrame, ks: Sequence[int]) -> dict[str, Moments]:
     return out
 
 
-def _totals(m: Moments, ks: Sequence[int]) -> dict[str, float | int | None]:
+def _totals(m: Moments, ks: Sequence[int]) -> dict[str, Any]:
     """Every sum and count the long table needs, by name."""
-    agg: dict[str, float | int | None] = {
+    # counts are ints, means and sums floats, absent means None: read by name right below
+    agg: dict[str, Any] = {
         "users": int(m.sums["users"]), "lists": int(m.sums["n_lists"]),
         "lists_ranked": int(m.sums["n_lists_ranked"]), "relevant": int(m.sums["n_relevant"]),
         "exposures": int(m.sums["n_exposures"]),

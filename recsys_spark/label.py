@@ -16,7 +16,7 @@ Rules (docs/metrics.md, "Labelling"):
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -140,7 +140,7 @@ def label_counts(labelled: DataFrame, events: int) -> dict[str, int]:
         F.sum(N_EVENTS).alias("attributed_events"),
         F.sum(F.when(F.col(RELEVANCE) > 0, 1).otherwise(0)).alias("relevant_exposures"),
         F.sum(F.when(F.col(CLICKED), 1).otherwise(0)).alias("clicked_exposures"),
-    ).first()
+    ).collect()[0]  # an aggregation without grouping: always one row
     counts = {k: int(v or 0) for k, v in row.asDict().items()}
     counts["orphan_events"] = events - counts["attributed_events"]
     order = ("exposures", "empty_responses", "duplicate_exposures", "attributed_events", "orphan_events",

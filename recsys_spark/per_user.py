@@ -39,8 +39,9 @@ still scored in one call; :meth:`UserMetrics.notes` says so in the summary.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import cast
 
 import pandas as pd
 import pyarrow as pa
@@ -50,12 +51,31 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
+from recsys_spark.kernels.ranking import Gain
 from recsys_spark.kernels.users import INPUT_COLUMNS, score_users
 from recsys_spark.pooled_auc import exact_auc
-from recsys_spark.schema import (ALL, CLICKED, COPIES, IN_CATALOG, ITEM, ITEM_CATEGORY, LIST_ID, LIST_METRICS, N_EVENTS,
-                                  POSITION, RELEVANCE, REQUEST, SCORE, SESSION, SLICE, USER, USER_METRICS_COLUMNS,
-                                  USER_METRICS_DDL)
+from recsys_spark.schema import (
+    ALL,
+    CLICKED,
+    COPIES,
+    IN_CATALOG,
+    ITEM,
+    ITEM_CATEGORY,
+    LIST_ID,
+    LIST_METRICS,
+    N_EVENTS,
+    POSITION,
+    RELEVANCE,
+    REQUEST,
+    SCORE,
+    SESSION,
+    SLICE,
+    USER,
+    USER_METRICS_COLUMNS,
+    USER_METRICS_DDL,
+)
 from recsys_spark.session import CACHE_LEVEL
+
 
 def partition_by_user(sliced: DataFrame, partitions: int) -> DataFrame:
     """The one shuffle of the labelled exposures: every row of a user in one partition, persisted.
@@ -96,7 +116,7 @@ class PassTotals:
     moments: dict[str, Moments] = field(default_factory=dict)  # per slice, users scored in the pass
     set_aside: dict[str, int] = field(default_factory=dict)  # user -> rows, users over max_user_rows
 
-    def merge(self, other: "PassTotals") -> "PassTotals":
+    def merge(self, other: PassTotals) -> PassTotals:
         merge_by_slice(self.moments, other.moments)
         for user, rows in other.set_aside.items():  # a user lives in one partition: no double count
             self.set_aside[user] = max(self.set_aside.get(user, 0), rows)
@@ -132,7 +152,7 @@ def _score_partitions(rows: DataFrame, ks: tuple[int, ...], gain: str, max_user_
             if max_user_rows is not None:
                 counts = pc.value_counts(batch.column(USER))
                 newly = []
-                for user, n in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()):
+                for user, n in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True):
                     seen = rows_of[user] = rows_of.get(user, 0) + n
                     if seen > max_user_rows and user not in over:
                         newly.append(user)
@@ -147,7 +167,7 @@ def _score_partitions(rows: DataFrame, ks: tuple[int, ...], gain: str, max_user_
         frame = (pa.Table.from_batches(kept).select(columns).to_pandas(strings_to_categorical=True) if kept
                  else pd.DataFrame(columns=columns))
         del kept
-        result = score_users(frame, ks, gain)
+        result = score_users(frame, ks, cast(Gain, gain))  # config checked it is one of Gain's values
         del frame
         if totals is not None:
             totals.add(PassTotals(user_table_moments(result, ks), {u: rows_of[u] for u in over}))

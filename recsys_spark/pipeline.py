@@ -16,11 +16,17 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from recsys_spark import fs, log
-from recsys_spark.aggregate import aggregate_users, metrics_frame
+from recsys_spark.aggregate import MetricRow, aggregate_users, metrics_frame
 from recsys_spark.config import Config
 from recsys_spark.errors import EmptyInputError, HardRuleViolation
-from recsys_spark.aggregate import MetricRow
-from recsys_spark.health import HealthResult, evaluate_health, history_paths, lorenz_frame, popularity_clicks, previous_exposures
+from recsys_spark.health import (
+    HealthResult,
+    evaluate_health,
+    history_paths,
+    lorenz_frame,
+    popularity_clicks,
+    previous_exposures,
+)
 from recsys_spark.label import deduplicate_exposures, join_feedback, label_counts, labelled_exposures
 from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, ranking_input
 from recsys_spark.pooled_auc import pooled_auc
@@ -28,8 +34,14 @@ from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_par
 from recsys_spark.rules import RuleResult, as_dicts, rules_frame, scan_rules
 from recsys_spark.schema import ALL, REASON, SCORE, SLICE, summary_key
 from recsys_spark.session import CACHE_LEVEL
-from recsys_spark.slices import (PopularityCutoffs, SliceInputs, add_slice_columns, explode_slices,
-                                 popularity_cutoffs, read_slice_inputs)
+from recsys_spark.slices import (
+    PopularityCutoffs,
+    SliceInputs,
+    add_slice_columns,
+    explode_slices,
+    popularity_cutoffs,
+    read_slice_inputs,
+)
 from recsys_spark.validate import click_checks, count_rows, day_bounds, exposure_checks, split_rows, tag_rows
 from recsys_spark.write import SUMMARY, DailyOutput
 
@@ -58,7 +70,7 @@ class InputPaths:
     users: str
 
     @classmethod
-    def resolve(cls, cfg: Config, input_root: str, date: str) -> "InputPaths":
+    def resolve(cls, cfg: Config, input_root: str, date: str) -> InputPaths:
         fill = {"input_root": input_root.rstrip("/"), "date": date}
         return cls(cfg.input.exposures.format(**fill), cfg.input.clicks.format(**fill),
                    cfg.input.items.format(**fill), cfg.input.users.format(**fill))

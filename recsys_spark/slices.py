@@ -32,8 +32,8 @@ it appears under ``all`` and the other dimensions only.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -42,8 +42,25 @@ from recsys_spark import fs
 from recsys_spark.errors import ConfigError, SchemaError
 from recsys_spark.kernels.health import popularity_thresholds
 from recsys_spark.read import conform, read_parquet
-from recsys_spark.schema import (ALL, CATEGORY, FIRST_SEEN, IN_CATALOG, ITEM, ITEM_CATEGORY, ITEM_COLUMNS,
-                                 ITEM_EXPOSURES, ITEM_PREFIX, REQUEST, SESSION, SLICE, SLICE_PREFIX, TS, UNKNOWN, USER, ColumnSpec)
+from recsys_spark.schema import (
+    ALL,
+    CATEGORY,
+    FIRST_SEEN,
+    IN_CATALOG,
+    ITEM,
+    ITEM_CATEGORY,
+    ITEM_COLUMNS,
+    ITEM_EXPOSURES,
+    ITEM_PREFIX,
+    REQUEST,
+    SESSION,
+    SLICE,
+    SLICE_PREFIX,
+    TS,
+    UNKNOWN,
+    USER,
+    ColumnSpec,
+)
 
 TIME_SLICES = ("hour", "weekday", "day_type")
 DERIVED_SLICES = TIME_SLICES + ("user_type", "popularity")
@@ -191,7 +208,8 @@ def add_slice_columns(exposures: DataFrame, inputs: SliceInputs, date: dt.date, 
     dims = inputs.dims
     df = exposures
     if inputs.catalog is not None:
-        catalog = inputs.catalog.select(ITEM, F.col(CATEGORY).alias(f"{ITEM_PREFIX}{CATEGORY}"), F.lit(True).alias(IN_CATALOG),
+        catalog = inputs.catalog.select(ITEM, F.col(CATEGORY).alias(f"{ITEM_PREFIX}{CATEGORY}"),
+                                        F.lit(True).alias(IN_CATALOG),
                                         *[F.col(c).alias(f"{ITEM_PREFIX}{c}") for c in dims.item if c != CATEGORY])
         df = df.join(catalog, on=ITEM, how="left")
         category = (F.when(F.col(ITEM).isNull(), F.lit(None).cast("string"))

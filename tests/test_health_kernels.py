@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
 
+import health_golden as golden
 import numpy as np
 import pytest
 
-import health_golden as golden
-from recsys_spark.kernels import business as business_kernels
-from recsys_spark.kernels import health as health_kernels
 from recsys_spark.kernels.business import business_values
 from recsys_spark.kernels.health import (
     gini,

@@ -9,7 +9,6 @@ import pytest
 from recsys_spark.kernels.auc import sorted_histogram
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
 
-
 #: a per-user table of two slices (one k)
 _FRAME = pd.DataFrame({
     "slice": ["all", "all", "p=1"], "user_id": ["a", "b", "a"], "k": [1, 1, 1],
@@ -27,7 +26,7 @@ def test_merged_parts_equal_the_moments_of_the_whole():
     w = rng.integers(0, 5, 1000).astype(float)
     whole = Moments.of({"x": x}, {"x": w}, {"w": w})
     cuts = [0, 1, 17, 400, 999, 1000]
-    parts = [Moments.of({"x": x[a:b]}, {"x": w[a:b]}, {"w": w[a:b]}) for a, b in zip(cuts[:-1], cuts[1:])]
+    parts = [Moments.of({"x": x[a:b]}, {"x": w[a:b]}, {"w": w[a:b]}) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
     merged = Moments()
     for part in reversed(parts):
         merged = merged.merge(part)

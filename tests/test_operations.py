@@ -6,12 +6,11 @@ import datetime as dt
 import json
 
 import pytest
+from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 
 from recsys_spark.config import load_config
 from recsys_spark.errors import EmptyInputError, HardRuleViolation, SchemaError, UnreadableInputError
 from recsys_spark.pipeline import evaluate_day
-
-from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 
 pytestmark = pytest.mark.spark
 

@@ -8,12 +8,11 @@ import math
 
 import pytest
 from chispa import assert_df_equality
+from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 
 from recsys_spark.config import load_config
 from recsys_spark.kernels.ranking import ndcg_at_k
 from recsys_spark.pipeline import evaluate_day, read_summary
-
-from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 
 pytestmark = pytest.mark.spark
 

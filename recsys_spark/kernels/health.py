@@ -16,15 +16,16 @@ distinct counts, at most sqrt(2 * exposures) (the distinct positive counts
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 #: rows of :func:`health_values`: (metric, aggregation, value, n, se)
 Row = tuple[str, str, float | None, int, float | None]
 
 
-def _histogram(values: Sequence[float], items: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _histogram(values: ArrayLike, items: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Histogram sorted by value ascending, runs of zero items dropped."""
     values = np.asarray(values, dtype=np.float64)
     items = np.asarray(items, dtype=np.float64)
@@ -37,7 +38,7 @@ def _histogram(values: Sequence[float], items: Sequence[float]) -> tuple[np.ndar
     return values[keep][order], items[keep][order]
 
 
-def histogram_of(counts: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def histogram_of(counts: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """(values, items) of raw per-item counts.
 
     >>> [a.tolist() for a in histogram_of([3, 0, 3, 1])]
@@ -47,7 +48,7 @@ def histogram_of(counts: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     return values, items.astype(np.float64)
 
 
-def gini_from_histogram(values: Sequence[float], items: Sequence[float]) -> float:
+def gini_from_histogram(values: ArrayLike, items: ArrayLike) -> float:
     """Gini coefficient of exposures over items, from a histogram of counts.
 
     Items sorted by count ascending (rank i = 1..n), p_i = c_i / T with
@@ -86,7 +87,7 @@ def gini_from_histogram(values: Sequence[float], items: Sequence[float]) -> floa
     return float(np.sum(values * items * (2 * before + items - n)) / ((n - 1) * total))
 
 
-def gini(counts: Sequence[float]) -> float:
+def gini(counts: ArrayLike) -> float:
     """Gini coefficient of raw per-item exposure counts (see :func:`gini_from_histogram`).
 
     >>> gini([1, 1, 1, 1])
@@ -101,7 +102,7 @@ def gini(counts: Sequence[float]) -> float:
     return gini_from_histogram(*histogram_of(counts))
 
 
-def lorenz_curve(values: Sequence[float], items: Sequence[float], max_points: int) -> tuple[np.ndarray, np.ndarray]:
+def lorenz_curve(values: ArrayLike, items: ArrayLike, max_points: int) -> tuple[np.ndarray, np.ndarray]:
     """Points of the Lorenz curve of exposures over items, exact vertices only.
 
     Items sorted by count ascending; the curve joins the n + 1 vertices
@@ -146,7 +147,7 @@ def lorenz_curve(values: Sequence[float], items: Sequence[float], max_points: in
     return ranks / n, cum / total
 
 
-def entropy(counts: Sequence[float]) -> float:
+def entropy(counts: ArrayLike) -> float:
     """Shannon entropy (natural log) of a distribution given by counts; 0 log 0 = 0.
 
     H = -sum_k p_k ln p_k = ln N - (sum_k c_k ln c_k) / N, N = sum_k c_k.
@@ -163,7 +164,7 @@ def entropy(counts: Sequence[float]) -> float:
     return float(math.log(n) - np.sum(c * np.log(c)) / n)
 
 
-def normalised_entropy(counts: Sequence[float], n_categories: int) -> float:
+def normalised_entropy(counts: ArrayLike, n_categories: int) -> float:
     """Category diversity: entropy of the counts divided by ln(number of categories).
 
     Parameters
@@ -196,7 +197,7 @@ def normalised_entropy(counts: Sequence[float], n_categories: int) -> float:
     return 0.0 if n_categories <= 1 else h / math.log(n_categories)
 
 
-def personalization(users_per_item: Sequence[float], n_users: int) -> float:
+def personalization(users_per_item: ArrayLike, n_users: int) -> float:
     """1 - (mean overlap of the item sets of two users) / (mean item-set size).
 
     With c_i the number of users shown item i (among U users with at least
@@ -243,7 +244,7 @@ def personalization_pairs(item_sets: Sequence[Iterable]) -> float:
     return 1.0 - mean_overlap / mean_size
 
 
-def self_information(clickers: Sequence[float], n_clickers: int) -> np.ndarray:
+def self_information(clickers: ArrayLike, n_clickers: int) -> np.ndarray:
     """Novelty of items: log2((U + 1) / (k_i + 1)) bits.
 
     k_i = users who clicked item i in the popularity window, U = users who
@@ -258,7 +259,7 @@ def self_information(clickers: Sequence[float], n_clickers: int) -> np.ndarray:
     return np.log2((n_clickers + 1.0) / (k + 1.0))
 
 
-def novelty(exposures: Sequence[float], clickers: Sequence[float], n_clickers: int) -> float:
+def novelty(exposures: ArrayLike, clickers: ArrayLike, n_clickers: int) -> float:
     """Mean self-information of the exposed items, weighted by their exposures.
 
     novelty = log2(U + 1) - sum_i e_i log2(k_i + 1) / sum_i e_i
@@ -274,7 +275,7 @@ def novelty(exposures: Sequence[float], clickers: Sequence[float], n_clickers: i
     return float(np.dot(e, self_information(clickers, n_clickers)) / e.sum())
 
 
-def popularity_thresholds(values: Sequence[float], items: Sequence[float], head_share: float,
+def popularity_thresholds(values: ArrayLike, items: ArrayLike, head_share: float,
                           tail_share: float) -> tuple[float, float]:
     """(head_min, tail_max): an item is ``head`` when its count >= head_min, ``tail`` when <= tail_max.
 

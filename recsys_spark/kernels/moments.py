@@ -14,8 +14,8 @@ variance), so the driver never sees a row per user.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import numpy as np
 
@@ -36,7 +36,7 @@ class Moments:
 
     @classmethod
     def of(cls, values: Mapping[str, np.ndarray], weights: Mapping[str, np.ndarray],
-           sums: Mapping[str, np.ndarray]) -> "Moments":
+           sums: Mapping[str, np.ndarray]) -> Moments:
         """Moments of ``values[c]`` (NaN = missing) weighted by ``weights[c]``; totals of ``sums``."""
         out = cls()
         for name, column in values.items():
@@ -52,7 +52,7 @@ class Moments:
         out.sums = {name: float(np.sum(np.asarray(v, dtype=np.float64))) for name, v in sums.items()}
         return out
 
-    def merge(self, other: "Moments") -> "Moments":
+    def merge(self, other: Moments) -> Moments:
         out = Moments()
         for name in self.n.keys() | other.n.keys():
             na, nb = self.n.get(name, 0.0), other.n.get(name, 0.0)
@@ -81,7 +81,7 @@ class Moments:
         return rows
 
     @classmethod
-    def from_rows(cls, rows) -> "Moments":
+    def from_rows(cls, rows) -> Moments:
         out = cls()
         for part, name, value in rows:
             getattr(out, part)[name] = value

@@ -9,7 +9,8 @@ per user, list or row.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -71,8 +72,8 @@ def _rank_order(unit: np.ndarray, lst: np.ndarray, score: np.ndarray, position: 
     two rows with equal score and position.
     """
     order = np.lexsort((position, -score, lst, unit))
-    u, l, s, p = unit[order], lst[order], score[order], position[order]
-    tied = (u[1:] == u[:-1]) & (l[1:] == l[:-1]) & (s[1:] == s[:-1]) & (p[1:] == p[:-1])
+    u, li, s, p = unit[order], lst[order], score[order], position[order]
+    tied = (u[1:] == u[:-1]) & (li[1:] == li[:-1]) & (s[1:] == s[:-1]) & (p[1:] == p[:-1])
     if tied.any():
         # by the ids' own order, whatever the dtype (a categorical would sort by its categories)
         item_code, _ = pd.factorize(np.asarray(item, dtype=object), sort=True)
