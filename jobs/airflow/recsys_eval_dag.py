@@ -25,7 +25,7 @@ interval: a bare ``"@daily"`` in Airflow 3 gives a zero-length interval, so
 
 Failures: every non-zero exit of the job (bad arguments/config, missing or bad input,
 a hard business rule violated -- outputs still written --, unexpected error; the codes
-are listed in recsys_spark/errors.py) makes spark-submit exit non-zero, so
+are listed in docs/operations.md, "Exit codes") makes spark-submit exit non-zero, so
 SparkSubmitOperator raises and the try fails. It is retried ``retries`` times first: for
 a rule violation a retry cannot help, but it only re-runs the same day (rewriting that
 day's outputs) and fails the same way.
