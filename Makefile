@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 DATE ?= 2026-11-20
 DEMO_DIR ?= build/demo
 
-.PHONY: help setup test test-fast demo clean
+.PHONY: help setup test test-fast lint demo clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -25,6 +25,11 @@ test: setup .venv-airflow/bin/airflow ## run the whole test suite (project venv,
 
 test-fast: setup ## kernel-only tests (no Spark), seconds
 	$(BIN)/pytest -q -m "not spark"
+
+lint: setup ## ruff (lint and format check) over the repository, mypy over the library
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 # Airflow gets its own venv: installed beside pyspark in .venv, the Spark provider
 # replaced pyspark 4.3's files with 4.2's without a warning. Pinned; after changing a
@@ -63,13 +68,13 @@ BENCH_REPEATS ?= 3
 
 .PHONY: bench bench-sweep bench-smoke
 bench: setup ## time the job against the floor and the peers at 1M/5M/20M rows (long): build/bench/report.md
-	$(BIN)/python -m recsys_spark.bench --sizes $(BENCH_SIZES) --repeats $(BENCH_REPEATS)
+	$(BIN)/python -m benchmarks.bench --sizes $(BENCH_SIZES) --repeats $(BENCH_REPEATS)
 
 bench-sweep: setup ## time the metric stage under a few rows_per_bucket / arrow_batch_rows settings at 5M: build/bench/sweep.md
-	$(BIN)/python -m recsys_spark.bench --sweep --sizes 5M --repeats 2
+	$(BIN)/python -m benchmarks.bench --sweep --sizes 5M --repeats 2
 
 bench-smoke: setup ## the benchmark on a tiny day, once: the harness runs and agrees with the peers
-	$(BIN)/python -m recsys_spark.bench --smoke --root build/bench-smoke
+	$(BIN)/python -m benchmarks.bench --smoke --root build/bench-smoke
 
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build dist spark-warehouse metastore_db

@@ -5,7 +5,10 @@
                                  # for clusters whose image lacks them               (make package-env)
 
 The zip holds ``recsys_spark/`` at its root (so ``import recsys_spark`` works
-from it) without tests or bytecode.  It is a zip, not a wheel: ``--py-files``
+from it), and of it only what the job runs: the modules the entry point
+(``recsys_spark.cli``) imports, directly or not, found by reading their import
+statements, plus the package's data files (the local log4j2 configuration).
+The sample-data generator and anything else the job never imports stay out.  It is a zip, not a wheel: ``--py-files``
 puts only ``.zip``, ``.egg`` and ``.jar`` files on the executors' path.  Entries
 are sorted and dated 1980-01-01, so the same sources give the same bytes.
 
@@ -19,6 +22,7 @@ packed with venv-pack.  Only the standard library is used here, except
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import fcntl
 import importlib.metadata
@@ -27,8 +31,8 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = "recsys_spark"
@@ -37,20 +41,58 @@ EXECUTOR_VENV = REPO / "build" / "exec-venv"
 ENV_ARCHIVE = REPO / "dist" / "env.tar.gz"
 #: what executors need besides Spark's own pyspark.zip (the project itself travels in the zip)
 EXECUTOR_PACKAGES = ("pandas", "pyarrow", "numpy")
-_EXCLUDED_DIRS = {"__pycache__", "tests", "test"}
-_EXCLUDED_SUFFIXES = {".pyc", ".pyo"}
+#: the module spark-submit's script (jobs/evaluate_daily.py) imports: the job is what it reaches
+ENTRY_MODULE = f"{PACKAGE}.cli"
+#: data files the job reads from the package (session.py's local log configuration)
+DATA_SUFFIXES = {".properties"}
 _MARKER = ".recsys-spark-requirements"
 
 
+def _module_path(root: Path, module: str) -> Path | None:
+    """``recsys_spark/x/y.py`` or ``recsys_spark/x/y/__init__.py`` relative to ``root``, if it exists."""
+    base = Path(*module.split("."))
+    for rel in (base.with_suffix(".py"), base / "__init__.py"):
+        if (root / rel).is_file():
+            return rel
+    return None
+
+
+def _imported_modules(source: str, module: str, is_package: bool) -> set[str]:
+    """The package's modules a source file imports, at any depth of its code (lazy imports included)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the importing module's package
+                parent = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
+                base = ".".join(parent + ([base] if base else []))
+            names = [base] + [f"{base}.{alias.name}" for alias in node.names]  # a name may be a submodule
+        else:
+            continue
+        out.update(name for name in names if name == PACKAGE or name.startswith(PACKAGE + "."))
+    return out
+
+
 def package_files(root: Path = REPO) -> list[Path]:
-    """Files of the package, relative to ``root``, sorted; no tests, no bytecode."""
-    files = []
-    for path in sorted((root / PACKAGE).rglob("*")):
-        rel = path.relative_to(root)
-        if (path.is_file() and not _EXCLUDED_DIRS.intersection(rel.parts[:-1])
-                and path.suffix not in _EXCLUDED_SUFFIXES and not path.name.startswith("test_")):
-            files.append(rel)
-    return files
+    """Files the job runs, relative to ``root``, sorted: every module reached from :data:`ENTRY_MODULE`
+    (with the ``__init__.py`` of each package on the way) and the package's data files."""
+    seen: set[Path] = set()
+    todo = [ENTRY_MODULE]
+    while todo:
+        module = todo.pop()
+        parts = module.split(".")
+        # importing a.b.c runs a/__init__.py and a/b/__init__.py first
+        for i in range(1, len(parts) + 1):
+            rel = _module_path(root, ".".join(parts[:i]))
+            if rel is None or rel in seen:
+                continue
+            seen.add(rel)
+            name = ".".join(parts[:i])
+            todo.extend(_imported_modules((root / rel).read_text(), name, rel.name == "__init__.py"))
+    data = {p.relative_to(root) for p in (root / PACKAGE).rglob("*") if p.is_file() and p.suffix in DATA_SUFFIXES}
+    return sorted(seen | data)
 
 
 def build_zip(dest: Path = ZIP_PATH, root: Path = REPO) -> Path:

@@ -1,6 +1,6 @@
 """From the per-user table to the long ``metrics`` table (one pass, one small collect).
 
-Aggregations (README, "Metrics"):
+Aggregations (docs/metrics.md, "Aggregations"):
 
 * ``user_avg``: mean over users that have the metric; ``se`` = sample std / sqrt(n);
 * ``list_avg``: mean over lists with a relevant item (user means weighted by
@@ -13,8 +13,9 @@ Aggregations (README, "Metrics"):
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -22,11 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from recsys_spark.kernels.auc import UPartial
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
-from recsys_spark.kernels.users import LIST_METRICS, metric_column
-from recsys_spark.schema import SLICE
-
-METRICS_SCHEMA = ("metric string, k int, aggregation string, slice string, "
-                  "value double, n long, se double")
+from recsys_spark.schema import LIST_METRICS, METRICS_DDL, SLICE, metric_name
 
 
 @dataclass(frozen=True)
@@ -51,11 +48,14 @@ def _totals_of(ks: Sequence[int]):
         by_slice: dict[str, Moments] = {}
         for batch in batches:
             merge_by_slice(by_slice, user_table_moments(batch.to_pandas(), ks))
-        partition = TaskContext.get().partitionId()
+        context = TaskContext.get()
+        assert context is not None, "runs inside a Spark task"
+        partition = context.partitionId()
         rows = [(s, partition, *row) for s, m in by_slice.items() for row in m.to_rows()]
         types = (pa.string(), pa.int64(), pa.string(), pa.string(), pa.float64())
-        yield pa.RecordBatch.from_arrays([pa.array(list(c), type=t) for c, t in zip(
-            zip(*rows) if rows else ([],) * len(types), types)], names=[SLICE, "partial", "part", "name", "value"])
+        columns = zip(*rows, strict=True) if rows else ([],) * len(types)
+        yield pa.RecordBatch.from_arrays([pa.array(list(c), type=t) for c, t in zip(columns, types, strict=True)],
+                                         names=[SLICE, "partial", "part", "name", "value"])
 
     return totals
 
@@ -63,8 +63,8 @@ def _totals_of(ks: Sequence[int]):
 def slice_moments(users: DataFrame, ks: Sequence[int]) -> dict[str, Moments]:
     """{slice: Moments} of a per-user table: one pass, partials merged on the driver.
 
-    (A ``groupBy(slice).agg`` of the ~120 expressions took 1.5 s more at 1M
-    exposures, almost all of it planning and code generation.)
+    Not a ``groupBy(slice).agg``: with one expression per moment and metric, its planning and code
+    generation cost more than the pass (docs/performance.md).
     """
     schema = f"{SLICE} string, partial long, part string, name string, value double"
     parts: dict[str, dict[int, list]] = {}
@@ -77,9 +77,10 @@ def slice_moments(users: DataFrame, ks: Sequence[int]) -> dict[str, Moments]:
     return out
 
 
-def _totals(m: Moments, ks: Sequence[int]) -> dict[str, float | int | None]:
+def _totals(m: Moments, ks: Sequence[int]) -> dict[str, Any]:
     """Every sum and count the long table needs, by name."""
-    agg: dict[str, float | int | None] = {
+    # counts are ints, means and sums floats, absent means None: read by name right below
+    agg: dict[str, Any] = {
         "users": int(m.sums["users"]), "lists": int(m.sums["n_lists"]),
         "lists_ranked": int(m.sums["n_lists_ranked"]), "relevant": int(m.sums["n_relevant"]),
         "exposures": int(m.sums["n_exposures"]),
@@ -92,7 +93,7 @@ def _totals(m: Moments, ks: Sequence[int]) -> dict[str, float | int | None]:
         agg[f"{name}__sd"] = m.sd(name)
         agg[f"{name}__lsum"] = m.wsum[name] if m.n[name] else None
     for k in ks:
-        agg[f"hits_{k}"] = int(m.sums[metric_column("hits", k)])
+        agg[f"hits_{k}"] = int(m.sums[metric_name("hits", k)])
     return agg
 
 
@@ -133,7 +134,7 @@ def aggregate_users(users: DataFrame | Mapping[str, Moments], ks: Sequence[int],
         rows.append(MetricRow("auc", None, "impression_weighted", s, _ratio(agg["auc__wsum"], agg["auc__w"]),
                               int(agg["auc__w"] or 0)))
         for metric, k in _list_metric_columns(ks):
-            col = metric_column(metric, k)
+            col = metric_name(metric, k)
             n = agg[f"{col}__n"]
             rows.append(MetricRow(metric, k, "user_avg", s, agg[f"{col}__mean"], n, _se(agg[f"{col}__sd"], n)))
             rows.append(MetricRow(metric, k, "list_avg", s, _ratio(agg[f"{col}__lsum"], agg["lists_ranked"]),
@@ -149,4 +150,4 @@ def aggregate_users(users: DataFrame | Mapping[str, Moments], ks: Sequence[int],
 def metrics_frame(spark: SparkSession, rows: Iterable[MetricRow]) -> DataFrame:
     """The long metrics table as a (small) DataFrame."""
     data = [(r.metric, r.k, r.aggregation, r.slice, r.value, r.n, r.se) for r in rows]
-    return spark.createDataFrame(data, METRICS_SCHEMA)
+    return spark.createDataFrame(data, METRICS_DDL)

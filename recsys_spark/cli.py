@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
-from typing import NoReturn, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 from recsys_spark.errors import BACKFILL_FAILED, JobError, UsageError
 

@@ -13,10 +13,11 @@ import hashlib
 import json
 import tomllib
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from recsys_spark.errors import ConfigError
 
@@ -130,7 +131,7 @@ class Config:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-_CHOICES = {
+_CHOICES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("ranking", "list_unit"): ("request", "session", "user"),
     ("metrics", "ndcg_gain"): ("exponential", "linear"),
     ("execution", "log_level"): ("ERROR", "WARN", "INFO", "DEBUG"),
@@ -197,7 +198,7 @@ def _build(cls: type, tree: Mapping[str, Any], prefix: tuple[str, ...]) -> Any:
 
 def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
     dotted = ".".join(key)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _build(hint, value, key)
     origin = typing.get_origin(hint)
     try:

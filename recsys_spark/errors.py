@@ -1,17 +1,7 @@
 """Errors the job reports as one line on stderr, each with its own exit code.
 
-| code | meaning |
-|------|---------|
-| 0 | success |
-| 1 | unexpected error (a bug, or Spark failed: run with --verbose) |
-| 2 | bad command-line arguments (including a bad --date) |
-| 3 | bad configuration (unknown key, value of the wrong type) |
-| 4 | missing input (partition or path does not exist) |
-| 5 | bad schema (missing column, or a type that cannot be cast) |
-| 6 | unreadable input (corrupt or truncated Parquet) |
-| 7 | empty input partition |
-| 8 | a hard business rule was violated (outputs were written) |
-| 9 | some dates of a backfill failed |
+Each class below carries its code; what the codes mean to an operator is the table in
+docs/operations.md ("Exit codes"), the only copy.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from pyspark.sql import SparkSession
 
 def _path(spark: SparkSession, path: str):
     jvm = spark.sparkContext._jvm
+    assert jvm is not None, "the SparkContext is stopped"
     hpath = jvm.org.apache.hadoop.fs.Path(path)
     return hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hpath
 

@@ -1,5 +1,11 @@
 """Synthetic, reproducible days of recommender logs written as Parquet (pyarrow, no Spark).
 
+    python -m recsys_spark.generate --date 2026-11-20 --output-root build/demo/input --users 2000 --days 2
+
+Part of the library because it is how a user makes a sample day in the job's input layout (as
+scikit-learn's ``make_*`` functions are part of it), and the tests and the benchmark use it too. The job
+never imports it, so it stays out of the ``--py-files`` zip (jobs/package.py).
+
 Model of the data
 -----------------
 Population (depends only on the seed and sizes; shared by every generated day):
@@ -47,14 +53,17 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS, FIRST_SEEN, ITEM_COLUMNS, USER
 
 # --- knobs of the model -------------------------------------------------------------------
 EXPOSURES_PER_USER = 20
@@ -110,26 +119,12 @@ DAY_US = 86_400 * US_PER_S
 EPOCH = dt.date(1970, 1, 1)
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 
-EXPOSURE_SCHEMA = pa.schema([
-    ("user_id", pa.string()),
-    ("session_id", pa.string()),
-    ("request_id", pa.string()),
-    ("item_id", pa.string()),
-    ("position", pa.int32()),
-    ("score", pa.float64()),
-    ("ts", TIMESTAMP),
-    ("platform", pa.string()),
-])
-CLICK_SCHEMA = pa.schema([
-    ("user_id", pa.string()),
-    ("session_id", pa.string()),
-    ("request_id", pa.string()),
-    ("item_id", pa.string()),
-    ("ts", TIMESTAMP),
-    ("event", pa.string()),
-])
-ITEM_SCHEMA = pa.schema([("item_id", pa.string()), ("category", pa.string())])
-USER_SCHEMA = pa.schema([("user_id", pa.string()), ("first_seen", pa.date32()), ("country", pa.string())])
+# the job's input contract (recsys_spark.schema), every column of it, plus attributes to slice by
+_ARROW = {"id": pa.string(), "int": pa.int32(), "double": pa.float64(), "timestamp": TIMESTAMP, "string": pa.string()}
+EXPOSURE_SCHEMA = pa.schema([(c.name, _ARROW[c.kind]) for c in EXPOSURE_COLUMNS] + [("platform", pa.string())])
+CLICK_SCHEMA = pa.schema([(c.name, _ARROW[c.kind]) for c in CLICK_COLUMNS])
+ITEM_SCHEMA = pa.schema([(c.name, _ARROW[c.kind]) for c in ITEM_COLUMNS])
+USER_SCHEMA = pa.schema([(USER, pa.string()), (FIRST_SEEN, pa.date32()), ("country", pa.string())])
 
 
 def _mean_list_rows() -> float:
@@ -247,7 +242,7 @@ def make_population(n_users: int, n_items: int, seed: int, end_date: dt.date) ->
     new = rng.random(n_users) < NEW_USER_RATE
     age_days[new] = rng.integers(0, 7, np.count_nonzero(new))
     age_days[HEAVY_USER] = max(age_days[HEAVY_USER], 30)
-    users = dict(
+    users: dict[str, np.ndarray] = dict(
         activity=rng.lognormal(0.0, ACTIVITY_SIGMA, n_users),
         platform=rng.choice(len(PLATFORMS), n_users, p=PLATFORM_P).astype(np.int8),
         click_bias=rng.normal(0.0, CLICK_USER_SIGMA, n_users),
@@ -413,7 +408,7 @@ def _distinct_items(rng: np.random.Generator, pop: Population, request: np.ndarr
         repeated = _repeated_in_list(key, max_len)
         if not repeated.any():
             return items
-        items[check[repeated]] = pop.sample_items(rng, np.count_nonzero(repeated))
+        items[check[repeated]] = pop.sample_items(rng, int(np.count_nonzero(repeated)))
         redraw = np.zeros(int(request[-1]) + 1, dtype=bool)
         redraw[request[check[repeated]]] = True
         check = check[redraw[request[check]]]
@@ -486,13 +481,13 @@ def draw_clicks(rng: np.random.Generator, pop: Population, req: Requests, lists:
     kept = click_ts < day_end  # later clicks land in the next day's partition
     row, shown_ts, click_ts = row[kept], shown_ts[kept], click_ts[kept]
     buys = rng.random(len(row)) < PURCHASE_RATE
-    buy_ts = np.minimum(click_ts[buys] + _delays_us(rng, np.count_nonzero(buys), PURCHASE_DELAY_MEDIAN_S, 0.8,
+    buy_ts = np.minimum(click_ts[buys] + _delays_us(rng, int(np.count_nonzero(buys)), PURCHASE_DELAY_MEDIAN_S, 0.8,
                                                     MAX_PURCHASE_DELAY_S),
                         shown_ts[buys] + MAX_PURCHASE_DELAY_S * US_PER_S)
     buy_kept = buy_ts < day_end
     rows = np.concatenate([row, row[buys][buy_kept]])
     ts = np.concatenate([click_ts, buy_ts[buy_kept]])
-    event = np.repeat(np.array([0, 1], dtype=np.int8), [len(row), np.count_nonzero(buy_kept)])
+    event = np.repeat(np.array([0, 1], dtype=np.int8), [len(row), int(np.count_nonzero(buy_kept))])
     request = lists.request[rows].copy()
     request[rng.random(len(rows)) < NULL_REQUEST_ID_RATE] = -1
     orphan = _orphan_clicks(rng, pop, req, lists, len(rows), day_end)

@@ -35,8 +35,8 @@ slice) is computed exactly from the histogram (:func:`kernels.health.lorenz_curv
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -46,11 +46,22 @@ from recsys_spark.aggregate import MetricRow
 from recsys_spark.kernels.business import business_values
 from recsys_spark.kernels.health import health_values
 from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
-from recsys_spark.schema import ALL, CATEGORY, CLICKED, EVENT, ITEM, REQUEST, SLICE, USER
-from recsys_spark.slices import IN_CATALOG, ITEM_CATEGORY, UNKNOWN, PopularityCutoffs, SliceDims
+from recsys_spark.schema import (
+    ALL,
+    CATEGORY,
+    CLICKED,
+    EVENT,
+    IN_CATALOG,
+    ITEM,
+    ITEM_CATEGORY,
+    LORENZ_DDL,
+    REQUEST,
+    SLICE,
+    UNKNOWN,
+    USER,
+)
+from recsys_spark.slices import PopularityCutoffs, SliceDims
 from recsys_spark.validate import click_checks, day_bounds, exposure_checks, split_rows, tag_rows
-
-LORENZ_SCHEMA = "slice string, x double, y double"
 
 
 @dataclass
@@ -312,8 +323,7 @@ def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, c
     """
     notes: list[str] = []
     # every branch reads the persisted user partitions in place (only the columns it needs); persisting
-    # the partition-local aggregations as well made the stage slower (make bench: 10.2 s -> 8.3 s at 1M
-    # without, median of 4 interleaved rounds)
+    # the partition-local aggregations as well made the stage slower, not faster (docs/performance.md)
     long = request_pass(prepared, min_list_length).unionByName(item_pass(user_items(prepared), popularity, previous))
     if catalog is not None:
         long = long.unionByName(catalog_pass(catalog, dims))
@@ -346,7 +356,7 @@ def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, c
                                        previous is not None, lorenz_points)
         values += business_values(stats.get(s, {}))
         rows += [MetricRow(m, None, a, s, v, n, se) for m, a, v, n, se in values]
-        lorenz += [(s, float(a), float(b)) for a, b in zip(x, y)]
+        lorenz += [(s, float(a), float(b)) for a, b in zip(x, y, strict=True)]
     info = {"health_rows": len(rows), "lorenz_points": len(lorenz), "categories": k, "novelty_users": n_clickers}
     return HealthResult(rows, lorenz, notes, info)
 
@@ -359,4 +369,4 @@ def _whole_catalog(slice_key: str, dims: SliceDims) -> bool:
 
 def lorenz_frame(spark: SparkSession, points: list[tuple[str, float, float]]) -> DataFrame:
     """The Lorenz table (slice, x, y), one small file."""
-    return spark.createDataFrame(points, LORENZ_SCHEMA).coalesce(1)
+    return spark.createDataFrame(points, LORENZ_DDL).coalesce(1)

@@ -1,6 +1,6 @@
 """Labelling: deduplicate exposures, attribute feedback events, give each exposure a relevance.
 
-Rules (README, "Labelling"):
+Rules (docs/metrics.md, "Labelling"):
 
 * exposures are deduplicated on (request_id, item_id), keeping the smallest
   position (then the earliest ts); ``copies`` keeps how many rows collapsed;
@@ -16,7 +16,7 @@ Rules (README, "Labelling"):
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -25,6 +25,7 @@ from recsys_spark.schema import (
     CLICKED,
     COPIES,
     EVENT,
+    EXPOSED,
     ITEM,
     N_EVENTS,
     POSITION,
@@ -34,8 +35,6 @@ from recsys_spark.schema import (
     TS,
     USER,
 )
-
-EXPOSED = "exposed"
 
 
 def deduplicate_exposures(exposures: DataFrame) -> DataFrame:
@@ -141,7 +140,7 @@ def label_counts(labelled: DataFrame, events: int) -> dict[str, int]:
         F.sum(N_EVENTS).alias("attributed_events"),
         F.sum(F.when(F.col(RELEVANCE) > 0, 1).otherwise(0)).alias("relevant_exposures"),
         F.sum(F.when(F.col(CLICKED), 1).otherwise(0)).alias("clicked_exposures"),
-    ).first()
+    ).collect()[0]  # an aggregation without grouping: always one row
     counts = {k: int(v or 0) for k, v in row.asDict().items()}
     counts["orphan_events"] = events - counts["attributed_events"]
     order = ("exposures", "empty_responses", "duplicate_exposures", "attributed_events", "orphan_events",

@@ -6,8 +6,9 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 LOGGER = logging.getLogger("recsys_spark")
 

@@ -4,8 +4,8 @@
 row of a user in the same partition (the health indicators read the same
 persisted partitions); each Python task reads its
 partition as Arrow batches, turns the strings into pandas categoricals
-(dictionary codes, no Python string per row: about 50 bytes a row against 280
-for ``applyInPandas``'s object columns) and calls
+(dictionary codes, no Python string per row: a fraction of the memory of
+``applyInPandas``'s object columns) and calls
 :func:`kernels.users.score_users` once, so one call scores thousands of users.
 No sort on the JVM side (a grouped UDF would sort by its key), and no metric
 maths here.
@@ -39,8 +39,9 @@ still scored in one call; :meth:`UserMetrics.notes` says so in the summary.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import cast
 
 import pandas as pd
 import pyarrow as pa
@@ -50,12 +51,31 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
-from recsys_spark.kernels.users import INPUT_COLUMNS, LIST_METRICS, metric_column, output_columns, score_users
+from recsys_spark.kernels.ranking import Gain
+from recsys_spark.kernels.users import INPUT_COLUMNS, score_users
 from recsys_spark.pooled_auc import exact_auc
-from recsys_spark.schema import (ALL, CLICKED, COPIES, ITEM, LIST_ID, N_EVENTS, POSITION, RELEVANCE, REQUEST, SCORE,
-                                  SESSION, SLICE, USER)
+from recsys_spark.schema import (
+    ALL,
+    CLICKED,
+    COPIES,
+    IN_CATALOG,
+    ITEM,
+    ITEM_CATEGORY,
+    LIST_ID,
+    LIST_METRICS,
+    N_EVENTS,
+    POSITION,
+    RELEVANCE,
+    REQUEST,
+    SCORE,
+    SESSION,
+    SLICE,
+    USER,
+    USER_METRICS_COLUMNS,
+    USER_METRICS_DDL,
+)
 from recsys_spark.session import CACHE_LEVEL
-from recsys_spark.slices import IN_CATALOG, ITEM_CATEGORY
+
 
 def partition_by_user(sliced: DataFrame, partitions: int) -> DataFrame:
     """The one shuffle of the labelled exposures: every row of a user in one partition, persisted.
@@ -96,7 +116,7 @@ class PassTotals:
     moments: dict[str, Moments] = field(default_factory=dict)  # per slice, users scored in the pass
     set_aside: dict[str, int] = field(default_factory=dict)  # user -> rows, users over max_user_rows
 
-    def merge(self, other: "PassTotals") -> "PassTotals":
+    def merge(self, other: PassTotals) -> PassTotals:
         merge_by_slice(self.moments, other.moments)
         for user, rows in other.set_aside.items():  # a user lives in one partition: no double count
             self.set_aside[user] = max(self.set_aside.get(user, 0), rows)
@@ -111,9 +131,8 @@ class _PassTotalsParam(AccumulatorParam):
         return a.merge(b)
 
 
-def _arrow_schema(ks: Sequence[int]) -> pa.Schema:
-    kinds = {"string": pa.string(), "long": pa.int64(), "double": pa.float64()}
-    return pa.schema([(name, kinds[kind]) for name, kind in output_columns(ks)])
+_ARROW_SCHEMA = pa.schema([(name, {"string": pa.string(), "int": pa.int32(), "long": pa.int64(),
+                                     "double": pa.float64()}[kind]) for name, kind in USER_METRICS_COLUMNS])
 
 
 def _score_partitions(rows: DataFrame, ks: tuple[int, ...], gain: str, max_user_rows: int | None,
@@ -123,8 +142,6 @@ def _score_partitions(rows: DataFrame, ks: tuple[int, ...], gain: str, max_user_
     With ``max_user_rows``, users past it are set aside; with ``totals`` (an
     accumulator) the task adds its moments and set-aside users.
     """
-    schema = ", ".join(f"`{name}` {kind}" for name, kind in output_columns(ks))
-    arrow_schema = _arrow_schema(ks)
     columns = list(INPUT_COLUMNS)
 
     def score(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # on the executors
@@ -135,7 +152,7 @@ def _score_partitions(rows: DataFrame, ks: tuple[int, ...], gain: str, max_user_
             if max_user_rows is not None:
                 counts = pc.value_counts(batch.column(USER))
                 newly = []
-                for user, n in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()):
+                for user, n in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True):
                     seen = rows_of[user] = rows_of.get(user, 0) + n
                     if seen > max_user_rows and user not in over:
                         newly.append(user)
@@ -150,26 +167,26 @@ def _score_partitions(rows: DataFrame, ks: tuple[int, ...], gain: str, max_user_
         frame = (pa.Table.from_batches(kept).select(columns).to_pandas(strings_to_categorical=True) if kept
                  else pd.DataFrame(columns=columns))
         del kept
-        result = score_users(frame, ks, gain)
+        result = score_users(frame, ks, cast(Gain, gain))  # config checked it is one of Gain's values
         del frame
         if totals is not None:
             totals.add(PassTotals(user_table_moments(result, ks), {u: rows_of[u] for u in over}))
-        yield from pa.Table.from_pandas(result, schema=arrow_schema, preserve_index=False).to_batches()
+        yield from pa.Table.from_pandas(result, schema=_ARROW_SCHEMA, preserve_index=False).to_batches()
 
-    return rows.mapInArrow(score, schema)
+    return rows.mapInArrow(score, USER_METRICS_DDL)
 
 
-def _merge_parts(parts: DataFrame, ks: tuple[int, ...]) -> DataFrame:
-    """Per-user rows of sub-partition parts -> one row per (slice, user); ``auc`` left out."""
+def _merge_parts(parts: DataFrame) -> DataFrame:
+    """Per-user rows of sub-partition parts -> one row per (slice, user, k); ``auc`` left out."""
     n = F.col("n_lists_ranked")
-    means = ["mrr"] + [metric_column(m, k) for k in ks for m in LIST_METRICS]
+    means = ["mrr", *LIST_METRICS]
 
     def weighted(col: str):
         has = F.col(col).isNotNull() & ~F.isnan(col)
         return (F.sum(F.when(has, F.col(col) * n)) / F.sum(F.when(has, n))).alias(col)
 
-    sums = ["n_exposures", "n_relevant", "n_lists", "n_lists_ranked"] + [metric_column("hits", k) for k in ks]
-    return parts.groupBy(SLICE, USER).agg(*[F.sum(c).alias(c) for c in sums], *[weighted(c) for c in means])
+    sums = ["n_exposures", "n_relevant", "n_lists", "n_lists_ranked", "hits"]
+    return parts.groupBy(SLICE, USER, "k").agg(*[F.sum(c).alias(c) for c in sums], *[weighted(c) for c in means])
 
 
 class UserMetrics:
@@ -205,18 +222,16 @@ class UserMetrics:
             return None
         rows = self.ranked.where(F.col(USER).isin(sorted(heavy)))
         parts = max(1, math.ceil(sum(heavy.values()) / self.rows_per_bucket))
-        merged = _merge_parts(_score_partitions(rows.repartition(parts, USER, LIST_ID), self.ks, self.gain, None),
-                              self.ks)
+        merged = _merge_parts(_score_partitions(rows.repartition(parts, USER, LIST_ID), self.ks, self.gain, None))
         aucs = [(key[0], key[1], None if math.isnan(part.auc) else part.auc)
                 for key, part in exact_auc(rows, (SLICE, USER)).items()]
         spark = self.ranked.sparkSession
         auc = spark.createDataFrame(aucs, f"{SLICE} string, {USER} string, auc double")
-        names = [name for name, _ in output_columns(self.ks)]
+        names = [name for name, _ in USER_METRICS_COLUMNS]
         # a few rows per set-aside user: computed once, kept for the aggregates and the table
         table = merged.join(auc, on=[SLICE, USER], how="left").select(*names).toPandas()
         self._heavy_moments = user_table_moments(table, self.ks)
-        schema = ", ".join(f"`{name}` {kind}" for name, kind in output_columns(self.ks))
-        return spark.createDataFrame(table, schema)
+        return spark.createDataFrame(table, USER_METRICS_DDL)
 
     def moments(self) -> dict[str, Moments]:
         """{slice: Moments} over every user (after :attr:`frame` and :meth:`heavy_frame` ran)."""

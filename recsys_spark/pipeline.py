@@ -16,20 +16,32 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from recsys_spark import fs, log
-from recsys_spark.aggregate import aggregate_users, metrics_frame
+from recsys_spark.aggregate import MetricRow, aggregate_users, metrics_frame
 from recsys_spark.config import Config
 from recsys_spark.errors import EmptyInputError, HardRuleViolation
-from recsys_spark.aggregate import MetricRow
-from recsys_spark.health import HealthResult, evaluate_health, history_paths, lorenz_frame, popularity_clicks, previous_exposures
+from recsys_spark.health import (
+    HealthResult,
+    evaluate_health,
+    history_paths,
+    lorenz_frame,
+    popularity_clicks,
+    previous_exposures,
+)
 from recsys_spark.label import deduplicate_exposures, join_feedback, label_counts, labelled_exposures
 from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, ranking_input
 from recsys_spark.pooled_auc import pooled_auc
 from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
 from recsys_spark.rules import RuleResult, as_dicts, rules_frame, scan_rules
-from recsys_spark.schema import ALL, REASON, SCORE, SLICE
+from recsys_spark.schema import ALL, REASON, SCORE, SLICE, summary_key
 from recsys_spark.session import CACHE_LEVEL
-from recsys_spark.slices import (PopularityCutoffs, SliceInputs, add_slice_columns, explode_slices,
-                                 popularity_cutoffs, read_slice_inputs)
+from recsys_spark.slices import (
+    PopularityCutoffs,
+    SliceInputs,
+    add_slice_columns,
+    explode_slices,
+    popularity_cutoffs,
+    read_slice_inputs,
+)
 from recsys_spark.validate import click_checks, count_rows, day_bounds, exposure_checks, split_rows, tag_rows
 from recsys_spark.write import SUMMARY, DailyOutput
 
@@ -58,7 +70,7 @@ class InputPaths:
     users: str
 
     @classmethod
-    def resolve(cls, cfg: Config, input_root: str, date: str) -> "InputPaths":
+    def resolve(cls, cfg: Config, input_root: str, date: str) -> InputPaths:
         fill = {"input_root": input_root.rstrip("/"), "date": date}
         return cls(cfg.input.exposures.format(**fill), cfg.input.clicks.format(**fill),
                    cfg.input.items.format(**fill), cfg.input.users.format(**fill))
@@ -265,6 +277,24 @@ def metric_stage(spark: SparkSession, labelled: Labelled, cfg: Config, out: Dail
     return Metrics(rows, unit_counts, users.notes(), labelled.partitions)
 
 
+def run_metric_stage(labelled: DataFrame, cfg: Config, out: DailyOutput, rows: int, has_score: bool = True) -> Metrics:
+    """The metric stage on labelled exposures built outside :func:`evaluate_day` (the benchmark's entry).
+
+    ``labelled``: one row per labelled exposure (:func:`label.labelled_exposures`, optionally with a
+    ``slice`` column), ``rows`` about how many (it sizes the user partitions). Partitions them by user (the
+    one shuffle), runs :func:`metric_stage` (``user_metrics`` staged in ``out``; the caller commits or
+    aborts ``out``) and unpersists the partitions.
+    """
+    spark = labelled.sparkSession
+    partitions = bucket_count(rows, cfg.execution.rows_per_bucket, spark.sparkContext.defaultParallelism)
+    by_user = partition_by_user(labelled, partitions)
+    ranked = ranking_input(by_user, cfg.ranking.list_unit, has_score)
+    try:
+        return metric_stage(spark, Labelled(labelled, {}, labelled, None, by_user, ranked, partitions), cfg, out)
+    finally:
+        by_user.unpersist()
+
+
 def health_stage(spark: SparkSession, labelled: Labelled, inputs: Inputs, valid: Validated, cfg: Config,
                  date: dt.date, input_root: str, paths: InputPaths) -> HealthResult:
     """Health and business indicators per slice, with the previous day (update rate) and the
@@ -341,7 +371,7 @@ def build_summary(cfg: Config, day: str, paths: InputPaths, exposure_counts: dic
 
 
 def _headline_name(metric: str, k: int | None, aggregation: str) -> str:
-    return f"{metric}{'@' + str(k) if k else ''}_{aggregation}"
+    return summary_key(metric, k, aggregation)
 
 
 def read_summary(spark: SparkSession, output_root: str, date: str) -> dict[str, Any]:

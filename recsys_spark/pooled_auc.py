@@ -21,17 +21,17 @@ heavy for one Python call (key: slice, user; see :mod:`per_user`).
 Ties in score count 1/2, as in the per-user AUC.  (Earlier versions first
 aggregated ``groupBy(slice, score)`` and then range-partitioned: with
 continuous scores the aggregation reduces nothing, and range partitioning
-costs a sampling pass; make bench measured each step.)
+costs a sampling pass; docs/performance.md has the measurements.)
 """
 
 from __future__ import annotations
 
 import math
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -60,7 +60,7 @@ def _partials(keys: Sequence[str]):
 
         def flush(key: tuple, entry: list) -> None:
             score_bin, done, pending = entry
-            last = [u_from_histogram([pending[1]], [pending[2]])] if pending else []
+            last = [u_from_histogram(np.array([pending[1]]), np.array([pending[2]]))] if pending else []
             total = merge_u([done, *last])
             rows.append((*key, score_bin, total.u, total.n_pos, total.n_neg))
 
@@ -77,7 +77,7 @@ def _partials(keys: Sequence[str]):
                 s, y, b = scores[at], positive[at], bins[at]
                 # runs of one bin inside this key's rows
                 starts = np.r_[np.flatnonzero(np.r_[True, b[1:] != b[:-1]]), len(s)]
-                for lo, hi in zip(starts[:-1], starts[1:]):
+                for lo, hi in zip(starts[:-1], starts[1:], strict=True):
                     entry = state.get(key)
                     if entry is None or entry[0] != b[lo]:
                         if entry is not None:
@@ -96,10 +96,12 @@ def _partials(keys: Sequence[str]):
                     entry[1] = merge_u([entry[1], u_from_histogram(pos[:-1], neg[:-1])])
         for key, entry in state.items():
             flush(key, entry)
-        columns = list(zip(*rows)) if rows else [[] for _ in range(len(keys) + 4)]
+        columns: list[Sequence[Any]] = (list(zip(*rows, strict=True)) if rows
+                                        else [[] for _ in range(len(keys) + 4)])
         names_out = [*keys, _BIN, "u", "n_pos", "n_neg"]
         types = [pa.string()] * len(keys) + [pa.int32()] + [pa.float64()] * 3
-        yield pa.RecordBatch.from_arrays([pa.array(c, type=t) for c, t in zip(columns, types)], names=names_out)
+        yield pa.RecordBatch.from_arrays([pa.array(c, type=t) for c, t in zip(columns, types, strict=True)],
+                                         names=names_out)
 
     return partials
 

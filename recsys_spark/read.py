@@ -8,8 +8,7 @@ strings; extra columns are kept only when asked for (``keep``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -18,44 +17,11 @@ from pyspark.sql import types as T
 
 from recsys_spark import fs
 from recsys_spark.errors import EmptyInputError, MissingInputError, SchemaError, UnreadableInputError
-from recsys_spark.schema import (
-    CATEGORY,
-    EVENT,
-    ITEM,
-    POSITION,
-    REQUEST,
-    SCORE,
-    SESSION,
-    TS,
-    USER,
-)
 
-
-@dataclass(frozen=True)
-class ColumnSpec:
-    name: str
-    kind: str  # "id", "int", "double", "timestamp", "string"
-    required: bool = True
-
-
-EXPOSURE_COLUMNS = (
-    ColumnSpec(USER, "id"),
-    ColumnSpec(SESSION, "id"),
-    ColumnSpec(REQUEST, "id"),
-    ColumnSpec(ITEM, "id"),
-    ColumnSpec(POSITION, "int"),
-    ColumnSpec(SCORE, "double", required=False),
-    ColumnSpec(TS, "timestamp"),
-)
-CLICK_COLUMNS = (
-    ColumnSpec(USER, "id"),
-    ColumnSpec(SESSION, "id"),
-    ColumnSpec(REQUEST, "id"),
-    ColumnSpec(ITEM, "id"),
-    ColumnSpec(TS, "timestamp"),
-    ColumnSpec(EVENT, "string", required=False),
-)
-ITEM_COLUMNS = (ColumnSpec(ITEM, "id"), ColumnSpec(CATEGORY, "string"))
+# the input contract lives in recsys_spark.schema; these names stay importable from here for callers
+from recsys_spark.schema import CLICK_COLUMNS as CLICK_COLUMNS  # noqa: F401  (re-export)
+from recsys_spark.schema import EXPOSURE_COLUMNS as EXPOSURE_COLUMNS  # noqa: F401  (re-export)
+from recsys_spark.schema import ColumnSpec
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _NUMERIC = _INTEGRAL + (T.FloatType, T.DoubleType, T.DecimalType)

@@ -7,19 +7,9 @@ stages already counted; the rest from one aggregation over the labelled
 exposures (which already carry the catalog's ``_category`` and
 ``_in_catalog``, joined once by the label stage) and one over users.
 
-| rule | severity | violations | rate |
-|---|---|---|---|
-| ``blacklisted_item`` | hard | exposures of items in ``rules.blacklist_items`` | / exposures |
-| ``blacklisted_category`` | hard | exposures of items whose category is in ``rules.blacklist_categories`` | / exposures |
-| ``duplicate_item_in_request`` | hard | (request, item) pairs shown more than once | / exposures |
-| ``item_missing_from_catalog`` | hard | exposures of items absent from the items table | / exposures |
-| ``non_finite_score`` | hard | item rows whose score is null, NaN or infinite | / exposure rows |
-| ``duplicate_exposure_rate`` | soft | rows dropped by deduplication | / exposure rows |
-| ``orphan_event_rate`` | soft | events matching no exposure | / valid events |
-| ``empty_response_rate`` | soft | requests that returned nothing | / requests |
-| ``score_out_of_range_rate`` | soft | exposures with score outside [0, 1] | / exposures |
-| ``bot_user_rate`` | soft | users with more than ``rules.bot_requests_per_user`` requests | / users |
-| ``exposure_change`` | soft | abs(exposure rows today - yesterday) | / yesterday's rows |
+Each rule, its severity, what it counts and the denominator of its rate are
+in the table of docs/operations.md ("Business-rule scanning"), the only copy;
+:func:`scan_rules` below computes them in the same order.
 
 A hard rule passes when it has no violation; a soft rule passes when its rate
 is at most its threshold.  Rules that cannot be evaluated (no catalog, no
@@ -28,17 +18,14 @@ score column, no previous day, empty blacklist) are left out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsys_spark.schema import COPIES, ITEM, REQUEST, SCORE, USER
-from recsys_spark.slices import IN_CATALOG, ITEM_CATEGORY
+from recsys_spark.schema import COPIES, IN_CATALOG, ITEM, ITEM_CATEGORY, REQUEST, RULE_CHECKS_DDL, SCORE, USER
 
-RULES_SCHEMA = ("rule string, severity string, violations long, rate double, threshold double, "
-                "passed boolean, examples array<string>")
 N_EXAMPLES = 5
 
 
@@ -112,7 +99,7 @@ def scan_rules(
         F.sum(duplicated.cast("long")).alias("duplicated_pairs"),
         F.sum(missing.cast("long")).alias("missing"),
         F.sum(banned.cast("long")).alias("banned"),
-    ).first()
+    ).collect()[0]  # an aggregation without grouping: always one row
     n_exp = agg["exposures"] or 0
     results: list[RuleResult] = []
 
@@ -141,7 +128,8 @@ def scan_rules(
     results.append(soft("empty_response_rate", counts["empty_responses"], requests,
                         thresholds["max_empty_response_rate"]))
     if has_score:
-        ex = _examples(exposures, item_row & out_of_range, F.concat_ws(":", REQUEST, ITEM)) if agg["out_of_range"] else []
+        ex = (_examples(exposures, item_row & out_of_range, F.concat_ws(":", REQUEST, ITEM))
+              if agg["out_of_range"] else [])
         results.append(soft("score_out_of_range_rate", agg["out_of_range"] or 0, n_exp,
                             thresholds["max_score_out_of_range_rate"], ex))
     results.append(bots)
@@ -155,7 +143,7 @@ def _per_user_requests(exposures: DataFrame, max_requests: int, threshold: float
     """(the bot rule, number of requests) from one aggregation of requests per user."""
     per_user = exposures.groupBy(USER).agg(F.count_distinct(REQUEST).alias("requests"))
     row = per_user.agg(F.count(F.lit(1)).alias("users"), F.sum("requests").alias("requests"),
-                       F.sum((F.col("requests") > max_requests).cast("long")).alias("bots")).first()
+                       F.sum((F.col("requests") > max_requests).cast("long")).alias("bots")).collect()[0]
     bots = row["bots"] or 0
     ex = _examples(per_user, F.col("requests") > max_requests, F.col(USER)) if bots else []
     return soft("bot_user_rate", bots, row["users"] or 0, threshold, ex), int(row["requests"] or 0)
@@ -163,7 +151,7 @@ def _per_user_requests(exposures: DataFrame, max_requests: int, threshold: float
 
 def rules_frame(spark: SparkSession, results: Sequence[RuleResult]) -> DataFrame:
     data = [(r.rule, r.severity, r.violations, r.rate, r.threshold, r.passed, r.examples) for r in results]
-    return spark.createDataFrame(data, RULES_SCHEMA)
+    return spark.createDataFrame(data, RULE_CHECKS_DDL)
 
 
 def as_dicts(results: Sequence[RuleResult]) -> list[dict]:

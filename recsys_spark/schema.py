@@ -1,5 +1,16 @@
-"""Column names shared by every step (one place, so a rename is one edit)."""
+"""Every column name and table layout the job reads or writes, in one place.
 
+Inputs (:data:`EXPOSURE_COLUMNS`, ...), outputs (``*_DDL`` and :data:`USER_METRICS_COLUMNS`), the columns the
+stages add on the way (``relevance``, ``_category``, ...) and the metric naming rule (:func:`metric_name`).
+Plain Python, no pyspark import: the kernels, the sample-data generator and the tests read it too. The
+contracts in words are in docs/operations.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# --- input columns ------------------------------------------------------------------------------
 USER = "user_id"
 SESSION = "session_id"
 REQUEST = "request_id"
@@ -9,17 +20,139 @@ SCORE = "score"
 TS = "ts"
 EVENT = "event"
 CATEGORY = "category"
+FIRST_SEEN = "first_seen"  # users table: the day a user was first seen (the user_type slice)
 
-#: added by labelling
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """One input column: its name, what it is read as, and whether the input must have it.
+
+    ``kind``: ``id`` (string or integer, read as string), ``int``, ``double``, ``timestamp`` (timestamp,
+    date or ISO string) or ``string``; :func:`recsys_spark.read.conform` casts to it.
+    """
+
+    name: str
+    kind: str
+    required: bool = True
+
+
+EXPOSURE_COLUMNS = (
+    ColumnSpec(USER, "id"),
+    ColumnSpec(SESSION, "id"),
+    ColumnSpec(REQUEST, "id"),
+    ColumnSpec(ITEM, "id"),
+    ColumnSpec(POSITION, "int"),
+    ColumnSpec(SCORE, "double", required=False),
+    ColumnSpec(TS, "timestamp"),
+)
+CLICK_COLUMNS = (
+    ColumnSpec(USER, "id"),
+    ColumnSpec(SESSION, "id"),
+    ColumnSpec(REQUEST, "id"),
+    ColumnSpec(ITEM, "id"),
+    ColumnSpec(TS, "timestamp"),
+    ColumnSpec(EVENT, "string", required=False),
+)
+ITEM_COLUMNS = (ColumnSpec(ITEM, "id"), ColumnSpec(CATEGORY, "string"))
+
+#: the Spark type each kind is read as
+SPARK_TYPE = {"id": "string", "int": "int", "double": "double", "timestamp": "timestamp", "string": "string"}
+
+
+def input_ddl(columns: tuple[ColumnSpec, ...], optional: bool = True) -> str:
+    """Spark DDL of an input as the job reads it (``optional=False``: the required columns only).
+
+    >>> input_ddl(ITEM_COLUMNS)
+    'item_id string, category string'
+    """
+    return ", ".join(f"{c.name} {SPARK_TYPE[c.kind]}" for c in columns if optional or c.required)
+
+
+# --- columns the stages add -----------------------------------------------------------------------
+#: validation: the first check a set-aside row failed
+REASON = "reject_reason"
+
+#: labelling
 RELEVANCE = "relevance"
 CLICKED = "clicked"
 N_EVENTS = "n_events"
 COPIES = "copies"
+EXPOSED = "exposed"  # on the joined rows: the row is an exposure (not an orphan event)
 
-#: added for ranking
-LIST_ID = "list_id"
+#: slices (:mod:`recsys_spark.slices`)
 SLICE = "slice"
 ALL = "all"
+UNKNOWN = "unknown"  # the value of a dimension that is null, or of an item or user missing from its table
+ITEM_CATEGORY = "_category"  # the catalog category; "unknown" for items missing from it; null without item
+IN_CATALOG = "_in_catalog"  # the item is in the items table (null without item or without items table)
+ITEM_EXPOSURES = "_item_exposures"  # the item's exposures of the day (only with the popularity slice)
+SLICE_PREFIX = "_s_"  # _s_<name>: the value of slice dimension <name>
+ITEM_PREFIX = "_i_"  # _i_<column>: a column of the items table, joined for an item slice
 
-#: added by validation
-REASON = "reject_reason"
+#: ranking
+LIST_ID = "list_id"
+
+
+# --- output tables --------------------------------------------------------------------------------
+#: metrics/dt=D: the long table of every aggregate (docs/metrics.md)
+METRICS_DDL = "metric string, k int, aggregation string, slice string, value double, n long, se double"
+#: lorenz/dt=D: the Lorenz curve of exposures over catalog items, per slice
+LORENZ_DDL = "slice string, x double, y double"
+#: rule_checks/dt=D: one row per business rule evaluated (docs/operations.md)
+RULE_CHECKS_DDL = ("rule string, severity string, violations long, rate double, threshold double, "
+                   "passed boolean, examples array<string>")
+#: rejected/dt=D (with validation.write_rejected): the set-aside rows
+REJECTED_DDL = "source string, reason string, row string"
+
+
+# --- metric names -------------------------------------------------------------------------------
+#: list metrics: one value per list and cut-off k, averaged per user
+LIST_METRICS = ("ndcg", "map", "precision", "recall", "hit_rate")
+
+
+def metric_name(metric: str, k: int | None = None) -> str:
+    """The one name of a metric at a cut-off, wherever a single key is needed: ``ndcg@10``; ``mrr`` without k.
+
+    Tables never use it: they carry ``metric`` and ``k`` (and ``aggregation``) as separate columns. The
+    summary's keys are ``metric_name(...) + "_" + aggregation`` (:func:`summary_key`).
+
+    >>> metric_name("ndcg", 10), metric_name("mrr"), summary_key("ndcg", 10, "user_avg")
+    ('ndcg@10', 'mrr', 'ndcg@10_user_avg')
+    """
+    return metric if k is None else f"{metric}@{k}"
+
+
+def summary_key(metric: str, k: int | None, aggregation: str) -> str:
+    """Key of an aggregate in the summary's ``headline`` and the CLI's line: ``auc_global``, ``ndcg@10_user_avg``."""
+    return f"{metric_name(metric, k)}_{aggregation}"
+
+
+# --- the per-user table (user_metrics) ----------------------------------------------------------
+#: one row per (slice, user, k), whatever ``metrics.k`` holds: changing k changes rows, never the schema.
+#: ``n_*``, ``auc`` and ``mrr`` have no cut-off and repeat on every k row of a user; ``ndcg`` ... ``hit_rate``
+#: are means over the user's lists with a relevant item, ``hits`` their sum (see docs/metrics.md).
+USER_METRICS_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("slice", "string"),
+    ("user_id", "string"),
+    ("k", "int"),
+    ("n_exposures", "long"),
+    ("n_relevant", "long"),
+    ("n_lists", "long"),
+    ("n_lists_ranked", "long"),
+    ("auc", "double"),
+    ("mrr", "double"),
+    *((m, "double") for m in LIST_METRICS),
+    ("hits", "long"),
+)
+#: the columns of a user that do not depend on k
+USER_COLUMNS = ("n_exposures", "n_relevant", "n_lists", "n_lists_ranked", "auc", "mrr")
+#: the columns that do: one value per k
+USER_K_COLUMNS = (*LIST_METRICS, "hits")
+
+
+def ddl(columns: tuple[tuple[str, str], ...]) -> str:
+    """Spark DDL of (name, type) pairs: ``slice string, user_id string, ...``."""
+    return ", ".join(f"`{name}` {kind}" for name, kind in columns)
+
+
+USER_METRICS_DDL = ddl(USER_METRICS_COLUMNS)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 #: how the job persists DataFrames: columnar batches kept as objects, spilled to disk under pressure
 #: (what ``DataFrame.cache()`` uses).  Not pyspark's ``StorageLevel.MEMORY_AND_DISK``: in Python that is
 #: the *serialized* level, which Java-serializes every cached batch again and unrolls the bytes on the
-#: heap; the whole job ran out of a 2 GB heap on 20M exposures with it, and was slower at every size.
+#: heap, which runs a large day out of a small driver heap (docs/performance.md).
 CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK_DESER
 
 LOCAL_LOG4J = Path(__file__).with_name("log4j2-local.properties")
@@ -40,7 +40,7 @@ def job_settings(arrow_batch_rows: int, extra: Mapping[str, str] | None = None) 
     return {
         # let AQE coalesce the partitions of the cached labelled exposures: by default a cached plan
         # keeps spark.sql.shuffle.partitions (200) partitions, and every pass over the cache runs 200
-        # tiny tasks (the whole job took 9x as long on 1M rows in local[2]; see make bench)
+        # tiny tasks, which multiplies the job's time (docs/performance.md)
         "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
         "spark.sql.execution.arrow.maxRecordsPerBatch": str(arrow_batch_rows),
         **(extra or {}),

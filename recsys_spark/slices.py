@@ -32,8 +32,8 @@ it appears under ``all`` and the other dimensions only.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -41,15 +41,26 @@ from pyspark.sql import functions as F
 from recsys_spark import fs
 from recsys_spark.errors import ConfigError, SchemaError
 from recsys_spark.kernels.health import popularity_thresholds
-from recsys_spark.read import ITEM_COLUMNS, ColumnSpec, conform, read_parquet
-from recsys_spark.schema import ALL, CATEGORY, ITEM, REQUEST, SESSION, SLICE, TS, USER
-
-#: columns added by :func:`add_slice_columns`
-ITEM_CATEGORY = "_category"  # the catalog category; "unknown" for items missing from it; null without item
-IN_CATALOG = "_in_catalog"  # the item is in the items table (null without item or without items table)
-ITEM_EXPOSURES = "_item_exposures"  # the item's exposures of the day (only with the popularity slice)
-UNKNOWN = "unknown"
-FIRST_SEEN = "first_seen"
+from recsys_spark.read import conform, read_parquet
+from recsys_spark.schema import (
+    ALL,
+    CATEGORY,
+    FIRST_SEEN,
+    IN_CATALOG,
+    ITEM,
+    ITEM_CATEGORY,
+    ITEM_COLUMNS,
+    ITEM_EXPOSURES,
+    ITEM_PREFIX,
+    REQUEST,
+    SESSION,
+    SLICE,
+    SLICE_PREFIX,
+    TS,
+    UNKNOWN,
+    USER,
+    ColumnSpec,
+)
 
 TIME_SLICES = ("hour", "weekday", "day_type")
 DERIVED_SLICES = TIME_SLICES + ("user_type", "popularity")
@@ -58,7 +69,7 @@ _ID_COLUMNS = (USER, SESSION, REQUEST, ITEM)
 
 def slice_column(name: str) -> str:
     """Internal column holding the value of dimension ``name``."""
-    return f"_s_{name}"
+    return f"{SLICE_PREFIX}{name}"
 
 
 @dataclass(frozen=True)
@@ -129,7 +140,7 @@ def _optional(spark: SparkSession, path: str, what: str) -> DataFrame | None:
 def _one_row_per(df: DataFrame, key: str) -> DataFrame:
     """One row per key: a key listed twice keeps its smallest row (compared column by column).
 
-    The rule (README, "Slices") that keeps a duplicated item or user from
+    The rule (docs/metrics.md, "Slices") that keeps a duplicated item or user from
     multiplying the exposures it is joined to.
     """
     others = [c for c in df.columns if c != key]
@@ -180,7 +191,7 @@ def _value(name: str, dims: SliceDims, date: dt.date, new_user_days: int) -> Col
     if name in dims.exposure:
         return F.coalesce(F.col(name).cast("string"), F.lit(UNKNOWN))
     if name in dims.item:
-        value = F.col(ITEM_CATEGORY) if name == CATEGORY else F.coalesce(F.col(f"_i_{name}"), F.lit(UNKNOWN))
+        value = F.col(ITEM_CATEGORY) if name == CATEGORY else F.coalesce(F.col(f"{ITEM_PREFIX}{name}"), F.lit(UNKNOWN))
         return F.when(~no_item, value)
     if name in dims.user:
         return F.coalesce(F.col(f"_u_{name}").cast("string"), F.lit(UNKNOWN))
@@ -197,12 +208,13 @@ def add_slice_columns(exposures: DataFrame, inputs: SliceInputs, date: dt.date, 
     dims = inputs.dims
     df = exposures
     if inputs.catalog is not None:
-        catalog = inputs.catalog.select(ITEM, F.col(CATEGORY).alias("_i_category"), F.lit(True).alias(IN_CATALOG),
-                                        *[F.col(c).alias(f"_i_{c}") for c in dims.item if c != CATEGORY])
+        catalog = inputs.catalog.select(ITEM, F.col(CATEGORY).alias(f"{ITEM_PREFIX}{CATEGORY}"),
+                                        F.lit(True).alias(IN_CATALOG),
+                                        *[F.col(c).alias(f"{ITEM_PREFIX}{c}") for c in dims.item if c != CATEGORY])
         df = df.join(catalog, on=ITEM, how="left")
         category = (F.when(F.col(ITEM).isNull(), F.lit(None).cast("string"))
                     .when(F.col(IN_CATALOG).isNull(), F.lit(UNKNOWN))
-                    .otherwise(F.coalesce(F.col("_i_category"), F.lit(UNKNOWN))))
+                    .otherwise(F.coalesce(F.col(f"{ITEM_PREFIX}{CATEGORY}"), F.lit(UNKNOWN))))
         in_catalog = F.when(F.col(ITEM).isNotNull(), F.coalesce(F.col(IN_CATALOG), F.lit(False)))
     else:
         category = F.lit(None).cast("string")

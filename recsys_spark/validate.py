@@ -8,7 +8,7 @@ ones (with a ``reject_reason`` column), both lazily from the same input.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Sequence
+from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F

@@ -1,9 +1,10 @@
-"""The input contract as Spark DDL, and the day the Spark tests evaluate: shared by the pipeline tests."""
+"""The input contract as Spark DDL (from recsys_spark.schema), and the day the Spark tests evaluate."""
 
 import datetime as dt
 
+from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS, input_ddl
+
 DAY = dt.date(2026, 11, 20)
 T0 = dt.datetime(2026, 11, 20, 10, 0)
-EXPOSURE_DDL = ("user_id string, session_id string, request_id string, item_id string, position int, "
-                "score double, ts timestamp")
-CLICK_DDL = "user_id string, session_id string, request_id string, item_id string, ts timestamp"
+EXPOSURE_DDL = input_ddl(EXPOSURE_COLUMNS)  # with the optional score
+CLICK_DDL = input_ddl(CLICK_COLUMNS, optional=False)  # without the optional event: every event is a click

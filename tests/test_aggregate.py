@@ -29,8 +29,8 @@ _USERS = [
     ("p=1", "a", 4, 1, 2, 1, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1),   # one user: no se
 ]
 FRAME = pd.DataFrame(_USERS, columns=[
-    "slice", "user_id", "n_exposures", "n_relevant", "n_lists", "n_lists_ranked", "auc", "mrr", "ndcg_at_1",
-    "map_at_1", "precision_at_1", "recall_at_1", "hit_rate_at_1", "hits_at_1"])
+    "slice", "user_id", "n_exposures", "n_relevant", "n_lists", "n_lists_ranked", "auc", "mrr", "ndcg",
+    "map", "precision", "recall", "hit_rate", "hits"]).assign(k=1)  # the per-user layout: one row per (user, k)
 
 
 def _rows(moments, pooled=None, ks=KS):
@@ -105,7 +105,7 @@ def test_rows_from_merged_partitions_equal_the_rows_of_the_whole():
 
 def test_precision_at_k_divides_the_hits_by_k_lists():
     # the same users with their metrics at k = 2: hits@2 3 over 2 * 4 ranked lists; recall over 5 relevant
-    frame = FRAME.rename(columns=lambda c: c.replace("_at_1", "_at_2"))
+    frame = FRAME.assign(k=2)
     by, _ = _rows(user_table_moments(frame, (2,)), ks=(2,))
     assert by[("all", "precision", 2, "global")].value == pytest.approx(3 / 8)
     assert by[("all", "recall", 2, "global")].value == pytest.approx(3 / 5)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from recsys_spark import bench
+from benchmarks import bench
 from recsys_spark.config import load_config
 
 pytestmark = pytest.mark.spark

@@ -15,8 +15,8 @@ from sklearn.metrics import roc_auc_score
 
 from recsys_spark.aggregate import aggregate_users
 from recsys_spark.kernels.auc import UPartial
-from recsys_spark.pooled_auc import exact_auc, pooled_auc
 from recsys_spark.per_user import UserMetrics
+from recsys_spark.pooled_auc import exact_auc, pooled_auc
 
 pytestmark = pytest.mark.spark
 
@@ -57,7 +57,7 @@ def _table(spark, ranked, bound, path):
     heavy = users.heavy_frame()
     if heavy is not None:
         heavy.write.mode("append").parquet(path)
-    table = spark.read.parquet(path).toPandas().sort_values(["slice", "user_id"]).reset_index(drop=True)
+    table = spark.read.parquet(path).toPandas().sort_values(["slice", "user_id", "k"]).reset_index(drop=True)
     return users, table
 
 
@@ -74,7 +74,7 @@ def test_users_over_the_bound_get_the_same_rows_and_aggregates(spark, ranked, tm
     from_bounded, _ = aggregate_users(bounded.moments(), KS, pooled)
     from_table, _ = aggregate_users(spark.read.parquet(str(tmp_path / "bounded")), KS, pooled)
     assert len(from_pass) == len(from_bounded) == len(from_table) > 0
-    for a, b, c in zip(from_pass, from_bounded, from_table):
+    for a, b, c in zip(from_pass, from_bounded, from_table, strict=True):
         assert (a.metric, a.k, a.aggregation, a.slice, a.n) == (b.metric, b.k, b.aggregation, b.slice, b.n) \
             == (c.metric, c.k, c.aggregation, c.slice, c.n)
         for other in (b, c):

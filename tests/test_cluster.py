@@ -34,8 +34,8 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -201,7 +201,7 @@ def input_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _submit(spark_home: Path, cluster: dict, artifacts: dict, day: dt.date, input_root: Path,
             output_root: Path, *job_args: str) -> subprocess.CompletedProcess:
-    """spark-submit the job as the README says, from a directory outside the repo."""
+    """spark-submit the job as docs/operations.md says, from a directory outside the repo."""
     python = str(artifacts["python"])
     conf_dir = cluster["root"] / "submit-conf"  # empty: only what the command line names
     conf_dir.mkdir(exist_ok=True)

@@ -5,21 +5,21 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+import health_golden as golden
 import pytest
 
-import health_golden as golden
 from recsys_spark.config import load_config
 from recsys_spark.health import evaluate_health, item_pass, request_pass, user_items
-from recsys_spark.per_user import partition_by_user
 from recsys_spark.label import deduplicate_exposures, join_feedback, labelled_exposures
+from recsys_spark.per_user import partition_by_user
 from recsys_spark.pipeline import evaluate_day
+from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS, input_ddl
 from recsys_spark.slices import SliceInputs, add_slice_columns, explode_slices, popularity_cutoffs, resolve_slices
 
 pytestmark = pytest.mark.spark
 
-EXPOSURE_DDL = ("user_id string, session_id string, request_id string, item_id string, position int, "
-                "score double, ts timestamp, platform string")
-CLICK_DDL = "user_id string, session_id string, request_id string, item_id string, ts timestamp"
+EXPOSURE_DDL = f"{input_ddl(EXPOSURE_COLUMNS)}, platform string"  # the golden day is sliced by platform
+CLICK_DDL = input_ddl(CLICK_COLUMNS, optional=False)
 PAIRS_DDL = "user_id string, item_id string"
 
 

@@ -54,7 +54,7 @@ def test_histogram_partials_merge_to_the_exact_pooled_auc():
     neg = np.array([(~labels[scores == v]).sum() for v in values])
     # cut the sorted score axis into uneven slices, as range partitions would
     cuts = [0, 3, 4, 17, len(values)]
-    parts = [u_from_histogram(pos[a:b], neg[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+    parts = [u_from_histogram(pos[a:b], neg[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
     assert merge_u(parts).auc == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
     assert u_from_histogram(pos, neg).auc == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
 

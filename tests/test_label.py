@@ -9,14 +9,14 @@ from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
 from recsys_spark.label import deduplicate_exposures, join_feedback, label_counts, labelled_exposures
-from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform
+from recsys_spark.read import conform
+from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS, input_ddl
 
 pytestmark = pytest.mark.spark
 
 T0 = dt.datetime(2026, 11, 20, 10, 0)
-EXPOSURE_DDL = "user_id string, session_id string, request_id string, item_id string, position int, " \
-               "score double, ts timestamp"
-CLICK_DDL = "user_id string, session_id string, request_id string, item_id string, ts timestamp, event string"
+EXPOSURE_DDL = input_ddl(EXPOSURE_COLUMNS)
+CLICK_DDL = input_ddl(CLICK_COLUMNS)  # with event
 
 
 def at(minutes: float) -> dt.datetime:

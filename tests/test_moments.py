@@ -9,14 +9,13 @@ import pytest
 from recsys_spark.kernels.auc import sorted_histogram
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
 
-
-#: a per-user table of two slices
+#: a per-user table of two slices (one k)
 _FRAME = pd.DataFrame({
-    "slice": ["all", "all", "p=1"], "user_id": ["a", "b", "a"],
+    "slice": ["all", "all", "p=1"], "user_id": ["a", "b", "a"], "k": [1, 1, 1],
     "n_exposures": [4, 2, 1], "n_relevant": [1, 0, 1], "n_lists": [2, 1, 1], "n_lists_ranked": [1, 0, 1],
     "auc": [0.5, np.nan, np.nan], "mrr": [1.0, np.nan, 0.5],
-    "ndcg_at_1": [1.0, np.nan, 0.0], "map_at_1": [1.0, np.nan, 0.0], "precision_at_1": [1.0, np.nan, 0.0],
-    "recall_at_1": [1.0, np.nan, 0.0], "hit_rate_at_1": [1.0, np.nan, 0.0], "hits_at_1": [1, 0, 0],
+    "ndcg": [1.0, np.nan, 0.0], "map": [1.0, np.nan, 0.0], "precision": [1.0, np.nan, 0.0],
+    "recall": [1.0, np.nan, 0.0], "hit_rate": [1.0, np.nan, 0.0], "hits": [1, 0, 0],
 })
 
 
@@ -27,7 +26,7 @@ def test_merged_parts_equal_the_moments_of_the_whole():
     w = rng.integers(0, 5, 1000).astype(float)
     whole = Moments.of({"x": x}, {"x": w}, {"w": w})
     cuts = [0, 1, 17, 400, 999, 1000]
-    parts = [Moments.of({"x": x[a:b]}, {"x": w[a:b]}, {"w": w[a:b]}) for a, b in zip(cuts[:-1], cuts[1:])]
+    parts = [Moments.of({"x": x[a:b]}, {"x": w[a:b]}, {"w": w[a:b]}) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
     merged = Moments()
     for part in reversed(parts):
         merged = merged.merge(part)
@@ -57,8 +56,20 @@ def test_user_table_moments_per_slice():
     assert both["all"].sums == m.sums and both["all"].n == m.n and both["all"].mean == m.mean
     # "p=1" is in the second half only: merging must pass it through as it is (user a: mrr 0.5, metrics@1 0)
     p1 = both["p=1"]
-    assert p1.n["mrr"] == 1 and p1.mean["mrr"] == 0.5 and p1.n["auc"] == 0 and p1.mean["ndcg_at_1"] == 0.0
-    assert p1.sums["users"] == 1 and p1.sums["n_exposures"] == 1 and p1.sums["hits_at_1"] == 0
+    assert p1.n["mrr"] == 1 and p1.mean["mrr"] == 0.5 and p1.n["auc"] == 0 and p1.mean["ndcg@1"] == 0.0
+    assert p1.sums["users"] == 1 and p1.sums["n_exposures"] == 1 and p1.sums["hits@1"] == 0
+
+
+def test_a_users_rows_of_each_k_may_come_in_different_batches():
+    # user a at k = 1 and 3: the k = 3 row alone in its batch; values without k are read from k = 1 only
+    two_k = pd.concat([_FRAME, _FRAME.assign(k=3, ndcg=[0.5, np.nan, 1.0], hits=[2, 0, 1])], ignore_index=True)
+    whole = user_table_moments(two_k, (1, 3))
+    parts = merge_by_slice(user_table_moments(two_k.iloc[[0, 1, 2, 4, 5]], (1, 3)),
+                           user_table_moments(two_k.iloc[[3]], (1, 3)))
+    m = whole["all"]
+    assert m.sums["users"] == 2 and m.sums["n_exposures"] == 4 + 2           # not counted once per k
+    assert m.mean["ndcg@1"] == 1.0 and m.mean["ndcg@3"] == 0.5 and m.sums["hits@3"] == 2 + 0
+    assert parts["all"].sums == m.sums and parts["all"].mean == m.mean
 
 
 def test_aggregate_rows_come_in_slice_order_whatever_order_the_tasks_reported():

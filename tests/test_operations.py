@@ -1,4 +1,6 @@
-"""Production behaviour: business rules, set-aside rows, bad input, nothing half-written."""
+"""Production behaviour of the whole job: business rules, set-aside rows, nothing half-written.
+
+Bad input (schema, corrupt or empty partitions) is in test_read.py."""
 
 from __future__ import annotations
 
@@ -6,12 +8,11 @@ import datetime as dt
 import json
 
 import pytest
+from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 
 from recsys_spark.config import load_config
-from recsys_spark.errors import EmptyInputError, HardRuleViolation, SchemaError, UnreadableInputError
+from recsys_spark.errors import HardRuleViolation
 from recsys_spark.pipeline import evaluate_day
-
-from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 
 pytestmark = pytest.mark.spark
 
@@ -116,34 +117,6 @@ def test_bad_rows_are_set_aside_counted_and_written(spark, violated):
     assert sorted(r.reason for r in rejected.collect()) == ["bad_position", "bad_score", "null_user_id",
                                                              "ts_outside_day"]
     assert summary["input_rows"]["exposures"] == 11
-
-
-@pytest.mark.parametrize("ddl, rows, error, needle", [
-    ("user_id string, session_id string, request_id string, position int, ts timestamp",
-     [("u", "s", "r", 1, T0)], SchemaError, "missing column 'item_id'"),
-    ("user_id string, session_id string, request_id string, item_id string, position string, ts timestamp",
-     [("u", "s", "r", "a", "first", T0)], SchemaError, "column 'position'"),
-    ("user_id array<string>, session_id string, request_id string, item_id string, position int, ts timestamp",
-     [(["u"], "s", "r", "a", 1, T0)], SchemaError, "column 'user_id'"),
-])
-def test_bad_schema_names_the_column_and_writes_nothing(spark, tmp_path, ddl, rows, error, needle):
-    spark.createDataFrame(rows, ddl).write.parquet(f"{tmp_path}/in/exposures/dt={DAY}")
-    spark.createDataFrame(CLICKS, CLICK_DDL).write.parquet(f"{tmp_path}/in/clicks/dt={DAY}")
-    with pytest.raises(error, match=needle):
-        evaluate_day(spark, load_config(), DAY, f"{tmp_path}/in", f"{tmp_path}/out")
-    assert not (tmp_path / "out").exists()
-
-
-def test_corrupt_and_empty_partitions(spark, tmp_path):
-    spark.createDataFrame(CLICKS, CLICK_DDL).write.parquet(f"{tmp_path}/in/clicks/dt={DAY}")
-    exposures = tmp_path / "in" / "exposures" / f"dt={DAY}"
-    exposures.mkdir(parents=True)
-    with pytest.raises(EmptyInputError, match="exposures"):
-        evaluate_day(spark, load_config(), DAY, f"{tmp_path}/in", f"{tmp_path}/out")
-    (exposures / "part-00000.parquet").write_bytes(b"PAR1 this is not parquet")
-    with pytest.raises(UnreadableInputError, match=str(exposures)):
-        evaluate_day(spark, load_config(), DAY, f"{tmp_path}/in", f"{tmp_path}/out")
-    assert not (tmp_path / "out").exists()
 
 
 def test_a_failing_rerun_keeps_the_previous_good_output(spark, inputs, violated, monkeypatch):

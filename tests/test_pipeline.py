@@ -8,12 +8,11 @@ import math
 
 import pytest
 from chispa import assert_df_equality
+from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 
 from recsys_spark.config import load_config
 from recsys_spark.kernels.ranking import ndcg_at_k
 from recsys_spark.pipeline import evaluate_day, read_summary
-
-from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 
 pytestmark = pytest.mark.spark
 
@@ -101,12 +100,20 @@ def test_summary_counts_data_quality(day):
 
 def test_user_metrics_table(spark, day):
     root, _ = day
-    users = (spark.read.parquet(f"{root}/out/user_metrics/dt={DAY}")
+    table = spark.read.parquet(f"{root}/out/user_metrics/dt={DAY}")
+    # one row per (slice, user, k), k = 1 and 3 here; the values without a cut-off repeat on each
+    assert sorted((r.user_id, r.k) for r in table.select("user_id", "k").collect()) == [
+        ("u1", 1), ("u1", 3), ("u2", 1), ("u2", 3), ("u3", 1), ("u3", 3)]
+    users = (table.where("k = 3")
              .select("user_id", "n_exposures", "n_relevant", "n_lists", "n_lists_ranked", "auc"))
     expected = spark.createDataFrame(
         [("u1", 4, 2, 2, 2, 0.5), ("u2", 3, 0, 1, 0, None), ("u3", 1, 1, 1, 1, None)],
         "user_id string, n_exposures long, n_relevant long, n_lists long, n_lists_ranked long, auc double")
     assert_df_equality(users, expected, ignore_row_order=True, ignore_nullable=True)
+    # u1: r1 hit at rank 2 (RR 1/2, NDCG@3 1/log2(3), hits@3 1), r2 hit at rank 1 (RR 1, NDCG@3 1, hits@3 1)
+    u1 = table.where("user_id = 'u1' and k = 3").first()
+    assert u1.mrr == pytest.approx((1 / 2 + 1) / 2) and u1.ndcg == pytest.approx((1 / math.log2(3) + 1) / 2)
+    assert u1.hits == 2
 
 
 def test_summary_file_and_success_marker(spark, day):

@@ -25,7 +25,7 @@ interval: a bare ``"@daily"`` in Airflow 3 gives a zero-length interval, so
 
 Failures: every non-zero exit of the job (bad arguments/config, missing or bad input,
 a hard business rule violated -- outputs still written --, unexpected error; the codes
-are listed in recsys_spark/errors.py) makes spark-submit exit non-zero, so
+are listed in docs/operations.md, "Exit codes") makes spark-submit exit non-zero, so
 SparkSubmitOperator raises and the try fails. It is retried ``retries`` times first: for
 a rule violation a retry cannot help, but it only re-runs the same day (rewriting that
 day's outputs) and fails the same way.
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG
@@ -75,7 +75,7 @@ def _parse_time(key: str) -> str:
 
 def _run_time(key: str) -> str:
     """A template: Variable ``recsys_eval_<key>`` when the task runs, else env/default."""
-    return "{{ var.value.get(%r, %r) }}" % (f"recsys_eval_{key}", _parse_time(key))
+    return f"{{{{ var.value.get({f'recsys_eval_{key}'!r}, {_parse_time(key)!r}) }}}}"
 
 
 INPUT_ROOT = _run_time("input_root")
@@ -114,7 +114,7 @@ with DAG(
     dag_id="recsys_eval_daily",
     description="Daily offline evaluation of recommender logs (recsys-spark)",
     schedule=CronTriggerTimetable(SCHEDULE_CRON, timezone="UTC", interval=timedelta(days=1)),
-    start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
+    start_date=datetime(2026, 1, 1, tzinfo=UTC),
     # No automatic catch-up of missed days. To (re)evaluate past days, either
     #   airflow backfill create --dag-id recsys_eval_daily --from-date 2026-11-02 --to-date 2026-11-10
     # (dates are run dates: each run evaluates the day before, here 2026-11-01..2026-11-09),

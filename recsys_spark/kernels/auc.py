@@ -11,8 +11,8 @@ No binning: two scores that differ by any amount are ordered.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import numpy as np
 

@@ -20,7 +20,7 @@ A rate whose denominator is 0 is undefined (None), never 0.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 #: rows: (metric, aggregation, value, n, se)
 Row = tuple[str, str, float | None, int, float | None]

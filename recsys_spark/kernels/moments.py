@@ -14,10 +14,12 @@ variance), so the driver never sees a row per user.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import numpy as np
+
+from recsys_spark.schema import LIST_METRICS, metric_name
 
 
 @dataclass
@@ -34,7 +36,7 @@ class Moments:
 
     @classmethod
     def of(cls, values: Mapping[str, np.ndarray], weights: Mapping[str, np.ndarray],
-           sums: Mapping[str, np.ndarray]) -> "Moments":
+           sums: Mapping[str, np.ndarray]) -> Moments:
         """Moments of ``values[c]`` (NaN = missing) weighted by ``weights[c]``; totals of ``sums``."""
         out = cls()
         for name, column in values.items():
@@ -50,7 +52,7 @@ class Moments:
         out.sums = {name: float(np.sum(np.asarray(v, dtype=np.float64))) for name, v in sums.items()}
         return out
 
-    def merge(self, other: "Moments") -> "Moments":
+    def merge(self, other: Moments) -> Moments:
         out = Moments()
         for name in self.n.keys() | other.n.keys():
             na, nb = self.n.get(name, 0.0), other.n.get(name, 0.0)
@@ -79,7 +81,7 @@ class Moments:
         return rows
 
     @classmethod
-    def from_rows(cls, rows) -> "Moments":
+    def from_rows(cls, rows) -> Moments:
         out = cls()
         for part, name, value in rows:
             getattr(out, part)[name] = value
@@ -87,24 +89,38 @@ class Moments:
 
 
 def user_table_moments(frame, ks) -> dict[str, Moments]:
-    """{slice: Moments} of per-user rows (:func:`kernels.users.output_columns`).
+    """{slice: Moments} of rows of the per-user table (:data:`~recsys_spark.schema.USER_METRICS_COLUMNS`).
 
-    Means of ``auc`` (weighted by ``n_exposures``) and of every list metric
-    (weighted by ``n_lists_ranked``); sums of the counts and hits, of users and
-    of users without a ranked list.  NaN or null values are missing.
+    Means of ``auc`` (weighted by ``n_exposures``) and of every list metric at each k, named
+    :func:`~recsys_spark.schema.metric_name` (``ndcg@10``, weighted by ``n_lists_ranked``); sums of the
+    counts and of ``hits@k``, of users and of users without a ranked list. NaN or null values are missing.
+    A user's values without a cut-off are read from its row of the first k, so the rows of one user may
+    arrive in different batches.
     """
-    from recsys_spark.kernels.users import LIST_METRICS, metric_column
-
-    means = ["auc", "mrr"] + [metric_column(m, k) for k in ks for m in LIST_METRICS]
-    sums = ["n_lists", "n_lists_ranked", "n_relevant", "n_exposures"] + [metric_column("hits", k) for k in ks]
+    means = ["auc", "mrr"]
+    sums = ["n_lists", "n_lists_ranked", "n_relevant", "n_exposures"]
     out: dict[str, Moments] = {}
     for slice_value, g in frame.groupby("slice", sort=False, observed=True):
-        ranked = g["n_lists_ranked"].to_numpy(dtype=np.float64)
-        weights = {c: ranked for c in means} | {"auc": g["n_exposures"].to_numpy(dtype=np.float64)}
-        out[str(slice_value)] = Moments.of(
-            {c: g[c].to_numpy(dtype=np.float64, na_value=np.nan) for c in means}, weights,
-            {**{c: g[c].to_numpy(dtype=np.float64) for c in sums},
-             "users": np.ones(len(g)), "users_without_ranked_list": ranked == 0})
+        k_of_row = g["k"].to_numpy()
+        values: dict[str, np.ndarray] = {}
+        weights: dict[str, np.ndarray] = {}
+        totals: dict[str, np.ndarray] = {}
+        for j, k in enumerate(ks):
+            rows = g[k_of_row == k]
+            ranked = rows["n_lists_ranked"].to_numpy(dtype=np.float64)
+            if j == 0:
+                for c in means:
+                    values[c] = rows[c].to_numpy(dtype=np.float64, na_value=np.nan)
+                    weights[c] = ranked
+                weights["auc"] = rows["n_exposures"].to_numpy(dtype=np.float64)
+                totals.update({c: rows[c].to_numpy(dtype=np.float64) for c in sums})
+                totals["users"] = np.ones(len(rows))
+                totals["users_without_ranked_list"] = ranked == 0
+            for m in LIST_METRICS:
+                values[metric_name(m, k)] = rows[m].to_numpy(dtype=np.float64, na_value=np.nan)
+                weights[metric_name(m, k)] = ranked
+            totals[metric_name("hits", k)] = rows["hits"].to_numpy(dtype=np.float64)
+        out[str(slice_value)] = Moments.of(values, weights, totals)
     return out
 
 

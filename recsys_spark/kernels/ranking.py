@@ -18,7 +18,8 @@ vectorised :func:`list_metrics` (tests check that the two agree):
 
 from __future__ import annotations
 
-from typing import Iterable, Literal
+from collections.abc import Iterable
+from typing import Literal
 
 import numpy as np
 

@@ -9,41 +9,59 @@ per user, list or row.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from recsys_spark.kernels.auc import grouped_auc
 from recsys_spark.kernels.ranking import Gain, list_metrics, segment_starts
+from recsys_spark.schema import LIST_METRICS, USER, USER_COLUMNS, USER_K_COLUMNS, USER_METRICS_COLUMNS, metric_name
+
+_DTYPES = {"string": object, "int": np.int32, "long": np.int64, "double": np.float64}
 
 #: input columns of :func:`score_users`
 INPUT_COLUMNS = ("slice", "user_id", "list_id", "item_id", "position", "score", "relevance")
 
-LIST_METRICS = ("ndcg", "map", "precision", "recall", "hit_rate")
 
+def user_table(per_user: Mapping[str, Any], per_k: Mapping[str, np.ndarray], ks: Sequence[int]) -> pd.DataFrame:
+    """The per-user table's layout (:data:`~recsys_spark.schema.USER_METRICS_COLUMNS`): one row per (slice, user, k).
 
-def metric_column(metric: str, k: int | None = None) -> str:
-    """Column name of a metric in the per-user table: ``ndcg_at_10``, ``mrr``."""
-    return metric if k is None else f"{metric}_at_{k}"
+    This function is the one place that layout is built; every writer of ``user_metrics`` goes through it.
 
+    Parameters
+    ----------
+    per_user : ``slice``, ``user_id`` and :data:`~recsys_spark.schema.USER_COLUMNS`, one value per user
+        (arrays of length U).
+    per_k : :data:`~recsys_spark.schema.USER_K_COLUMNS`, arrays of shape (U, len(ks)), column j for ``ks[j]``.
+    ks : the cut-offs.
 
-def output_columns(ks: Sequence[int]) -> list[tuple[str, str]]:
-    """(name, type) of the per-user table, in order; types are Spark DDL names."""
-    cols = [
-        ("slice", "string"),
-        ("user_id", "string"),
-        ("n_exposures", "long"),
-        ("n_relevant", "long"),
-        ("n_lists", "long"),
-        ("n_lists_ranked", "long"),
-        ("auc", "double"),
-        ("mrr", "double"),
-    ]
-    for k in ks:
-        cols += [(metric_column(m, k), "double") for m in LIST_METRICS]
-        cols.append((metric_column("hits", k), "long"))
-    return cols
+    Returns
+    -------
+    DataFrame of U * len(ks) rows, a user's rows together in ``ks`` order; the values that have no cut-off
+    repeat on each of them. Pure reshaping (``np.repeat``, ``ravel``): no Python call per user.
+
+    Examples
+    --------
+    >>> t = user_table({"slice": ["all"], "user_id": ["u"], "n_exposures": [4], "n_relevant": [1], "n_lists": [1],
+    ...                 "n_lists_ranked": [1], "auc": [0.5], "mrr": [0.5]},
+    ...                {m: np.array([[0.0, 1.0]]) for m in LIST_METRICS} | {"hits": np.array([[0, 1]])}, (1, 3))
+    >>> t[["user_id", "k", "auc", "ndcg", "hits"]].to_dict("list")
+    {'user_id': ['u', 'u'], 'k': [1, 3], 'auc': [0.5, 0.5], 'ndcg': [0.0, 1.0], 'hits': [0, 1]}
+    """
+    n_k = len(ks)
+    n_users = len(per_user[USER])
+    out: dict[str, np.ndarray] = {}
+    for name, kind in USER_METRICS_COLUMNS:
+        if name == "k":
+            values = np.tile(np.asarray(ks, dtype=np.int32), n_users)
+        elif name in USER_K_COLUMNS:
+            values = np.asarray(per_k[name]).reshape(n_users, n_k).ravel()
+        else:
+            values = np.repeat(np.asarray(per_user[name], dtype=_DTYPES[kind]), n_k)
+        out[name] = values.astype(_DTYPES[kind], copy=False)
+    return pd.DataFrame(out, columns=[name for name, _ in USER_METRICS_COLUMNS])
 
 
 def _rank_order(unit: np.ndarray, lst: np.ndarray, score: np.ndarray, position: np.ndarray,
@@ -54,8 +72,8 @@ def _rank_order(unit: np.ndarray, lst: np.ndarray, score: np.ndarray, position: 
     two rows with equal score and position.
     """
     order = np.lexsort((position, -score, lst, unit))
-    u, l, s, p = unit[order], lst[order], score[order], position[order]
-    tied = (u[1:] == u[:-1]) & (l[1:] == l[:-1]) & (s[1:] == s[:-1]) & (p[1:] == p[:-1])
+    u, li, s, p = unit[order], lst[order], score[order], position[order]
+    tied = (u[1:] == u[:-1]) & (li[1:] == li[:-1]) & (s[1:] == s[:-1]) & (p[1:] == p[:-1])
     if tied.any():
         # by the ids' own order, whatever the dtype (a categorical would sort by its categories)
         item_code, _ = pd.factorize(np.asarray(item, dtype=object), sort=True)
@@ -77,15 +95,15 @@ def score_users(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponentia
 
     Returns
     -------
-    DataFrame with :func:`output_columns`: ``auc`` is the user's AUC over all
-    their exposures (NaN with only positives or only negatives); ``mrr`` and
-    ``<metric>_at_<k>`` are means over the user's lists that hold at least one
-    relevant item (``n_lists_ranked``; NaN when there is none); ``hits_at_<k>``
-    are sums over those lists.
+    The per-user table (:func:`user_table`), one row per (slice, user, k): ``auc`` is the user's AUC over all
+    their exposures (NaN with only positives or only negatives); ``mrr`` and the list metrics are means over
+    the user's lists that hold at least one relevant item (``n_lists_ranked``; NaN when there is none);
+    ``hits`` is the sum over those lists.
     """
-    names = [name for name, _ in output_columns(ks)]
     if frame.empty:
-        return pd.DataFrame({name: pd.Series(dtype=_dtype(t)) for name, t in output_columns(ks)})
+        empty = np.empty(0)
+        return user_table({name: empty for name in ("slice", USER, *USER_COLUMNS)},
+                          {name: np.empty((0, len(ks))) for name in USER_K_COLUMNS}, ks)
     slice_code, slices = pd.factorize(frame["slice"])
     user_code, users = pd.factorize(frame["user_id"])
     unit = slice_code.astype(np.int64) * len(users) + user_code
@@ -118,9 +136,9 @@ def score_users(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponentia
         # AUC per unit over all its rows (codes of ``units`` remapped to 0..U-1)
         row_unit = np.searchsorted(units, unit)
         auc, n_pos, n_neg = grouped_auc(row_unit, relevance > 0, score, n_units)
-        out = {
+        per_user = {
             "slice": np.asarray(slices, dtype=object)[units // len(users)],
-            "user_id": np.asarray(users, dtype=object)[units % len(users)],
+            USER: np.asarray(users, dtype=object)[units % len(users)],
             "n_exposures": (n_pos + n_neg).astype(np.int64),
             "n_relevant": n_pos.astype(np.int64),
             "n_lists": np.bincount(unit_idx, minlength=n_units).astype(np.int64),
@@ -128,11 +146,9 @@ def score_users(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponentia
             "auc": auc,
             "mrr": unit_mean(per_list["mrr"]),
         }
-        for k in ks:
-            for m in LIST_METRICS:
-                out[metric_column(m, k)] = unit_mean(per_list[f"{m}@{k}"])
-            out[metric_column("hits", k)] = unit_sum(per_list[f"hits@{k}"]).astype(np.int64)
-    return pd.DataFrame(out, columns=names)
+        per_k = {m: np.column_stack([unit_mean(per_list[metric_name(m, k)]) for k in ks]) for m in LIST_METRICS}
+        per_k["hits"] = np.column_stack([unit_sum(per_list[metric_name("hits", k)]) for k in ks]).astype(np.int64)
+    return user_table(per_user, per_k, ks)
 
 
 def _run_ids(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -140,6 +156,3 @@ def _run_ids(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     new = np.r_[True, (a[1:] != a[:-1]) | (b[1:] != b[:-1])]
     return np.cumsum(new)
 
-
-def _dtype(spark_type: str) -> str:
-    return {"string": "object", "long": "int64", "double": "float64"}[spark_type]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import inspect
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -25,8 +25,8 @@ from airflow.sdk.execution_time.context import VariableAccessor  # noqa: E402
 DAG_FOLDER = Path(__file__).resolve().parents[2] / "jobs" / "airflow"
 DAG_ID = "recsys_eval_daily"
 # a run that starts on 2026-11-21 must evaluate 2026-11-20
-RUN_AFTER = datetime(2026, 11, 21, 2, 30, tzinfo=timezone.utc)
-INTERVAL_START = datetime(2026, 11, 20, 2, 30, tzinfo=timezone.utc)
+RUN_AFTER = datetime(2026, 11, 21, 2, 30, tzinfo=UTC)
+INTERVAL_START = datetime(2026, 11, 20, 2, 30, tzinfo=UTC)
 
 
 _OVERRIDE_PREFIXES = ("RECSYS_EVAL_", "AIRFLOW_VAR_RECSYS_EVAL_")
@@ -117,12 +117,12 @@ def test_schedule_gives_the_previous_day_as_data_interval():
         pass
     info = timetable.next_dagrun_info(
         last_automated_data_interval=None,
-        restriction=TimeRestriction(earliest=datetime(2026, 11, 21, tzinfo=timezone.utc), latest=None, catchup=True),
+        restriction=TimeRestriction(earliest=datetime(2026, 11, 21, tzinfo=UTC), latest=None, catchup=True),
     )
     assert info.run_after == RUN_AFTER
     assert info.data_interval.start == INTERVAL_START
     assert info.data_interval.end == RUN_AFTER
-    manual = timetable.infer_manual_data_interval(run_after=datetime(2026, 11, 21, 15, 0, tzinfo=timezone.utc))
+    manual = timetable.infer_manual_data_interval(run_after=datetime(2026, 11, 21, 15, 0, tzinfo=UTC))
     assert manual.start.date().isoformat() == "2026-11-20"
 
 

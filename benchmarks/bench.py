@@ -1,8 +1,8 @@
 """Benchmark: the job against the floor and its peers, on generated days (``make bench``).
 
-    python -m recsys_spark.bench                      # 1M, 5M and 20M exposures, 3 repeats
-    python -m recsys_spark.bench --sizes 1M --repeats 5
-    python -m recsys_spark.bench --smoke              # seconds: a tiny day, one repeat
+    python -m benchmarks.bench                      # 1M, 5M and 20M exposures, 3 repeats
+    python -m benchmarks.bench --sizes 1M --repeats 5
+    python -m benchmarks.bench --smoke              # seconds: a tiny day, one repeat
 
 One SparkSession (``local[2]``, 2 GB driver unless told otherwise), one generated
 day per size (``recsys_spark.generate``, reused when its parameters match), and
@@ -50,12 +50,14 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from pyspark import cloudpickle
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -65,11 +67,15 @@ from recsys_spark.config import Config, load_config
 from recsys_spark.errors import HardRuleViolation
 from recsys_spark.label import deduplicate_exposures, join_feedback, labelled_exposures
 from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, ranking_input
-from recsys_spark.pipeline import Labelled, evaluate_day, metric_stage
+from recsys_spark.pipeline import evaluate_day, run_metric_stage
 from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
 from recsys_spark.schema import ALL, COPIES, ITEM, LIST_ID, POSITION, RELEVANCE, SCORE, SLICE, USER
 from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.write import DailyOutput
+
+# The benchmark is not installed with the package: Spark's Python workers could not import it by name, so
+# its functions (the plain per-user UDF) travel to them by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 DATE = dt.date(2026, 11, 20)
 K = 10  # the one cut-off the peers are compared at
@@ -181,30 +187,26 @@ class Day:
         return ranking_input(labelled_exposures(self.joined), self.cfg.ranking.list_unit, has_score=True)
 
     # ours ----------------------------------------------------------------------------------
-    def labelled(self) -> Labelled:
-        """The label stage's result as the job hands it on (user partitions defined, built when first used)."""
+    def user_partitions(self) -> DataFrame:
+        """The labelled exposures partitioned by user and persisted, as the label stage hands them on;
+        the caller unpersists them."""
         assert self.joined is not None, "cache_labelled() first"
         partitions = bucket_count(self.exposures, self.cfg.execution.rows_per_bucket,
                                   self.spark.sparkContext.defaultParallelism)
-        sliced = labelled_exposures(self.joined)
-        by_user = partition_by_user(sliced, partitions)
-        ranked = ranking_input(by_user, self.cfg.ranking.list_unit, has_score=True)
-        return Labelled(self.joined, {}, sliced, None, by_user, ranked, partitions)
+        return partition_by_user(labelled_exposures(self.joined), partitions)
 
     def metric_stage(self) -> None:
-        """The job's "metrics" stage (:func:`pipeline.metric_stage`) from the cached labelled exposures,
+        """The job's "metrics" stage (:func:`pipeline.run_metric_stage`) from the cached labelled exposures,
         the one shuffle by user included, and its aggregates written."""
-        labelled = self.labelled()
+        assert self.joined is not None, "cache_labelled() first"
         out = DailyOutput(self.spark, f"{self.work}/metric_stage", DATE.isoformat())
         try:
-            metrics = metric_stage(self.spark, labelled, self.cfg, out)
+            metrics = run_metric_stage(labelled_exposures(self.joined), self.cfg, out, self.exposures)
             out.stage("metrics", metrics_frame(self.spark, metrics.rows).coalesce(1))
             out.commit()
         except BaseException:
             out.abort()
             raise
-        finally:
-            labelled.by_user.unpersist()
         self.last["metrics"] = {(r.metric, r.k, r.aggregation): r.value for r in metrics.rows if r.slice == ALL}
         self.last["users_path"] = out.final_path("user_metrics")
 
@@ -360,10 +362,10 @@ def _missing(col: Column) -> Column:
 
 def per_user_checks(spark: SparkSession, size: str, users_path: str, plain_path: str, note: str) -> list[Check]:
     """Our per-user AUC, NDCG@10, AP@10 against the plain UDF's, joined on user_id in Spark."""
-    ours = spark.read.parquet(users_path).where(F.col(SLICE) == ALL)
+    ours = spark.read.parquet(users_path).where((F.col(SLICE) == ALL) & (F.col("k") == 10))
     peer = spark.read.parquet(plain_path)
-    pairs = {"auc": "auc", "ndcg_at_10": "ndcg_at_10", "map_at_10": "map_at_10"}
-    joined = ours.select(USER, *[F.col(c).alias(f"o_{c}") for c in pairs]).join(
+    pairs = {"auc": "auc", "ndcg_at_10": "ndcg", "map_at_10": "map"}  # the peer's column: ours (at k = 10)
+    joined = ours.select(USER, *[F.col(o).alias(f"o_{c}") for c, o in pairs.items()]).join(
         peer.select(USER, *[F.col(c).alias(f"p_{c}") for c in pairs]), on=USER, how="inner")
     aggs = [F.count(F.lit(1)).alias("n")]
     for c in pairs:
@@ -604,7 +606,7 @@ class MemoryWatch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> "MemoryWatch":
+    def __enter__(self) -> MemoryWatch:
         self._thread.start()
         return self
 
@@ -695,13 +697,16 @@ def run_skew(spark: SparkSession, cfg: Config, root: str | Path, rows: int = 1_0
 
 # --- the execution settings ----------------------------------------------------------------------
 ARROW_BATCH_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
+#: progress lines: printed at once
+_SAY = functools.partial(print, flush=True)
+
 #: (execution.rows_per_bucket, execution.arrow_batch_rows) tried by ``--sweep``: the defaults first,
 #: then each setting moved 4-5x either way with the other at its default
 SWEEP = ((200_000, 10_000), (50_000, 10_000), (800_000, 10_000), (200_000, 2_000), (200_000, 50_000))
 
 
 def run_sweep(spark: SparkSession, configs: dict[tuple[int, int], Config], root: str | Path, rows: int,
-              repeats: int = 2, seed: int = 7, say: Callable[[str], None] = functools.partial(print, flush=True),
+              repeats: int = 2, seed: int = 7, say: Callable[[str], None] = _SAY,
               ) -> list[dict[str, Any]]:
     """The metric stage on one day under each (rows_per_bucket, arrow_batch_rows) of ``configs``.
 
@@ -748,7 +753,7 @@ def sweep_markdown(results: list[dict[str, Any]], rows: int, machine: dict[str, 
 # --- the run ------------------------------------------------------------------------------------
 def run_bench(spark: SparkSession, cfg: Config, sizes: Sequence[tuple[str, int]], root: str | Path,
               repeats: int = 3, warmup: int = 1, seed: int = 7, plain_max_rows: int = 1_000_000,
-              command: str = "", say: Callable[[str], None] = functools.partial(print, flush=True),
+              command: str = "", say: Callable[[str], None] = _SAY,
               tasks: Sequence[str] = tuple(TASKS), on_size: Callable[[Report], None] | None = None) -> Report:
     """Generate (or reuse) each day, time every task, check agreement; return the report.
 
@@ -809,12 +814,12 @@ def run_bench(spark: SparkSession, cfg: Config, sizes: Sequence[tuple[str, int]]
             checks += per_user_checks(spark, size, day.last["users_path"], day.last["plain_path"], note)
             checks += aggregate_checks(size, day.last["metrics"], day.last["mllib_ranking"],
                                        day.last["mllib_auc"], day.last["mllib_auc_exact"])
-            labelled = day.labelled()
-            users = UserMetrics(labelled.ranked, cfg.metrics.k, cfg.metrics.ndcg_gain, None,
-                                cfg.execution.max_user_rows)
+            by_user = day.user_partitions()
+            users = UserMetrics(ranking_input(by_user, cfg.ranking.list_unit, has_score=True), cfg.metrics.k,
+                                cfg.metrics.ndcg_gain, None, cfg.execution.max_user_rows)
             structure.setdefault("shuffles of labelled exposures in the per-user stage",
                                  shuffles_before_cache(users.frame))
-            labelled.by_user.unpersist()
+            by_user.unpersist()
         finally:
             day.uncache_labelled()
         if on_size is not None:
@@ -834,7 +839,7 @@ def save(report: Report, root: Path) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m recsys_spark.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1M,5M,20M", help="comma-separated exposures per day (default 1M,5M,20M)")
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds per size (default 3)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first (default 1)")
@@ -874,7 +879,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = job_settings(cfg.execution.arrow_batch_rows,
                             {"spark.driver.memory": args.driver_memory, "spark.ui.enabled": "false", **cfg.spark})
     spark = build_session("recsys-spark-bench", args.master, settings, log_level="ERROR")
-    command = "python -m recsys_spark.bench " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m benchmarks.bench " + " ".join(argv if argv is not None else sys.argv[1:])
     if args.sweep:
         try:
             size, rows = sizes[0]
