@@ -197,7 +197,7 @@ class Day:
         labelled = self.labelled()
         out = DailyOutput(self.spark, f"{self.work}/metric_stage", DATE.isoformat())
         try:
-            metrics = metric_stage(self.spark, labelled, self.cfg, out)
+            metrics = metric_stage(labelled, self.cfg, out)
             out.stage("metrics", metrics_frame(self.spark, metrics.rows).coalesce(1))
             out.commit()
         except BaseException:

@@ -10,23 +10,22 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from recsys_spark import fs, log
-from recsys_spark.aggregate import aggregate_users, metrics_frame
+from recsys_spark.aggregate import MetricRow, aggregate_users, metrics_frame
 from recsys_spark.config import Config
 from recsys_spark.errors import EmptyInputError, HardRuleViolation
-from recsys_spark.aggregate import MetricRow
-from recsys_spark.health import HealthResult, evaluate_health, history_paths, lorenz_frame, popularity_clicks, previous_exposures
+from recsys_spark.health import HealthResult, evaluate_health, lorenz_frame
 from recsys_spark.label import deduplicate_exposures, join_feedback, label_counts, labelled_exposures
 from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, ranking_input
 from recsys_spark.pooled_auc import pooled_auc
 from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
 from recsys_spark.rules import RuleResult, as_dicts, rules_frame, scan_rules
-from recsys_spark.schema import ALL, REASON, SCORE, SLICE
+from recsys_spark.schema import ALL, EVENT, ITEM, REASON, SCORE, SLICE, USER
 from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.slices import (PopularityCutoffs, SliceInputs, add_slice_columns, explode_slices,
                                  popularity_cutoffs, read_slice_inputs)
@@ -64,7 +63,7 @@ class InputPaths:
                    cfg.input.items.format(**fill), cfg.input.users.format(**fill))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Inputs:
     """The day's inputs, conformed to the expected columns (nothing read yet: Spark is lazy)."""
 
@@ -74,7 +73,23 @@ class Inputs:
     has_score: bool
 
 
-@dataclass
+@dataclass(frozen=True)
+class History:
+    """What the day needs from earlier days, read once by the read stage; every part is optional.
+
+    ``previous``: distinct (user_id, item_id) exposed the day before (valid rows), or None;
+    ``previous_rows``: exposure rows of the day before, or None; ``popularity``: (user_id, item_id)
+    of the click events of the ``health.novelty_days`` days before (valid rows), or None when no such
+    partition exists (novelty then uses the day's own clicks); ``notes`` say what was missing.
+    """
+
+    previous: DataFrame | None
+    previous_rows: int | None
+    popularity: DataFrame | None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Validated:
     """The inputs split into rows to use and rows set aside (with ``reject_reason``), and their counts."""
 
@@ -99,7 +114,22 @@ def _kept(counts: dict[str, int]) -> int:
     return counts["rows"] - sum(v for k, v in counts.items() if k != "rows")
 
 
-@dataclass
+@dataclass(frozen=True)
+class Day:
+    """One day as every stage after validation sees it: its date, paths, inputs, validated rows and history."""
+
+    date: dt.date
+    paths: InputPaths
+    inputs: Inputs
+    valid: Validated
+    history: History
+
+    @property
+    def iso(self) -> str:
+        return self.date.isoformat()
+
+
+@dataclass(frozen=True)
 class Labelled:
     """Exposures joined with their feedback, sliced and partitioned by user (persisted), and the ranking input."""
 
@@ -114,11 +144,15 @@ class Labelled:
     @property
     def exposures(self) -> DataFrame:
         """One row per labelled exposure (the ``all`` slice of the user partitions)."""
-        return self.by_user.where(F.col(SLICE) == ALL)
+        return all_slice(self.by_user)
 
     def unpersist(self) -> None:
         self.by_user.unpersist()
         self.joined.unpersist()
+
+
+def all_slice(by_user: DataFrame) -> DataFrame:
+    return by_user.where(F.col(SLICE) == ALL)
 
 
 @dataclass
@@ -136,42 +170,44 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
     health -> rules -> write: each stage is a function below, timed and logged
     here.  Every table is staged and moved into place only at the end.
     """
-    day = date.isoformat()
-    paths = InputPaths.resolve(cfg, input_root, day)
+    iso = date.isoformat()
+    paths = InputPaths.resolve(cfg, input_root, iso)
     timings: dict[str, float] = {}
-    out = DailyOutput(spark, output_root, day)
+    out = DailyOutput(spark, output_root, iso)
 
-    with log.stage("read", timings, date=day) as info:
+    with log.stage("read", timings, date=iso) as info:
         inputs = read_inputs(spark, cfg, paths)
+        history = read_history(spark, cfg, input_root, date)
         info["has_score"] = inputs.has_score
     with log.stage("validate", timings) as info:
         valid = validate_inputs(inputs, cfg, date, paths)
         info.update(exposure_rows=valid.exposure_counts["rows"], click_rows=valid.click_counts["rows"])
+    day = Day(date, paths, inputs, valid, history)
 
     labelled = None
     try:
         with log.stage("label", timings) as info:
-            labelled = label_day(spark, inputs, valid, cfg, date)
+            labelled = label_day(spark, day, cfg)
             info.update(labelled.labels)
         with log.stage("metrics", timings) as info:
-            metrics = metric_stage(spark, labelled, cfg, out)
+            metrics = metric_stage(labelled, cfg, out)
             info.update(buckets=metrics.buckets, metric_rows=len(metrics.rows))
         with log.stage("health", timings) as info:
-            health = health_stage(spark, labelled, inputs, valid, cfg, date, input_root, paths)
+            health = health_stage(spark, labelled, day, cfg)
             rows = metrics.rows + health.rows
             notes = health.notes + metrics.notes
             out.stage("lorenz", lorenz_frame(spark, health.lorenz))
             out.stage("metrics", metrics_frame(spark, rows).coalesce(1))
             info.update(health.info)
         with log.stage("rules", timings) as info:
-            rule_results = rules_stage(spark, labelled, inputs, valid, cfg, date, input_root)
+            rule_results = rules_stage(labelled, day, cfg)
             out.stage("rule_checks", rules_frame(spark, rule_results).coalesce(1))
             failed_hard = [r.rule for r in rule_results if r.severity == "hard" and not r.passed]
             info.update(failed=[r.rule for r in rule_results if not r.passed])
             if cfg.validation.write_rejected:
                 out.stage("rejected", rejected_rows(valid.rejected_exposures, valid.rejected_clicks))
         with log.stage("write", timings):
-            summary = build_summary(cfg, day, paths, valid.exposure_counts, valid.click_counts, labelled.labels,
+            summary = build_summary(cfg, iso, paths, valid.exposure_counts, valid.click_counts, labelled.labels,
                                     metrics.unit_counts.get(ALL, {}), rows, timings)
             summary["rules"] = as_dicts(rule_results)
             summary["notes"] = notes
@@ -185,11 +221,11 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
     finally:
         if labelled is not None:
             labelled.unpersist()
-    log.event("done", date=day, status=summary["status"],
+    log.event("done", date=iso, status=summary["status"],
               **{k: summary["headline"][k] for k in list(summary["headline"])[:4]})
     if failed_hard and cfg.rules.fail_on_hard:
-        raise HardRuleViolation(f"{day}: hard business rules violated: {', '.join(failed_hard)} "
-                                f"(outputs written; see rule_checks/dt={day})")
+        raise HardRuleViolation(f"{iso}: hard business rules violated: {', '.join(failed_hard)} "
+                                f"(outputs written; see rule_checks/dt={iso})")
     return summary
 
 
@@ -206,6 +242,56 @@ def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
     return Inputs(exposures, clicks, slice_inputs, SCORE in exposures.columns)
 
 
+def history_paths(template: str, input_root: str, date: dt.date, days: int) -> list[tuple[dt.date, str]]:
+    """(date, path) of the ``days`` days before ``date``, most recent first."""
+    root = input_root.rstrip("/")
+    days_before = [date - dt.timedelta(days=back) for back in range(1, days + 1)]
+    return [(day, template.format(input_root=root, date=day.isoformat())) for day in days_before]
+
+
+def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.date) -> History:
+    """The earlier days the day needs (update_rate, exposure_change, novelty), read once, validated as
+    the day's own rows (:mod:`recsys_spark.validate`)."""
+    tolerance = cfg.validation.ts_tolerance_minutes
+    notes: list[str] = []
+    (prev_day, prev_path), = history_paths(cfg.input.exposures, input_root, date, 1)
+    previous, previous_rows = None, None
+    if fs.exists(spark, prev_path):
+        raw = read_parquet(spark, prev_path, "previous exposures partition")
+        previous_rows = raw.count()  # from the Parquet footers
+        conformed = conform(raw, EXPOSURE_COLUMNS, prev_path)
+        good, _ = split_rows(tag_rows(conformed, exposure_checks(SCORE in conformed.columns,
+                                                                 day_bounds(prev_day, tolerance))))
+        previous = good.where(F.col(ITEM).isNotNull()).select(USER, ITEM).distinct()
+    else:
+        notes.append(f"update_rate skipped: no exposures partition for the previous day {prev_day} ({prev_path})")
+
+    click_paths = history_paths(cfg.input.clicks, input_root, date, cfg.health.novelty_days)
+    found = [(day, path) for day, path in click_paths if fs.exists(spark, path)]
+    popularity = None
+    if found:
+        frames = [split_rows(tag_rows(conform(read_parquet(spark, path, "clicks partition"), CLICK_COLUMNS, path),
+                                      click_checks(day_bounds(day, tolerance))))[0]
+                  for day, path in found]
+        popularity = click_events(frames, cfg.labels.click_event)
+        days = sorted(day.isoformat() for day, _ in found)
+        notes.insert(0, f"novelty: item popularity from the clicks of {len(found)} of the {len(click_paths)} "
+                        f"previous days ({days[0]}..{days[-1]})")
+    else:
+        notes.insert(0, f"novelty: no clicks partition in the {len(click_paths)} previous days; "
+                        "item popularity from the same day's clicks")
+    return History(previous, previous_rows, popularity, tuple(notes))
+
+
+def click_events(frames: Sequence[DataFrame], click_event: str) -> DataFrame:
+    """(user_id, item_id) of the events named ``click_event`` (a row without ``event`` is a click)."""
+    clicks = frames[0]
+    for frame in frames[1:]:
+        clicks = clicks.unionByName(frame, allowMissingColumns=True)
+    event = F.coalesce(F.col(EVENT), F.lit(click_event)) if EVENT in clicks.columns else F.lit(click_event)
+    return clicks.where(event == click_event).select(USER, ITEM)
+
+
 def validate_inputs(inputs: Inputs, cfg: Config, date: dt.date, paths: InputPaths) -> Validated:
     """Tag every row with its first failed check, count rows per reason (one job per input), split."""
     bounds = day_bounds(date, cfg.validation.ts_tolerance_minutes)
@@ -220,7 +306,7 @@ def validate_inputs(inputs: Inputs, cfg: Config, date: dt.date, paths: InputPath
     return Validated(good_exposures, good_clicks, rejected_exposures, rejected_clicks, exposure_counts, click_counts)
 
 
-def label_day(spark: SparkSession, inputs: Inputs, valid: Validated, cfg: Config, date: dt.date) -> Labelled:
+def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     """Deduplicate, attach slice columns, attribute feedback, explode the slices and partition them by
     user, persisted: the one shuffle of exposures, which the counts here, the metrics, the health
     indicators and the rules all read in place.
@@ -229,8 +315,9 @@ def label_day(spark: SparkSession, inputs: Inputs, valid: Validated, cfg: Config
     read (see :func:`label.label_counts`), and the join itself is persisted only when the popularity
     slice needs a pass over it first (its cut-offs).
     """
+    inputs, valid = day.inputs, day.valid
     deduplicated = (deduplicate_exposures(valid.exposures)
-                    .transform(add_slice_columns, inputs.slices, date, cfg.slices.new_user_days))
+                    .transform(add_slice_columns, inputs.slices, day.date, cfg.slices.new_user_days))
     joined = join_feedback(deduplicated, valid.clicks, cfg.attribution.window_minutes, cfg.labels.event_weights,
                            cfg.labels.click_event)
     cutoffs = None
@@ -244,13 +331,12 @@ def label_day(spark: SparkSession, inputs: Inputs, valid: Validated, cfg: Config
     partitions = bucket_count(valid.valid_exposure_rows * (1 + len(cfg.slices.names)), cfg.execution.rows_per_bucket,
                               spark.sparkContext.defaultParallelism)
     by_user = partition_by_user(sliced, partitions)
-    labelled = Labelled(joined, {}, sliced, cutoffs, by_user,
-                        ranking_input(by_user, cfg.ranking.list_unit, inputs.has_score), partitions)
-    labelled.labels = label_counts(labelled.exposures, valid.valid_events)  # builds the user partitions
-    return labelled
+    labels = label_counts(all_slice(by_user), valid.valid_events)  # builds the user partitions
+    return Labelled(joined, labels, sliced, cutoffs, by_user,
+                    ranking_input(by_user, cfg.ranking.list_unit, inputs.has_score), partitions)
 
 
-def metric_stage(spark: SparkSession, labelled: Labelled, cfg: Config, out: DailyOutput) -> Metrics:
+def metric_stage(labelled: Labelled, cfg: Config, out: DailyOutput) -> Metrics:
     """Per-user table (staged as ``user_metrics``) in one pass, then every aggregate from its sums."""
     ks = cfg.metrics.k
     users = UserMetrics(labelled.ranked, ks, cfg.metrics.ndcg_gain, None, cfg.execution.max_user_rows,
@@ -265,44 +351,34 @@ def metric_stage(spark: SparkSession, labelled: Labelled, cfg: Config, out: Dail
     return Metrics(rows, unit_counts, users.notes(), labelled.partitions)
 
 
-def health_stage(spark: SparkSession, labelled: Labelled, inputs: Inputs, valid: Validated, cfg: Config,
-                 date: dt.date, input_root: str, paths: InputPaths) -> HealthResult:
+def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config) -> HealthResult:
     """Health and business indicators per slice, with the previous day (update rate) and the
     clicks of the last ``health.novelty_days`` days (novelty) when they exist."""
-    (prev_day, prev_path), = history_paths(cfg.input.exposures, input_root, date, 1)
-    tolerance = cfg.validation.ts_tolerance_minutes
-    previous, update_note = previous_exposures(spark, prev_day, prev_path, tolerance)
-    popularity, novelty_note = popularity_clicks(
-        spark, history_paths(cfg.input.clicks, input_root, date, cfg.health.novelty_days), valid.clicks,
-        cfg.labels.click_event, tolerance)
-    health = evaluate_health(spark, labelled.by_user, inputs.slices.dims, inputs.slices.catalog,
+    history = day.history
+    popularity = (history.popularity if history.popularity is not None
+                  else click_events([day.valid.clicks], cfg.labels.click_event))
+    health = evaluate_health(spark, labelled.by_user, day.inputs.slices.dims, day.inputs.slices.catalog,
                              min_list_length=cfg.health.min_list_length, lorenz_points=cfg.health.lorenz_points,
-                             popularity=popularity, previous=previous, cutoffs=labelled.cutoffs,
-                             items_path=paths.items)
+                             popularity=popularity, previous=history.previous, cutoffs=labelled.cutoffs,
+                             items_path=day.paths.items)
     if labelled.cutoffs is not None:
         health.info.update(popularity_head_min=labelled.cutoffs.head_min,
                            popularity_tail_max=labelled.cutoffs.tail_max)
-    health.notes += [novelty_note] + ([update_note] if update_note else [])
+    health.notes += list(history.notes)
     return health
 
 
-def rules_stage(spark: SparkSession, labelled: Labelled, inputs: Inputs, valid: Validated, cfg: Config,
-                date: dt.date, input_root: str) -> list[RuleResult]:
+def rules_stage(labelled: Labelled, day: Day, cfg: Config) -> list[RuleResult]:
     """Every business rule that applies (see :mod:`recsys_spark.rules`)."""
+    valid = day.valid
     counts = {"exposure_rows": valid.exposure_counts["rows"], "bad_score": valid.exposure_counts.get("bad_score", 0),
               "valid_events": valid.valid_events, **labelled.labels}
     return scan_rules(
-        labelled.exposures, counts, has_catalog=inputs.slices.catalog is not None,
-        has_score=inputs.has_score, blacklist_items=cfg.rules.blacklist_items,
+        labelled.exposures, counts, has_catalog=day.inputs.slices.catalog is not None,
+        has_score=day.inputs.has_score, blacklist_items=cfg.rules.blacklist_items,
         blacklist_categories=cfg.rules.blacklist_categories, bot_requests_per_user=cfg.rules.bot_requests_per_user,
-        thresholds=threshold_settings(cfg), previous_exposure_rows=previous_rows(spark, cfg, input_root, date),
+        thresholds=threshold_settings(cfg), previous_exposure_rows=day.history.previous_rows,
         rejected_exposures=valid.rejected_exposures)
-
-
-def previous_rows(spark: SparkSession, cfg: Config, input_root: str, date: dt.date) -> int | None:
-    """Exposure rows of the day before (from Parquet metadata), or None when that partition is absent."""
-    path = InputPaths.resolve(cfg, input_root, (date - dt.timedelta(days=1)).isoformat()).exposures
-    return spark.read.parquet(path).count() if fs.exists(spark, path) else None
 
 
 def threshold_settings(cfg: Config) -> dict[str, float]:
