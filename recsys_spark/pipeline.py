@@ -9,27 +9,29 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from recsys_spark import fs, log
 from recsys_spark.aggregate import MetricRow, aggregate_users, metrics_frame
 from recsys_spark.config import Config
-from recsys_spark.errors import EmptyInputError, HardRuleViolation
+from recsys_spark.errors import EmptyInputError, HardRuleViolation, JobError, root_cause
 from recsys_spark.health import HealthResult, evaluate_health, lorenz_frame
 from recsys_spark.label import deduplicate_exposures, join_feedback, label_counts, labelled_exposures
 from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, ranking_input
 from recsys_spark.pooled_auc import pooled_auc
-from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
+from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, ITEM_COLUMNS, conform, empty_frame, read_parquet
 from recsys_spark.rules import RuleResult, as_dicts, rules_frame, scan_rules
-from recsys_spark.schema import ALL, EVENT, ITEM, REASON, SCORE, SLICE, USER
+from recsys_spark.schema import ALL, CATEGORY, EVENT, ITEM, REASON, REQUEST, SCORE, SESSION, SLICE, TS, USER
 from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.slices import (PopularityCutoffs, SliceInputs, add_slice_columns, explode_slices,
                                  popularity_cutoffs, read_slice_inputs)
-from recsys_spark.validate import click_checks, count_rows, day_bounds, exposure_checks, split_rows, tag_rows
+from recsys_spark.validate import (click_checks, count_rows, day_bounds, day_start, exposure_checks, instant,
+                                   split_rows, tag_rows)
 from recsys_spark.write import SUMMARY, DailyOutput
 
 #: metrics printed by the CLI and put first in the summary: (metric, k, aggregation)
@@ -71,21 +73,28 @@ class Inputs:
     clicks: DataFrame
     slices: SliceInputs
     has_score: bool
+    items: DataFrame | None = None  # the items table as read (an item may be listed twice)
 
 
 @dataclass(frozen=True)
 class History:
-    """What the day needs from earlier days, read once by the read stage; every part is optional.
+    """What the day needs from other days, read once by the read stage; every part is optional.
 
     ``previous``: distinct (user_id, item_id) exposed the day before (valid rows), or None;
     ``previous_rows``: exposure rows of the day before, or None; ``popularity``: (user_id, item_id)
     of the click events of the ``health.novelty_days`` days before (valid rows), or None when no such
-    partition exists (novelty then uses the day's own clicks); ``notes`` say what was missing.
+    partition could be read (novelty then uses the day's own clicks); ``late_clicks``: the next day's
+    clicks of its first ``attribution.window_minutes`` (late feedback), or None when that partition
+    does not exist yet (the day is then *provisional*); ``notes`` say what was missing and why.
+
+    A problem with any of them (missing, empty, corrupt) is a note, never a failure of the day.
     """
 
     previous: DataFrame | None
     previous_rows: int | None
     popularity: DataFrame | None
+    late_clicks: DataFrame | None = None
+    provisional: bool = False
     notes: tuple[str, ...] = ()
 
 
@@ -99,6 +108,8 @@ class Validated:
     rejected_clicks: DataFrame
     exposure_counts: dict[str, int]  # "rows" and one count per reject reason
     click_counts: dict[str, int]
+    unweighted_events: dict[str, int]  # valid events per event name that has no weight
+    catalog_conflicts: tuple[int, tuple[str, ...]] = (0, ())  # items listed under several categories, examples
 
     @property
     def valid_events(self) -> int:
@@ -140,6 +151,7 @@ class Labelled:
     by_user: DataFrame  # sliced, hash-partitioned by user and persisted: the one shuffle of exposures
     ranked: DataFrame  # by_user's exposed items with list_id and score (same partitions)
     partitions: int
+    late: DataFrame | None = None  # the next day's late events that match a late exposure (persisted)
 
     @property
     def exposures(self) -> DataFrame:
@@ -149,6 +161,8 @@ class Labelled:
     def unpersist(self) -> None:
         self.by_user.unpersist()
         self.joined.unpersist()
+        if self.late is not None:
+            self.late.unpersist()
 
 
 def all_slice(by_user: DataFrame) -> DataFrame:
@@ -168,24 +182,33 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
 
     read -> validate -> label (+ slices) -> per-user metrics and aggregates ->
     health -> rules -> write: each stage is a function below, timed and logged
-    here.  Every table is staged and moved into place only at the end.
+    here.  Every table is staged and moved into place only at the end.  Before
+    anything is computed, the output root is proved writable by taking the
+    date's lock (:meth:`write.DailyOutput.acquire`).
     """
     iso = date.isoformat()
     paths = InputPaths.resolve(cfg, input_root, iso)
     timings: dict[str, float] = {}
-    out = DailyOutput(spark, output_root, iso)
-
-    with log.stage("read", timings, date=iso) as info:
-        inputs = read_inputs(spark, cfg, paths)
-        history = read_history(spark, cfg, input_root, date)
-        info["has_score"] = inputs.has_score
-    with log.stage("validate", timings) as info:
-        valid = validate_inputs(inputs, cfg, date, paths)
-        info.update(exposure_rows=valid.exposure_counts["rows"], click_rows=valid.click_counts["rows"])
-    day = Day(date, paths, inputs, valid, history)
+    # the day, the hour/weekday slices and timestamps without zone are read in one explicit zone
+    spark.conf.set("spark.sql.session.timeZone", cfg.validation.time_zone)
+    out = DailyOutput(spark, output_root, iso, cfg.output.stale_minutes)
 
     labelled = None
+    with log.stage("read", timings, date=iso) as info:
+        inputs = read_inputs(spark, cfg, paths)
+        out.acquire()  # writable output root, one run per date: checked before any computation
+        info["has_score"] = inputs.has_score
+        try:
+            history = read_history(spark, cfg, input_root, date)
+        except BaseException:
+            out.abort()
+            raise
+        info.update(provisional=history.provisional, swept_staging=out.swept)
     try:
+        with log.stage("validate", timings) as info:
+            valid = validate_inputs(spark, inputs, cfg, date, paths)
+            info.update(exposure_rows=valid.exposure_counts["rows"], click_rows=valid.click_counts["rows"])
+        day = Day(date, paths, inputs, valid, history)
         with log.stage("label", timings) as info:
             labelled = label_day(spark, day, cfg)
             info.update(labelled.labels)
@@ -195,7 +218,7 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
         with log.stage("health", timings) as info:
             health = health_stage(spark, labelled, day, cfg)
             rows = metrics.rows + health.rows
-            notes = health.notes + metrics.notes
+            notes = health.notes + metrics.notes + day_notes(day, out)
             out.stage("lorenz", lorenz_frame(spark, health.lorenz))
             out.stage("metrics", metrics_frame(spark, rows).coalesce(1))
             info.update(health.info)
@@ -209,11 +232,13 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
         with log.stage("write", timings):
             summary = build_summary(cfg, iso, paths, valid.exposure_counts, valid.click_counts, labelled.labels,
                                     metrics.unit_counts.get(ALL, {}), rows, timings)
+            summary["data_quality"]["unweighted_events"] = dict(valid.unweighted_events)
+            summary["data_quality"]["items_in_several_categories"] = valid.catalog_conflicts[0]
             summary["rules"] = as_dicts(rule_results)
+            summary["status"] = status_of(rule_results)
+            summary["provisional"] = history.provisional
             summary["notes"] = notes
-            if failed_hard:
-                summary["status"] = "hard_rule_violated"
-            out.stage_text(SUMMARY, "summary.json", json.dumps(summary, indent=2, sort_keys=False))
+            out.stage_text(SUMMARY, "summary.json", summary_json(summary))
             out.commit()
     except BaseException:
         out.abort()
@@ -229,17 +254,65 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
     return summary
 
 
+def status_of(results: Sequence[RuleResult]) -> str:
+    """``ok`` only when every rule passed; else ``hard_rule_violated`` or ``soft_rule_failed``."""
+    if any(r.severity == "hard" and not r.passed for r in results):
+        return "hard_rule_violated"
+    if any(not r.passed for r in results):
+        return "soft_rule_failed"
+    return "ok"
+
+
+def day_notes(day: Day, out: DailyOutput) -> list[str]:
+    """Notes on the day's inputs that are not metrics' own."""
+    notes = []
+    n, examples = day.valid.catalog_conflicts
+    if n:
+        notes.append(f"{n} items are listed under several categories in the items table; each keeps its "
+                     f"smallest category (e.g. {', '.join(examples)})")
+    if day.valid.unweighted_events:
+        names = ", ".join(f"{k} ({v})" for k, v in day.valid.unweighted_events.items())
+        notes.append(f"events whose name has no weight in labels.event_weights (they weigh 0): {names}")
+    if out.swept:
+        notes.append(f"removed staging directories of dead runs: {', '.join(out.swept)}")
+    return notes
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities as null: the summary is strict JSON (RFC 8259 has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def summary_json(summary: dict[str, Any]) -> str:
+    return json.dumps(_finite(summary), indent=2, sort_keys=False, allow_nan=False)
+
+
 # --- the stages ---------------------------------------------------------------------------------
 def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
     """The exposures and clicks partitions, and the items/users tables the slices and health need.
 
     A missing partition or column is an :class:`~recsys_spark.errors.InputError` here, before any work.
+    A clicks partition without files is a day without feedback, like one with a zero-row file: an
+    empty frame, left to the ``no_feedback`` rule.
     """
     raw_exposures = read_parquet(spark, paths.exposures, "exposures partition")
     slice_inputs = read_slice_inputs(spark, cfg.slices.names, raw_exposures.columns, paths.items, paths.users)
     exposures = conform(raw_exposures, EXPOSURE_COLUMNS, paths.exposures, keep=slice_inputs.dims.exposure)
-    clicks = conform(read_parquet(spark, paths.clicks, "clicks partition"), CLICK_COLUMNS, paths.clicks)
-    return Inputs(exposures, clicks, slice_inputs, SCORE in exposures.columns)
+    try:
+        raw_clicks = read_parquet(spark, paths.clicks, "clicks partition")
+    except EmptyInputError:
+        raw_clicks = empty_frame(spark, CLICK_COLUMNS)
+    clicks = conform(raw_clicks, CLICK_COLUMNS, paths.clicks)
+    items = None
+    if slice_inputs.catalog is not None:
+        items = conform(read_parquet(spark, paths.items, "items table"), ITEM_COLUMNS, paths.items)
+    return Inputs(exposures, clicks, slice_inputs, SCORE in exposures.columns, items)
 
 
 def history_paths(template: str, input_root: str, date: dt.date, days: int) -> list[tuple[dt.date, str]]:
@@ -249,38 +322,98 @@ def history_paths(template: str, input_root: str, date: dt.date, days: int) -> l
     return [(day, template.format(input_root=root, date=day.isoformat())) for day in days_before]
 
 
+def _problem(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, JobError) else f"{type(exc).__name__}: {root_cause(exc)}"
+
+
 def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.date) -> History:
-    """The earlier days the day needs (update_rate, exposure_change, novelty), read once, validated as
-    the day's own rows (:mod:`recsys_spark.validate`)."""
-    tolerance = cfg.validation.ts_tolerance_minutes
+    """The other days the day needs (update_rate, exposure_change, novelty, late feedback), read once,
+    validated as the day's own rows (:mod:`recsys_spark.validate`), each checked readable here (one
+    counting pass) so that a corrupt or empty partition of another day becomes a note, never a
+    failure of today."""
+    tolerance, zone = cfg.validation.ts_tolerance_minutes, cfg.validation.time_zone
     notes: list[str] = []
     (prev_day, prev_path), = history_paths(cfg.input.exposures, input_root, date, 1)
     previous, previous_rows = None, None
     if fs.exists(spark, prev_path):
-        raw = read_parquet(spark, prev_path, "previous exposures partition")
-        previous_rows = raw.count()  # from the Parquet footers
-        conformed = conform(raw, EXPOSURE_COLUMNS, prev_path)
-        good, _ = split_rows(tag_rows(conformed, exposure_checks(SCORE in conformed.columns,
-                                                                 day_bounds(prev_day, tolerance))))
-        previous = good.where(F.col(ITEM).isNotNull()).select(USER, ITEM).distinct()
+        try:
+            conformed = conform(read_parquet(spark, prev_path, "previous exposures partition"), EXPOSURE_COLUMNS,
+                                prev_path)
+            tagged = tag_rows(conformed, exposure_checks(SCORE in conformed.columns,
+                                                         day_bounds(prev_day, tolerance, zone)))
+            previous_rows = count_rows(tagged, "previous exposures partition", prev_path)[0]["rows"]
+            previous = split_rows(tagged)[0].where(F.col(ITEM).isNotNull()).select(USER, ITEM).distinct()
+        except Exception as exc:  # noqa: BLE001 - an earlier day is an optional input
+            notes.append(f"update_rate and exposure_change skipped: the previous day's exposures cannot be used "
+                         f"({_problem(exc)})")
     else:
         notes.append(f"update_rate skipped: no exposures partition for the previous day {prev_day} ({prev_path})")
 
     click_paths = history_paths(cfg.input.clicks, input_root, date, cfg.health.novelty_days)
-    found = [(day, path) for day, path in click_paths if fs.exists(spark, path)]
+    frames, used = [], []
+    for day, path in click_paths:
+        if not fs.exists(spark, path):
+            continue
+        try:
+            tagged = tag_rows(conform(read_parquet(spark, path, "clicks partition"), CLICK_COLUMNS, path),
+                              click_checks(day_bounds(day, tolerance, zone)))
+            count_rows(tagged, "clicks partition", path)
+            frames.append(split_rows(tagged)[0])
+            used.append(day.isoformat())
+        except Exception as exc:  # noqa: BLE001 - an earlier day is an optional input
+            notes.append(f"novelty: the clicks of {day} left out ({_problem(exc)})")
     popularity = None
-    if found:
-        frames = [split_rows(tag_rows(conform(read_parquet(spark, path, "clicks partition"), CLICK_COLUMNS, path),
-                                      click_checks(day_bounds(day, tolerance))))[0]
-                  for day, path in found]
+    if frames:
         popularity = click_events(frames, cfg.labels.click_event)
-        days = sorted(day.isoformat() for day, _ in found)
-        notes.insert(0, f"novelty: item popularity from the clicks of {len(found)} of the {len(click_paths)} "
-                        f"previous days ({days[0]}..{days[-1]})")
+        notes.insert(0, f"novelty: item popularity from the clicks of {len(frames)} of the {len(click_paths)} "
+                        f"previous days ({min(used)}..{max(used)})")
     else:
         notes.insert(0, f"novelty: no clicks partition in the {len(click_paths)} previous days; "
                         "item popularity from the same day's clicks")
-    return History(previous, previous_rows, popularity, tuple(notes))
+    late, provisional = read_late_clicks(spark, cfg, input_root, date, notes)
+    return History(previous, previous_rows, popularity, late, provisional, tuple(notes))
+
+
+def read_late_clicks(spark: SparkSession, cfg: Config, input_root: str, date: dt.date,
+                     notes: list[str]) -> tuple[DataFrame | None, bool]:
+    """The next day's clicks of its first ``attribution.window_minutes`` (a click at 00:05 on an
+    exposure shown at 23:58), and whether the day is provisional (that partition is not there yet,
+    or cannot be read: a rerun once it exists completes the day)."""
+    window = cfg.attribution.window_minutes
+    next_day = date + dt.timedelta(days=1)
+    path = cfg.input.clicks.format(input_root=input_root.rstrip("/"), date=next_day.isoformat())
+    if window <= 0:
+        return None, False
+    if not fs.exists(spark, path):
+        notes.append(f"provisional: no clicks partition for {next_day} yet ({path}); feedback after midnight on "
+                     f"the last {window:g} minutes of exposures is missing; rerun the day once it exists")
+        return None, True
+    try:
+        clicks = conform(read_parquet(spark, path, "next day's clicks partition"), CLICK_COLUMNS, path)
+    except Exception as exc:  # noqa: BLE001 - the next day is an optional input
+        notes.append(f"provisional: the clicks of {next_day} cannot be read ({_problem(exc)}); feedback after "
+                     "midnight is missing")
+        return None, True
+    start = day_start(next_day, cfg.validation.time_zone)
+    bounds = (start, start + dt.timedelta(minutes=window))
+    return split_rows(tag_rows(clicks, click_checks(bounds)))[0], False
+
+
+def late_events(day: Day, window_minutes: float, time_zone: str) -> DataFrame | None:
+    """The next day's late events that can belong to the day: those matching (by request and item, or
+    by user, session and item) an exposure of the day's last ``window_minutes`` -- a small join of two
+    small sides, so that the next day's own clicks are not counted as the day's orphans."""
+    late = day.history.late_clicks
+    if late is None:
+        return None
+    end = day_start(day.date + dt.timedelta(days=1), time_zone)
+    tail = day.valid.exposures.where((F.col(TS) >= instant(end - dt.timedelta(minutes=window_minutes)))
+                                     & F.col(ITEM).isNotNull())
+    direct = late.where(F.col(REQUEST).isNotNull()).join(
+        F.broadcast(tail.select(REQUEST, ITEM).distinct()), on=[REQUEST, ITEM], how="left_semi")
+    by_session = late.where(F.col(REQUEST).isNull()).join(
+        F.broadcast(tail.select(USER, SESSION, ITEM).distinct()), on=[USER, SESSION, ITEM], how="left_semi")
+    return direct.unionByName(by_session)
 
 
 def click_events(frames: Sequence[DataFrame], click_event: str) -> DataFrame:
@@ -292,18 +425,38 @@ def click_events(frames: Sequence[DataFrame], click_event: str) -> DataFrame:
     return clicks.where(event == click_event).select(USER, ITEM)
 
 
-def validate_inputs(inputs: Inputs, cfg: Config, date: dt.date, paths: InputPaths) -> Validated:
-    """Tag every row with its first failed check, count rows per reason (one job per input), split."""
-    bounds = day_bounds(date, cfg.validation.ts_tolerance_minutes)
+def validate_inputs(spark: SparkSession, inputs: Inputs, cfg: Config, date: dt.date, paths: InputPaths) -> Validated:
+    """Tag every row with its first failed check, count rows per reason (one job per input; the clicks'
+    also counts the valid events per event name that has no weight), split."""
+    bounds = day_bounds(date, cfg.validation.ts_tolerance_minutes, cfg.validation.time_zone)
     exposures = tag_rows(inputs.exposures, exposure_checks(inputs.has_score, bounds))
     clicks = tag_rows(inputs.clicks, click_checks(bounds))
-    exposure_counts = count_rows(exposures, "exposures partition", paths.exposures)
-    click_counts = count_rows(clicks, "clicks partition", paths.clicks)
+    exposure_counts, _ = count_rows(exposures, "exposures partition", paths.exposures)
+    click_counts, unweighted = count_rows(clicks, "clicks partition", paths.clicks,
+                                          by=unweighted_name(clicks, cfg.labels.event_weights,
+                                                             cfg.labels.click_event))
     if exposure_counts["rows"] == 0:
         raise EmptyInputError(f"empty input exposures partition (0 rows): {paths.exposures}")
     good_exposures, rejected_exposures = split_rows(exposures)
     good_clicks, rejected_clicks = split_rows(clicks)
-    return Validated(good_exposures, good_clicks, rejected_exposures, rejected_clicks, exposure_counts, click_counts)
+    return Validated(good_exposures, good_clicks, rejected_exposures, rejected_clicks, exposure_counts, click_counts,
+                     unweighted, catalog_conflicts(inputs.items))
+
+
+def unweighted_name(clicks: DataFrame, weights: Mapping[str, float], click_event: str) -> Column:
+    """The event's name when it has no weight (a row without ``event`` is a ``click_event``), else null."""
+    event = F.coalesce(F.col(EVENT), F.lit(click_event)) if EVENT in clicks.columns else F.lit(click_event)
+    return F.when(~event.isin(list(weights)), event)
+
+
+def catalog_conflicts(items: DataFrame | None) -> tuple[int, tuple[str, ...]]:
+    """Items listed under more than one category, and a few of them (one small pass over the catalog)."""
+    if items is None:
+        return 0, ()
+    several = items.groupBy(ITEM).agg(F.count_distinct(CATEGORY).alias("n")).where(F.col("n") > 1)
+    n = several.count()
+    examples = sorted(r[ITEM] for r in several.select(ITEM).limit(5).collect()) if n else []
+    return n, tuple(examples)
 
 
 def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
@@ -316,10 +469,16 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     slice needs a pass over it first (its cut-offs).
     """
     inputs, valid = day.inputs, day.valid
+    late, n_late = None, 0
+    window = cfg.attribution.window_minutes
+    clicks = valid.clicks
+    if day.history.late_clicks is not None:
+        late = late_events(day, window, cfg.validation.time_zone).persist(CACHE_LEVEL)
+        n_late = late.count()
+        clicks = clicks.unionByName(late, allowMissingColumns=True)
     deduplicated = (deduplicate_exposures(valid.exposures)
                     .transform(add_slice_columns, inputs.slices, day.date, cfg.slices.new_user_days))
-    joined = join_feedback(deduplicated, valid.clicks, cfg.attribution.window_minutes, cfg.labels.event_weights,
-                           cfg.labels.click_event)
+    joined = join_feedback(deduplicated, clicks, window, cfg.labels.event_weights, cfg.labels.click_event)
     cutoffs = None
     if "popularity" in cfg.slices.names:
         joined = joined.persist(CACHE_LEVEL)
@@ -331,9 +490,10 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     partitions = bucket_count(valid.valid_exposure_rows * (1 + len(cfg.slices.names)), cfg.execution.rows_per_bucket,
                               spark.sparkContext.defaultParallelism)
     by_user = partition_by_user(sliced, partitions)
-    labels = label_counts(all_slice(by_user), valid.valid_events)  # builds the user partitions
+    labels = label_counts(all_slice(by_user), valid.valid_events + n_late)  # builds the user partitions
+    labels["late_events"] = n_late
     return Labelled(joined, labels, sliced, cutoffs, by_user,
-                    ranking_input(by_user, cfg.ranking.list_unit, inputs.has_score), partitions)
+                    ranking_input(by_user, cfg.ranking.list_unit, inputs.has_score), partitions, late)
 
 
 def metric_stage(labelled: Labelled, cfg: Config, out: DailyOutput) -> Metrics:
@@ -371,8 +531,13 @@ def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config)
 def rules_stage(labelled: Labelled, day: Day, cfg: Config) -> list[RuleResult]:
     """Every business rule that applies (see :mod:`recsys_spark.rules`)."""
     valid = day.valid
+    exposure_reasons = {k: v for k, v in valid.exposure_counts.items() if k != "rows"}
+    click_reasons = {k: v for k, v in valid.click_counts.items() if k != "rows"}
     counts = {"exposure_rows": valid.exposure_counts["rows"], "bad_score": valid.exposure_counts.get("bad_score", 0),
-              "valid_events": valid.valid_events, **labelled.labels}
+              "valid_events": valid.valid_events, "click_rows": valid.click_counts["rows"],
+              "rejected_exposures": sum(exposure_reasons.values()), "exposure_reasons": exposure_reasons,
+              "rejected_clicks": sum(click_reasons.values()), "click_reasons": click_reasons,
+              "unweighted_events": dict(valid.unweighted_events), **labelled.labels}
     return scan_rules(
         labelled.exposures, counts, has_catalog=day.inputs.slices.catalog is not None,
         has_score=day.inputs.has_score, blacklist_items=cfg.rules.blacklist_items,
