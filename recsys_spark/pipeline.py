@@ -328,22 +328,26 @@ def _problem(exc: BaseException) -> str:
 
 def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.date) -> History:
     """The other days the day needs (update_rate, exposure_change, novelty, late feedback), read once,
-    validated as the day's own rows (:mod:`recsys_spark.validate`), each checked readable here (one
-    counting pass) so that a corrupt or empty partition of another day becomes a note, never a
-    failure of today."""
+    validated as the day's own rows (:mod:`recsys_spark.validate`), each checked readable here (a
+    count from the Parquet footers, no column read) so that a missing, empty, corrupt or truncated
+    partition of another day becomes a note, never a failure of today.  A file whose footer is sound
+    but whose data pages are corrupt still fails the day later (in the health stage): reading every
+    earlier day's columns once more to rule that out would cost a full pass per day.
+    """
     tolerance, zone = cfg.validation.ts_tolerance_minutes, cfg.validation.time_zone
     notes: list[str] = []
     (prev_day, prev_path), = history_paths(cfg.input.exposures, input_root, date, 1)
     previous, previous_rows = None, None
     if fs.exists(spark, prev_path):
         try:
-            conformed = conform(read_parquet(spark, prev_path, "previous exposures partition"), EXPOSURE_COLUMNS,
-                                prev_path)
+            raw = read_parquet(spark, prev_path, "previous exposures partition")
+            previous_rows = raw.count()  # from the Parquet footers: a corrupt or truncated file fails here
+            conformed = conform(raw, EXPOSURE_COLUMNS, prev_path)
             tagged = tag_rows(conformed, exposure_checks(SCORE in conformed.columns,
                                                          day_bounds(prev_day, tolerance, zone)))
-            previous_rows = count_rows(tagged, "previous exposures partition", prev_path)[0]["rows"]
             previous = split_rows(tagged)[0].where(F.col(ITEM).isNotNull()).select(USER, ITEM).distinct()
         except Exception as exc:  # noqa: BLE001 - an earlier day is an optional input
+            previous, previous_rows = None, None
             notes.append(f"update_rate and exposure_change skipped: the previous day's exposures cannot be used "
                          f"({_problem(exc)})")
     else:
@@ -355,9 +359,9 @@ def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.dat
         if not fs.exists(spark, path):
             continue
         try:
-            tagged = tag_rows(conform(read_parquet(spark, path, "clicks partition"), CLICK_COLUMNS, path),
-                              click_checks(day_bounds(day, tolerance, zone)))
-            count_rows(tagged, "clicks partition", path)
+            raw = read_parquet(spark, path, "clicks partition")
+            raw.count()  # footers only: a corrupt or truncated file fails here, not in the health stage
+            tagged = tag_rows(conform(raw, CLICK_COLUMNS, path), click_checks(day_bounds(day, tolerance, zone)))
             frames.append(split_rows(tagged)[0])
             used.append(day.isoformat())
         except Exception as exc:  # noqa: BLE001 - an earlier day is an optional input

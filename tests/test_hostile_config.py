@@ -12,7 +12,7 @@ import pytest
 
 from recsys_spark.cli import run
 from recsys_spark.config import load_config
-from recsys_spark.errors import ConfigError, UnreadableInputError, is_unreadable_input, root_cause
+from recsys_spark.errors import ConfigError, UnreadableInputError
 
 ARGS = ["evaluate", "--date", "2026-11-20", "--input-root", "i", "--output-root", "o"]
 
@@ -101,6 +101,8 @@ class _Java:
 
 
 def test_root_cause_walks_the_java_chain_to_the_message_and_the_file():
+    from recsys_spark.errors import is_unreadable_input, root_cause
+
     chain = _Java("org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 failed",
                   _Java("org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Error while reading file "
                         "file:/data/exposures/dt=2026-11-20/part-0.parquet.",

@@ -110,7 +110,7 @@ def test_a_day_with_a_third_of_its_rows_set_aside_is_not_ok(spark, tmp_path):
     rule = rules_of(summary)["rejected_exposure_rate"]
     assert (rule["violations"], rule["rate"], rule["threshold"]) == (3, 3 / 9, 0.02)
     assert summary["status"] == "soft_rule_failed"
-    assert summary["headline"]["ndcg@1_user_avg"] is not None  # the rest is still evaluated
+    assert summary["headline"]["auc_global"] is not None  # the rest is still evaluated
 
 
 def test_an_empty_clicks_partition_and_a_zero_row_file_are_the_same_day_without_feedback(spark, tmp_path):
@@ -224,7 +224,7 @@ def test_a_broken_earlier_day_is_a_note_not_a_failure(spark, tmp_path):
     assert "update_rate and exposure_change skipped" in notes and "dt=2026-11-19" in notes
     assert "novelty: the clicks of 2026-11-18 left out" in notes
     assert "exposure_change" not in rules_of(summary)
-    assert summary["headline"]["ndcg@1_user_avg"] is not None
+    assert summary["headline"]["auc_global"] is not None
 
 
 def test_an_output_root_that_cannot_be_written_fails_before_computing(spark, tmp_path):
