@@ -243,5 +243,6 @@ def test_a_corrupt_partition_names_the_file_and_the_root_cause(spark, tmp_path):
     message = str(err.value)
     assert getattr(err.value, "exit_code", None) == 6
     assert "An error occurred while calling" not in message
+    assert "corrupted file" in message  # the root cause, from the bottom of the Java chain
     assert "part-00001.parquet" in message
     assert not (tmp_path / "out").exists()
