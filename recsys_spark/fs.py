@@ -82,7 +82,7 @@ def create_new(spark: SparkSession, path: str, text: str) -> bool:
     fs, hpath = _path(spark, path)
     try:
         stream = fs.create(hpath, False)
-    except Exception as exc:  # noqa: BLE001 - FileAlreadyExistsException arrives as a Py4J error
+    except Exception as exc:
         if "FileAlreadyExists" in str(exc) or fs.exists(hpath):
             return False
         raise

@@ -71,7 +71,7 @@ def test_summary_is_strict_json():
 def test_day_bounds_are_instants_in_the_configured_zone():
     from recsys_spark.validate import day_bounds
     start, end = day_bounds(dt.date(2026, 11, 20), 0, "Asia/Shanghai")
-    utc = dt.timezone.utc
+    utc = dt.UTC
     assert start == dt.datetime(2026, 11, 19, 16, 0, tzinfo=utc) and end == dt.datetime(2026, 11, 20, 16, 0, tzinfo=utc)
     start, end = day_bounds(dt.date(2026, 11, 20), 60, "UTC")
     assert (start.utcoffset(), end - start) == (dt.timedelta(0), dt.timedelta(hours=26))
@@ -93,10 +93,10 @@ class _Java:
     def __init__(self, text, cause=None):
         self.text, self.cause = text, cause
 
-    def toString(self):  # noqa: N802 - the Java name
+    def toString(self):
         return self.text
 
-    def getCause(self):  # noqa: N802
+    def getCause(self):
         return self.cause
 
 
@@ -125,7 +125,7 @@ def test_only_unreadable_input_is_relabelled_as_unreadable():
         def __init__(self, exc):
             self.exc = exc
 
-        def groupBy(self, *cols):  # noqa: N802 - the DataFrame method
+        def groupBy(self, *cols):
             raise self.exc
 
     # a bug (or an overflow) is not "unreadable input": it is raised as it is
@@ -148,8 +148,7 @@ class _Session:
 
 
 def test_backfill_catches_every_failure_names_the_date_and_goes_on(monkeypatch, capsys):
-    import recsys_spark.pipeline as pipeline
-    import recsys_spark.session as session
+    from recsys_spark import pipeline, session
 
     done = []
 
