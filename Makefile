@@ -60,8 +60,7 @@ package-env: setup build/venv-pack/venv_pack/__init__.py ## optional: dist/env.t
 
 demo: setup ## generate a sample day and run the daily job on it in local mode
 	$(BIN)/python -m recsys_spark.generate --date $(DATE) --output-root $(DEMO_DIR)/input --users 2000 --days 2 --seed 7
-	$(BIN)/recsys-spark evaluate --date $(DATE) --input-root $(DEMO_DIR)/input --output-root $(DEMO_DIR)/output \
-		--set rules.fail_on_hard=false  # the sample day has duplicates and uncatalogued items, as real logs do
+	$(BIN)/recsys-spark evaluate --date $(DATE) --input-root $(DEMO_DIR)/input --output-root $(DEMO_DIR)/output
 
 BENCH_SIZES ?= 1M,5M,20M
 BENCH_REPEATS ?= 3

@@ -1,7 +1,7 @@
-"""spark-submit entry point: same arguments as ``recsys-spark``.
+"""spark-submit entry point: same arguments as ``recsys-spark``; the ``evaluate`` word may be left out.
 
     spark-submit --py-files dist/recsys_spark.zip jobs/evaluate_daily.py \
-        evaluate --date 2026-11-20 --input-root ... --output-root ...
+        --date 2026-11-20 --input-root ... --output-root ...
 
 The session is the one spark-submit created (its master and settings win).
 """
@@ -10,5 +10,15 @@ import sys
 
 from recsys_spark.cli import run
 
+COMMANDS = ("evaluate",)
+
+
+def arguments(argv: list[str]) -> list[str]:
+    """``argv`` with ``evaluate`` in front unless a command (or --help) is already there."""
+    if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help")):
+        return argv
+    return ["evaluate", *argv]
+
+
 if __name__ == "__main__":
-    sys.exit(run(sys.argv[1:]))
+    sys.exit(run(arguments(sys.argv[1:])))

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from recsys_spark.errors import BACKFILL_FAILED, JobError, UsageError
+from recsys_spark.errors import BACKFILL_FAILED, JobError, UsageError, root_cause
 
 PROG = "recsys-spark"
 
@@ -75,12 +75,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - last resort: still one line
+    except Exception as exc:  # noqa: BLE001 - last resort: still one line, with the root cause
         if verbose:
             import traceback
             traceback.print_exc()
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:500]
-        print(f"{PROG}: error: unexpected {type(exc).__name__}: {first} (rerun with --verbose)", file=sys.stderr)
+        print(f"{PROG}: error: unexpected {type(exc).__name__}: {root_cause(exc, 500)} (rerun with --verbose)",
+              file=sys.stderr)
         return 1
 
 
@@ -94,18 +94,22 @@ def _evaluate(args: argparse.Namespace) -> int:
     from recsys_spark.pipeline import HEADLINE, _headline_name, evaluate_day
     from recsys_spark.session import build_session, job_settings
 
-    spark = build_session(master=args.master, settings=job_settings(cfg.execution.arrow_batch_rows, cfg.spark),
+    settings = {"spark.sql.session.timeZone": cfg.validation.time_zone,
+                **job_settings(cfg.execution.arrow_batch_rows, cfg.spark)}
+    spark = build_session(master=args.master, settings=settings,
                           log_level="INFO" if args.verbose else cfg.execution.log_level)
     failed: list[str] = []
     try:
         for day in dates:
             try:
                 summary = evaluate_day(spark, cfg, day, args.input_root, args.output_root)
-            except JobError as exc:
+            except Exception as exc:  # noqa: BLE001 - a backfill names every failed date and goes on
                 if len(dates) == 1:
                     raise
                 failed.append(day.isoformat())
-                print(f"{day}: failed: {exc}", file=sys.stderr)
+                reason = str(exc) if isinstance(exc, JobError) else \
+                    f"unexpected {type(exc).__name__}: {root_cause(exc, 500)}"
+                print(f"{day}: failed: {reason}", file=sys.stderr)
                 if args.fail_fast:
                     break
                 continue
@@ -125,6 +129,8 @@ def _print_headline(day: dt.date, summary: dict, headline, name) -> None:
     quality = summary["data_quality"]
     failed = [r["rule"] for r in summary.get("rules", []) if not r["passed"]]
     print(f"{day}: {summary['status']}  " + "  ".join(parts))
+    if summary.get("provisional"):
+        print(f"{day}: provisional: the next day's clicks are not there yet (late feedback); rerun to complete it")
     if failed:
         print(f"{day}: rules failed: {', '.join(failed)} (see rule_checks/dt={day})")
     print(f"{day}: rows exposures={summary['input_rows']['exposures']} clicks={summary['input_rows']['clicks']} "

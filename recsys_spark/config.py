@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
+import string
 import tomllib
 import typing
 from collections.abc import Mapping
@@ -30,6 +32,18 @@ class InputConfig:
     clicks: str = "{input_root}/clicks/dt={date}"
     items: str = "{input_root}/items"
     users: str = "{input_root}/users"
+
+    def __post_init__(self) -> None:
+        for name in ("exposures", "clicks", "items", "users"):
+            template = getattr(self, name)
+            try:
+                fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+            except ValueError as exc:
+                raise ConfigError(f"config key input.{name}: not a valid path template ({exc}): {template!r}") from None
+            unknown = sorted(fields - {"input_root", "date"})
+            if unknown:
+                raise ConfigError(f"config key input.{name}: unknown placeholder {{{unknown[0]}}} in {template!r} "
+                                  "(only {input_root} and {date} are filled in)")
 
 
 @dataclass(frozen=True)
@@ -91,6 +105,16 @@ class SlicesConfig:
 class ValidationConfig:
     ts_tolerance_minutes: float = 60.0
     write_rejected: bool = False
+    time_zone: str = "UTC"
+
+    def __post_init__(self) -> None:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(self.time_zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(f"config key validation.time_zone: unknown time zone {self.time_zone!r} "
+                              "(an IANA name such as UTC or Asia/Shanghai)") from None
 
 
 @dataclass(frozen=True)
@@ -98,6 +122,10 @@ class RulesConfig:
     fail_on_hard: bool = True
     blacklist_items: tuple[str, ...] = ()
     blacklist_categories: tuple[str, ...] = ()
+    max_duplicate_item_rate: float = 0.01
+    max_missing_item_rate: float = 0.05
+    max_rejected_rate: float = 0.02
+    max_unweighted_event_rate: float = 0.2
     max_duplicate_rate: float = 0.01
     max_orphan_rate: float = 0.05
     max_empty_response_rate: float = 0.02
@@ -105,6 +133,11 @@ class RulesConfig:
     bot_requests_per_user: int = 500
     max_bot_user_rate: float = 0.001
     max_exposure_change: float = 0.5
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    stale_minutes: float = 240.0
 
 
 @dataclass(frozen=True)
@@ -119,6 +152,7 @@ class Config:
     slices: SlicesConfig = field(default_factory=SlicesConfig)
     validation: ValidationConfig = field(default_factory=ValidationConfig)
     rules: RulesConfig = field(default_factory=RulesConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
     spark: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_dict(self) -> dict[str, Any]:
@@ -148,9 +182,17 @@ def load_config(path: str | Path | None = None, overrides: typing.Sequence[str] 
     tree: dict[str, Any] = {}
     if path is not None:
         try:
-            tree = tomllib.loads(Path(path).read_text())
+            tree = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ConfigError(f"config file not found: {path}") from None
+        except IsADirectoryError:
+            raise ConfigError(f"config file {path} is a directory, not a TOML file") from None
+        except PermissionError:
+            raise ConfigError(f"config file {path} cannot be read (permission denied)") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start})") from None
+        except OSError as exc:
+            raise ConfigError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
     for item in overrides:
@@ -247,6 +289,8 @@ def _scalar(hint: Any, value: Any) -> Any:
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError("a number")
+        if not math.isfinite(value):  # NaN compares false both ways and would pass every range check
+            raise TypeError("a finite number")
         return float(value)
     if hint is str:
         if isinstance(value, (dict, list)):

@@ -24,12 +24,89 @@ def delete(spark: SparkSession, path: str) -> None:
 
 
 def rename(spark: SparkSession, source: str, target: str) -> None:
-    """Move ``source`` to ``target`` (its parent is created); raise if the move fails."""
+    """Move ``source`` to ``target`` (its parent is created); raise if the move fails.
+
+    Refuses an existing ``target``: Hadoop's rename of a directory onto an existing directory
+    moves it *inside* (``metrics/dt=D/dt=D/``), which breaks every reader of the table.
+    """
     fs, src = _path(spark, source)
     _, dst = _path(spark, target)
+    if fs.exists(dst):
+        raise OSError(f"refusing to move {source} into the existing {target}")
     fs.mkdirs(dst.getParent())
     if not fs.rename(src, dst):
         raise OSError(f"could not move {source} to {target}")
+
+
+def mkdirs(spark: SparkSession, path: str) -> None:
+    fs, hpath = _path(spark, path)
+    if not fs.mkdirs(hpath):
+        raise OSError(f"Mkdirs failed to create {path}")
+
+
+def age_seconds(spark: SparkSession, path: str) -> float:
+    """Seconds since ``path`` was last modified."""
+    import time
+
+    fs, hpath = _path(spark, path)
+    return time.time() - fs.getFileStatus(hpath).getModificationTime() / 1000.0
+
+
+def local_path(path: str) -> str | None:
+    """The local file-system path of ``path`` (no scheme, or ``file:``), else None."""
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    if path.startswith("file:"):
+        return path[len("file:"):]
+    return None if "://" in path else path
+
+
+def create_new(spark: SparkSession, path: str, text: str) -> bool:
+    """Create ``path`` holding ``text`` only if it does not exist, atomically; False when it exists.
+
+    On a local disk with ``O_CREAT | O_EXCL`` (Hadoop's local ``create(overwrite=false)`` checks then
+    creates, which two processes can both pass); elsewhere with ``create(overwrite=false)``, which is
+    atomic on HDFS (on an object store it is not: see docs/hostile-cases.md).
+    """
+    import os
+
+    local = local_path(path)
+    if local is not None:
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        try:
+            fd = os.open(local, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        return True
+    fs, hpath = _path(spark, path)
+    try:
+        stream = fs.create(hpath, False)
+    except Exception as exc:
+        if "FileAlreadyExists" in str(exc) or fs.exists(hpath):
+            return False
+        raise
+    try:
+        stream.write(bytearray(text.encode("utf-8")))
+    finally:
+        stream.close()
+    return True
+
+
+def read_small(spark: SparkSession, path: str) -> str:
+    """A small text file's content, through the file system (no Spark job)."""
+    local = local_path(path)
+    if local is not None:
+        with open(local, encoding="utf-8") as handle:
+            return handle.read()
+    fs, hpath = _path(spark, path)
+    jvm = spark.sparkContext._jvm
+    stream = fs.open(hpath)
+    try:
+        return str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+    finally:
+        stream.close()
 
 
 def children(spark: SparkSession, path: str) -> list[str]:

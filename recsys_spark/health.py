@@ -34,23 +34,19 @@ slice) is computed exactly from the histogram (:func:`kernels.health.lorenz_curv
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsys_spark import fs
 from recsys_spark.aggregate import MetricRow
 from recsys_spark.kernels.business import business_values
 from recsys_spark.kernels.health import health_values
-from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
 from recsys_spark.schema import (
     ALL,
     CATEGORY,
     CLICKED,
-    EVENT,
     IN_CATALOG,
     ITEM,
     ITEM_CATEGORY,
@@ -61,7 +57,6 @@ from recsys_spark.schema import (
     USER,
 )
 from recsys_spark.slices import PopularityCutoffs, SliceDims
-from recsys_spark.validate import click_checks, day_bounds, exposure_checks, split_rows, tag_rows
 
 
 @dataclass
@@ -70,57 +65,6 @@ class HealthResult:
     lorenz: list[tuple[str, float, float]]
     notes: list[str] = field(default_factory=list)
     info: dict = field(default_factory=dict)
-
-
-# --- inputs from other days ----------------------------------------------------------------------
-def history_paths(template: str, input_root: str, date: dt.date, days: int) -> list[tuple[str, str]]:
-    """(date, path) of the ``days`` days before ``date``, most recent first."""
-    root = input_root.rstrip("/")
-    out = []
-    for back in range(1, days + 1):
-        day = (date - dt.timedelta(days=back)).isoformat()
-        out.append((day, template.format(input_root=root, date=day)))
-    return out
-
-
-def popularity_clicks(spark: SparkSession, paths: Sequence[tuple[str, str]], same_day: DataFrame,
-                      click_event: str, tolerance_minutes: float) -> tuple[DataFrame, str]:
-    """(user_id, item_id) of the click events that define item popularity for novelty, and a note.
-
-    The clicks of the previous days whose partitions exist; when none
-    does, the same day's clicks (then novelty looks at today's clicks too).
-    Only events named ``click_event`` count (a row without ``event`` is a
-    click); rows are validated as the day's own (``validate.click_checks``).
-    """
-    found = [(day, path) for day, path in paths if fs.exists(spark, path)]
-    if found:
-        frames = [split_rows(tag_rows(conform(read_parquet(spark, path, "clicks partition"), CLICK_COLUMNS, path),
-                                      click_checks(day_bounds(dt.date.fromisoformat(day), tolerance_minutes))))[0]
-                  for day, path in found]
-        clicks = frames[0]
-        for frame in frames[1:]:
-            clicks = clicks.unionByName(frame, allowMissingColumns=True)
-        days = sorted(day for day, _ in found)
-        note = (f"novelty: item popularity from the clicks of {len(found)} of the {len(paths)} previous days "
-                f"({days[0]}..{days[-1]})")
-    else:
-        clicks = same_day
-        note = (f"novelty: no clicks partition in the {len(paths)} previous days; "
-                "item popularity from the same day's clicks")
-    event = F.coalesce(F.col(EVENT), F.lit(click_event)) if EVENT in clicks.columns else F.lit(click_event)
-    return clicks.where(event == click_event).select(USER, ITEM), note
-
-
-def previous_exposures(spark: SparkSession, day: str, path: str,
-                       tolerance_minutes: float) -> tuple[DataFrame | None, str | None]:
-    """Distinct (user_id, item_id) exposed on the previous day, or (None, note) without its partition."""
-    if not fs.exists(spark, path):
-        return None, f"update_rate skipped: no exposures partition for the previous day {day} ({path})"
-    raw = conform(read_parquet(spark, path, "previous exposures partition"), EXPOSURE_COLUMNS, path)
-    has_score = "score" in raw.columns
-    bounds = day_bounds(dt.date.fromisoformat(day), tolerance_minutes)
-    good, _ = split_rows(tag_rows(raw, exposure_checks(has_score, bounds)))
-    return good.where(F.col(ITEM).isNotNull()).select(USER, ITEM).distinct(), None
 
 
 # --- the two passes ------------------------------------------------------------------------------

@@ -9,30 +9,37 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping, Sequence
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from recsys_spark import fs, log
 from recsys_spark.aggregate import MetricRow, aggregate_users, metrics_frame
 from recsys_spark.config import Config
-from recsys_spark.errors import EmptyInputError, HardRuleViolation
-from recsys_spark.health import (
-    HealthResult,
-    evaluate_health,
-    history_paths,
-    lorenz_frame,
-    popularity_clicks,
-    previous_exposures,
-)
+from recsys_spark.errors import EmptyInputError, HardRuleViolation, JobError, root_cause
+from recsys_spark.health import HealthResult, evaluate_health, lorenz_frame
 from recsys_spark.label import deduplicate_exposures, join_feedback, label_counts, labelled_exposures
 from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, ranking_input
 from recsys_spark.pooled_auc import pooled_auc
-from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
+from recsys_spark.read import conform, empty_frame, read_parquet
 from recsys_spark.rules import RuleResult, as_dicts, rules_frame, scan_rules
-from recsys_spark.schema import ALL, REASON, SCORE, SLICE, summary_key
+from recsys_spark.schema import (
+    ALL,
+    CATEGORY,
+    EVENT,
+    ITEM,
+    REASON,
+    REQUEST,
+    SCORE,
+    SESSION,
+    SLICE,
+    TS,
+    USER,
+    summary_key,
+)
 from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.slices import (
     PopularityCutoffs,
@@ -42,7 +49,16 @@ from recsys_spark.slices import (
     popularity_cutoffs,
     read_slice_inputs,
 )
-from recsys_spark.validate import click_checks, count_rows, day_bounds, exposure_checks, split_rows, tag_rows
+from recsys_spark.validate import (
+    click_checks,
+    count_rows,
+    day_bounds,
+    day_start,
+    exposure_checks,
+    instant,
+    split_rows,
+    tag_rows,
+)
 from recsys_spark.write import SUMMARY, DailyOutput
 
 #: metrics printed by the CLI and put first in the summary: (metric, k, aggregation)
@@ -76,7 +92,7 @@ class InputPaths:
                    cfg.input.items.format(**fill), cfg.input.users.format(**fill))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Inputs:
     """The day's inputs, conformed to the expected columns (nothing read yet: Spark is lazy)."""
 
@@ -84,9 +100,32 @@ class Inputs:
     clicks: DataFrame
     slices: SliceInputs
     has_score: bool
+    items: DataFrame | None = None  # the items table as read (an item may be listed twice)
 
 
-@dataclass
+@dataclass(frozen=True)
+class History:
+    """What the day needs from other days, read once by the read stage; every part is optional.
+
+    ``previous``: distinct (user_id, item_id) exposed the day before (valid rows), or None;
+    ``previous_rows``: exposure rows of the day before, or None; ``popularity``: (user_id, item_id)
+    of the click events of the ``health.novelty_days`` days before (valid rows), or None when no such
+    partition could be read (novelty then uses the day's own clicks); ``late_clicks``: the next day's
+    clicks of its first ``attribution.window_minutes`` (late feedback), or None when that partition
+    does not exist yet (the day is then *provisional*); ``notes`` say what was missing and why.
+
+    A problem with any of them (missing, empty, corrupt) is a note, never a failure of the day.
+    """
+
+    previous: DataFrame | None
+    previous_rows: int | None
+    popularity: DataFrame | None
+    late_clicks: DataFrame | None = None
+    provisional: bool = False
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Validated:
     """The inputs split into rows to use and rows set aside (with ``reject_reason``), and their counts."""
 
@@ -96,6 +135,8 @@ class Validated:
     rejected_clicks: DataFrame
     exposure_counts: dict[str, int]  # "rows" and one count per reject reason
     click_counts: dict[str, int]
+    unweighted_events: dict[str, int]  # valid events per event name that has no weight
+    catalog_conflicts: tuple[int, tuple[str, ...]] = (0, ())  # items listed under several categories, examples
 
     @property
     def valid_events(self) -> int:
@@ -111,7 +152,22 @@ def _kept(counts: dict[str, int]) -> int:
     return counts["rows"] - sum(v for k, v in counts.items() if k != "rows")
 
 
-@dataclass
+@dataclass(frozen=True)
+class Day:
+    """One day as every stage after validation sees it: its date, paths, inputs, validated rows and history."""
+
+    date: dt.date
+    paths: InputPaths
+    inputs: Inputs
+    valid: Validated
+    history: History
+
+    @property
+    def iso(self) -> str:
+        return self.date.isoformat()
+
+
+@dataclass(frozen=True)
 class Labelled:
     """Exposures joined with their feedback, sliced and partitioned by user (persisted), and the ranking input."""
 
@@ -122,15 +178,22 @@ class Labelled:
     by_user: DataFrame  # sliced, hash-partitioned by user and persisted: the one shuffle of exposures
     ranked: DataFrame  # by_user's exposed items with list_id and score (same partitions)
     partitions: int
+    late: DataFrame | None = None  # the next day's late events that match a late exposure (persisted)
 
     @property
     def exposures(self) -> DataFrame:
         """One row per labelled exposure (the ``all`` slice of the user partitions)."""
-        return self.by_user.where(F.col(SLICE) == ALL)
+        return all_slice(self.by_user)
 
     def unpersist(self) -> None:
         self.by_user.unpersist()
         self.joined.unpersist()
+        if self.late is not None:
+            self.late.unpersist()
+
+
+def all_slice(by_user: DataFrame) -> DataFrame:
+    return by_user.where(F.col(SLICE) == ALL)
 
 
 @dataclass
@@ -146,50 +209,63 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
 
     read -> validate -> label (+ slices) -> per-user metrics and aggregates ->
     health -> rules -> write: each stage is a function below, timed and logged
-    here.  Every table is staged and moved into place only at the end.
+    here.  Every table is staged and moved into place only at the end.  Before
+    anything is computed, the output root is proved writable by taking the
+    date's lock (:meth:`write.DailyOutput.acquire`).
     """
-    day = date.isoformat()
-    paths = InputPaths.resolve(cfg, input_root, day)
+    iso = date.isoformat()
+    paths = InputPaths.resolve(cfg, input_root, iso)
     timings: dict[str, float] = {}
-    out = DailyOutput(spark, output_root, day)
-
-    with log.stage("read", timings, date=day) as info:
-        inputs = read_inputs(spark, cfg, paths)
-        info["has_score"] = inputs.has_score
-    with log.stage("validate", timings) as info:
-        valid = validate_inputs(inputs, cfg, date, paths)
-        info.update(exposure_rows=valid.exposure_counts["rows"], click_rows=valid.click_counts["rows"])
+    # the day, the hour/weekday slices and timestamps without zone are read in one explicit zone
+    spark.conf.set("spark.sql.session.timeZone", cfg.validation.time_zone)
+    out = DailyOutput(spark, output_root, iso, cfg.output.stale_minutes)
 
     labelled = None
+    with log.stage("read", timings, date=iso) as info:
+        inputs = read_inputs(spark, cfg, paths)
+        out.acquire()  # writable output root, one run per date: checked before any computation
+        info["has_score"] = inputs.has_score
+        try:
+            history = read_history(spark, cfg, input_root, date)
+        except BaseException:
+            out.abort()
+            raise
+        info.update(provisional=history.provisional, swept_staging=out.swept)
     try:
+        with log.stage("validate", timings) as info:
+            valid = validate_inputs(spark, inputs, cfg, date, paths)
+            info.update(exposure_rows=valid.exposure_counts["rows"], click_rows=valid.click_counts["rows"])
+        day = Day(date, paths, inputs, valid, history)
         with log.stage("label", timings) as info:
-            labelled = label_day(spark, inputs, valid, cfg, date)
+            labelled = label_day(spark, day, cfg)
             info.update(labelled.labels)
         with log.stage("metrics", timings) as info:
-            metrics = metric_stage(spark, labelled, cfg, out)
+            metrics = metric_stage(labelled, cfg, out)
             info.update(buckets=metrics.buckets, metric_rows=len(metrics.rows))
         with log.stage("health", timings) as info:
-            health = health_stage(spark, labelled, inputs, valid, cfg, date, input_root, paths)
+            health = health_stage(spark, labelled, day, cfg)
             rows = metrics.rows + health.rows
-            notes = health.notes + metrics.notes
+            notes = health.notes + metrics.notes + day_notes(day, out)
             out.stage("lorenz", lorenz_frame(spark, health.lorenz))
             out.stage("metrics", metrics_frame(spark, rows).coalesce(1))
             info.update(health.info)
         with log.stage("rules", timings) as info:
-            rule_results = rules_stage(spark, labelled, inputs, valid, cfg, date, input_root)
+            rule_results = rules_stage(labelled, day, cfg)
             out.stage("rule_checks", rules_frame(spark, rule_results).coalesce(1))
             failed_hard = [r.rule for r in rule_results if r.severity == "hard" and not r.passed]
             info.update(failed=[r.rule for r in rule_results if not r.passed])
             if cfg.validation.write_rejected:
                 out.stage("rejected", rejected_rows(valid.rejected_exposures, valid.rejected_clicks))
         with log.stage("write", timings):
-            summary = build_summary(cfg, day, paths, valid.exposure_counts, valid.click_counts, labelled.labels,
+            summary = build_summary(cfg, iso, paths, valid.exposure_counts, valid.click_counts, labelled.labels,
                                     metrics.unit_counts.get(ALL, {}), rows, timings)
+            summary["data_quality"]["unweighted_events"] = dict(valid.unweighted_events)
+            summary["data_quality"]["items_in_several_categories"] = valid.catalog_conflicts[0]
             summary["rules"] = as_dicts(rule_results)
+            summary["status"] = status_of(rule_results)
+            summary["provisional"] = history.provisional
             summary["notes"] = notes
-            if failed_hard:
-                summary["status"] = "hard_rule_violated"
-            out.stage_text(SUMMARY, "summary.json", json.dumps(summary, indent=2, sort_keys=False))
+            out.stage_text(SUMMARY, "summary.json", summary_json(summary))
             out.commit()
     except BaseException:
         out.abort()
@@ -197,12 +273,51 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
     finally:
         if labelled is not None:
             labelled.unpersist()
-    log.event("done", date=day, status=summary["status"],
+    log.event("done", date=iso, status=summary["status"],
               **{k: summary["headline"][k] for k in list(summary["headline"])[:4]})
     if failed_hard and cfg.rules.fail_on_hard:
-        raise HardRuleViolation(f"{day}: hard business rules violated: {', '.join(failed_hard)} "
-                                f"(outputs written; see rule_checks/dt={day})")
+        raise HardRuleViolation(f"{iso}: hard business rules violated: {', '.join(failed_hard)} "
+                                f"(outputs written; see rule_checks/dt={iso})")
     return summary
+
+
+def status_of(results: Sequence[RuleResult]) -> str:
+    """``ok`` only when every rule passed; else ``hard_rule_violated`` or ``soft_rule_failed``."""
+    if any(r.severity == "hard" and not r.passed for r in results):
+        return "hard_rule_violated"
+    if any(not r.passed for r in results):
+        return "soft_rule_failed"
+    return "ok"
+
+
+def day_notes(day: Day, out: DailyOutput) -> list[str]:
+    """Notes on the day's inputs that are not metrics' own."""
+    notes = []
+    n, examples = day.valid.catalog_conflicts
+    if n:
+        notes.append(f"{n} items are listed under several categories in the items table; each keeps its "
+                     f"smallest category (e.g. {', '.join(examples)})")
+    if day.valid.unweighted_events:
+        names = ", ".join(f"{k} ({v})" for k, v in day.valid.unweighted_events.items())
+        notes.append(f"events whose name has no weight in labels.event_weights (they weigh 0): {names}")
+    if out.swept:
+        notes.append(f"removed staging directories of dead runs: {', '.join(out.swept)}")
+    return notes
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities as null: the summary is strict JSON (RFC 8259 has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def summary_json(summary: dict[str, Any]) -> str:
+    return json.dumps(_finite(summary), indent=2, sort_keys=False, allow_nan=False)
 
 
 # --- the stages ---------------------------------------------------------------------------------
@@ -210,29 +325,172 @@ def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
     """The exposures and clicks partitions, and the items/users tables the slices and health need.
 
     A missing partition or column is an :class:`~recsys_spark.errors.InputError` here, before any work.
+    A clicks partition without files is a day without feedback, like one with a zero-row file: an
+    empty frame, left to the ``no_feedback`` rule.
     """
     raw_exposures = read_parquet(spark, paths.exposures, "exposures partition")
     slice_inputs = read_slice_inputs(spark, cfg.slices.names, raw_exposures.columns, paths.items, paths.users)
     exposures = conform(raw_exposures, EXPOSURE_COLUMNS, paths.exposures, keep=slice_inputs.dims.exposure)
-    clicks = conform(read_parquet(spark, paths.clicks, "clicks partition"), CLICK_COLUMNS, paths.clicks)
-    return Inputs(exposures, clicks, slice_inputs, SCORE in exposures.columns)
+    try:
+        raw_clicks = read_parquet(spark, paths.clicks, "clicks partition")
+    except EmptyInputError:
+        raw_clicks = empty_frame(spark, CLICK_COLUMNS)
+    clicks = conform(raw_clicks, CLICK_COLUMNS, paths.clicks)
+    items = None
+    if slice_inputs.catalog is not None:
+        items = conform(read_parquet(spark, paths.items, "items table"), ITEM_COLUMNS, paths.items)
+    return Inputs(exposures, clicks, slice_inputs, SCORE in exposures.columns, items)
 
 
-def validate_inputs(inputs: Inputs, cfg: Config, date: dt.date, paths: InputPaths) -> Validated:
-    """Tag every row with its first failed check, count rows per reason (one job per input), split."""
-    bounds = day_bounds(date, cfg.validation.ts_tolerance_minutes)
+def history_paths(template: str, input_root: str, date: dt.date, days: int) -> list[tuple[dt.date, str]]:
+    """(date, path) of the ``days`` days before ``date``, most recent first."""
+    root = input_root.rstrip("/")
+    days_before = [date - dt.timedelta(days=back) for back in range(1, days + 1)]
+    return [(day, template.format(input_root=root, date=day.isoformat())) for day in days_before]
+
+
+def _problem(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, JobError) else f"{type(exc).__name__}: {root_cause(exc)}"
+
+
+def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.date) -> History:
+    """The other days the day needs (update_rate, exposure_change, novelty, late feedback), read once,
+    validated as the day's own rows (:mod:`recsys_spark.validate`), each checked readable here (a
+    count from the Parquet footers, no column read) so that a missing, empty, corrupt or truncated
+    partition of another day becomes a note, never a failure of today.  A file whose footer is sound
+    but whose data pages are corrupt still fails the day later (in the health stage): reading every
+    earlier day's columns once more to rule that out would cost a full pass per day.
+    """
+    tolerance, zone = cfg.validation.ts_tolerance_minutes, cfg.validation.time_zone
+    notes: list[str] = []
+    (prev_day, prev_path), = history_paths(cfg.input.exposures, input_root, date, 1)
+    previous, previous_rows = None, None
+    if fs.exists(spark, prev_path):
+        try:
+            raw = read_parquet(spark, prev_path, "previous exposures partition")
+            previous_rows = raw.count()  # from the Parquet footers: a corrupt or truncated file fails here
+            conformed = conform(raw, EXPOSURE_COLUMNS, prev_path)
+            tagged = tag_rows(conformed, exposure_checks(SCORE in conformed.columns,
+                                                         day_bounds(prev_day, tolerance, zone)))
+            previous = split_rows(tagged)[0].where(F.col(ITEM).isNotNull()).select(USER, ITEM).distinct()
+        except Exception as exc:  # noqa: BLE001 - an earlier day is an optional input
+            previous, previous_rows = None, None
+            notes.append(f"update_rate and exposure_change skipped: the previous day's exposures cannot be used "
+                         f"({_problem(exc)})")
+    else:
+        notes.append(f"update_rate skipped: no exposures partition for the previous day {prev_day} ({prev_path})")
+
+    click_paths = history_paths(cfg.input.clicks, input_root, date, cfg.health.novelty_days)
+    frames, used = [], []
+    for day, path in click_paths:
+        if not fs.exists(spark, path):
+            continue
+        try:
+            raw = read_parquet(spark, path, "clicks partition")
+            raw.count()  # footers only: a corrupt or truncated file fails here, not in the health stage
+            tagged = tag_rows(conform(raw, CLICK_COLUMNS, path), click_checks(day_bounds(day, tolerance, zone)))
+            frames.append(split_rows(tagged)[0])
+            used.append(day.isoformat())
+        except Exception as exc:  # noqa: BLE001 - an earlier day is an optional input
+            notes.append(f"novelty: the clicks of {day} left out ({_problem(exc)})")
+    popularity = None
+    if frames:
+        popularity = click_events(frames, cfg.labels.click_event)
+        notes.insert(0, f"novelty: item popularity from the clicks of {len(frames)} of the {len(click_paths)} "
+                        f"previous days ({min(used)}..{max(used)})")
+    else:
+        notes.insert(0, f"novelty: no clicks partition in the {len(click_paths)} previous days; "
+                        "item popularity from the same day's clicks")
+    late, provisional = read_late_clicks(spark, cfg, input_root, date, notes)
+    return History(previous, previous_rows, popularity, late, provisional, tuple(notes))
+
+
+def read_late_clicks(spark: SparkSession, cfg: Config, input_root: str, date: dt.date,
+                     notes: list[str]) -> tuple[DataFrame | None, bool]:
+    """The next day's clicks of its first ``attribution.window_minutes`` (a click at 00:05 on an
+    exposure shown at 23:58), and whether the day is provisional (that partition is not there yet,
+    or cannot be read: a rerun once it exists completes the day)."""
+    window = cfg.attribution.window_minutes
+    next_day = date + dt.timedelta(days=1)
+    path = cfg.input.clicks.format(input_root=input_root.rstrip("/"), date=next_day.isoformat())
+    if window <= 0:
+        return None, False
+    if not fs.exists(spark, path):
+        notes.append(f"provisional: no clicks partition for {next_day} yet ({path}); feedback after midnight on "
+                     f"the last {window:g} minutes of exposures is missing; rerun the day once it exists")
+        return None, True
+    try:
+        clicks = conform(read_parquet(spark, path, "next day's clicks partition"), CLICK_COLUMNS, path)
+    except Exception as exc:  # noqa: BLE001 - the next day is an optional input
+        notes.append(f"provisional: the clicks of {next_day} cannot be read ({_problem(exc)}); feedback after "
+                     "midnight is missing")
+        return None, True
+    start = day_start(next_day, cfg.validation.time_zone)
+    bounds = (start, start + dt.timedelta(minutes=window))
+    return split_rows(tag_rows(clicks, click_checks(bounds)))[0], False
+
+
+def late_events(day: Day, window_minutes: float, time_zone: str) -> DataFrame | None:
+    """The next day's late events that can belong to the day: those matching (by request and item, or
+    by user, session and item) an exposure of the day's last ``window_minutes`` -- a small join of two
+    small sides, so that the next day's own clicks are not counted as the day's orphans."""
+    late = day.history.late_clicks
+    if late is None:
+        return None
+    end = day_start(day.date + dt.timedelta(days=1), time_zone)
+    tail = day.valid.exposures.where((F.col(TS) >= instant(end - dt.timedelta(minutes=window_minutes)))
+                                     & F.col(ITEM).isNotNull())
+    direct = late.where(F.col(REQUEST).isNotNull()).join(
+        F.broadcast(tail.select(REQUEST, ITEM).distinct()), on=[REQUEST, ITEM], how="left_semi")
+    by_session = late.where(F.col(REQUEST).isNull()).join(
+        F.broadcast(tail.select(USER, SESSION, ITEM).distinct()), on=[USER, SESSION, ITEM], how="left_semi")
+    return direct.unionByName(by_session)
+
+
+def click_events(frames: Sequence[DataFrame], click_event: str) -> DataFrame:
+    """(user_id, item_id) of the events named ``click_event`` (a row without ``event`` is a click)."""
+    clicks = frames[0]
+    for frame in frames[1:]:
+        clicks = clicks.unionByName(frame, allowMissingColumns=True)
+    event = F.coalesce(F.col(EVENT), F.lit(click_event)) if EVENT in clicks.columns else F.lit(click_event)
+    return clicks.where(event == click_event).select(USER, ITEM)
+
+
+def validate_inputs(spark: SparkSession, inputs: Inputs, cfg: Config, date: dt.date, paths: InputPaths) -> Validated:
+    """Tag every row with its first failed check, count rows per reason (one job per input; the clicks'
+    also counts the valid events per event name that has no weight), split."""
+    bounds = day_bounds(date, cfg.validation.ts_tolerance_minutes, cfg.validation.time_zone)
     exposures = tag_rows(inputs.exposures, exposure_checks(inputs.has_score, bounds))
     clicks = tag_rows(inputs.clicks, click_checks(bounds))
-    exposure_counts = count_rows(exposures, "exposures partition", paths.exposures)
-    click_counts = count_rows(clicks, "clicks partition", paths.clicks)
+    exposure_counts, _ = count_rows(exposures, "exposures partition", paths.exposures)
+    click_counts, unweighted = count_rows(clicks, "clicks partition", paths.clicks,
+                                          by=unweighted_name(clicks, cfg.labels.event_weights,
+                                                             cfg.labels.click_event))
     if exposure_counts["rows"] == 0:
         raise EmptyInputError(f"empty input exposures partition (0 rows): {paths.exposures}")
     good_exposures, rejected_exposures = split_rows(exposures)
     good_clicks, rejected_clicks = split_rows(clicks)
-    return Validated(good_exposures, good_clicks, rejected_exposures, rejected_clicks, exposure_counts, click_counts)
+    return Validated(good_exposures, good_clicks, rejected_exposures, rejected_clicks, exposure_counts, click_counts,
+                     unweighted, catalog_conflicts(inputs.items))
 
 
-def label_day(spark: SparkSession, inputs: Inputs, valid: Validated, cfg: Config, date: dt.date) -> Labelled:
+def unweighted_name(clicks: DataFrame, weights: Mapping[str, float], click_event: str) -> Column:
+    """The event's name when it has no weight (a row without ``event`` is a ``click_event``), else null."""
+    event = F.coalesce(F.col(EVENT), F.lit(click_event)) if EVENT in clicks.columns else F.lit(click_event)
+    return F.when(~event.isin(list(weights)), event)
+
+
+def catalog_conflicts(items: DataFrame | None) -> tuple[int, tuple[str, ...]]:
+    """Items listed under more than one category, and a few of them (one small pass over the catalog)."""
+    if items is None:
+        return 0, ()
+    several = items.groupBy(ITEM).agg(F.count_distinct(CATEGORY).alias("n")).where(F.col("n") > 1)
+    n = several.count()
+    examples = sorted(r[ITEM] for r in several.select(ITEM).limit(5).collect()) if n else []
+    return n, tuple(examples)
+
+
+def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     """Deduplicate, attach slice columns, attribute feedback, explode the slices and partition them by
     user, persisted: the one shuffle of exposures, which the counts here, the metrics, the health
     indicators and the rules all read in place.
@@ -241,10 +499,17 @@ def label_day(spark: SparkSession, inputs: Inputs, valid: Validated, cfg: Config
     read (see :func:`label.label_counts`), and the join itself is persisted only when the popularity
     slice needs a pass over it first (its cut-offs).
     """
+    inputs, valid = day.inputs, day.valid
+    late, n_late = None, 0
+    window = cfg.attribution.window_minutes
+    clicks = valid.clicks
+    if day.history.late_clicks is not None:
+        late = late_events(day, window, cfg.validation.time_zone).persist(CACHE_LEVEL)
+        n_late = late.count()
+        clicks = clicks.unionByName(late, allowMissingColumns=True)
     deduplicated = (deduplicate_exposures(valid.exposures)
-                    .transform(add_slice_columns, inputs.slices, date, cfg.slices.new_user_days))
-    joined = join_feedback(deduplicated, valid.clicks, cfg.attribution.window_minutes, cfg.labels.event_weights,
-                           cfg.labels.click_event)
+                    .transform(add_slice_columns, inputs.slices, day.date, cfg.slices.new_user_days))
+    joined = join_feedback(deduplicated, clicks, window, cfg.labels.event_weights, cfg.labels.click_event)
     cutoffs = None
     if "popularity" in cfg.slices.names:
         joined = joined.persist(CACHE_LEVEL)
@@ -256,13 +521,13 @@ def label_day(spark: SparkSession, inputs: Inputs, valid: Validated, cfg: Config
     partitions = bucket_count(valid.valid_exposure_rows * (1 + len(cfg.slices.names)), cfg.execution.rows_per_bucket,
                               spark.sparkContext.defaultParallelism)
     by_user = partition_by_user(sliced, partitions)
-    labelled = Labelled(joined, {}, sliced, cutoffs, by_user,
-                        ranking_input(by_user, cfg.ranking.list_unit, inputs.has_score), partitions)
-    labelled.labels = label_counts(labelled.exposures, valid.valid_events)  # builds the user partitions
-    return labelled
+    labels = label_counts(all_slice(by_user), valid.valid_events + n_late)  # builds the user partitions
+    labels["late_events"] = n_late
+    return Labelled(joined, labels, sliced, cutoffs, by_user,
+                    ranking_input(by_user, cfg.ranking.list_unit, inputs.has_score), partitions, late)
 
 
-def metric_stage(spark: SparkSession, labelled: Labelled, cfg: Config, out: DailyOutput) -> Metrics:
+def metric_stage(labelled: Labelled, cfg: Config, out: DailyOutput) -> Metrics:
     """Per-user table (staged as ``user_metrics``) in one pass, then every aggregate from its sums."""
     ks = cfg.metrics.k
     users = UserMetrics(labelled.ranked, ks, cfg.metrics.ndcg_gain, None, cfg.execution.max_user_rows,
@@ -290,49 +555,44 @@ def run_metric_stage(labelled: DataFrame, cfg: Config, out: DailyOutput, rows: i
     by_user = partition_by_user(labelled, partitions)
     ranked = ranking_input(by_user, cfg.ranking.list_unit, has_score)
     try:
-        return metric_stage(spark, Labelled(labelled, {}, labelled, None, by_user, ranked, partitions), cfg, out)
+        return metric_stage(Labelled(labelled, {}, labelled, None, by_user, ranked, partitions), cfg, out)
     finally:
         by_user.unpersist()
 
 
-def health_stage(spark: SparkSession, labelled: Labelled, inputs: Inputs, valid: Validated, cfg: Config,
-                 date: dt.date, input_root: str, paths: InputPaths) -> HealthResult:
+def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config) -> HealthResult:
     """Health and business indicators per slice, with the previous day (update rate) and the
     clicks of the last ``health.novelty_days`` days (novelty) when they exist."""
-    (prev_day, prev_path), = history_paths(cfg.input.exposures, input_root, date, 1)
-    tolerance = cfg.validation.ts_tolerance_minutes
-    previous, update_note = previous_exposures(spark, prev_day, prev_path, tolerance)
-    popularity, novelty_note = popularity_clicks(
-        spark, history_paths(cfg.input.clicks, input_root, date, cfg.health.novelty_days), valid.clicks,
-        cfg.labels.click_event, tolerance)
-    health = evaluate_health(spark, labelled.by_user, inputs.slices.dims, inputs.slices.catalog,
+    history = day.history
+    popularity = (history.popularity if history.popularity is not None
+                  else click_events([day.valid.clicks], cfg.labels.click_event))
+    health = evaluate_health(spark, labelled.by_user, day.inputs.slices.dims, day.inputs.slices.catalog,
                              min_list_length=cfg.health.min_list_length, lorenz_points=cfg.health.lorenz_points,
-                             popularity=popularity, previous=previous, cutoffs=labelled.cutoffs,
-                             items_path=paths.items)
+                             popularity=popularity, previous=history.previous, cutoffs=labelled.cutoffs,
+                             items_path=day.paths.items)
     if labelled.cutoffs is not None:
         health.info.update(popularity_head_min=labelled.cutoffs.head_min,
                            popularity_tail_max=labelled.cutoffs.tail_max)
-    health.notes += [novelty_note] + ([update_note] if update_note else [])
+    health.notes += list(history.notes)
     return health
 
 
-def rules_stage(spark: SparkSession, labelled: Labelled, inputs: Inputs, valid: Validated, cfg: Config,
-                date: dt.date, input_root: str) -> list[RuleResult]:
+def rules_stage(labelled: Labelled, day: Day, cfg: Config) -> list[RuleResult]:
     """Every business rule that applies (see :mod:`recsys_spark.rules`)."""
+    valid = day.valid
+    exposure_reasons = {k: v for k, v in valid.exposure_counts.items() if k != "rows"}
+    click_reasons = {k: v for k, v in valid.click_counts.items() if k != "rows"}
     counts = {"exposure_rows": valid.exposure_counts["rows"], "bad_score": valid.exposure_counts.get("bad_score", 0),
-              "valid_events": valid.valid_events, **labelled.labels}
+              "valid_events": valid.valid_events, "click_rows": valid.click_counts["rows"],
+              "rejected_exposures": sum(exposure_reasons.values()), "exposure_reasons": exposure_reasons,
+              "rejected_clicks": sum(click_reasons.values()), "click_reasons": click_reasons,
+              "unweighted_events": dict(valid.unweighted_events), **labelled.labels}
     return scan_rules(
-        labelled.exposures, counts, has_catalog=inputs.slices.catalog is not None,
-        has_score=inputs.has_score, blacklist_items=cfg.rules.blacklist_items,
+        labelled.exposures, counts, has_catalog=day.inputs.slices.catalog is not None,
+        has_score=day.inputs.has_score, blacklist_items=cfg.rules.blacklist_items,
         blacklist_categories=cfg.rules.blacklist_categories, bot_requests_per_user=cfg.rules.bot_requests_per_user,
-        thresholds=threshold_settings(cfg), previous_exposure_rows=previous_rows(spark, cfg, input_root, date),
+        thresholds=threshold_settings(cfg), previous_exposure_rows=day.history.previous_rows,
         rejected_exposures=valid.rejected_exposures)
-
-
-def previous_rows(spark: SparkSession, cfg: Config, input_root: str, date: dt.date) -> int | None:
-    """Exposure rows of the day before (from Parquet metadata), or None when that partition is absent."""
-    path = InputPaths.resolve(cfg, input_root, (date - dt.timedelta(days=1)).isoformat()).exposures
-    return spark.read.parquet(path).count() if fs.exists(spark, path) else None
 
 
 def threshold_settings(cfg: Config) -> dict[str, float]:

@@ -16,11 +16,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from recsys_spark import fs
-from recsys_spark.errors import EmptyInputError, MissingInputError, SchemaError, UnreadableInputError
+from recsys_spark.errors import EmptyInputError, MissingInputError, SchemaError, UnreadableInputError, root_cause
 
 # the input contract lives in recsys_spark.schema; these names stay importable from here for callers
-from recsys_spark.schema import CLICK_COLUMNS as CLICK_COLUMNS  # noqa: F401  (re-export)
-from recsys_spark.schema import EXPOSURE_COLUMNS as EXPOSURE_COLUMNS  # noqa: F401  (re-export)
 from recsys_spark.schema import ColumnSpec
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -41,18 +39,49 @@ _TARGET = {
 }
 
 
+NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
+#: column metadata key set on int64 columns of a file written with nanosecond timestamps
+NANOS = "recsys_nanos"
+
+
 def read_parquet(spark: SparkSession, path: str, what: str) -> DataFrame:
-    """Read a Parquet directory, or raise a one-line error naming ``what`` and ``path``."""
+    """Read a Parquet directory, or raise a one-line error naming ``what`` and ``path``.
+
+    Nanosecond timestamps (pandas' and pyarrow's default ``TIMESTAMP(NANOS)``), which Spark
+    refuses ("Illegal Parquet type"), are read as int64 nanoseconds and marked (column metadata
+    ``recsys_nanos``: ``utc`` or ``local``) so that :func:`conform` turns them into microsecond
+    timestamps; ``spark.sql.legacy.parquet.nanosAsLong`` stays on for the scans (it changes
+    nothing for files without nanoseconds).
+    """
     if not fs.exists(spark, path):
         raise MissingInputError(f"missing input {what}: {path}")
     try:
-        return spark.read.parquet(path)
+        spark.conf.set(NANOS_AS_LONG, "false")  # so that a nanosecond column is seen, and marked
+        try:
+            return spark.read.parquet(path)
+        except AnalysisException as exc:
+            if "NANOS" not in str(exc):
+                raise
+            spark.conf.set(NANOS_AS_LONG, "true")
+            df = spark.read.parquet(path)
+            zone = "utc" if "NANOS,true" in str(exc).replace(" ", "") else "local"
+            return df.select(*[F.col(f.name).alias(f.name, metadata={NANOS: zone})
+                               if isinstance(f.dataType, T.LongType) else F.col(f.name)
+                               for f in df.schema.fields])
+        finally:
+            spark.conf.set(NANOS_AS_LONG, "true")
     except AnalysisException as exc:
         if "UNABLE_TO_INFER_SCHEMA" in str(exc):
             raise EmptyInputError(f"empty input {what} (no Parquet files): {path}") from None
-        raise UnreadableInputError(f"unreadable input {what}: {path}: {_first_line(exc)}") from None
+        raise UnreadableInputError(f"unreadable input {what}: {path}: {root_cause(exc)}") from None
     except Exception as exc:  # corrupt footers surface as Java exceptions
-        raise UnreadableInputError(f"unreadable input {what}: {path}: {_first_line(exc)}") from None
+        raise UnreadableInputError(f"unreadable input {what}: {path}: {root_cause(exc)}") from None
+
+
+def empty_frame(spark: SparkSession, columns: Sequence[ColumnSpec]) -> DataFrame:
+    """No rows, with the contract's columns and types (what an empty partition holds)."""
+    schema = T.StructType([T.StructField(c.name, _TARGET[c.kind]) for c in columns])
+    return spark.createDataFrame([], schema)
 
 
 def conform(df: DataFrame, columns: Sequence[ColumnSpec], path: str, keep: Sequence[str] = ()) -> DataFrame:
@@ -68,6 +97,10 @@ def conform(df: DataFrame, columns: Sequence[ColumnSpec], path: str, keep: Seque
                 raise SchemaError(f"missing column {spec.name!r} in {path}")
             continue
         source = fields[spec.name]
+        nanos = df.schema[spec.name].metadata.get(NANOS)
+        if spec.kind == "timestamp" and nanos and isinstance(source, T.LongType):
+            selected.append(_from_nanos(F.col(spec.name), nanos).alias(spec.name))
+            continue
         if not isinstance(source, _ACCEPTS[spec.kind]):
             raise SchemaError(
                 f"column {spec.name!r} in {path} has type {source.simpleString()}, "
@@ -82,16 +115,24 @@ def conform(df: DataFrame, columns: Sequence[ColumnSpec], path: str, keep: Seque
     return df.select(*selected)
 
 
+def _from_nanos(col: Column, zone: str) -> Column:
+    """int64 nanoseconds since the epoch -> timestamp (microseconds; the last three digits are dropped,
+    rounding down).  ``local`` (Parquet's isAdjustedToUTC=false, pandas' naive timestamps) is a wall
+    clock, read in the session's time zone like any timestamp without zone."""
+    micros = F.timestamp_micros(F.floor(col / 1000).cast("long"))
+    return micros if zone == "utc" else F.to_utc_timestamp(micros, F.current_timezone())
+
+
 def _cast(col: Column, source: T.DataType, kind: str) -> Column:
     if kind == "timestamp" and isinstance(source, T.StringType):
         return F.try_to_timestamp(col)
-    if kind == "int" and not isinstance(source, _INTEGRAL):  # 2.0 is 2; 2.5 becomes null
-        return F.when(col == F.floor(col), col.try_cast(T.IntegerType()))
+    if kind == "int" and not isinstance(source, _INTEGRAL):
+        # 2.0 is 2; 2.5, NaN, inf and 1e20 become null (then bad_position), never an overflow under ANSI:
+        # fmod instead of floor (floor(inf) overflows a bigint), the cast guarded by the range
+        value = col.cast(T.DoubleType())
+        whole = ~F.isnan(value) & (F.abs(value) < 2.0 ** 31) & ((value % 1) == 0)
+        return F.when(whole, value.cast(T.IntegerType()))
     if kind == "int" and not isinstance(source, T.IntegerType):
         return col.try_cast(T.IntegerType())
     return col.cast(_TARGET[kind])
 
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:300] if text else type(exc).__name__

@@ -12,7 +12,9 @@ in the table of docs/operations.md ("Business-rule scanning"), the only copy;
 :func:`scan_rules` below computes them in the same order.
 
 A hard rule passes when it has no violation; a soft rule passes when its rate
-is at most its threshold.  Rules that cannot be evaluated (no catalog, no
+is at most its threshold.  Hard rules are what must never happen (blacklists, a
+day without feedback); duplicates and uncatalogued items happen in real logs at
+a baseline rate, so they are soft, with a rate threshold.  Rules that cannot be evaluated (no catalog, no
 score column, no previous day, empty blacklist) are left out.
 """
 
@@ -107,10 +109,12 @@ def scan_rules(
         ex = _examples(exposures, item_row & blacklisted, F.col(ITEM)) if agg["blacklisted"] else []
         results.append(hard("blacklisted_item", agg["blacklisted"] or 0, n_exp, ex))
     ex = (_examples(exposures, duplicated, F.concat_ws(":", REQUEST, ITEM)) if agg["duplicated_pairs"] else [])
-    results.append(hard("duplicate_item_in_request", agg["duplicated_pairs"] or 0, n_exp, ex))
+    results.append(soft("duplicate_item_in_request", agg["duplicated_pairs"] or 0, n_exp,
+                        thresholds["max_duplicate_item_rate"], ex))
     if has_catalog:
         ex = _examples(exposures, missing, F.col(ITEM)) if agg["missing"] else []
-        results.append(hard("item_missing_from_catalog", agg["missing"] or 0, n_exp, ex))
+        results.append(soft("item_missing_from_catalog", agg["missing"] or 0, n_exp,
+                            thresholds["max_missing_item_rate"], ex))
         if blacklist_categories:
             ex = _examples(exposures, banned, F.concat_ws(":", ITEM_CATEGORY, ITEM)) if agg["banned"] else []
             results.append(hard("blacklisted_category", agg["banned"] or 0, n_exp, ex))
@@ -120,6 +124,14 @@ def scan_rules(
                         F.concat_ws(":", REQUEST, ITEM)) if bad and rejected_exposures is not None else [])
         results.append(hard("non_finite_score", bad, counts["exposure_rows"], ex))
 
+    results.append(feedback_rule(counts))
+    results.append(soft("rejected_exposure_rate", counts.get("rejected_exposures", 0), counts["exposure_rows"],
+                        thresholds["max_rejected_rate"], _reasons(counts.get("exposure_reasons", {}))))
+    results.append(soft("rejected_click_rate", counts.get("rejected_clicks", 0), counts.get("click_rows", 0),
+                        thresholds["max_rejected_rate"], _reasons(counts.get("click_reasons", {}))))
+    unweighted = counts.get("unweighted_events", {})
+    results.append(soft("unweighted_event_rate", sum(unweighted.values()), counts["valid_events"],
+                        thresholds["max_unweighted_event_rate"], _reasons(unweighted)))
     results.append(soft("duplicate_exposure_rate", counts["duplicate_exposures"], counts["exposure_rows"],
                         thresholds["max_duplicate_rate"]))
     results.append(soft("orphan_event_rate", counts["orphan_events"], counts["valid_events"],
@@ -137,6 +149,31 @@ def scan_rules(
         change = abs(counts["exposure_rows"] - previous_exposure_rows)
         results.append(soft("exposure_change", change, previous_exposure_rows, thresholds["max_exposure_change"]))
     return results
+
+
+def _reasons(counts: dict[str, int]) -> list[str]:
+    """The largest counts as "name: n" examples."""
+    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:N_EXAMPLES]
+    return [f"{name}: {n}" for name, n in top]
+
+
+def feedback_rule(counts: dict) -> RuleResult:
+    """Hard: at least one exposure got feedback (relevance > 0).  Without it CTR is 0 and every ranking
+    metric null -- a broken feed, not a day to report as ok.  The example says which case it is."""
+    if counts.get("relevant_exposures", 0) > 0:
+        return hard("no_feedback", 0, 1)
+    events = counts.get("valid_events", 0) + counts.get("late_events", 0)
+    unweighted = sum(counts.get("unweighted_events", {}).values())
+    if counts.get("click_rows", 0) == 0:
+        why = "no feedback events in the clicks partition"
+    elif events == 0:
+        why = "every feedback event was set aside by validation"
+    elif unweighted >= counts.get("valid_events", 0):
+        names = ", ".join(sorted(counts.get("unweighted_events", {}))[:N_EXAMPLES])
+        why = f"no event name has a weight in labels.event_weights (names seen: {names})"
+    else:
+        why = "no event matched an exposure"
+    return hard("no_feedback", 1, 1, [why])
 
 
 def _per_user_requests(exposures: DataFrame, max_requests: int, threshold: float) -> tuple[RuleResult, int]:

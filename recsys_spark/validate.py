@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from zoneinfo import ZoneInfo
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from recsys_spark.errors import UnreadableInputError
+from recsys_spark.errors import UnreadableInputError, is_unreadable_input, root_cause
 from recsys_spark.schema import ITEM, POSITION, REASON, REQUEST, SCORE, TS, USER
 
 Check = tuple[str, Column]
@@ -22,14 +23,37 @@ Check = tuple[str, Column]
 TsBounds = tuple[dt.datetime, dt.datetime]
 
 
-def day_bounds(day: dt.date, tolerance_minutes: float) -> TsBounds:
-    """[start, end) of the partition's day (UTC) widened by the tolerance on both sides."""
-    start = dt.datetime.combine(day, dt.time()) - dt.timedelta(minutes=tolerance_minutes)
-    return start, dt.datetime.combine(day + dt.timedelta(days=1), dt.time()) + dt.timedelta(minutes=tolerance_minutes)
+def day_start(day: dt.date, time_zone: str = "UTC") -> dt.datetime:
+    """Midnight starting ``day`` in ``time_zone``, as a zone-aware instant (in UTC).
+
+    Zone-aware on purpose: PySpark turns a naive datetime into a timestamp in the *driver's*
+    local zone (the process's ``TZ``), so a naive bound moves with the machine.  An aware one
+    is an instant.  A day across a DST change lasts 23 or 25 hours.
+
+    >>> day_start(dt.date(2026, 11, 20), "Asia/Shanghai").isoformat()
+    '2026-11-19T16:00:00+00:00'
+    """
+    local = dt.datetime.combine(day, dt.time(), tzinfo=ZoneInfo(time_zone))
+    return local.astimezone(dt.timezone.utc)
+
+
+def day_bounds(day: dt.date, tolerance_minutes: float, time_zone: str = "UTC") -> TsBounds:
+    """[start, end) of the partition's day in ``time_zone``, widened by the tolerance on both sides,
+    as zone-aware instants."""
+    widen = dt.timedelta(minutes=tolerance_minutes)
+    return day_start(day, time_zone) - widen, day_start(day + dt.timedelta(days=1), time_zone) + widen
+
+
+def instant(value: dt.datetime) -> Column:
+    """A timestamp literal for a zone-aware ``value``, the same whatever the driver's or session's zone."""
+    if value.tzinfo is None:
+        raise ValueError("naive datetime: its instant would depend on the driver's time zone")
+    micros = round((value - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) / dt.timedelta(microseconds=1))
+    return F.timestamp_micros(F.lit(micros))
 
 
 def _outside(bounds: TsBounds) -> Column:
-    start, end = (F.lit(b).cast("timestamp") for b in bounds)
+    start, end = (instant(b) for b in bounds)
     return (F.col(TS) < start) | (F.col(TS) >= end)
 
 
@@ -72,20 +96,30 @@ def split_rows(tagged: DataFrame) -> tuple[DataFrame, DataFrame]:
     return good, tagged.where(F.col(REASON).isNotNull())
 
 
-def count_rows(tagged: DataFrame, what: str, path: str) -> dict[str, int]:
-    """Rows read and rejected per reason, in one pass: {"rows": n, "<reason>": n, ...}.
+def count_rows(tagged: DataFrame, what: str, path: str, by: Column | None = None
+               ) -> tuple[dict[str, int], dict[str, int]]:
+    """Rows read and rejected per reason, in one pass: ({"rows": n, "<reason>": n, ...}, by_counts).
+
+    ``by`` (optional): a string column; ``by_counts`` counts the *kept* rows per non-null value of it
+    (e.g. the event names that have no weight), in the same pass.
 
     This is the first action on the input, so a corrupt or truncated file
-    surfaces here: it is reported as unreadable input naming ``path``.
+    surfaces here: it is reported as unreadable input naming ``path`` and the
+    root cause.  Any other failure (a bug, a lost executor) is raised as it is.
     """
     counts = {"rows": 0}
+    by_counts: dict[str, int] = {}
+    keys = [REASON] if by is None else [F.col(REASON), by.alias("_by")]
     try:
-        rows = tagged.groupBy(REASON).count().collect()
+        rows = tagged.groupBy(*keys).count().collect()
     except Exception as exc:  # Spark wraps the Parquet reader's error in a Java exception
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise UnreadableInputError(f"unreadable input {what}: {path}: {first}") from None
+        if not is_unreadable_input(exc):
+            raise
+        raise UnreadableInputError(f"unreadable input {what}: {path}: {root_cause(exc)}") from None
     for row in rows:
         counts["rows"] += row["count"]
         if row[REASON] is not None:
-            counts[row[REASON]] = row["count"]
-    return counts
+            counts[row[REASON]] = counts.get(row[REASON], 0) + row["count"]
+        elif by is not None and row["_by"] is not None:
+            by_counts[row["_by"]] = by_counts.get(row["_by"], 0) + row["count"]
+    return counts, dict(sorted(by_counts.items()))

@@ -90,7 +90,8 @@ def test_cli_on_a_generated_day_writes_the_three_outputs(generated):
     # succeeds, and stdout says which status and which rules
     failed = [r["rule"] for r in summary["rules"] if not r["passed"]]
     assert summary["status"] == ("hard_rule_violated" if any(
-        r["severity"] == "hard" and not r["passed"] for r in summary["rules"]) else "ok")
+        r["severity"] == "hard" and not r["passed"] for r in summary["rules"]) else "soft_rule_failed" if failed
+        else "ok")
     assert f"{DATE}: {summary['status']}  auc_global=" in proc.stdout
     assert (f"rules failed: {', '.join(failed)}" in proc.stdout) == bool(failed)
     assert 0.5 < summary["headline"]["auc_global"] < 1.0
@@ -123,7 +124,7 @@ def test_backfill_runs_every_date_and_reports_the_failed_ones(generated):
                "--set", "metrics.k=[10]")
     assert proc.returncode == 9, proc.stderr
     assert "2026-11-19: failed: missing input" in proc.stderr
-    assert re.search(rf"^{DATE}: (ok|hard_rule_violated)  auc_global=", proc.stdout, re.M)  # not stopped by 11-19
+    assert re.search(rf"^{DATE}: (ok|soft_rule_failed|hard_rule_violated)  auc_global=", proc.stdout, re.M)  # not stopped by 11-19
     assert (out / "summary" / f"dt={DATE}" / "_SUCCESS").exists()
     assert not (out / "metrics" / "dt=2026-11-19").exists()
     assert "1 of 2 dates failed: 2026-11-19" in proc.stderr

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.spark
 
 EXPOSURES = [
     ("u1", "s1", "r1", "a", 1, 0.9, T0), ("u1", "s1", "r1", "b", 2, 0.8, T0),
-    ("u1", "s1", "r1", "a", 3, 0.7, T0),                       # a twice in r1: hard rule
+    ("u1", "s1", "r1", "a", 3, 0.7, T0),                       # a twice in r1: soft rule
     ("u1", "s1", "r2", "c", 1, 1.5, T0),                       # score above 1: soft rule
     ("u2", "s2", "r3", "a", 1, 0.5, T0), ("u2", "s2", "r3", "x", 2, 0.4, T0),  # x not in catalog
     ("u3", "s3", "r4", None, None, None, T0),                 # empty response
@@ -49,7 +49,7 @@ def violated(spark, inputs):
     out = inputs / "out"
     cfg = load_config(None, ["metrics.k=[1]", "validation.write_rejected=true", "rules.blacklist_items=[\"c\"]",
                              "rules.blacklist_categories=[\"toys\"]", "rules.bot_requests_per_user=1"])
-    with pytest.raises(HardRuleViolation, match="duplicate_item_in_request") as err:
+    with pytest.raises(HardRuleViolation, match="blacklisted_item") as err:
         evaluate_day(spark, cfg, DAY, f"{inputs}/in", str(out))
     return out, err.value
 
@@ -79,7 +79,11 @@ def test_hard_rules(spark, violated):
     assert rules["item_missing_from_catalog"].examples == ["x"]
     assert rules["non_finite_score"].violations == 1 and rules["non_finite_score"].examples == ["r7:a"]
     assert all(r.severity == "hard" for name, r in rules.items()
-               if name in ("duplicate_item_in_request", "blacklisted_item", "non_finite_score"))
+               if name in ("blacklisted_item", "blacklisted_category", "non_finite_score", "no_feedback"))
+    # real logs have a few duplicates and uncatalogued items: soft rules with a rate threshold
+    assert rules["duplicate_item_in_request"].severity == "soft" and not rules["duplicate_item_in_request"].passed
+    assert rules["item_missing_from_catalog"].severity == "soft"
+    assert rules["item_missing_from_catalog"].rate == pytest.approx(1 / 5)
 
 
 def test_soft_rules(spark, violated):

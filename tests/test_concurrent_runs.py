@@ -1,0 +1,117 @@
+"""Two runs of one date, killed runs and reruns: no corrupted partition, nothing stale left behind."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_hostile_inputs import DAY, day_input
+
+from recsys_spark import fs
+from recsys_spark.config import load_config
+from recsys_spark.errors import ConcurrentRunError
+from recsys_spark.pipeline import evaluate_day
+
+pytestmark = pytest.mark.spark
+
+SETTINGS = ["metrics.k=[1]"]
+
+
+def lock_file(out: Path) -> Path:
+    return out / "_locks" / f"dt={DAY}.lock"
+
+
+def hold_lock(out: Path, pid: int, age_seconds: float = 0.0) -> None:
+    lock = lock_file(out)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    epoch = time.time() - age_seconds
+    lock.write_text(json.dumps({"run_id": f"{DAY}-feedbeef", "host": socket.gethostname(), "pid": pid,
+                                "started": "then", "epoch": epoch}))
+
+
+def test_two_concurrent_runs_of_one_date_never_nest_or_mix_partitions(tmp_path):
+    day_input(tmp_path)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    command = [sys.executable, "-m", "recsys_spark.cli", "evaluate", "--date", str(DAY), "--input-root",
+               str(tmp_path / "in"), "--output-root", str(out), "--master", "local[1]", "--set", "metrics.k=[1]"]
+    runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            for _ in range(2)]
+    results = [(p.wait(timeout=900), p.stderr.read()) for p in runs]
+    codes = sorted(code for code, _ in results)
+    # either both ran one after the other, or the second one saw the first one's lock and said so
+    assert codes in ([0, 0], [0, 11]), results
+    for code, err in results:
+        if code == 11:
+            assert "another run" in err and "is writing this date" in err
+    for table in ("metrics", "user_metrics", "rule_checks", "summary", "lorenz"):
+        partition = out / table / f"dt={DAY}"
+        assert partition.is_dir() and not list(partition.glob("dt=*")), table  # never nested
+    assert (out / "summary" / f"dt={DAY}" / "_SUCCESS").exists()
+    assert not (out / "_locks").exists() and not (out / "_staging").exists()
+
+
+def test_a_live_run_holding_the_date_makes_the_second_fail_clearly(spark, tmp_path):
+    day_input(tmp_path)
+    out = tmp_path / "out"
+    evaluate_day(spark, load_config(None, SETTINGS), DAY, str(tmp_path / "in"), str(out))
+    before = sorted(p.name for p in (out / "metrics" / f"dt={DAY}").iterdir())
+    hold_lock(out, os.getpid())  # this process is alive: a live run
+    with pytest.raises(ConcurrentRunError, match=f"{DAY}-feedbeef") as err:
+        evaluate_day(spark, load_config(None, SETTINGS), DAY, str(tmp_path / "in"), str(out))
+    assert err.value.exit_code == 11
+    assert sorted(p.name for p in (out / "metrics" / f"dt={DAY}").iterdir()) == before
+    assert lock_file(out).exists()  # still the live run's
+    # a lock whose process is gone, or older than output.stale_minutes, is a dead run's: taken over
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    hold_lock(out, int(dead.stdout))
+    evaluate_day(spark, load_config(None, SETTINGS), DAY, str(tmp_path / "in"), str(out))
+    hold_lock(out, os.getpid(), age_seconds=5 * 3600)
+    evaluate_day(spark, load_config(None, SETTINGS), DAY, str(tmp_path / "in"), str(out))
+    assert not lock_file(out).exists()
+
+
+def test_rename_refuses_to_nest_into_an_existing_directory(spark, tmp_path):
+    (tmp_path / "staged" / "dt=D").mkdir(parents=True)
+    (tmp_path / "final" / "dt=D").mkdir(parents=True)
+    with pytest.raises(OSError, match="refusing to move"):
+        fs.rename(spark, str(tmp_path / "staged" / "dt=D"), str(tmp_path / "final" / "dt=D"))
+    assert not (tmp_path / "final" / "dt=D" / "dt=D").exists()
+
+
+def test_a_killed_runs_staging_is_swept_by_age_never_a_live_runs(spark, tmp_path):
+    day_input(tmp_path)
+    out = tmp_path / "out"
+    dead = out / "_staging" / "2026-11-19-0badc0de" / "metrics" / "dt=2026-11-19"
+    young = out / "_staging" / "2026-11-18-5eedf00d" / "metrics" / "dt=2026-11-18"
+    for path in (dead, young):
+        path.mkdir(parents=True)
+        (path / "part-0.parquet").write_bytes(b"half written")
+    old = time.time() - 5 * 3600
+    os.utime(dead.parents[1], (old, old))
+    summary = evaluate_day(spark, load_config(None, SETTINGS), DAY, str(tmp_path / "in"), str(out))
+    assert not dead.parents[1].exists()
+    assert young.parents[1].exists()  # may be a live run: younger than output.stale_minutes
+    assert any("2026-11-19-0badc0de" in n for n in summary["notes"])
+
+
+def test_a_rerun_replaces_every_table_of_the_date_even_those_it_no_longer_writes(spark, tmp_path):
+    outside = (["u9", "s9", "r9", "a", 1, 0.5, dt.datetime(2026, 11, 25, tzinfo=dt.UTC)],)
+    from test_hostile_inputs import EXPOSURES
+    day_input(tmp_path, exposures=EXPOSURES + [tuple(outside[0])])
+    out = tmp_path / "out"
+    evaluate_day(spark, load_config(None, [*SETTINGS, "validation.write_rejected=true"]), DAY,
+                 str(tmp_path / "in"), str(out))
+    assert (out / "rejected" / f"dt={DAY}").is_dir()
+    (out / "rejected" / "dt=2026-11-19").mkdir()  # another date: untouched
+    evaluate_day(spark, load_config(None, SETTINGS), DAY, str(tmp_path / "in"), str(out))
+    assert not (out / "rejected" / f"dt={DAY}").exists()
+    assert (out / "rejected" / "dt=2026-11-19").is_dir()
+    assert (out / "summary" / f"dt={DAY}" / "_SUCCESS").exists()
