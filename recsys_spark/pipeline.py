@@ -19,6 +19,7 @@ from recsys_spark import fs, log
 from recsys_spark.aggregate import aggregate_users, metrics_frame
 from recsys_spark.config import Config
 from recsys_spark.errors import EmptyInputError, HardRuleViolation
+from recsys_spark.experiments import experiment_stage
 from recsys_spark.aggregate import MetricRow
 from recsys_spark.health import HealthResult, evaluate_health, history_paths, lorenz_frame, popularity_clicks, previous_exposures
 from recsys_spark.label import deduplicate_exposures, join_feedback, label_counts, labelled_exposures
@@ -156,6 +157,9 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
         with log.stage("metrics", timings) as info:
             metrics = metric_stage(spark, labelled, cfg, out)
             info.update(buckets=metrics.buckets, metric_rows=len(metrics.rows))
+        with log.stage("experiments", timings) as info:  # after user_metrics is staged: it reads it back
+            experiments = experiment_stage(spark, cfg, date, input_root, labelled.by_user, out)
+            info.update(experiments.info)
         with log.stage("health", timings) as info:
             health = health_stage(spark, labelled, inputs, valid, cfg, date, input_root, paths)
             rows = metrics.rows + health.rows
@@ -164,7 +168,7 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
             out.stage("metrics", metrics_frame(spark, rows).coalesce(1))
             info.update(health.info)
         with log.stage("rules", timings) as info:
-            rule_results = rules_stage(spark, labelled, inputs, valid, cfg, date, input_root)
+            rule_results = rules_stage(spark, labelled, inputs, valid, cfg, date, input_root) + experiments.rules
             out.stage("rule_checks", rules_frame(spark, rule_results).coalesce(1))
             failed_hard = [r.rule for r in rule_results if r.severity == "hard" and not r.passed]
             info.update(failed=[r.rule for r in rule_results if not r.passed])
@@ -174,7 +178,8 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
             summary = build_summary(cfg, day, paths, valid.exposure_counts, valid.click_counts, labelled.labels,
                                     metrics.unit_counts.get(ALL, {}), rows, timings)
             summary["rules"] = as_dicts(rule_results)
-            summary["notes"] = notes
+            summary["notes"] = notes + experiments.notes
+            summary["experiments"] = experiments.summary
             if failed_hard:
                 summary["status"] = "hard_rule_violated"
             out.stage_text(SUMMARY, "summary.json", json.dumps(summary, indent=2, sort_keys=False))
