@@ -44,7 +44,6 @@ from recsys_spark.kernels.experiments import (
     ResultRow,
     analyse_experiment,
     independence_test,
-    needed_ks,
     parse_metric,
     srm_test,
     user_sum_column,
@@ -303,14 +302,18 @@ class ExperimentResult:
     checks: list[Check] = field(default_factory=list)
 
 
-def _specs(cfg: Config, available_ks: Sequence[int] | None) -> list[MetricSpec]:
+def _specs(cfg: Config, available_ks: Sequence[int]) -> tuple[list[MetricSpec], list[str]]:
+    """The tested metrics, and a note for those left out because their cut-off is not in ``metrics.k``
+    (a run with ``--set metrics.k=[5]`` should not fail over the default experiment metrics at @10)."""
     specs = [parse_metric(m) for m in cfg.experiments.metrics]
-    if available_ks is not None:
-        missing = sorted(set(needed_ks(specs)) - set(available_ks))
-        if missing:
-            raise ConfigError(f"config key experiments.metrics: cut-off(s) {missing} are not in metrics.k "
-                              f"{list(available_ks)}")
-    return specs
+    kept = [s for s in specs if s.k is None or s.k in available_ks]
+    left = [s.name for s in specs if s not in kept]
+    notes = [f"experiments.metrics {left} left out: their cut-off is not in metrics.k {list(available_ks)}"] if left \
+        else []
+    if not kept:
+        raise ConfigError(f"config key experiments.metrics: no metric can be tested with metrics.k "
+                          f"{list(available_ks)}: {list(cfg.experiments.metrics)}")
+    return kept, notes
 
 
 def _confidence(cfg: Config) -> float:
@@ -392,14 +395,14 @@ def experiment_stage(spark: SparkSession, cfg: Config, date: dt.date, input_root
         note = f"no assignments table at {path}: experiments skipped"
         return ExperimentResult({"status": "skipped", "assignments": path, "note": note}, notes=[note],
                                 info={"skipped": True})
-    specs = _specs(cfg, cfg.metrics.k)
+    specs, notes = _specs(cfg, cfg.metrics.k)
     assignments = read_assignments(spark, path)
     layers = ({r[EXPERIMENT]: r[LAYER] for r in assignments.where(F.col(LAYER).isNotNull())
                .select(EXPERIMENT, LAYER).distinct().collect()} if LAYER in assignments.columns else {})
     values = read_user_values(spark, out.staged_path("user_metrics"), cfg.metrics.k)
     staged = out.stage(USERS_TABLE, user_day_table(by_user, values, assignments))
     rows = explode_variants(spark.read.parquet(staged))
-    cuped, notes = ex.cuped_days > 0, []
+    cuped = ex.cuped_days > 0
     if cuped:
         previous, found = read_user_tables(spark, out.root, previous_days(date, ex.cuped_days))
         notes.append(f"CUPED covariate from {len(found)} of the {ex.cuped_days} previous day(s)' {USERS_TABLE} "
@@ -455,14 +458,11 @@ def run_window(spark: SparkSession, cfg: Config, experiment: str, start: dt.date
     if users is None:
         raise MissingInputError(f"no {USERS_TABLE} partition between {start} and {end} under {output_root} "
                                 "(daily runs with an assignments table write them)")
-    specs = _specs(cfg, None)
-    missing = sorted({c for s in specs for c in (s.num, s.den)} - set(users.columns))
-    if missing:
-        raise ConfigError(f"config key experiments.metrics: {USERS_TABLE} has no column(s) {missing} "
-                          "(the daily runs used other metrics.k)")
+    written_ks = sorted(int(c[len("hits_at_"):]) for c in users.columns if c.startswith("hits_at_"))
+    specs, notes = _specs(cfg, written_ks)
     rows = window_users(users, experiment)
     cuped = cfg.experiments.cuped_days > 0
-    notes = [f"{len(found)} of {len(days)} day(s) found"]
+    notes.append(f"{len(found)} of {len(days)} day(s) found")
     if cuped:
         previous, pre_found = read_user_tables(spark, output_root, previous_days(start, cfg.experiments.cuped_days))
         notes.append(f"CUPED covariate from {len(pre_found)} of the {cfg.experiments.cuped_days} day(s) before "

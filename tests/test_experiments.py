@@ -209,3 +209,14 @@ def test_summary_is_json_with_the_experiment_section(golden):
     _, summaries = golden
     text = json.dumps(summaries[DAY])
     assert '"experiments"' in text and summaries[PREVIOUS]["experiments"]["status"] == "srm_failed"
+
+
+def test_experiment_command_parses_and_checks_its_window(capsys):
+    from recsys_spark.cli import build_parser, run
+
+    args = build_parser().parse_args(["experiment", "--experiment", "x", "--start", "2026-11-01", "--end",
+                                      "2026-11-03", "--output-root", "o"])
+    assert (args.command, args.experiment, args.end - args.start) == ("experiment", "x", dt.timedelta(days=2))
+    assert run(["experiment", "--experiment", "x", "--start", "2026-11-03", "--end", "2026-11-01",
+                "--output-root", "o"]) == 2
+    assert "before --start" in capsys.readouterr().err
