@@ -220,3 +220,16 @@ def test_experiment_command_parses_and_checks_its_window(capsys):
     assert run(["experiment", "--experiment", "x", "--start", "2026-11-03", "--end", "2026-11-01",
                 "--output-root", "o"]) == 2
     assert "before --start" in capsys.readouterr().err
+
+
+def test_srm_severity_is_a_setting():
+    from recsys_spark.experiments import Check, srm_rules
+
+    checks = [Check("e", "srm", 40.0, 2.5e-10, False, "users control=600, treatment=400"),
+              Check("e", "multiple_assignment", 0.0, None, True, "")]
+    soft, = srm_rules(checks, "soft", 0.001)
+    hard, = srm_rules(checks, "hard", 0.001)
+    assert (soft.rule, soft.severity, soft.passed, soft.rate) == ("experiment_srm:e", "soft", False, 2.5e-10)
+    assert hard.severity == "hard"  # the pipeline then exits 8 after writing every output
+    with pytest.raises(Exception, match="srm_severity"):
+        load_config(None, ["experiments.srm_severity=fatal"])
