@@ -55,26 +55,35 @@ def arm(sums: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, float]:
     return out
 
 
-@pytest.fixture(scope="module")
-def aa_results():
-    pop = gen.make_population(USERS, 300, SEED, START + dt.timedelta(days=DAYS))
-    rng = np.random.default_rng(SEED)
-    out = {s.name: [] for s in SPECS}
+def aa_runs(users: int = USERS, exposures: int = EXPOSURES, days: int = DAYS, splits: int = SPLITS,
+            seed: int = SEED) -> tuple[dict[str, list[dict]], float]:
+    """A/A tests: ``days`` generated days, ``splits`` random 50/50 splits of each day's users.
+
+    Returns the result fields per metric, and the false-positive rate of the same CTR test with the
+    impression as the unit (binomial).
+    """
+    pop = gen.make_population(users, 300, seed, START + dt.timedelta(days=days))
+    rng = np.random.default_rng(seed)
+    out: dict[str, list[dict]] = {s.name: [] for s in SPECS}
     naive = []
-    for d in range(DAYS):
-        sums = user_sums(pop, gen.generate_day(pop, START + dt.timedelta(days=d), EXPOSURES, SEED))
+    for d in range(days):
+        sums = user_sums(pop, gen.generate_day(pop, START + dt.timedelta(days=d), exposures, seed))
         active = sums["exposures"] + sums["requests"] > 0
-        for _ in range(SPLITS):
-            treated = rng.random(USERS) < 0.5
+        for _ in range(splits):
+            treated = rng.random(users) < 0.5
             c, t = arm(sums, active & ~treated), arm(sums, active & treated)
             for spec in SPECS:
                 out[spec.name].append(compare(c, t, spec))
-            # the same CTR test with the exposure as the unit (binomial): what the user unit avoids
             nc, nt = sums["exposures"][~treated].sum(), sums["exposures"][treated].sum()
             pc_, pt = sums["clicked"][~treated].sum() / nc, sums["clicked"][treated].sum() / nt
             se = np.sqrt(pc_ * (1 - pc_) / nc + pt * (1 - pt) / nt)
             naive.append(abs(pt - pc_) / se > 1.959963984540054)
     return out, float(np.mean(naive))
+
+
+@pytest.fixture(scope="module")
+def aa_results():
+    return aa_runs()
 
 
 @pytest.mark.parametrize("metric", [s.name for s in SPECS])
@@ -109,3 +118,14 @@ def test_planted_effect_is_detected_and_the_aa_layer_is_not():
     assert effect["ci_low"] > 0
     aa = compare(arm(sums, active & ~arms["ui_aa"]), arm(sums, active & arms["ui_aa"]), spec)
     assert aa["p_value"] > 0.05
+
+
+if __name__ == "__main__":  # the larger run: python tests/test_experiments_simulation.py USERS DAYS SPLITS
+    import sys
+
+    n_users, n_days, n_splits = (int(a) for a in (sys.argv[1:] or ["20000", "50", "20"]))
+    results, naive_rate = aa_runs(n_users, 20 * n_users, n_days, n_splits)
+    for name, rows in results.items():
+        print(f"{name}: false positives {np.mean([r['p_value'] < 0.05 for r in rows]):.4f}, coverage of 0 "
+              f"{np.mean([r['ci_low'] <= 0 <= r['ci_high'] for r in rows]):.4f} over {len(rows)} A/A tests")
+    print(f"impression as the unit: false positives {naive_rate:.4f}")
