@@ -165,8 +165,15 @@ def _spec_sums(spec: MetricSpec, cuped: bool) -> list[Column]:
         return F.sum(F.when(has, expr).otherwise(F.lit(0.0))).alias(f"{name}|{part}")
 
     if spec.kind == "ratio":
-        return [s(F.lit(1.0), "n"), s(num, "x"), s(den, "y"), s(num * num, "xx"), s(den * den, "yy"),
-                s(num * den, "xy")]
+        out = [s(F.lit(1.0), "n"), s(num, "x"), s(den, "y"), s(num * num, "xx"), s(den * den, "yy"),
+               s(num * den, "xy")]
+        if cuped:  # pre-period numerator u and denominator v, 0 without pre-period rows
+            u = F.coalesce(F.col(f"_cov_{spec.num}"), F.lit(0.0))
+            v = F.coalesce(F.col(f"_cov_{spec.den}"), F.lit(0.0))
+            out += [s(F.when(v > 0, 1.0).otherwise(0.0), "cn"), s(u, "u"), s(v, "v"), s(u * u, "uu"),
+                    s(v * v, "vv"), s(num * u, "xu"), s(num * v, "xv"), s(den * u, "yu"), s(den * v, "yv"),
+                    s(u * v, "uv")]
+        return out
     y = _div(num, den)
     out = [s(F.lit(1.0), "n"), s(y, "x"), s(y * y, "xx")]
     if cuped:
@@ -202,7 +209,7 @@ def explode_variants(users: DataFrame, experiment: str | None = None) -> DataFra
 
 def with_covariates(rows: DataFrame, previous: DataFrame | None, specs: Sequence[MetricSpec]) -> DataFrame:
     """Add ``_cov_<sum>``: the user's sums over the pre-period (null without pre-period rows)."""
-    names = sorted({c for s in specs if s.kind == "mean" for c in (s.num, s.den)})
+    names = sorted({c for s in specs for c in (s.num, s.den)})
     if previous is None:
         return rows.select("*", *[F.lit(None).cast("double").alias(f"_cov_{c}") for c in names])
     pre = (previous

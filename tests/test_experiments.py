@@ -45,9 +45,10 @@ def _day_rows(day: dt.date, cup_index: int):
             if p <= n_clicks:
                 clicks.append((uid, f"s-{uid}", request, f"i{p}", t0 + dt.timedelta(minutes=1)))
 
-    for arm, (impressions, n_clicks) in CTR.items():
+    for arm, (impressions, n_clicks) in CTR.items():  # today only: no covariate, the plain delta method
         for i, (n, c) in enumerate(zip(impressions, n_clicks)):
-            user(f"ctr-{arm}-{i}", n, c)
+            if day == DAY:
+                user(f"ctr-{arm}-{i}", n, c)
     for arm, values in CUP.items():
         for i, y in enumerate(values[cup_index]):
             user(f"cup-{arm}-{i}", 10, y)
@@ -98,7 +99,7 @@ def test_ratio_metric_reproduces_the_delta_method_golden(spark, golden):
     root, _ = golden
     row = _one(_rows(spark, f"{root}/out/experiments/dt={DAY}"), experiment="ctr", metric="exposure_ctr",
                slice="all")
-    assert row["method"] == "delta" and (row["n"], row["control_n"]) == (6, 6)
+    assert row["method"] == "delta" and (row["n"], row["control_n"]) == (6, 6) and row["covariate_n"] == 0
     assert row["control_value"] == pytest.approx(0.1111111111, abs=1e-10)
     assert row["value"] == pytest.approx(0.1875)
     assert row["delta"] == pytest.approx(0.0763888889, abs=1e-10)

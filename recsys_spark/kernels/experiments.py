@@ -29,7 +29,17 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as _st
 
-from recsys_spark.kernels.stats import Comparison, MeanStats, RatioStats, adjust_p, ratio_difference, welch
+from recsys_spark.kernels.stats import (
+    Comparison,
+    MeanStats,
+    RatioStats,
+    _compare,
+    _p_z,
+    adjust_p,
+    ratio_difference,
+    welch,
+)
+from recsys_spark.kernels.stats import _z as _zq
 
 #: list metrics of the per-user table whose user value is a mean over the user's ranked lists
 LIST_METRICS = ("ndcg", "map", "precision", "recall", "hit_rate")
@@ -187,6 +197,56 @@ def cuped_compare(control: CovariateStats, treatment: CovariateStats,
     return comp, theta
 
 
+@dataclass(frozen=True)
+class RatioCovariateStats:
+    """Sums of a ratio metric's per-user numerator x and denominator y and of their pre-period u, v.
+
+    Every first and second moment of (x, y, u, v) over the arm's users; a user
+    without pre-period data has u = v = 0.
+    """
+
+    n: float
+    s: tuple[float, float, float, float]  # sum x, y, u, v
+    ss: tuple[tuple[float, ...], ...]  # 4 x 4 sums of products
+
+    @classmethod
+    def from_values(cls, x: np.ndarray, y: np.ndarray, u: np.ndarray, v: np.ndarray) -> RatioCovariateStats:
+        m = np.vstack([np.asarray(a, dtype=np.float64) for a in (x, y, u, v)])
+        return cls(float(m.shape[1]), tuple(m.sum(axis=1)), tuple(map(tuple, m @ m.T)))
+
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """(means, sample covariance matrix) of (x, y, u, v)."""
+        mu = np.asarray(self.s) / self.n
+        cov = (np.asarray(self.ss) - self.n * np.outer(mu, mu)) / (self.n - 1)
+        return mu, cov
+
+
+def cuped_ratio_compare(control: RatioCovariateStats, treatment: RatioCovariateStats,
+                        confidence: float = 0.95) -> tuple[Comparison, float]:
+    """CUPED for a ratio of sums R = sum x / sum y, with the pre-period ratio R' = sum u / sum v as covariate.
+
+    Delta method per arm, with the gradients a = (1/mu_y, -mu_x/mu_y^2, 0, 0) of R and
+    b = (0, 0, 1/mu_v, -mu_u/mu_v^2) of R' and the covariance S of (x, y, u, v):
+    Var(R) = a'Sa/n, Var(R') = b'Sb/n, Cov(R, R') = a'Sb/n.  theta pooled over
+    arms = sum Cov / sum Var(R'); per arm R_cv = R - theta (R' - R'_pooled),
+    Var(R_cv) = Var(R) - 2 theta Cov + theta^2 Var(R').  Normal quantile, as the
+    unadjusted delta method.  Returns (comparison with ``method = "delta_cuped"``, theta).
+    """
+    parts = []
+    for arm in (control, treatment):
+        mu, cov = arm.moments()
+        a = np.array([1 / mu[1], -mu[0] / mu[1] ** 2, 0.0, 0.0])
+        b = np.array([0.0, 0.0, 1 / mu[3], -mu[2] / mu[3] ** 2])
+        parts.append((mu[0] / mu[1], mu[2] / mu[3], a @ cov @ a / arm.n, b @ cov @ b / arm.n, a @ cov @ b / arm.n))
+    var_pre = parts[0][3] + parts[1][3]
+    theta = float((parts[0][4] + parts[1][4]) / var_pre) if var_pre > 0 else 0.0
+    pooled = (control.s[2] + treatment.s[2]) / (control.s[3] + treatment.s[3])
+    (rc, pc, vc, wc, cc), (rt, pt, vt, wt, ct) = parts
+    adj_c, adj_t = rc - theta * (pc - pooled), rt - theta * (pt - pooled)
+    var_c, var_t = vc - 2 * theta * cc + theta ** 2 * wc, vt - 2 * theta * ct + theta ** 2 * wt
+    return _compare(adj_c, var_c, adj_t, var_t, _zq(confidence), _p_z, None, "delta_cuped"), theta
+
+
 # --- power ---------------------------------------------------------------------------------------
 def _z(confidence: float, power: float) -> float:
     return float(_st.norm.ppf(0.5 + confidence / 2) + _st.norm.ppf(power))
@@ -290,6 +350,8 @@ def needed_ks(specs: Iterable[MetricSpec]) -> tuple[int, ...]:
 MEAN_PARTS = ("n", "x", "xx")
 RATIO_PARTS = ("n", "x", "y", "xx", "yy", "xy")
 COVARIATE_PARTS = ("cn", "cy", "cyy", "cx", "cxx", "cxy")  # users of a "mean" metric that have a covariate
+#: a ratio metric's pre-period numerator u and denominator v (0 without pre-period data): cn = users with v > 0
+RATIO_COVARIATE_PARTS = ("cn", "u", "v", "uu", "vv", "xu", "xv", "yu", "yv", "uv")
 
 RESULT_COLUMNS = (
     ("experiment", "string"), ("variant", "string"), ("metric", "string"), ("k", "int"),
@@ -351,6 +413,17 @@ def covariate_stats(sums: Mapping[str, float], spec: MetricSpec) -> tuple[Covari
     return have, missing
 
 
+def ratio_covariate_stats(sums: Mapping[str, float], spec: MetricSpec) -> tuple[RatioCovariateStats, int]:
+    """(moments of (x, y, u, v), users with pre-period data) of a ratio metric of one arm."""
+    g = lambda part: float(sums.get(f"{spec.name}|{part}") or 0.0)
+    f = spec.den_factor
+    sx, sy, su, sv = g("x"), f * g("y"), g("u"), f * g("v")
+    xx, yy, uu, vv = g("xx"), f * f * g("yy"), g("uu"), f * f * g("vv")
+    xy, xu, xv, yu, yv, uv = f * g("xy"), g("xu"), f * g("xv"), f * g("yu"), f * f * g("yv"), f * g("uv")
+    ss = ((xx, xy, xu, xv), (xy, yy, yu, yv), (xu, yu, uu, uv), (xv, yv, uv, vv))
+    return RatioCovariateStats(g("n"), (sx, sy, su, sv), ss), int(g("cn"))
+
+
 def _value(s: MeanStats | RatioStats) -> float | None:
     if s.n <= 0:
         return None
@@ -363,7 +436,8 @@ def compare(control: Mapping[str, float], treatment: Mapping[str, float], spec: 
 
     Means: Welch (``method = "welch"``), or Welch on CUPED-adjusted values when
     ``cuped`` and some user has a covariate (``"welch_cuped"``); ratios: delta
-    method (``"delta"``).  Undefined results (an arm with fewer than two
+    method (``"delta"``), or :func:`cuped_ratio_compare` when ``cuped`` and at
+    least two users of each arm have pre-period data (``"delta_cuped"``).  Undefined results (an arm with fewer than two
     users, a zero denominator) are None.
     """
     c, t = arm_stats(control, spec), arm_stats(treatment, spec)
@@ -379,6 +453,12 @@ def compare(control: Mapping[str, float], treatment: Mapping[str, float], spec: 
                     fill = (hc.sum_x + ht.sum_x) / (hc.n + ht.n)
                     comp, _ = cuped_compare(fill_covariate(hc, mc, fill), fill_covariate(ht, mt, fill), confidence)
                     method = "welch_cuped"
+            if spec.kind == "ratio" and cuped:
+                (hc, nc), (ht, nt) = ratio_covariate_stats(control, spec), ratio_covariate_stats(treatment, spec)
+                out["covariate_n"] = nc + nt
+                if nc >= 2 and nt >= 2:
+                    comp, _ = cuped_ratio_compare(hc, ht, confidence)
+                    method = "delta_cuped"
             if comp is None:
                 comp = welch(c, t, confidence) if spec.kind == "mean" else ratio_difference(c, t, confidence)
     fields = ("delta", "ci_low", "ci_high", "rel_delta", "rel_ci_low", "rel_ci_high", "p_value", "se")
