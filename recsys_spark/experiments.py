@@ -88,7 +88,7 @@ def read_user_values(spark: SparkSession, path: str, ks: Sequence[int]) -> DataF
         return F.when((lists > 0) & value.isNotNull() & ~F.isnan(value), value * lists).otherwise(F.lit(0.0))
 
     has_auc = F.col("auc").isNotNull() & ~F.isnan("auc")
-    cols = [SLICE, USER, lists.alias("lists_ranked"), F.col("n_relevant").cast("double").alias("relevant"),
+    cols: list[Column | str] = [SLICE, USER, lists.alias("lists_ranked"), F.col("n_relevant").cast("double").alias("relevant"),
             F.when(has_auc, F.col("auc") * F.col("n_exposures")).otherwise(F.lit(0.0)).alias("auc_sum"),
             F.when(has_auc, F.col("n_exposures").cast("double")).otherwise(F.lit(0.0)).alias("auc_exposures"),
             over_lists("mrr").alias(user_sum_column("mrr"))]
@@ -418,7 +418,7 @@ def experiment_stage(spark: SparkSession, cfg: Config, date: dt.date, input_root
     results, checks, section = analyse(rows, cfg, specs, cuped, layers)
     out.stage(RESULTS_TABLE, results_frame(spark, results).coalesce(1))
     out.stage(CHECKS_TABLE, checks_frame(spark, checks).coalesce(1))
-    failed = [c.experiment for c in checks if c.check == "srm" and not c.passed]
+    failed = [str(c.experiment) for c in checks if c.check == "srm" and not c.passed]
     if failed:
         notes.append(f"sample-ratio mismatch in {', '.join(failed)}: their results are not to be trusted")
     summary = {"status": "srm_failed" if failed else "ok", "assignments": path, "experiments": section,

@@ -25,6 +25,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats as _st
@@ -327,7 +328,7 @@ def parse_metric(name: str) -> MetricSpec:
         if agg == "list_avg":
             return MetricSpec(name, metric, k, agg, "ratio", user_sum_column(metric, k), "lists_ranked")
         if agg == "global" and metric == "precision":
-            return MetricSpec(name, metric, k, agg, "ratio", f"hits_at_{k}", "lists_ranked", float(k))
+            return MetricSpec(name, metric, k, agg, "ratio", f"hits_at_{k}", "lists_ranked", float(k or 1))
         if agg == "global" and metric == "recall":
             return MetricSpec(name, metric, k, agg, "ratio", f"hits_at_{k}", "relevant")
     if metric == "auc" and agg == "user_avg":
@@ -437,30 +438,36 @@ def compare(control: Mapping[str, float], treatment: Mapping[str, float], spec: 
     Means: Welch (``method = "welch"``), or Welch on CUPED-adjusted values when
     ``cuped`` and some user has a covariate (``"welch_cuped"``); ratios: delta
     method (``"delta"``), or :func:`cuped_ratio_compare` when ``cuped`` and at
-    least two users of each arm have pre-period data (``"delta_cuped"``).  Undefined results (an arm with fewer than two
-    users, a zero denominator) are None.
+    least two users of each arm have pre-period data (``"delta_cuped"``).
+    Undefined results (an arm with fewer than two users, a zero denominator) are None.
     """
     c, t = arm_stats(control, spec), arm_stats(treatment, spec)
-    out = {"value": _value(t), "n": int(t.n), "control_value": _value(c), "control_n": int(c.n), "covariate_n": None}
+    out: dict[str, Any] = {"value": _value(t), "n": int(t.n), "control_value": _value(c), "control_n": int(c.n),
+                           "covariate_n": None}
     comp: Comparison | None = None
     method = "welch" if spec.kind == "mean" else "delta"
     if c.n >= 2 and t.n >= 2:
         with np.errstate(all="ignore"):
-            if spec.kind == "mean" and cuped:
-                (hc, mc), (ht, mt) = covariate_stats(control, spec), covariate_stats(treatment, spec)
-                out["covariate_n"] = int(hc.n + ht.n)
-                if hc.n + ht.n >= 2:
-                    fill = (hc.sum_x + ht.sum_x) / (hc.n + ht.n)
-                    comp, _ = cuped_compare(fill_covariate(hc, mc, fill), fill_covariate(ht, mt, fill), confidence)
-                    method = "welch_cuped"
-            if spec.kind == "ratio" and cuped:
-                (hc, nc), (ht, nt) = ratio_covariate_stats(control, spec), ratio_covariate_stats(treatment, spec)
-                out["covariate_n"] = nc + nt
-                if nc >= 2 and nt >= 2:
-                    comp, _ = cuped_ratio_compare(hc, ht, confidence)
-                    method = "delta_cuped"
-            if comp is None:
-                comp = welch(c, t, confidence) if spec.kind == "mean" else ratio_difference(c, t, confidence)
+            if isinstance(c, MeanStats) and isinstance(t, MeanStats):
+                if cuped:
+                    (hc, mc), (ht, mt) = covariate_stats(control, spec), covariate_stats(treatment, spec)
+                    out["covariate_n"] = int(hc.n + ht.n)
+                    if hc.n + ht.n >= 2:
+                        fill = (hc.sum_x + ht.sum_x) / (hc.n + ht.n)
+                        comp, _ = cuped_compare(fill_covariate(hc, mc, fill), fill_covariate(ht, mt, fill),
+                                                confidence)
+                        method = "welch_cuped"
+                if comp is None:
+                    comp = welch(c, t, confidence)
+            elif isinstance(c, RatioStats) and isinstance(t, RatioStats):
+                if cuped:
+                    (rc, nc), (rt, nt) = ratio_covariate_stats(control, spec), ratio_covariate_stats(treatment, spec)
+                    out["covariate_n"] = nc + nt
+                    if nc >= 2 and nt >= 2:
+                        comp, _ = cuped_ratio_compare(rc, rt, confidence)
+                        method = "delta_cuped"
+                if comp is None:
+                    comp = ratio_difference(c, t, confidence)
     fields = ("delta", "ci_low", "ci_high", "rel_delta", "rel_ci_low", "rel_ci_high", "p_value", "se")
     out.update({f: _clean(getattr(comp, f)) if comp is not None else None for f in fields})
     out["method"] = method
@@ -492,7 +499,7 @@ def analyse_experiment(experiment: str, sums: Mapping[tuple[str, str], Mapping[s
                 family.append(dict(experiment=experiment, variant=variant, metric=spec.metric, k=spec.k,
                                    aggregation=spec.aggregation, slice=slice_value, **r))
         p = np.array([np.nan if r["p_value"] is None else r["p_value"] for r in family], dtype=np.float64)
-        adjusted = adjust_p(p, correction) if len(p) else p
+        adjusted = adjust_p(list(p), correction) if len(p) else p
         for r, pa in zip(family, adjusted):
             rows.append(ResultRow(p_adjusted=_clean(float(pa)), **r))
     return rows
