@@ -208,14 +208,26 @@ def explode_variants(users: DataFrame, experiment: str | None = None) -> DataFra
 
 
 def with_covariates(rows: DataFrame, previous: DataFrame | None, specs: Sequence[MetricSpec]) -> DataFrame:
-    """Add ``_cov_<sum>``: the user's sums over the pre-period (null without pre-period rows)."""
+    """Add ``_cov_<sum>``: the user's sums over the pre-period days on which it was not yet in the
+    experiment (null when there is no such day).
+
+    A covariate must not carry the treatment: a pre-period day on which the
+    user was already assigned to the experiment (either variant) is left out,
+    so a daily run of a running experiment adjusts only by days before each
+    user's exposure.  ``rows`` has one row per (experiment, slice, user).
+    """
     names = sorted({c for s in specs for c in (s.num, s.den)})
     if previous is None:
         return rows.select("*", *[F.lit(None).cast("double").alias(f"_cov_{c}") for c in names])
-    pre = (previous
-           .groupBy(SLICE, USER)
-           .agg(*[F.sum(c).alias(f"_cov_{c}") for c in names]))
-    return rows.join(pre, on=[SLICE, USER], how="left")
+    pre = previous.select(SLICE, USER, F.col(VARIANTS).alias("_pre_variants"), *names)
+    before = F.col("_pre_variants").isNull() | ~F.map_contains_key("_pre_variants", F.col(EXPERIMENT))
+    others = [c for c in rows.columns if c not in (EXPERIMENT, SLICE, USER)]
+    return (rows
+            .join(pre.select(SLICE, USER, "_pre_variants", *[F.col(c).alias(f"_pre_{c}") for c in names]),
+                  on=[SLICE, USER], how="left")
+            .groupBy(EXPERIMENT, SLICE, USER)
+            .agg(*[F.first(c).alias(c) for c in others],
+                 *[F.sum(F.when(before, F.col(f"_pre_{c}"))).alias(f"_cov_{c}") for c in names]))
 
 
 def read_user_tables(spark: SparkSession, output_root: str, days: Iterable[dt.date]) -> tuple[DataFrame | None, list]:

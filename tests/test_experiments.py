@@ -59,11 +59,14 @@ def _day_rows(day: dt.date, cup_index: int):
     return exposures, clicks
 
 
-def _assignments():
+def _assignments(day: dt.date):
     rows = [(f"ctr-{arm}-{i}", "ctr", arm, "L1") for arm in CTR for i in range(6)]
     rows += [("ctr-control-nobody", "ctr", "control", "L1")]  # assigned, never exposed: does not count
-    rows += [(f"cup-{arm}-{i}", "cup", arm, "L2") for arm in CUP for i in range(6)]
-    rows += [("cup-both", "cup", "control", "L2"), ("cup-both", "cup", "treatment", "L2")]
+    # cup starts today (yesterday is its users' pre-period: the CUPED covariate); cupw, the same users and
+    # arms in the same layer, runs both days (the window test)
+    for name in ("cup", "cupw") if day == DAY else ("cupw",):
+        rows += [(f"cup-{arm}-{i}", name, arm, "L2") for arm in CUP for i in range(6)]
+        rows += [("cup-both", name, "control", "L2"), ("cup-both", name, "treatment", "L2")]
     for arm, n in SRM.items():
         for i in range(n):
             lay = "A" if (arm == "control" and i < 300) or (arm == "treatment" and i < 100) else "B"
@@ -80,7 +83,7 @@ def golden(spark, tmp_path_factory):
         exposures, clicks = _day_rows(day, cup_index)
         spark.createDataFrame(exposures, EXPOSURE_DDL).write.parquet(f"{root}/in/exposures/dt={day}")
         spark.createDataFrame(clicks, CLICK_DDL).write.parquet(f"{root}/in/clicks/dt={day}")
-        spark.createDataFrame(_assignments(), ASSIGNMENT_DDL).write.parquet(f"{root}/in/assignments/dt={day}")
+        spark.createDataFrame(_assignments(day), ASSIGNMENT_DDL).write.parquet(f"{root}/in/assignments/dt={day}")
         summaries[day] = evaluate_day(spark, cfg, day, f"{root}/in", f"{root}/out")
     return root, summaries
 
@@ -116,6 +119,10 @@ def test_cuped_reproduces_the_golden_from_the_previous_days_table(spark, golden)
     row = _one(_rows(spark, f"{root}/out/experiments/dt={DAY}"), experiment="cup", metric="precision",
                aggregation="user_avg", slice="all")
     assert row["method"] == "welch_cuped" and row["covariate_n"] == 12
+    # cupw ran yesterday too: its users' yesterday is not pre-treatment, so it gives no covariate
+    cupw = _one(_rows(spark, f"{root}/out/experiments/dt={DAY}"), experiment="cupw", metric="precision",
+                aggregation="user_avg", slice="all")
+    assert cupw["method"] == "welch" and cupw["covariate_n"] == 0
     assert row["delta"] == pytest.approx(0.07630685675, abs=1e-10)
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((0.02309329785, 0.12952041566), abs=1e-9)
     assert row["p_value"] == pytest.approx(0.0097343930, abs=1e-9)
@@ -167,23 +174,23 @@ def test_layer_independence_is_chi2_contingency(spark, golden):
 def test_window_counts_each_user_once(spark, golden):
     root, _ = golden
     cfg = load_config(None, SETTINGS[:2] + ['experiments.metrics=["precision@10_user_avg"]'])
-    one_day = run_window(spark, cfg, "cup", DAY, DAY, f"{root}/out")
-    assert one_day["experiments"]["cup"]["users"] == {"control": 6, "treatment": 6}
-    rows = _rows(spark, f"{root}/out/experiment_window/experiment=cup/window={DAY}_{DAY}")
+    one_day = run_window(spark, cfg, "cupw", DAY, DAY, f"{root}/out")
+    assert one_day["experiments"]["cupw"]["users"] == {"control": 6, "treatment": 6}
+    rows = _rows(spark, f"{root}/out/experiment_window/experiment=cupw/window={DAY}_{DAY}")
     row = _one(rows, metric="precision", slice="all")
     # the unadjusted golden (no CUPED): Welch on y / 10
     assert row["method"] == "welch" and row["delta"] == pytest.approx(0.13333333333)
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((-0.15845511087, 0.42512177753), abs=1e-9)
     assert row["p_value"] == pytest.approx(0.3322826189, abs=1e-9)
     # two days: a user's precision is over its two lists, (y + x) / 20; not a mean of daily results
-    run_window(spark, cfg, "cup", PREVIOUS, DAY, f"{root}/out")
-    two = _one(_rows(spark, f"{root}/out/experiment_window/experiment=cup/window={PREVIOUS}_{DAY}"),
+    run_window(spark, cfg, "cupw", PREVIOUS, DAY, f"{root}/out")
+    two = _one(_rows(spark, f"{root}/out/experiment_window/experiment=cupw/window={PREVIOUS}_{DAY}"),
                metric="precision", slice="all")
     (yc, xc), (yt, xt) = (np.array(v, float) for v in CUP["control"]), (np.array(v, float) for v in CUP["treatment"])
     ref = stats.ttest_ind((yt + xt) / 20, (yc + xc) / 20, equal_var=False)
     assert two["delta"] == pytest.approx(((yt + xt) / 20).mean() - ((yc + xc) / 20).mean())
     assert two["p_value"] == pytest.approx(ref.pvalue, rel=1e-9)
-    checks = _rows(spark, f"{root}/out/experiment_window_checks/experiment=cup/window={PREVIOUS}_{DAY}")
+    checks = _rows(spark, f"{root}/out/experiment_window_checks/experiment=cupw/window={PREVIOUS}_{DAY}")
     assert _one(checks, check="multiple_assignment")["statistic"] == 1
 
 
