@@ -45,6 +45,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="override one setting, VALUE in TOML (repeatable): --set metrics.k=[5,10]")
     ev.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's when submitted)")
     ev.add_argument("--verbose", action="store_true", help="full tracebacks and INFO logs")
+    xp = commands.add_parser("experiment", help="analyse one experiment over a window of days already evaluated")
+    xp.add_argument("--experiment", required=True, help="the experiment's name in the assignments table")
+    xp.add_argument("--start", type=_date, required=True, help="first day of the window")
+    xp.add_argument("--end", type=_date, required=True, help="last day of the window, inclusive")
+    xp.add_argument("--output-root", required=True, help="the daily job's output root (read and written)")
+    xp.add_argument("--config", help="TOML settings file ([experiments] is what matters here)")
+    xp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one setting")
+    xp.add_argument("--master", help="Spark master URL (default local[*])")
+    xp.add_argument("--verbose", action="store_true", help="full tracebacks and INFO logs")
     return parser
 
 
@@ -65,6 +74,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     verbose = "--verbose" in (argv if argv is not None else sys.argv[1:])
     try:
         args = build_parser().parse_args(argv)
+        if args.command == "experiment":
+            from recsys_spark.experiments import window_command
+            return window_command(args)
         return _evaluate(args)
     except JobError as exc:
         if verbose:
@@ -91,6 +103,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     dates = dates_of(args)
     cfg = load_config(args.config, args.set)
     log.setup_logging(args.verbose)
+    from recsys_spark.experiments import experiment_lines
     from recsys_spark.pipeline import HEADLINE, _headline_name, evaluate_day
     from recsys_spark.session import build_session, job_settings
 
@@ -114,6 +127,8 @@ def _evaluate(args: argparse.Namespace) -> int:
                     break
                 continue
             _print_headline(day, summary, HEADLINE, _headline_name)
+            for line in experiment_lines(str(day), summary.get("experiments")):
+                print(line)
     finally:
         spark.stop()
     if failed:

@@ -141,6 +141,45 @@ class OutputConfig:
 
 
 @dataclass(frozen=True)
+class ExperimentsConfig:
+    """A/B analysis (docs/experiments.md); skipped, with a note, when the assignments path does not exist."""
+
+    assignments: str = "{input_root}/assignments/dt={date}"
+    control: str = "control"
+    correction: str = "holm"
+    metrics: tuple[str, ...] = (
+        "auc_user_avg", "auc_impression_weighted", "ndcg@10_user_avg", "map@10_user_avg", "mrr_user_avg",
+        "precision@10_global", "recall@10_global", "hit_rate@10_user_avg", "exposure_ctr_global", "pv_ctr_global",
+        "pv_failure_rate_global",
+    )
+    srm_p_threshold: float = 0.001
+    srm_severity: str = "soft"
+    weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    cuped_days: int = 0
+    power: float = 0.8
+
+    def __post_init__(self) -> None:
+        from recsys_spark.kernels.experiments import CORRECTIONS, parse_metric
+
+        if self.correction not in CORRECTIONS:
+            raise ConfigError(f"config key experiments.correction: expected one of {', '.join(CORRECTIONS)}, "
+                              f"got {self.correction!r}")
+        if self.srm_severity not in ("soft", "hard"):
+            raise ConfigError(f"config key experiments.srm_severity: expected soft or hard, got {self.srm_severity!r}")
+        for name in self.metrics:
+            try:
+                parse_metric(name)
+            except ValueError as exc:
+                raise ConfigError(f"config key experiments.metrics: {exc}") from None
+        for key in self.weights:
+            if "/" not in key:
+                raise ConfigError(f"config key experiments.weights: expected EXPERIMENT/VARIANT keys, got {key!r}")
+        if not 0 < self.power < 1 or not 0 < self.srm_p_threshold < 1:
+            raise ConfigError("config keys experiments.power and experiments.srm_p_threshold: expected a number "
+                              f"between 0 and 1, got {self.power} and {self.srm_p_threshold}")
+
+
+@dataclass(frozen=True)
 class Config:
     input: InputConfig = field(default_factory=InputConfig)
     attribution: AttributionConfig = field(default_factory=AttributionConfig)
@@ -153,6 +192,7 @@ class Config:
     validation: ValidationConfig = field(default_factory=ValidationConfig)
     rules: RulesConfig = field(default_factory=RulesConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
+    experiments: ExperimentsConfig = field(default_factory=ExperimentsConfig)
     spark: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_dict(self) -> dict[str, Any]:
@@ -270,7 +310,7 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
     if choices and result not in choices:
         raise ConfigError(f"config key {dotted}: expected one of {', '.join(choices)}, got {value!r}")
     if isinstance(result, (int, float)) and not isinstance(result, bool):
-        zero_ok = key[0] in ("rules", "validation")  # thresholds and tolerances may be 0
+        zero_ok = key[0] in ("rules", "validation", "experiments")  # thresholds and tolerances may be 0
         if result < 0 or (result == 0 and not zero_ok):
             raise ConfigError(f"config key {dotted}: expected a {'non-negative' if zero_ok else 'positive'} "
                               f"number, got {value!r}")

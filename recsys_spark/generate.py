@@ -48,6 +48,7 @@ within a list, redraw rounds of duplicated items, part files and days.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import os
 import shutil
@@ -604,6 +605,49 @@ def generate_day(pop: Population, day: dt.date, n_exposures: int, seed: int,
                    _click_table(clicks, ids), stats)
 
 
+# --- A/B assignments ------------------------------------------------------------------------
+ASSIGNMENT_SCHEMA = pa.schema([("user_id", pa.string()), ("experiment", pa.string()), ("variant", pa.string()),
+                               ("layer", pa.string())])
+#: (layer, experiment, logit shift of the treatment's click probability): two orthogonal layers, one
+#: experiment with a real effect on clicks and one A/A (the same model in both arms)
+EXPERIMENTS = (("ranking", "ranker_v2", 0.3), ("ui", "ui_aa", 0.0))
+MULTIPLE_ASSIGNMENT_RATE = 0.002  # users logged in both arms of ui_aa (an assignment bug the job must catch)
+
+
+def experiment_arms(pop: Population, seed: int) -> dict[str, np.ndarray]:
+    """Per experiment, True for the users in ``treatment``: a 50/50 split per layer, independent across
+    layers (each layer its own random stream) and the same every day."""
+    return {name: np.random.default_rng([seed, 3, i]).random(pop.n_users) < 0.5
+            for i, (_, name, _) in enumerate(EXPERIMENTS)}
+
+
+def with_experiment_effects(pop: Population, seed: int) -> Population:
+    """The population whose treatment users of each experiment click with a shifted logit."""
+    shift = sum(effect * arm for (_, _, effect), arm in zip(EXPERIMENTS, experiment_arms(pop, seed).values()))
+    return dataclasses.replace(pop, click_bias=pop.click_bias + shift)
+
+
+def assignments_table(pop: Population, day: dt.date, seed: int) -> pa.Table:
+    """``assignments/dt=D``: one row per (user, experiment) for the users that exist on ``day``
+    (``first_seen`` <= day), plus a second row with the other variant for a few users of the A/A."""
+    exists = pop.first_seen <= (day - EPOCH).days
+    users = format_ids("u", np.arange(pop.n_users), pop.user_width)
+    arms = experiment_arms(pop, seed)
+    doubled = np.random.default_rng([seed, 4]).random(pop.n_users) < MULTIPLE_ASSIGNMENT_RATE
+    parts = []
+    for layer, name, effect in EXPERIMENTS:
+        treated = arms[name]
+        rows = [(np.flatnonzero(exists), treated[exists])]
+        if effect == 0.0:
+            extra = np.flatnonzero(exists & doubled)
+            rows.append((extra, ~treated[extra]))
+        for index, arm in rows:
+            parts.append(pa.table([users.take(pa.array(index)), pa.array([name] * len(index), pa.string()),
+                                   _labels(("control", "treatment"), arm.astype(np.int8)),
+                                   pa.array([layer] * len(index), pa.string())], schema=ASSIGNMENT_SCHEMA))
+    return pa.concat_tables(parts)
+
+
 # --- sizes, files and CLI -------------------------------------------------------------------
 def resolve_sizes(users: int | None, exposures: int | None, items: int | None) -> tuple[int, int, int]:
     """Fill in defaults: 20 exposures per user, items = max(200, users // 2)."""
@@ -641,10 +685,11 @@ def write_table(table: pa.Table, directory: Path, max_rows_per_file: int = MAX_R
 def write_days(output_root: str | Path, date: str | dt.date, days: int = 1, users: int | None = None,
                exposures: int | None = None, items: int | None = None, seed: int = 7,
                heavy_user_exposures: int = 0, max_rows_per_file: int = MAX_ROWS_PER_FILE,
-               log: bool = False) -> dict:
+               log: bool = False, experiments: bool = False) -> dict:
     """Write ``days`` consecutive days ending at ``date`` plus the users and items tables.
 
-    Returns the sizes and, per day, the counts of ``generate_day``.
+    Returns the sizes and, per day, the counts of ``generate_day``.  With ``experiments``, also
+    ``assignments/dt=D`` (:func:`assignments_table`), and the treatment effects act on the clicks.
     """
     if days < 1 or heavy_user_exposures < 0:
         raise ValueError("days must be >= 1 and heavy_user_exposures >= 0")
@@ -652,6 +697,8 @@ def write_days(output_root: str | Path, date: str | dt.date, days: int = 1, user
     end = date if isinstance(date, dt.date) else dt.date.fromisoformat(date)
     n_users, n_exposures, n_items = resolve_sizes(users, exposures, items)
     pop = make_population(n_users, n_items, seed, end)
+    if experiments:
+        pop = with_experiment_effects(pop, seed)
     catalog = items_table(pop)
     write_table(users_table(pop), root / "users")
     write_table(catalog, root / "items")
@@ -663,6 +710,8 @@ def write_days(output_root: str | Path, date: str | dt.date, days: int = 1, user
         partition = f"dt={day.isoformat()}"
         files = write_table(logs.exposures, root / "exposures" / partition, max_rows_per_file)
         write_table(logs.clicks, root / "clicks" / partition, max_rows_per_file)
+        if experiments:
+            write_table(assignments_table(pop, day, seed), root / "assignments" / partition)
         counts = {"date": day.isoformat(), **logs.stats, "exposure_files": files,
                   "seconds": round(time.perf_counter() - started, 2)}
         summary["days"].append(counts)
@@ -695,6 +744,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="give user u000000 exactly this many exposures per day")
     parser.add_argument("--max-rows-per-file", type=_count(1), default=MAX_ROWS_PER_FILE,
                         help=f"rows per part file (default {MAX_ROWS_PER_FILE})")
+    parser.add_argument("--no-experiments", dest="experiments", action="store_false",
+                        help="no assignments table and no treatment effect")
     return parser.parse_args(argv)
 
 
@@ -702,7 +753,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
     summary = write_days(args.output_root, args.date, args.days, args.users, args.exposures, args.items,
-                         args.seed, args.heavy_user_exposures, args.max_rows_per_file, log=True)
+                         args.seed, args.heavy_user_exposures, args.max_rows_per_file, log=True,
+                         experiments=args.experiments)
     print(f"wrote {len(summary['days'])} day(s), {summary['users']} users, {summary['catalog_items']} "
           f"catalog items to {args.output_root} in {time.perf_counter() - started:.1f}s", file=sys.stderr)
     return 0

@@ -21,6 +21,7 @@ from recsys_spark.aggregate import MetricRow, aggregate_users, metrics_frame
 from recsys_spark.config import Config
 from recsys_spark.errors import EmptyInputError, HardRuleViolation, JobError, root_cause
 from recsys_spark.health import HealthResult, evaluate_health, lorenz_frame
+from recsys_spark.experiments import experiment_stage
 from recsys_spark.label import deduplicate_exposures, join_feedback, label_counts, labelled_exposures
 from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, ranking_input
 from recsys_spark.pooled_auc import pooled_auc
@@ -242,6 +243,9 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
         with log.stage("metrics", timings) as info:
             metrics = metric_stage(labelled, cfg, out)
             info.update(buckets=metrics.buckets, metric_rows=len(metrics.rows))
+        with log.stage("experiments", timings) as info:  # after user_metrics is staged: it reads it back
+            experiments = experiment_stage(spark, cfg, date, input_root, labelled.by_user, out)
+            info.update(experiments.info)
         with log.stage("health", timings) as info:
             health = health_stage(spark, labelled, day, cfg)
             rows = metrics.rows + health.rows
@@ -250,7 +254,7 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
             out.stage("metrics", metrics_frame(spark, rows).coalesce(1))
             info.update(health.info)
         with log.stage("rules", timings) as info:
-            rule_results = rules_stage(labelled, day, cfg)
+            rule_results = rules_stage(labelled, day, cfg) + experiments.rules
             out.stage("rule_checks", rules_frame(spark, rule_results).coalesce(1))
             failed_hard = [r.rule for r in rule_results if r.severity == "hard" and not r.passed]
             info.update(failed=[r.rule for r in rule_results if not r.passed])
@@ -264,7 +268,8 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
             summary["rules"] = as_dicts(rule_results)
             summary["status"] = status_of(rule_results)
             summary["provisional"] = history.provisional
-            summary["notes"] = notes
+            summary["notes"] = notes + experiments.notes
+            summary["experiments"] = experiments.summary
             out.stage_text(SUMMARY, "summary.json", summary_json(summary))
             out.commit()
     except BaseException:

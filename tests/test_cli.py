@@ -104,7 +104,9 @@ def test_cli_on_a_generated_day_writes_the_three_outputs(generated):
     # one structured log line per stage
     stages = [json.loads(line.split("recsys_spark ", 1)[1])["stage"] for line in proc.stderr.splitlines()
               if '"event": "stage"' in line]
-    assert stages == ["read", "validate", "label", "metrics", "health", "rules", "write"]
+    assert stages == ["read", "validate", "label", "metrics", "experiments", "health", "rules", "write"]
+    # the generator writes an assignments table: one line per experiment
+    assert f"{DATE}: experiment ranker_v2: SRM " in proc.stdout
 
 
 @pytest.mark.spark

@@ -1,0 +1,558 @@
+"""The Spark side of A/B experiments: per-user sums by experiment and variant, nothing else.
+
+Daily (:func:`experiment_stage`, one call from the pipeline after the metric stage):
+
+1. read ``experiments.assignments`` (``user_id, experiment, variant[, layer]``); when the path
+   does not exist, nothing else happens and the summary says so;
+2. :func:`user_day_table`: one row per (slice, user) with a valid labelled row that day:
+   additive per-user sums (exposures, clicked exposures, requests, empty requests from the
+   user-partitioned labelled rows, a partition-local ``groupBy``; ranked lists, relevant items,
+   hits and the sums of list metrics over ranked lists from the per-user table, read by
+   :func:`read_user_values` only), and ``variants``: a map experiment -> variant (null when the
+   user has several variants of that experiment).  Staged as ``experiment_users/dt=D``: what the
+   window command and CUPED read later;
+3. :func:`arm_sums`: one ``groupBy(experiment, variant, slice)`` of those rows gives every
+   metric's sufficient statistics (n, sums, sums of squares and products over users); only these
+   small sums reach the driver, where :mod:`recsys_spark.kernels.experiments` turns them into the
+   ``experiments`` and ``experiment_checks`` tables.
+
+Over a window (:func:`run_window`, ``recsys-spark experiment``): the ``experiment_users``
+partitions of the window, each user's sums added over the days (a user counts once), then the
+same steps 3 and on.  No raw log is read again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from recsys_spark import fs
+from recsys_spark.config import Config
+from recsys_spark.errors import ConfigError, MissingInputError
+from recsys_spark.kernels.experiments import (
+    COVARIATE_PARTS,
+    LIST_METRICS,
+    RESULT_COLUMNS,
+    MetricSpec,
+    ResultRow,
+    analyse_experiment,
+    independence_test,
+    parse_metric,
+    srm_test,
+    user_sum_column,
+)
+from recsys_spark.read import ColumnSpec, conform, read_parquet
+from recsys_spark.rules import RuleResult
+from recsys_spark.schema import ALL, CLICKED, ITEM, REQUEST, SLICE, USER
+from recsys_spark.write import DailyOutput
+
+EXPERIMENT, VARIANT, LAYER, VARIANTS = "experiment", "variant", "layer", "variants"
+ASSIGNMENT_COLUMNS = (ColumnSpec(USER, "id"), ColumnSpec(EXPERIMENT, "string"), ColumnSpec(VARIANT, "string"),
+                      ColumnSpec(LAYER, "string", required=False))
+USERS_TABLE, RESULTS_TABLE, CHECKS_TABLE = "experiment_users", "experiments", "experiment_checks"
+BUSINESS_SUMS = ("exposures", "clicked", "requests", "empty_requests")
+CHECKS_SCHEMA = "experiment string, check string, statistic double, p_value double, passed boolean, detail string"
+RESULTS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in RESULT_COLUMNS)
+
+
+def user_value_sums(ks: Sequence[int]) -> list[str]:
+    """The per-user sums :func:`read_user_values` gives, for cut-offs ``ks``."""
+    out = ["lists_ranked", "relevant", "auc_sum", "auc_exposures", user_sum_column("mrr")]
+    for k in ks:
+        out += [f"hits_at_{k}"] + [user_sum_column(m, k) for m in LIST_METRICS]
+    return out
+
+
+# --- reading ---------------------------------------------------------------------------------
+def read_user_values(spark: SparkSession, path: str, ks: Sequence[int]) -> DataFrame:
+    """(slice, user_id, sums) from the per-user table the metric stage wrote at ``path``.
+
+    The one place that knows that table's layout.  A user's list-metric value
+    is a mean over its ranked lists; the sums here are value x ranked lists (0
+    without a ranked list), so they add up over days; AUC is summed weighted
+    by the user's exposures (``auc_sum``, ``auc_exposures``: 0 when the user has
+    no AUC).
+    """
+    users = spark.read.parquet(path)  # one row per (slice, user, k); the values without k repeat on each
+    lists = F.col("n_lists_ranked").cast("double")
+
+    def over_lists(col: str) -> Column:
+        value = F.col(col)
+        return F.when((lists > 0) & value.isNotNull() & ~F.isnan(value), value * lists).otherwise(F.lit(0.0))
+
+    def at_k(k: int, col: str) -> Column:
+        return F.max(F.when(F.col("k") == k, F.col(col)))
+
+    has_auc = F.col("auc").isNotNull() & ~F.isnan("auc")
+    rows = users.select(
+        SLICE, USER, "k", lists.alias("lists_ranked"), F.col("n_relevant").cast("double").alias("relevant"),
+        F.when(has_auc, F.col("auc") * F.col("n_exposures")).otherwise(F.lit(0.0)).alias("auc_sum"),
+        F.when(has_auc, F.col("n_exposures").cast("double")).otherwise(F.lit(0.0)).alias("auc_exposures"),
+        over_lists("mrr").alias(user_sum_column("mrr")), F.col("hits").cast("double").alias("hits"),
+        *[over_lists(m).alias(m) for m in LIST_METRICS])
+    per_user = [F.max(c).alias(c) for c in ("lists_ranked", "relevant", "auc_sum", "auc_exposures",
+                                             user_sum_column("mrr"))]
+    per_k: list[Column] = []
+    for k in ks:
+        per_k.append(at_k(k, "hits").alias(f"hits_at_{k}"))
+        per_k += [at_k(k, m).alias(user_sum_column(m, k)) for m in LIST_METRICS]
+    return rows.groupBy(SLICE, USER).agg(*per_user, *per_k)
+
+
+def user_business_sums(by_user: DataFrame) -> DataFrame:
+    """(slice, user_id, exposures, clicked, requests, empty_requests) from the labelled rows.
+
+    ``by_user`` is hash-partitioned by user: both aggregations stay in its
+    partitions (no shuffle of exposure rows).  An empty response is a request
+    with no item.
+    """
+    shown = F.col(ITEM).isNotNull()
+    per_request = (by_user
+                   .groupBy(SLICE, USER, REQUEST)
+                   .agg(F.count(ITEM).alias("n"), F.count(F.when(shown & F.col(CLICKED), 1)).alias("c")))
+    return (per_request
+            .groupBy(SLICE, USER)
+            .agg(F.sum("n").cast("double").alias("exposures"), F.sum("c").cast("double").alias("clicked"),
+                 F.count(F.lit(1)).cast("double").alias("requests"),
+                 F.count(F.when(F.col("n") == 0, 1)).cast("double").alias("empty_requests")))
+
+
+def read_assignments(spark: SparkSession, path: str) -> DataFrame:
+    """The assignments table, conformed (ids as strings); rows with a null id, experiment or variant dropped."""
+    df = conform(read_parquet(spark, path, "assignments"), ASSIGNMENT_COLUMNS, path)
+    return df.where(F.col(USER).isNotNull() & F.col(EXPERIMENT).isNotNull() & F.col(VARIANT).isNotNull())
+
+
+def user_variants(assignments: DataFrame) -> DataFrame:
+    """(user_id, variants): map experiment -> variant, null for a user with several variants of it."""
+    per_experiment = (assignments
+                      .groupBy(USER, EXPERIMENT)
+                      .agg(F.array_distinct(F.collect_list(VARIANT)).alias("vs"))
+                      .select(USER, EXPERIMENT, F.when(F.size("vs") == 1, F.col("vs")[0]).alias(VARIANT)))
+    return (per_experiment
+            .groupBy(USER)
+            .agg(F.map_from_entries(F.collect_list(F.struct(EXPERIMENT, VARIANT))).alias(VARIANTS)))
+
+
+def user_day_table(by_user: DataFrame, user_values: DataFrame, assignments: DataFrame | None) -> DataFrame:
+    """One row per (slice, user) with a valid labelled row: ``variants`` and every additive sum.
+
+    Users without ranked lists (only empty responses, or no click at all) are
+    kept with zero list sums: they count in the experiment all the same.
+    """
+    sums = [c for c in user_values.columns if c not in (SLICE, USER)]
+    table = (user_business_sums(by_user)
+             .join(user_values, on=[SLICE, USER], how="left")
+             .fillna(0.0, subset=sums))
+    variants = (user_variants(assignments) if assignments is not None
+                else by_user.sparkSession.createDataFrame([], f"{USER} string, {VARIANTS} map<string,string>"))
+    return (table
+            .join(variants, on=USER, how="left")
+            .select(SLICE, USER, VARIANTS, *BUSINESS_SUMS, *sums))
+
+
+# --- sufficient statistics ---------------------------------------------------------------------
+def _div(num: Column, den: Column) -> Column:
+    return F.when(den > 0, F.try_divide(num, den))
+
+
+def _spec_sums(spec: MetricSpec, cuped: bool) -> list[Column]:
+    """Aggregations of one metric over the users of a group, named ``f"{spec.name}|{part}"``."""
+    num, den = F.col(spec.num), F.col(spec.den)
+    has = den > 0
+    name = spec.name
+
+    def s(expr: Column, part: str) -> Column:
+        return F.sum(F.when(has, expr).otherwise(F.lit(0.0))).alias(f"{name}|{part}")
+
+    if spec.kind == "ratio":
+        out = [s(F.lit(1.0), "n"), s(num, "x"), s(den, "y"), s(num * num, "xx"), s(den * den, "yy"),
+               s(num * den, "xy")]
+        if cuped:  # pre-period numerator u and denominator v, 0 without pre-period rows
+            u = F.coalesce(F.col(f"_cov_{spec.num}"), F.lit(0.0))
+            v = F.coalesce(F.col(f"_cov_{spec.den}"), F.lit(0.0))
+            out += [s(F.when(v > 0, 1.0).otherwise(0.0), "cn"), s(u, "u"), s(v, "v"), s(u * u, "uu"),
+                    s(v * v, "vv"), s(num * u, "xu"), s(num * v, "xv"), s(den * u, "yu"), s(den * v, "yv"),
+                    s(u * v, "uv")]
+        return out
+    y = _div(num, den)
+    out = [s(F.lit(1.0), "n"), s(y, "x"), s(y * y, "xx")]
+    if cuped:
+        cnum, cden = F.col(f"_cov_{spec.num}"), F.col(f"_cov_{spec.den}")
+        x = _div(cnum, cden)
+        with_x = has & x.isNotNull()
+
+        def c(expr: Column, part: str) -> Column:
+            return F.sum(F.when(with_x, expr).otherwise(F.lit(0.0))).alias(f"{name}|{part}")
+
+        out += [c(expr, part) for expr, part in zip((F.lit(1.0), y, y * y, x, x * x, x * y), COVARIATE_PARTS)]
+    return out
+
+
+def arm_sums(rows: DataFrame, specs: Sequence[MetricSpec], cuped: bool) -> dict[tuple[str, str | None, str], dict]:
+    """{(experiment, variant, slice): {"users": n, f"{metric}|{part}": sum}}: one aggregation, small collect.
+
+    ``variant`` None collects the users excluded for several variants.
+    """
+    aggs = [F.count(F.lit(1)).alias("users")] + [a for spec in specs for a in _spec_sums(spec, cuped)]
+    out = {}
+    for row in rows.groupBy(EXPERIMENT, VARIANT, SLICE).agg(*aggs).collect():
+        d = row.asDict()
+        out[(d.pop(EXPERIMENT), d.pop(VARIANT), d.pop(SLICE))] = d
+    return out
+
+
+def explode_variants(users: DataFrame, experiment: str | None = None) -> DataFrame:
+    """One row per (experiment, slice, user) of the users assigned to it (``variant`` null: several)."""
+    rows = users.select("*", F.explode(VARIANTS).alias(EXPERIMENT, VARIANT)).drop(VARIANTS)
+    return rows if experiment is None else rows.where(F.col(EXPERIMENT) == experiment)
+
+
+def with_covariates(rows: DataFrame, previous: DataFrame | None, specs: Sequence[MetricSpec]) -> DataFrame:
+    """Add ``_cov_<sum>``: the user's sums over the pre-period days on which it was not yet in the
+    experiment (null when there is no such day).
+
+    A covariate must not carry the treatment: a pre-period day on which the
+    user was already assigned to the experiment (either variant) is left out,
+    so a daily run of a running experiment adjusts only by days before each
+    user's exposure.  ``rows`` has one row per (experiment, slice, user).
+    """
+    names = sorted({c for s in specs for c in (s.num, s.den)})
+    if previous is None:
+        return rows.select("*", *[F.lit(None).cast("double").alias(f"_cov_{c}") for c in names])
+    pre = previous.select(SLICE, USER, F.col(VARIANTS).alias("_pre_variants"), *names)
+    before = F.col("_pre_variants").isNull() | ~F.map_contains_key("_pre_variants", F.col(EXPERIMENT))
+    others = [c for c in rows.columns if c not in (EXPERIMENT, SLICE, USER)]
+    return (rows
+            .join(pre.select(SLICE, USER, "_pre_variants", *[F.col(c).alias(f"_pre_{c}") for c in names]),
+                  on=[SLICE, USER], how="left")
+            .groupBy(EXPERIMENT, SLICE, USER)
+            .agg(*[F.first(c).alias(c) for c in others],
+                 *[F.sum(F.when(before, F.col(f"_pre_{c}"))).alias(f"_cov_{c}") for c in names]))
+
+
+def read_user_tables(spark: SparkSession, output_root: str, days: Iterable[dt.date]) -> tuple[DataFrame | None, list]:
+    """The ``experiment_users`` partitions of ``days`` that exist (unioned), and the days found."""
+    root = output_root.rstrip("/")
+    found = [d for d in days if fs.exists(spark, f"{root}/{USERS_TABLE}/dt={d.isoformat()}")]
+    if not found:
+        return None, []
+    frames = [spark.read.parquet(f"{root}/{USERS_TABLE}/dt={d.isoformat()}") for d in found]
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f, allowMissingColumns=True)
+    return out, found
+
+
+# --- checks ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Check:
+    experiment: str | None
+    check: str
+    statistic: float | None
+    p_value: float | None
+    passed: bool
+    detail: str
+
+
+def srm_check(experiment: str, users: Mapping[str, int], weights: Mapping[str, float], threshold: float) -> Check:
+    """SRM of one experiment: counted users per variant against ``experiments.weights`` (default equal)."""
+    planned = {key.split("/", 1)[1]: w for key, w in weights.items() if key.split("/", 1)[0] == experiment}
+    variants = sorted(set(users) | set(planned))
+    w = [planned.get(v, 0.0) for v in variants] if planned else None
+    r = srm_test([users.get(v, 0) for v in variants], w)
+    split = ", ".join(f"{v}={users.get(v, 0)}" for v in variants)
+    plan = ", ".join(f"{v}={planned.get(v, 0.0):g}" for v in variants) if planned else "equal"
+    return Check(experiment, "srm", r.statistic, r.p_value, bool(r.p_value >= threshold),
+                 f"users {split}; planned {plan}; fails below p={threshold:g}")
+
+
+def multiple_assignment_check(experiment: str, excluded: int, counted: int) -> Check:
+    share = excluded / (excluded + counted) if excluded + counted else 0.0
+    return Check(experiment, "multiple_assignment", float(excluded), None, excluded == 0,
+                 f"{excluded} user(s) with several variants excluded ({share:.4%} of assigned exposed users)")
+
+
+def layer_checks(rows: DataFrame, layers: Mapping[str, str], threshold: float) -> list[Check]:
+    """Chi-square test of independence of the variants of users in both layers, per pair of layers.
+
+    A user's cell in a layer is its (experiment, variant); users with several
+    cells in one layer, or excluded for several variants, are left out.
+    """
+    names = sorted(set(layers.values()))
+    if len(names) < 2:
+        return []
+    spark = rows.sparkSession
+    layer_of = spark.createDataFrame(sorted(layers.items()), f"{EXPERIMENT} string, {LAYER} string")
+    cells = (rows.where((F.col(SLICE) == ALL) & F.col(VARIANT).isNotNull())
+             .join(F.broadcast(layer_of), on=EXPERIMENT, how="inner")
+             .groupBy(USER, LAYER)
+             .agg(F.count(F.lit(1)).alias("m"), F.first(F.concat_ws("/", EXPERIMENT, VARIANT)).alias("cell"))
+             .where(F.col("m") == 1).drop("m"))
+    a, b = cells.alias("a"), cells.alias("b")
+    pairs = (a.join(b, on=(F.col(f"a.{USER}") == F.col(f"b.{USER}")) & (F.col(f"a.{LAYER}") < F.col(f"b.{LAYER}")),
+                    how="inner")
+             .groupBy(F.col(f"a.{LAYER}").alias("la"), F.col("a.cell").alias("ca"),
+                      F.col(f"b.{LAYER}").alias("lb"), F.col("b.cell").alias("cb"))
+             .count().collect())
+    out = []
+    for i, la in enumerate(names):
+        for lb in names[i + 1:]:
+            counts = {(r["ca"], r["cb"]): r["count"] for r in pairs if r["la"] == la and r["lb"] == lb}
+            ra, cb = sorted({k[0] for k in counts}), sorted({k[1] for k in counts})
+            table = np.array([[counts.get((x, y), 0) for y in cb] for x in ra], dtype=np.float64).reshape(
+                len(ra), len(cb))
+            r = independence_test(table)
+            out.append(Check(None, "layer_independence", r.statistic, r.p_value, bool(r.p_value >= threshold),
+                             f"layers {la} x {lb}: {int(table.sum())} users in both, {len(ra)}x{len(cb)} cells, "
+                             f"df={r.df}; fails below p={threshold:g}"))
+    return out
+
+
+# --- analysis (daily and window) ---------------------------------------------------------------
+@dataclass
+class ExperimentResult:
+    """What the pipeline needs back: summary section, rules, notes, log fields, and the rows written."""
+
+    summary: dict[str, Any]
+    rules: list[RuleResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+    rows: list[ResultRow] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+
+
+def _specs(cfg: Config, available_ks: Sequence[int]) -> tuple[list[MetricSpec], list[str]]:
+    """The tested metrics, and a note for those left out because their cut-off is not in ``metrics.k``
+    (a run with ``--set metrics.k=[5]`` should not fail over the default experiment metrics at @10)."""
+    specs = [parse_metric(m) for m in cfg.experiments.metrics]
+    kept = [s for s in specs if s.k is None or s.k in available_ks]
+    left = [s.name for s in specs if s not in kept]
+    notes = [f"experiments.metrics {left} left out: their cut-off is not in metrics.k {list(available_ks)}"] if left \
+        else []
+    if not kept:
+        raise ConfigError(f"config key experiments.metrics: no metric can be tested with metrics.k "
+                          f"{list(available_ks)}: {list(cfg.experiments.metrics)}")
+    return kept, notes
+
+
+def _confidence(cfg: Config) -> float:
+    """``stats.confidence`` (issue 11, part 1) when the config has it, else 0.95."""
+    return float(getattr(getattr(cfg, "stats", None), "confidence", 0.95))
+
+
+def analyse(rows: DataFrame, cfg: Config, specs: Sequence[MetricSpec], cuped: bool,
+            layers: Mapping[str, str] | None) -> tuple[list[ResultRow], list[Check], dict[str, Any]]:
+    """Result rows, checks and the summary section from exploded per-user rows (one per experiment, slice, user)."""
+    ex = cfg.experiments
+    sums = arm_sums(rows, specs, cuped)
+    results: list[ResultRow] = []
+    checks: list[Check] = []
+    section: dict[str, Any] = {}
+    confidence = _confidence(cfg)
+    for name in sorted({e for e, _, _ in sums}):
+        users = {v: int(d["users"]) for (e, v, s), d in sums.items() if e == name and s == ALL and v is not None}
+        excluded = sum(int(d["users"]) for (e, v, s), d in sums.items() if e == name and s == ALL and v is None)
+        srm = srm_check(name, users, ex.weights, ex.srm_p_threshold)
+        checks += [srm, multiple_assignment_check(name, excluded, sum(users.values()))]
+        by_arm = {(v, s): d for (e, v, s), d in sums.items() if e == name and v is not None}
+        rows_of = analyse_experiment(name, by_arm, specs, ex.control, ex.correction, confidence, ex.power, cuped)
+        results += rows_of
+        alpha = 1 - confidence
+        section[name] = {
+            "users": users, "excluded_multiple_variants": excluded, "control": ex.control,
+            "srm_p_value": srm.p_value, "srm_passed": srm.passed,
+            "control_missing": ex.control not in users,
+            "significant": [_brief(r) for r in rows_of if r.slice == ALL and r.p_adjusted is not None
+                            and r.p_adjusted < alpha],
+        }
+        if cuped:
+            section[name]["users_with_covariate"] = {
+                r.metric + (f"@{r.k}" if r.k else "") + "_" + r.aggregation: r.covariate_n
+                for r in rows_of if r.slice == ALL and r.covariate_n is not None}
+    if layers:
+        checks += layer_checks(rows, layers, ex.srm_p_threshold)
+    return results, checks, section
+
+
+def _brief(r: ResultRow) -> dict[str, Any]:
+    name = f"{r.metric}{'@' + str(r.k) if r.k else ''}_{r.aggregation}"
+    return {"variant": r.variant, "metric": name, "rel_delta": r.rel_delta, "rel_ci_low": r.rel_ci_low,
+            "rel_ci_high": r.rel_ci_high, "p_adjusted": r.p_adjusted}
+
+
+def results_frame(spark: SparkSession, rows: Sequence[ResultRow]) -> DataFrame:
+    return spark.createDataFrame([r.as_tuple() for r in rows], RESULTS_SCHEMA)
+
+
+def checks_frame(spark: SparkSession, checks: Sequence[Check]) -> DataFrame:
+    return spark.createDataFrame([(c.experiment, c.check, c.statistic, c.p_value, c.passed, c.detail)
+                                  for c in checks], CHECKS_SCHEMA)
+
+
+def srm_rules(checks: Sequence[Check], severity: str, threshold: float) -> list[RuleResult]:
+    """An SRM check as a business rule ``experiment_srm:<experiment>`` (its ``rate`` is the p-value:
+    unlike other rules it passes at or above the threshold)."""
+    return [RuleResult(f"experiment_srm:{c.experiment}", severity, 0 if c.passed else 1, c.p_value, threshold,
+                       c.passed, [c.detail]) for c in checks if c.check == "srm"]
+
+
+def previous_days(date: dt.date, days: int) -> list[dt.date]:
+    return [date - dt.timedelta(days=i) for i in range(days, 0, -1)]
+
+
+def experiment_stage(spark: SparkSession, cfg: Config, date: dt.date, input_root: str, by_user: DataFrame,
+                     out: DailyOutput) -> ExperimentResult:
+    """The day's experiments: stage ``experiment_users``, ``experiments`` and ``experiment_checks``.
+
+    Call after the metric stage has staged ``user_metrics`` (read back from
+    the staging area).  Without an assignments table, returns a summary
+    section that says so and stages nothing.
+    """
+    ex = cfg.experiments
+    path = ex.assignments.format(input_root=input_root.rstrip("/"), date=date.isoformat())
+    if not fs.exists(spark, path):
+        note = f"no assignments table at {path}: experiments skipped"
+        return ExperimentResult({"status": "skipped", "assignments": path, "note": note}, notes=[note],
+                                info={"skipped": True})
+    specs, notes = _specs(cfg, cfg.metrics.k)
+    assignments = read_assignments(spark, path)
+    layers = ({r[EXPERIMENT]: r[LAYER] for r in assignments.where(F.col(LAYER).isNotNull())
+               .select(EXPERIMENT, LAYER).distinct().collect()} if LAYER in assignments.columns else {})
+    values = read_user_values(spark, out.staged_path("user_metrics"), cfg.metrics.k)
+    staged = out.stage(USERS_TABLE, user_day_table(by_user, values, assignments))
+    rows = explode_variants(spark.read.parquet(staged))
+    cuped = ex.cuped_days > 0
+    if cuped:
+        previous, found = read_user_tables(spark, out.root, previous_days(date, ex.cuped_days))
+        notes.append(f"CUPED covariate from {len(found)} of the {ex.cuped_days} previous day(s)' {USERS_TABLE} "
+                     f"tables{': none found, no adjustment' if not found else ''}")
+        rows = with_covariates(rows, previous, specs)
+    results, checks, section = analyse(rows, cfg, specs, cuped, layers)
+    out.stage(RESULTS_TABLE, results_frame(spark, results).coalesce(1))
+    out.stage(CHECKS_TABLE, checks_frame(spark, checks).coalesce(1))
+    failed = [str(c.experiment) for c in checks if c.check == "srm" and not c.passed]
+    if failed:
+        notes.append(f"sample-ratio mismatch in {', '.join(failed)}: their results are not to be trusted")
+    summary = {"status": "srm_failed" if failed else "ok", "assignments": path, "experiments": section,
+               "checks_failed": [f"{c.check}:{c.experiment or c.detail.split(':')[0]}" for c in checks
+                                 if not c.passed]}
+    return ExperimentResult(summary, srm_rules(checks, ex.srm_severity, ex.srm_p_threshold), notes,
+                            {"experiments": len(section), "rows": len(results), "srm_failed": failed},
+                            results, checks)
+
+
+# --- window ------------------------------------------------------------------------------------
+def window_users(users: DataFrame, experiment: str) -> DataFrame:
+    """Each (slice, user) of ``experiment`` once over the window: sums added over days; ``variant``
+    null when the user had several variants (or several on one day) within the window."""
+    rows = explode_variants(users, experiment)
+    sums = [c for c in rows.columns if c not in (SLICE, USER, EXPERIMENT, VARIANT)]
+    return (rows
+            .groupBy(EXPERIMENT, SLICE, USER)
+            .agg(F.array_distinct(F.collect_list(VARIANT)).alias("vs"),
+                 F.max(F.col(VARIANT).isNull().cast("int")).alias("several"),
+                 *[F.sum(c).alias(c) for c in sums])
+            .select(EXPERIMENT, SLICE, USER,
+                    F.when((F.size("vs") == 1) & (F.col("several") == 0), F.col("vs")[0]).alias(VARIANT), *sums))
+
+
+def _replace(spark: SparkSession, df: DataFrame, final: str) -> None:
+    """Write ``df`` beside ``final``, then move it into place (a rerun replaces the window's output)."""
+    tmp = f"{final}.tmp-{uuid.uuid4().hex[:8]}"
+    df.write.mode("overwrite").parquet(tmp)
+    fs.delete(spark, final)
+    fs.rename(spark, tmp, final)
+
+
+def run_window(spark: SparkSession, cfg: Config, experiment: str, start: dt.date, end: dt.date,
+               output_root: str) -> dict[str, Any]:
+    """``recsys-spark experiment``: the experiment over [start, end] from the daily ``experiment_users``.
+
+    Writes ``{output_root}/experiment_window/experiment=NAME/window=S_E/`` (the
+    ``experiments`` table's columns) and ``experiment_window_checks/...`` (srm,
+    multiple_assignment); returns the summary section.
+    """
+    days = [start + dt.timedelta(days=i) for i in range((end - start).days + 1)]
+    users, found = read_user_tables(spark, output_root, days)
+    if users is None:
+        raise MissingInputError(f"no {USERS_TABLE} partition between {start} and {end} under {output_root} "
+                                "(daily runs with an assignments table write them)")
+    written_ks = sorted(int(c[len("hits_at_"):]) for c in users.columns if c.startswith("hits_at_"))
+    specs, notes = _specs(cfg, written_ks)
+    rows = window_users(users, experiment)
+    cuped = cfg.experiments.cuped_days > 0
+    notes.append(f"{len(found)} of {len(days)} day(s) found")
+    if cuped:
+        previous, pre_found = read_user_tables(spark, output_root, previous_days(start, cfg.experiments.cuped_days))
+        notes.append(f"CUPED covariate from {len(pre_found)} of the {cfg.experiments.cuped_days} day(s) before "
+                     f"{start}")
+        rows = with_covariates(rows, previous, specs)
+    rows = rows.persist()
+    try:
+        results, checks, section = analyse(rows, cfg, specs, cuped, None)
+    finally:
+        rows.unpersist()
+    if experiment not in section:
+        raise MissingInputError(f"experiment {experiment!r} has no assigned user with an exposure between "
+                                f"{start} and {end} in {output_root}/{USERS_TABLE}")
+    root, window = output_root.rstrip("/"), f"experiment={experiment}/window={start}_{end}"
+    _replace(spark, results_frame(spark, results).coalesce(1), f"{root}/experiment_window/{window}")
+    _replace(spark, checks_frame(spark, checks).coalesce(1), f"{root}/experiment_window_checks/{window}")
+    failed = [c.experiment for c in checks if c.check == "srm" and not c.passed]
+    return {"status": "srm_failed" if failed else "ok", "experiment": experiment, "start": start.isoformat(),
+            "end": end.isoformat(), "days_found": [d.isoformat() for d in found], "notes": notes,
+            "experiments": section, "rows": len(results)}
+
+
+def window_command(args: Any) -> int:
+    """Body of ``recsys-spark experiment``: build the session, analyse the window, print its lines."""
+    from recsys_spark import log
+    from recsys_spark.config import load_config
+    from recsys_spark.errors import UsageError
+    from recsys_spark.session import build_session, job_settings
+
+    if args.end < args.start:
+        raise UsageError(f"--end {args.end} is before --start {args.start}")
+    cfg = load_config(args.config, args.set)
+    log.setup_logging(args.verbose)
+    spark = build_session(master=args.master, settings=job_settings(cfg.execution.arrow_batch_rows, cfg.spark),
+                          log_level="INFO" if args.verbose else cfg.execution.log_level)
+    try:
+        section = run_window(spark, cfg, args.experiment, args.start, args.end, args.output_root)
+    finally:
+        spark.stop()
+    label = f"{args.start}..{args.end}"
+    print(f"{label}: {section['status']}  experiment={args.experiment} days={len(section['days_found'])} "
+          f"rows={section['rows']}")
+    for line in experiment_lines(label, section):
+        print(line)
+    return 0
+
+
+# --- printing ----------------------------------------------------------------------------------
+def experiment_lines(label: str, section: Mapping[str, Any] | None) -> list[str]:
+    """CLI lines: one per experiment, SRM first (a failed SRM says the results are not to be trusted)."""
+    if not section:
+        return []
+    if section.get("status") == "skipped":
+        return [f"{label}: experiments: skipped ({section.get('note')})"]
+    lines = []
+    for name, e in sorted(section.get("experiments", {}).items()):
+        users = " ".join(f"{v}={n}" for v, n in sorted(e["users"].items()))
+        srm = (f"SRM ok (p={e['srm_p_value']:.3g})" if e["srm_passed"] else
+               f"SRM FAILED (p={e['srm_p_value']:.3g}): results not to be trusted")
+        sig = ", ".join(f"{s['variant']} {s['metric']} {s['rel_delta']:+.1%} "
+                        f"[{s['rel_ci_low']:+.1%}, {s['rel_ci_high']:+.1%}] p_adj={s['p_adjusted']:.2g}"
+                        for s in e["significant"] if s["rel_delta"] is not None and s["rel_ci_low"] is not None)
+        excluded = f" excluded={e['excluded_multiple_variants']}" if e["excluded_multiple_variants"] else ""
+        lines.append(f"{label}: experiment {name}: {srm}; users {users}{excluded}; "
+                     f"{sig or 'no significant difference'}")
+    return lines

@@ -1,0 +1,505 @@
+"""A/B experiment statistics on top of :mod:`recsys_spark.kernels.stats` (pure numpy + scipy, no Spark).
+
+The Spark side (:mod:`recsys_spark.experiments`) reduces per-user values to
+small named sums per (experiment, variant, slice); everything here works on
+those sums, never on rows:
+
+* :func:`srm_test`: sample-ratio mismatch, Pearson chi-square goodness of fit;
+* :func:`independence_test`: chi-square test of independence of two layers'
+  assignments (a contingency table of user counts);
+* :class:`CovariateStats`, :func:`fill_covariate`, :func:`cuped_theta`,
+  :func:`cuped_compare`: CUPED with theta pooled over arms;
+* :func:`mde`, :func:`sample_size_per_arm`: power;
+* :class:`MetricSpec` / :func:`parse_metric`: what each testable metric is,
+  as a per-user numerator and denominator of additive per-user sums;
+* :func:`analyse_experiment`: the result rows of one experiment, with the
+  multiple-testing adjustment.
+
+The unit is always the user: every sum below runs over users, never over
+exposures or lists.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats as _st
+
+from recsys_spark.kernels.stats import (
+    Comparison,
+    MeanStats,
+    RatioStats,
+    _compare,
+    _p_z,
+    adjust_p,
+    ratio_difference,
+    welch,
+)
+from recsys_spark.kernels.stats import _z as _zq
+
+#: list metrics of the per-user table whose user value is a mean over the user's ranked lists
+LIST_METRICS = ("ndcg", "map", "precision", "recall", "hit_rate")
+AGGREGATIONS = ("user_avg", "list_avg", "impression_weighted", "global")
+CORRECTIONS = ("holm", "bh", "none")
+
+#: the headline set of the daily job (pipeline.HEADLINE) that has a per-user form: exact pooled AUC
+#: (auc_global) and Gini have none and are left out; pv_ctr is added (the issue names it)
+DEFAULT_METRICS = (
+    "auc_user_avg", "auc_impression_weighted", "ndcg@10_user_avg", "map@10_user_avg", "mrr_user_avg",
+    "precision@10_global", "recall@10_global", "hit_rate@10_user_avg", "exposure_ctr_global", "pv_ctr_global",
+    "pv_failure_rate_global",
+)
+
+
+# --- chi-square tests ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ChiSquare:
+    """Result of a Pearson chi-square test."""
+
+    statistic: float
+    p_value: float
+    df: int
+
+
+def srm_test(observed: Sequence[float], weights: Sequence[float] | None = None) -> ChiSquare:
+    """Sample-ratio mismatch: chi-square goodness of fit of users per arm against the planned split.
+
+    chi2 = sum_i (O_i - E_i)^2 / E_i with E_i = N w_i / sum(w), df = arms - 1,
+    p = P(chi2_df > chi2).  ``weights`` default to an equal split.
+
+    Notes: an arm with weight 0 and no user adds nothing; an arm with weight 0
+    and users gives chi2 = inf and p = 0.  Fewer than two arms, or no user at
+    all, gives (0, 1, 0): nothing to test.
+
+    >>> r = srm_test([600, 400])          # E = 500 each: 100**2/500 * 2 = 40
+    >>> r.statistic, r.df, r.p_value < 1e-9
+    (40.0, 1, True)
+    """
+    o = np.asarray(observed, dtype=np.float64)
+    w = np.ones_like(o) if weights is None else np.asarray(weights, dtype=np.float64)
+    if len(o) != len(w):
+        raise ValueError("observed and weights differ in length")
+    total = o.sum()
+    if len(o) < 2 or total <= 0:
+        return ChiSquare(0.0, 1.0, 0)
+    e = total * w / w.sum()
+    zero = e == 0
+    if np.any(zero & (o > 0)):
+        return ChiSquare(math.inf, 0.0, len(o) - 1)
+    stat = float(np.sum((o[~zero] - e[~zero]) ** 2 / e[~zero]))
+    df = len(o) - 1
+    return ChiSquare(stat, float(_st.chi2.sf(stat, df)), df)
+
+
+def independence_test(table: np.ndarray) -> ChiSquare:
+    """Pearson chi-square test of independence of a contingency table (no continuity correction).
+
+    chi2 = sum_ij (O_ij - E_ij)^2 / E_ij, E_ij = row_i col_j / N, df = (r - 1)(c - 1),
+    over the rows and columns with at least one count (an empty cell of a
+    non-empty row and column is a 0 that counts).  With one row or column
+    left there is nothing to test: (0, 1, 0).  Equals
+    ``scipy.stats.chi2_contingency(table, correction=False)``.
+
+    >>> independence_test(np.array([[10, 10], [10, 10]])).statistic
+    0.0
+    """
+    t = np.asarray(table, dtype=np.float64)
+    t = t[t.sum(axis=1) > 0][:, t.sum(axis=0) > 0]
+    if t.ndim != 2 or min(t.shape) < 2:
+        return ChiSquare(0.0, 1.0, 0)
+    e = np.outer(t.sum(axis=1), t.sum(axis=0)) / t.sum()
+    stat = float(np.sum((t - e) ** 2 / e))
+    df = (t.shape[0] - 1) * (t.shape[1] - 1)
+    return ChiSquare(stat, float(_st.chi2.sf(stat, df)), df)
+
+
+# --- CUPED ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CovariateStats:
+    """Sufficient statistics of a per-user outcome y and its pre-period covariate x."""
+
+    n: float
+    sum_y: float
+    sum_yy: float
+    sum_x: float
+    sum_xx: float
+    sum_xy: float
+
+    @classmethod
+    def from_values(cls, y: np.ndarray, x: np.ndarray) -> CovariateStats:
+        y = np.asarray(y, dtype=np.float64)
+        x = np.asarray(x, dtype=np.float64)
+        return cls(float(len(y)), float(y.sum()), float(y @ y), float(x.sum()), float(x @ x), float(x @ y))
+
+    def merge(self, other: CovariateStats) -> CovariateStats:
+        return CovariateStats(*(a + b for a, b in zip(self.as_tuple(), other.as_tuple())))
+
+    def as_tuple(self) -> tuple[float, ...]:
+        return (self.n, self.sum_y, self.sum_yy, self.sum_x, self.sum_xx, self.sum_xy)
+
+
+def fill_covariate(have: CovariateStats, missing: MeanStats, fill: float) -> CovariateStats:
+    """Add the users without a covariate, their x set to ``fill`` (the pooled mean of x).
+
+    Sums over the missing users: sum x = m c, sum x^2 = m c^2, sum xy = c sum y.
+    Any constant keeps the estimate unbiased (x is pre-treatment and the fill
+    does not depend on the arm); the pooled mean keeps the variance reduction
+    of the users that have one.
+    """
+    c = float(fill)
+    return CovariateStats(have.n + missing.n, have.sum_y + missing.sum, have.sum_yy + missing.sum_sq,
+                          have.sum_x + missing.n * c, have.sum_xx + missing.n * c * c,
+                          have.sum_xy + c * missing.sum)
+
+
+def cuped_theta(arms: Sequence[CovariateStats]) -> float:
+    """theta = Cov(y, x) / Var(x) over the users of all arms pooled (one theta for every arm).
+
+    Returns 0 (no adjustment) when x does not vary.
+    """
+    total = arms[0]
+    for a in arms[1:]:
+        total = total.merge(a)
+    n = total.n
+    if n < 2:
+        return 0.0
+    sxx = total.sum_xx - total.sum_x ** 2 / n
+    sxy = total.sum_xy - total.sum_x * total.sum_y / n
+    return float(sxy / sxx) if sxx > 1e-12 * max(total.sum_xx, 1.0) else 0.0
+
+
+def cuped_adjusted(arm: CovariateStats, theta: float, x_mean: float) -> MeanStats:
+    """The sums of y_cv = y - theta (x - x_mean) over the arm's users, as :class:`MeanStats`.
+
+    mean(y_cv) = mean(y) - theta (mean_arm(x) - x_mean);
+    sum y_cv^2 = sum y^2 - 2 theta sum y(x - x_mean) + theta^2 sum (x - x_mean)^2.
+    """
+    n, sy, syy, sx, sxx, sxy = arm.as_tuple()
+    sdx = sx - n * x_mean  # sum (x - x_mean)
+    sdxdx = sxx - 2 * x_mean * sx + n * x_mean ** 2
+    sydx = sxy - x_mean * sy
+    return MeanStats(n, sy - theta * sdx, syy - 2 * theta * sydx + theta ** 2 * sdxdx)
+
+
+def cuped_compare(control: CovariateStats, treatment: CovariateStats,
+                  confidence: float = 0.95) -> tuple[Comparison, float]:
+    """Welch's test on CUPED-adjusted values, theta pooled over both arms; returns (comparison, theta).
+
+    The adjusted control mean is the base of the relative lift.
+    """
+    theta = cuped_theta([control, treatment])
+    x_mean = (control.sum_x + treatment.sum_x) / (control.n + treatment.n)
+    comp = welch(cuped_adjusted(control, theta, x_mean), cuped_adjusted(treatment, theta, x_mean), confidence)
+    return comp, theta
+
+
+@dataclass(frozen=True)
+class RatioCovariateStats:
+    """Sums of a ratio metric's per-user numerator x and denominator y and of their pre-period u, v.
+
+    Every first and second moment of (x, y, u, v) over the arm's users; a user
+    without pre-period data has u = v = 0.
+    """
+
+    n: float
+    s: tuple[float, float, float, float]  # sum x, y, u, v
+    ss: tuple[tuple[float, ...], ...]  # 4 x 4 sums of products
+
+    @classmethod
+    def from_values(cls, x: np.ndarray, y: np.ndarray, u: np.ndarray, v: np.ndarray) -> RatioCovariateStats:
+        m = np.vstack([np.asarray(a, dtype=np.float64) for a in (x, y, u, v)])
+        return cls(float(m.shape[1]), tuple(m.sum(axis=1)), tuple(map(tuple, m @ m.T)))
+
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """(means, sample covariance matrix) of (x, y, u, v)."""
+        mu = np.asarray(self.s) / self.n
+        cov = (np.asarray(self.ss) - self.n * np.outer(mu, mu)) / (self.n - 1)
+        return mu, cov
+
+
+def cuped_ratio_compare(control: RatioCovariateStats, treatment: RatioCovariateStats,
+                        confidence: float = 0.95) -> tuple[Comparison, float]:
+    """CUPED for a ratio of sums R = sum x / sum y, with the pre-period ratio R' = sum u / sum v as covariate.
+
+    Delta method per arm, with the gradients a = (1/mu_y, -mu_x/mu_y^2, 0, 0) of R and
+    b = (0, 0, 1/mu_v, -mu_u/mu_v^2) of R' and the covariance S of (x, y, u, v):
+    Var(R) = a'Sa/n, Var(R') = b'Sb/n, Cov(R, R') = a'Sb/n.  theta pooled over
+    arms = sum Cov / sum Var(R'); per arm R_cv = R - theta (R' - R'_pooled),
+    Var(R_cv) = Var(R) - 2 theta Cov + theta^2 Var(R').  Normal quantile, as the
+    unadjusted delta method.  Returns (comparison with ``method = "delta_cuped"``, theta).
+    """
+    parts = []
+    for arm in (control, treatment):
+        mu, cov = arm.moments()
+        a = np.array([1 / mu[1], -mu[0] / mu[1] ** 2, 0.0, 0.0])
+        b = np.array([0.0, 0.0, 1 / mu[3], -mu[2] / mu[3] ** 2])
+        parts.append((mu[0] / mu[1], mu[2] / mu[3], a @ cov @ a / arm.n, b @ cov @ b / arm.n, a @ cov @ b / arm.n))
+    var_pre = parts[0][3] + parts[1][3]
+    theta = float((parts[0][4] + parts[1][4]) / var_pre) if var_pre > 0 else 0.0
+    pooled = (control.s[2] + treatment.s[2]) / (control.s[3] + treatment.s[3])
+    (rc, pc, vc, wc, cc), (rt, pt, vt, wt, ct) = parts
+    adj_c, adj_t = rc - theta * (pc - pooled), rt - theta * (pt - pooled)
+    var_c, var_t = vc - 2 * theta * cc + theta ** 2 * wc, vt - 2 * theta * ct + theta ** 2 * wt
+    return _compare(adj_c, var_c, adj_t, var_t, _zq(confidence), _p_z, None, "delta_cuped"), theta
+
+
+# --- power ---------------------------------------------------------------------------------------
+def _z(confidence: float, power: float) -> float:
+    return float(_st.norm.ppf(0.5 + confidence / 2) + _st.norm.ppf(power))
+
+
+def mde(se: float, confidence: float = 0.95, power: float = 0.8) -> float:
+    """Minimum detectable (absolute) effect at ``power`` for a two-sided test: (z_{1-a/2} + z_power) se.
+
+    ``se`` is the standard error of the difference, sqrt(var_c/n_c + var_t/n_t).
+
+    >>> round(mde(math.sqrt(0.1 * 0.9 * 2 / 10_000)), 6)   # p = 0.10, 10,000 users per arm
+    0.011886
+    """
+    return _z(confidence, power) * se if se is not None and math.isfinite(se) else math.nan
+
+
+def sample_size_per_arm(var_a: float, var_b: float, delta: float, confidence: float = 0.95,
+                        power: float = 0.8) -> float:
+    """Users per arm to detect ``delta``: (z_{1-a/2} + z_power)^2 (var_a + var_b) / delta^2 (round it up).
+
+    >>> round(sample_size_per_arm(0.10 * 0.90, 0.11 * 0.89, 0.01), 2)
+    14748.05
+    """
+    return _z(confidence, power) ** 2 * (var_a + var_b) / delta ** 2
+
+
+# --- metrics -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MetricSpec:
+    """A testable metric as per-user sums: the user contributes ``num`` and ``den``.
+
+    ``kind = "mean"``: the user's value is num / den (users with den > 0), and
+    the metric is the mean over users (Welch).  ``kind = "ratio"``: the metric
+    is sum num / (den_factor * sum den) over users with den > 0 (delta method).
+    ``num`` and ``den`` name additive per-user columns of the
+    ``experiment_users`` table, so that a user's sums add up over days.
+    """
+
+    name: str
+    metric: str
+    k: int | None
+    aggregation: str
+    kind: str
+    num: str
+    den: str
+    den_factor: float = 1.0
+
+
+_NAME = re.compile(r"^(?P<metric>[a-z_]+?)(?:@(?P<k>\d+))?_(?P<agg>user_avg|list_avg|impression_weighted|global)$")
+_RATIOS = {  # metric -> (numerator, denominator) of the business ratios, aggregation global
+    "exposure_ctr": ("clicked", "exposures"),
+    "pv_ctr": ("clicked", "requests"),
+    "pv_failure_rate": ("empty_requests", "requests"),
+}
+
+
+def user_sum_column(metric: str, k: int | None = None) -> str:
+    """Per-user sum over ranked lists of a list metric: ``ndcg_at_10_sum``, ``mrr_sum``."""
+    return f"{metric}_sum" if k is None else f"{metric}_at_{k}_sum"
+
+
+def parse_metric(name: str) -> MetricSpec:
+    """``ndcg@10_user_avg`` -> its :class:`MetricSpec` (the summary's headline names).
+
+    Raises ValueError naming the metric when it has no per-user form.
+    """
+    m = _NAME.match(name)
+    if not m:
+        raise ValueError(f"not a metric name of the form METRIC[@K]_AGGREGATION: {name!r}")
+    metric, agg = m["metric"], m["agg"]
+    k = int(m["k"]) if m["k"] else None
+    has_k = metric in LIST_METRICS or metric == "hits"
+    if has_k and (k is None or k <= 0) or (not has_k and k is not None):
+        raise ValueError(f"metric {name!r}: {metric} {'needs' if has_k else 'takes no'} @k")
+    if metric in LIST_METRICS or metric == "mrr":
+        if agg == "user_avg":
+            return MetricSpec(name, metric, k, agg, "mean", user_sum_column(metric, k), "lists_ranked")
+        if agg == "list_avg":
+            return MetricSpec(name, metric, k, agg, "ratio", user_sum_column(metric, k), "lists_ranked")
+        if agg == "global" and metric == "precision":
+            return MetricSpec(name, metric, k, agg, "ratio", f"hits_at_{k}", "lists_ranked", float(k or 1))
+        if agg == "global" and metric == "recall":
+            return MetricSpec(name, metric, k, agg, "ratio", f"hits_at_{k}", "relevant")
+    if metric == "auc" and agg == "user_avg":
+        return MetricSpec(name, metric, k, agg, "mean", "auc_sum", "auc_exposures")
+    if metric == "auc" and agg == "impression_weighted":
+        return MetricSpec(name, metric, k, agg, "ratio", "auc_sum", "auc_exposures")
+    if metric in _RATIOS and agg == "global":
+        num, den = _RATIOS[metric]
+        return MetricSpec(name, metric, k, agg, "ratio", num, den)
+    raise ValueError(f"metric {name!r} has no per-user form to test (pooled AUC, Gini, diversity... "
+                     "have none)")
+
+
+def needed_ks(specs: Iterable[MetricSpec]) -> tuple[int, ...]:
+    return tuple(sorted({s.k for s in specs if s.k is not None}))
+
+
+# --- result rows ---------------------------------------------------------------------------------
+#: the sums the Spark side gathers per (experiment, variant, slice) and metric, named ``f"{metric}|{part}"``
+MEAN_PARTS = ("n", "x", "xx")
+RATIO_PARTS = ("n", "x", "y", "xx", "yy", "xy")
+COVARIATE_PARTS = ("cn", "cy", "cyy", "cx", "cxx", "cxy")  # users of a "mean" metric that have a covariate
+#: a ratio metric's pre-period numerator u and denominator v (0 without pre-period data): cn = users with v > 0
+RATIO_COVARIATE_PARTS = ("cn", "u", "v", "uu", "vv", "xu", "xv", "yu", "yv", "uv")
+
+RESULT_COLUMNS = (
+    ("experiment", "string"), ("variant", "string"), ("metric", "string"), ("k", "int"),
+    ("aggregation", "string"), ("slice", "string"), ("value", "double"), ("n", "long"),
+    ("control_value", "double"), ("control_n", "long"), ("delta", "double"), ("ci_low", "double"),
+    ("ci_high", "double"), ("rel_delta", "double"), ("rel_ci_low", "double"), ("rel_ci_high", "double"),
+    ("p_value", "double"), ("p_adjusted", "double"), ("method", "string"), ("se", "double"), ("mde", "double"),
+    ("covariate_n", "long"),
+)
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    experiment: str
+    variant: str
+    metric: str
+    k: int | None
+    aggregation: str
+    slice: str
+    value: float | None
+    n: int
+    control_value: float | None
+    control_n: int
+    delta: float | None
+    ci_low: float | None
+    ci_high: float | None
+    rel_delta: float | None
+    rel_ci_low: float | None
+    rel_ci_high: float | None
+    p_value: float | None
+    p_adjusted: float | None
+    method: str
+    se: float | None
+    mde: float | None
+    covariate_n: int | None
+
+    def as_tuple(self) -> tuple:
+        return tuple(getattr(self, name) for name, _ in RESULT_COLUMNS)
+
+
+def _clean(v: float | None) -> float | None:
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+def arm_stats(sums: Mapping[str, float], spec: MetricSpec) -> MeanStats | RatioStats:
+    """The metric's sufficient statistics from the named sums of one arm."""
+    g = lambda part: float(sums.get(f"{spec.name}|{part}") or 0.0)
+    if spec.kind == "mean":
+        return MeanStats(g("n"), g("x"), g("xx"))
+    f = spec.den_factor
+    return RatioStats(g("n"), g("x"), f * g("y"), g("xx"), f * f * g("yy"), f * g("xy"))
+
+
+def covariate_stats(sums: Mapping[str, float], spec: MetricSpec) -> tuple[CovariateStats, MeanStats]:
+    """(users with a covariate, users without one) of a mean metric of one arm."""
+    g = lambda part: float(sums.get(f"{spec.name}|{part}") or 0.0)
+    have = CovariateStats(*(g(p) for p in COVARIATE_PARTS))
+    missing = MeanStats(g("n") - have.n, g("x") - have.sum_y, g("xx") - have.sum_yy)
+    return have, missing
+
+
+def ratio_covariate_stats(sums: Mapping[str, float], spec: MetricSpec) -> tuple[RatioCovariateStats, int]:
+    """(moments of (x, y, u, v), users with pre-period data) of a ratio metric of one arm."""
+    g = lambda part: float(sums.get(f"{spec.name}|{part}") or 0.0)
+    f = spec.den_factor
+    sx, sy, su, sv = g("x"), f * g("y"), g("u"), f * g("v")
+    xx, yy, uu, vv = g("xx"), f * f * g("yy"), g("uu"), f * f * g("vv")
+    xy, xu, xv, yu, yv, uv = f * g("xy"), g("xu"), f * g("xv"), f * g("yu"), f * f * g("yv"), f * g("uv")
+    ss = ((xx, xy, xu, xv), (xy, yy, yu, yv), (xu, yu, uu, uv), (xv, yv, uv, vv))
+    return RatioCovariateStats(g("n"), (sx, sy, su, sv), ss), int(g("cn"))
+
+
+def _value(s: MeanStats | RatioStats) -> float | None:
+    if s.n <= 0:
+        return None
+    return _clean(s.mean if isinstance(s, MeanStats) else s.ratio)
+
+
+def compare(control: Mapping[str, float], treatment: Mapping[str, float], spec: MetricSpec,
+            confidence: float = 0.95, power: float = 0.8, cuped: bool = False) -> dict:
+    """One metric, one treatment arm against control: the fields of a result row (no p_adjusted).
+
+    Means: Welch (``method = "welch"``), or Welch on CUPED-adjusted values when
+    ``cuped`` and some user has a covariate (``"welch_cuped"``); ratios: delta
+    method (``"delta"``), or :func:`cuped_ratio_compare` when ``cuped`` and at
+    least two users of each arm have pre-period data (``"delta_cuped"``).
+    Undefined results (an arm with fewer than two users, a zero denominator) are None.
+    """
+    c, t = arm_stats(control, spec), arm_stats(treatment, spec)
+    out: dict[str, Any] = {"value": _value(t), "n": int(t.n), "control_value": _value(c), "control_n": int(c.n),
+                           "covariate_n": None}
+    comp: Comparison | None = None
+    method = "welch" if spec.kind == "mean" else "delta"
+    if c.n >= 2 and t.n >= 2:
+        with np.errstate(all="ignore"):
+            if isinstance(c, MeanStats) and isinstance(t, MeanStats):
+                if cuped:
+                    (hc, mc), (ht, mt) = covariate_stats(control, spec), covariate_stats(treatment, spec)
+                    out["covariate_n"] = int(hc.n + ht.n)
+                    if hc.n + ht.n >= 2:
+                        fill = (hc.sum_x + ht.sum_x) / (hc.n + ht.n)
+                        comp, _ = cuped_compare(fill_covariate(hc, mc, fill), fill_covariate(ht, mt, fill),
+                                                confidence)
+                        method = "welch_cuped"
+                if comp is None:
+                    comp = welch(c, t, confidence)
+            elif isinstance(c, RatioStats) and isinstance(t, RatioStats):
+                if cuped:
+                    (rc, nc), (rt, nt) = ratio_covariate_stats(control, spec), ratio_covariate_stats(treatment, spec)
+                    out["covariate_n"] = nc + nt
+                    if nc >= 2 and nt >= 2:
+                        comp, _ = cuped_ratio_compare(rc, rt, confidence)
+                        method = "delta_cuped"
+                if comp is None:
+                    comp = ratio_difference(c, t, confidence)
+    fields = ("delta", "ci_low", "ci_high", "rel_delta", "rel_ci_low", "rel_ci_high", "p_value", "se")
+    out.update({f: _clean(getattr(comp, f)) if comp is not None else None for f in fields})
+    out["method"] = method
+    out["mde"] = _clean(mde(comp.se, confidence, power)) if comp is not None else None
+    return out
+
+
+def analyse_experiment(experiment: str, sums: Mapping[tuple[str, str], Mapping[str, float]],
+                       specs: Sequence[MetricSpec], control: str, correction: str = "holm",
+                       confidence: float = 0.95, power: float = 0.8, cuped: bool = False) -> list[ResultRow]:
+    """Result rows of one experiment from its per-(variant, slice) named sums.
+
+    One row per (variant != control, metric, slice) where the control arm
+    exists in that slice.  ``p_adjusted``: ``correction`` (holm, bh, none)
+    over the metrics x variants of the experiment, separately per slice (each
+    slice is its own exploratory family; the ``all`` slice is the confirmatory
+    one).  Intervals are not adjusted.
+    """
+    rows: list[ResultRow] = []
+    slices = sorted({s for _, s in sums})
+    for slice_value in slices:
+        base = sums.get((control, slice_value))
+        if base is None:
+            continue
+        family: list[dict] = []
+        for variant in sorted(v for v, s in sums if s == slice_value and v != control):
+            for spec in specs:
+                r = compare(base, sums[(variant, slice_value)], spec, confidence, power, cuped)
+                family.append(dict(experiment=experiment, variant=variant, metric=spec.metric, k=spec.k,
+                                   aggregation=spec.aggregation, slice=slice_value, **r))
+        p = np.array([np.nan if r["p_value"] is None else r["p_value"] for r in family], dtype=np.float64)
+        adjusted = adjust_p(list(p), correction) if len(p) else p
+        for r, pa in zip(family, adjusted):
+            rows.append(ResultRow(p_adjusted=_clean(float(pa)), **r))
+    return rows

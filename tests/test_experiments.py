@@ -1,0 +1,243 @@
+"""A/B experiments through the whole daily job and the window command, on hand-built days whose
+per-user values are the golden examples of REFERENCES.md ("one golden table, many paths")."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import numpy as np
+import pytest
+from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
+from scipy import stats
+
+from recsys_spark.config import load_config
+from recsys_spark.experiments import experiment_lines, run_window, user_business_sums
+from recsys_spark.pipeline import evaluate_day
+from recsys_spark.schema import SLICE, USER
+from recsys_spark.write import DailyOutput
+
+pytestmark = pytest.mark.spark
+
+PREVIOUS = DAY - dt.timedelta(days=1)
+ASSIGNMENT_DDL = "user_id string, experiment string, variant string, layer string"
+
+# experiment "ctr" (layer L1): per-user impressions and clicks of the delta-method golden example
+CTR = {"control": ([10, 5, 8, 12, 3, 7], [1, 0, 2, 1, 0, 1]), "treatment": ([9, 6, 11, 4, 10, 8], [2, 1, 2, 0, 3, 1])}
+# experiment "cup" (layer L2): one list of 10 items a day; clicks on the first y items today, x yesterday, so
+# precision@10 (user_avg) is y / 10 today and x / 10 yesterday: the CUPED golden example divided by 10
+CUP = {"control": ([3, 5, 2, 8, 4, 6], [2, 4, 2, 7, 3, 5]), "treatment": ([4, 7, 3, 9, 5, 8], [2, 5, 2, 7, 4, 6])}
+# experiment "srm" (layer L1): 600 vs 400 users with one exposure each (planned 50/50); the same users are
+# in "lay" (layer L3): control 300 A / 300 B, treatment 100 A / 300 B
+SRM = {"control": 600, "treatment": 400}
+SETTINGS = ["metrics.k=[10]", "rules.fail_on_hard=false", "experiments.cuped_days=1",
+            'experiments.metrics=["exposure_ctr_global", "precision@10_user_avg"]']
+
+
+def _day_rows(day: dt.date, cup_index: int):
+    t0 = T0.replace(year=day.year, month=day.month, day=day.day)
+    exposures, clicks = [], []
+
+    def user(uid: str, n_items: int, n_clicks: int) -> None:
+        request = f"{uid}-{day}"
+        for p in range(1, n_items + 1):
+            exposures.append((uid, f"s-{uid}", request, f"i{p}", p, 1.0 - p / 100, t0))
+            if p <= n_clicks:
+                clicks.append((uid, f"s-{uid}", request, f"i{p}", t0 + dt.timedelta(minutes=1)))
+
+    for arm, (impressions, n_clicks) in CTR.items():  # today only: no covariate, the plain delta method
+        for i, (n, c) in enumerate(zip(impressions, n_clicks)):
+            if day == DAY:
+                user(f"ctr-{arm}-{i}", n, c)
+    for arm, values in CUP.items():
+        for i, y in enumerate(values[cup_index]):
+            user(f"cup-{arm}-{i}", 10, y)
+    user("cup-both", 10, 1)  # assigned to both arms of cup: excluded and counted
+    for arm, n in SRM.items():
+        for i in range(n):
+            user(f"srm-{arm}-{i}", 1, 0)
+    return exposures, clicks
+
+
+def _assignments(day: dt.date):
+    rows = [(f"ctr-{arm}-{i}", "ctr", arm, "L1") for arm in CTR for i in range(6)]
+    rows += [("ctr-control-nobody", "ctr", "control", "L1")]  # assigned, never exposed: does not count
+    # cup starts today (yesterday is its users' pre-period: the CUPED covariate); cupw, the same users and
+    # arms in the same layer, runs both days (the window test)
+    for name in ("cup", "cupw") if day == DAY else ("cupw",):
+        rows += [(f"cup-{arm}-{i}", name, arm, "L2") for arm in CUP for i in range(6)]
+        rows += [("cup-both", name, "control", "L2"), ("cup-both", name, "treatment", "L2")]
+    for arm, n in SRM.items():
+        for i in range(n):
+            lay = "A" if (arm == "control" and i < 300) or (arm == "treatment" and i < 100) else "B"
+            rows += [(f"srm-{arm}-{i}", "srm", arm, "L1"), (f"srm-{arm}-{i}", "lay", lay, "L3")]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def golden(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("experiments")
+    cfg = load_config(None, SETTINGS)
+    summaries = {}
+    for day, cup_index in ((PREVIOUS, 1), (DAY, 0)):
+        exposures, clicks = _day_rows(day, cup_index)
+        spark.createDataFrame(exposures, EXPOSURE_DDL).write.parquet(f"{root}/in/exposures/dt={day}")
+        spark.createDataFrame(clicks, CLICK_DDL).write.parquet(f"{root}/in/clicks/dt={day}")
+        spark.createDataFrame(_assignments(day), ASSIGNMENT_DDL).write.parquet(f"{root}/in/assignments/dt={day}")
+        summaries[day] = evaluate_day(spark, cfg, day, f"{root}/in", f"{root}/out")
+    return root, summaries
+
+
+def _rows(spark, path):
+    return [r.asDict() for r in spark.read.parquet(path).collect()]
+
+
+def _one(rows, **where):
+    found = [r for r in rows if all(r[k] == v for k, v in where.items())]
+    assert len(found) == 1, (where, found)
+    return found[0]
+
+
+def test_ratio_metric_reproduces_the_delta_method_golden(spark, golden):
+    root, _ = golden
+    row = _one(_rows(spark, f"{root}/out/experiments/dt={DAY}"), experiment="ctr", metric="exposure_ctr",
+               slice="all")
+    assert row["method"] == "delta" and (row["n"], row["control_n"]) == (6, 6) and row["covariate_n"] == 0
+    assert row["control_value"] == pytest.approx(0.1111111111, abs=1e-10)
+    assert row["value"] == pytest.approx(0.1875)
+    assert row["delta"] == pytest.approx(0.0763888889, abs=1e-10)
+    assert row["se"] ** 2 == pytest.approx(1.0827617741e-03 + 1.1433919271e-03, rel=1e-9)
+    assert row["rel_delta"] == pytest.approx(0.6875)
+    z = row["delta"] / row["se"]
+    assert row["p_value"] == pytest.approx(2 * stats.norm.sf(z), rel=1e-9)
+    assert row["ci_low"] == pytest.approx(row["delta"] - stats.norm.ppf(0.975) * row["se"], rel=1e-9)
+    assert row["mde"] == pytest.approx((stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) * row["se"], rel=1e-9)
+
+
+def test_cuped_reproduces_the_golden_from_the_previous_days_table(spark, golden):
+    root, summaries = golden
+    row = _one(_rows(spark, f"{root}/out/experiments/dt={DAY}"), experiment="cup", metric="precision",
+               aggregation="user_avg", slice="all")
+    assert row["method"] == "welch_cuped" and row["covariate_n"] == 12
+    # cupw ran yesterday too: its users' yesterday is not pre-treatment, so it gives no covariate
+    cupw = _one(_rows(spark, f"{root}/out/experiments/dt={DAY}"), experiment="cupw", metric="precision",
+                aggregation="user_avg", slice="all")
+    assert cupw["method"] == "welch" and cupw["covariate_n"] == 0
+    assert row["delta"] == pytest.approx(0.07630685675, abs=1e-10)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((0.02309329785, 0.12952041566), abs=1e-9)
+    assert row["p_value"] == pytest.approx(0.0097343930, abs=1e-9)
+    section = summaries[DAY]["experiments"]["experiments"]["cup"]
+    assert section["users_with_covariate"]["precision@10_user_avg"] == 12
+    assert section["excluded_multiple_variants"] == 1
+
+
+def test_holm_over_the_metrics_of_an_experiment(spark, golden):
+    root, _ = golden
+    rows = [r for r in _rows(spark, f"{root}/out/experiments/dt={DAY}") if r["experiment"] == "cup"
+            and r["slice"] == "all"]
+    assert len(rows) == 2  # two metrics x one treatment
+    p = sorted(r["p_value"] for r in rows)
+    adjusted = {r["p_value"]: r["p_adjusted"] for r in rows}
+    assert adjusted[p[0]] == pytest.approx(min(1.0, 2 * p[0]))
+    assert adjusted[p[1]] == pytest.approx(max(min(1.0, 2 * p[0]), p[1]))
+
+
+def test_srm_fails_as_a_soft_rule_and_is_flagged(spark, golden):
+    root, summaries = golden
+    checks = _rows(spark, f"{root}/out/experiment_checks/dt={DAY}")
+    srm = _one(checks, experiment="srm", check="srm")
+    assert srm["p_value"] == pytest.approx(2.5396285894708634e-10, rel=1e-9) and not srm["passed"]
+    assert _one(checks, experiment="ctr", check="srm")["passed"]
+    assert _one(checks, experiment="cup", check="multiple_assignment")["statistic"] == 1
+    summary = summaries[DAY]
+    assert summary["status"] == "ok"  # soft: flagged, not fatal
+    rule = next(r for r in summary["rules"] if r["rule"] == "experiment_srm:srm")
+    assert rule["severity"] == "soft" and not rule["passed"]
+    assert summary["experiments"]["status"] == "srm_failed"
+    lines = experiment_lines(str(DAY), summary["experiments"])
+    assert any("experiment srm: SRM FAILED" in line and "not to be trusted" in line for line in lines)
+    # the assigned user without an exposure does not count
+    assert summary["experiments"]["experiments"]["ctr"]["users"] == {"control": 6, "treatment": 6}
+
+
+def test_layer_independence_is_chi2_contingency(spark, golden):
+    root, _ = golden
+    checks = [c for c in _rows(spark, f"{root}/out/experiment_checks/dt={DAY}") if c["check"] == "layer_independence"]
+    assert len(checks) == 3  # L1 x L2, L1 x L3, L2 x L3
+    l1_l3 = next(c for c in checks if c["detail"].startswith("layers L1 x L3"))
+    ref = stats.chi2_contingency(np.array([[300, 300], [100, 300]]), correction=False)
+    assert l1_l3["statistic"] == pytest.approx(ref.statistic) and l1_l3["p_value"] == pytest.approx(ref.pvalue)
+    assert not l1_l3["passed"]
+    assert all(c["passed"] for c in checks if c is not l1_l3)  # no user in both layers: nothing to test
+
+
+def test_window_counts_each_user_once(spark, golden):
+    root, _ = golden
+    cfg = load_config(None, SETTINGS[:2] + ['experiments.metrics=["precision@10_user_avg"]'])
+    one_day = run_window(spark, cfg, "cupw", DAY, DAY, f"{root}/out")
+    assert one_day["experiments"]["cupw"]["users"] == {"control": 6, "treatment": 6}
+    rows = _rows(spark, f"{root}/out/experiment_window/experiment=cupw/window={DAY}_{DAY}")
+    row = _one(rows, metric="precision", slice="all")
+    # the unadjusted golden (no CUPED): Welch on y / 10
+    assert row["method"] == "welch" and row["delta"] == pytest.approx(0.13333333333)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((-0.15845511087, 0.42512177753), abs=1e-9)
+    assert row["p_value"] == pytest.approx(0.3322826189, abs=1e-9)
+    # two days: a user's precision is over its two lists, (y + x) / 20; not a mean of daily results
+    run_window(spark, cfg, "cupw", PREVIOUS, DAY, f"{root}/out")
+    two = _one(_rows(spark, f"{root}/out/experiment_window/experiment=cupw/window={PREVIOUS}_{DAY}"),
+               metric="precision", slice="all")
+    (yc, xc), (yt, xt) = (np.array(v, float) for v in CUP["control"]), (np.array(v, float) for v in CUP["treatment"])
+    ref = stats.ttest_ind((yt + xt) / 20, (yc + xc) / 20, equal_var=False)
+    assert two["delta"] == pytest.approx(((yt + xt) / 20).mean() - ((yc + xc) / 20).mean())
+    assert two["p_value"] == pytest.approx(ref.pvalue, rel=1e-9)
+    checks = _rows(spark, f"{root}/out/experiment_window_checks/experiment=cupw/window={PREVIOUS}_{DAY}")
+    assert _one(checks, check="multiple_assignment")["statistic"] == 1
+
+
+def test_without_assignments_the_job_says_so(spark, tmp_path):
+    cfg = load_config(None, SETTINGS)
+    from recsys_spark.experiments import experiment_stage
+
+    result = experiment_stage(spark, cfg, DAY, str(tmp_path / "nothing"), None, DailyOutput(spark, str(tmp_path), "x"))
+    assert result.summary["status"] == "skipped" and "no assignments table" in result.notes[0]
+    assert result.rules == [] and "skipped" in experiment_lines("d", result.summary)[0]
+
+
+def test_business_sums_stay_in_the_user_partitions(spark):
+    rows = spark.createDataFrame([("all", "u1", "r1", "a", True), ("all", "u1", "r2", None, False)],
+                                 f"{SLICE} string, {USER} string, request_id string, item_id string, clicked boolean")
+    by_user = rows.repartition(3, USER)
+    plan = user_business_sums(by_user)._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("Exchange") == 1, plan  # the repartition by user only
+    got = user_business_sums(by_user).collect()[0].asDict()
+    assert (got["exposures"], got["clicked"], got["requests"], got["empty_requests"]) == (1, 1, 2, 1)
+
+
+def test_summary_is_json_with_the_experiment_section(golden):
+    _, summaries = golden
+    text = json.dumps(summaries[DAY])
+    assert '"experiments"' in text and summaries[PREVIOUS]["experiments"]["status"] == "srm_failed"
+
+
+def test_experiment_command_parses_and_checks_its_window(capsys):
+    from recsys_spark.cli import build_parser, run
+
+    args = build_parser().parse_args(["experiment", "--experiment", "x", "--start", "2026-11-01", "--end",
+                                      "2026-11-03", "--output-root", "o"])
+    assert (args.command, args.experiment, args.end - args.start) == ("experiment", "x", dt.timedelta(days=2))
+    assert run(["experiment", "--experiment", "x", "--start", "2026-11-03", "--end", "2026-11-01",
+                "--output-root", "o"]) == 2
+    assert "before --start" in capsys.readouterr().err
+
+
+def test_srm_severity_is_a_setting():
+    from recsys_spark.experiments import Check, srm_rules
+
+    checks = [Check("e", "srm", 40.0, 2.5e-10, False, "users control=600, treatment=400"),
+              Check("e", "multiple_assignment", 0.0, None, True, "")]
+    soft, = srm_rules(checks, "soft", 0.001)
+    hard, = srm_rules(checks, "hard", 0.001)
+    assert (soft.rule, soft.severity, soft.passed, soft.rate) == ("experiment_srm:e", "soft", False, 2.5e-10)
+    assert hard.severity == "hard"  # the pipeline then exits 8 after writing every output
+    with pytest.raises(Exception, match="srm_severity"):
+        load_config(None, ["experiments.srm_severity=fatal"])

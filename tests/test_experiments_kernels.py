@@ -1,0 +1,317 @@
+"""Experiment kernels against the golden values of REFERENCES.md and against scipy / statsmodels."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from recsys_spark.kernels.experiments import (
+    DEFAULT_METRICS,
+    CovariateStats,
+    MetricSpec,
+    analyse_experiment,
+    compare,
+    cuped_compare,
+    cuped_theta,
+    fill_covariate,
+    independence_test,
+    mde,
+    parse_metric,
+    sample_size_per_arm,
+    srm_test,
+)
+from recsys_spark.kernels.stats import MeanStats
+
+
+# --- SRM: golden p-values (REFERENCES.md, "Statistics for decisions") ------------------------------
+@pytest.mark.parametrize("observed, golden", [
+    ([600, 400], 2.5396285894708634e-10),
+    ([44000, 45000], 0.0008022781177678721),
+    ([10000, 10050], 0.7240042702094154),
+    ([5000, 5100, 4800], 0.00911360818807675),
+])
+def test_srm_reproduces_golden_p_values(observed, golden):
+    r = srm_test(observed)
+    assert r.p_value == pytest.approx(golden, rel=1e-9)
+    assert r.df == len(observed) - 1
+    ref = stats.chisquare(observed)
+    assert r.statistic == pytest.approx(ref.statistic, rel=1e-12)
+
+
+def test_srm_with_weights_matches_scipy_and_hand_arithmetic():
+    # 90/10 split planned, 880/120 seen: E = 900, 100; chi2 = 20^2/900 + 20^2/100 = 0.4444 + 4 = 4.4444
+    r = srm_test([880, 120], [0.9, 0.1])
+    assert r.statistic == pytest.approx(400 / 900 + 400 / 100)
+    assert r.p_value == pytest.approx(stats.chisquare([880, 120], [900, 100]).pvalue)
+    # weights are relative: 9:1 is 0.9:0.1
+    assert srm_test([880, 120], [9, 1]).p_value == pytest.approx(r.p_value)
+
+
+def test_srm_edge_cases():
+    assert srm_test([5]).p_value == 1.0  # one arm: nothing to test
+    assert srm_test([0, 0]).p_value == 1.0
+    assert srm_test([10, 3], [1, 0]).p_value == 0.0  # users in an arm planned at 0%
+    assert srm_test([10, 0], [1, 0]).p_value == 1.0
+
+
+def test_independence_matches_chi2_contingency():
+    table = np.array([[120, 90, 30], [100, 110, 50]])
+    r = independence_test(table)
+    ref = stats.chi2_contingency(table, correction=False)
+    assert r.statistic == pytest.approx(ref.statistic, rel=1e-12)
+    assert r.p_value == pytest.approx(ref.pvalue, rel=1e-12)
+    assert r.df == ref.dof == 2
+    # hand: [[10, 20], [20, 10]]: E = 15 everywhere, chi2 = 4 * 25 / 15 = 6.6667
+    assert independence_test(np.array([[10, 20], [20, 10]])).statistic == pytest.approx(4 * 25 / 15)
+
+
+def test_independence_drops_empty_rows_and_needs_two_by_two():
+    assert independence_test(np.array([[5, 7]])).p_value == 1.0
+    with_empty = independence_test(np.array([[10, 20], [0, 0], [20, 10]]))
+    assert with_empty.statistic == pytest.approx(4 * 25 / 15)
+
+
+# --- Welch and delta (through the row builder) -----------------------------------------------------
+def _mean_sums(name: str, x: np.ndarray) -> dict:
+    return {f"{name}|n": len(x), f"{name}|x": x.sum(), f"{name}|xx": x @ x}
+
+
+def _ratio_sums(name: str, x: np.ndarray, y: np.ndarray) -> dict:
+    return {f"{name}|n": len(x), f"{name}|x": x.sum(), f"{name}|y": y.sum(), f"{name}|xx": x @ x,
+            f"{name}|yy": y @ y, f"{name}|xy": x @ y}
+
+
+def test_mean_metric_row_is_scipy_welch():
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(0.30, 0.2, 40), rng.normal(0.36, 0.3, 55)
+    spec = parse_metric("ndcg@10_user_avg")
+    r = compare(_mean_sums(spec.name, a), _mean_sums(spec.name, b), spec)
+    ref = stats.ttest_ind(b, a, equal_var=False)
+    assert r["method"] == "welch"
+    assert r["delta"] == pytest.approx(b.mean() - a.mean(), rel=1e-12)
+    assert r["p_value"] == pytest.approx(ref.pvalue, rel=1e-9)
+    ci = ref.confidence_interval(0.95)
+    assert (r["ci_low"], r["ci_high"]) == pytest.approx((ci.low, ci.high), rel=1e-9)
+    assert (r["n"], r["control_n"]) == (55, 40)
+    # MDE at 80% power: (z_0.975 + z_0.8) * se of the difference
+    se = math.sqrt(a.var(ddof=1) / 40 + b.var(ddof=1) / 55)
+    assert r["mde"] == pytest.approx((1.959963984540054 + 0.8416212335729143) * se, rel=1e-9)
+
+
+def test_ratio_metric_row_reproduces_gbstats_golden():
+    spec = parse_metric("exposure_ctr_global")
+    ci, cc = np.array([10, 5, 8, 12, 3, 7.]), np.array([1, 0, 2, 1, 0, 1.])
+    ti, tc = np.array([9, 6, 11, 4, 10, 8.]), np.array([2, 1, 2, 0, 3, 1.])
+    r = compare(_ratio_sums(spec.name, cc, ci), _ratio_sums(spec.name, tc, ti), spec)
+    assert r["method"] == "delta"
+    assert r["control_value"] == pytest.approx(0.1111111111, abs=1e-10)
+    assert r["value"] == pytest.approx(0.1875)
+    assert r["delta"] == pytest.approx(0.0763888889, abs=1e-10)
+    assert r["se"] ** 2 == pytest.approx(1.0827617741e-03 + 1.1433919271e-03, rel=1e-9)
+    assert r["rel_delta"] == pytest.approx(0.6875)
+    # gbstats uses a t quantile with few users; ours is the normal quantile: compare the widths' ratio
+    z, t_half = stats.norm.ppf(0.975), (0.1815278043 - -0.0287500265) / 2
+    assert (r["ci_high"] - r["ci_low"]) / 2 == pytest.approx(z * r["se"], rel=1e-9)
+    assert t_half > z * r["se"]
+
+
+def test_precision_global_divides_by_k_lists():
+    spec = parse_metric("precision@5_global")
+    hits_c, lists_c = np.array([1, 2, 0.]), np.array([1, 2, 1.])   # 3 / (5 * 4) = 0.15
+    hits_t, lists_t = np.array([3, 1, 2.]), np.array([2, 1, 1.])   # 6 / (5 * 4) = 0.30
+    r = compare(_ratio_sums(spec.name, hits_c, lists_c), _ratio_sums(spec.name, hits_t, lists_t), spec)
+    assert (r["control_value"], r["value"]) == pytest.approx((0.15, 0.30))
+    plain = MetricSpec("p", "precision", 5, "global", "ratio", "h", "l")  # den_factor 1
+    r1 = compare(_ratio_sums("p", hits_c, lists_c), _ratio_sums("p", hits_t, lists_t), plain)
+    assert r["p_value"] == pytest.approx(r1["p_value"])  # scaling the denominator changes no test
+    assert r["se"] == pytest.approx(r1["se"] / 5)
+
+
+def test_too_few_users_gives_nulls_not_errors():
+    spec = parse_metric("mrr_user_avg")
+    r = compare(_mean_sums(spec.name, np.array([1.0])), _mean_sums(spec.name, np.array([0.5, 1.0])), spec)
+    assert r["delta"] is None and r["p_value"] is None and r["control_value"] == 1.0
+
+
+# --- CUPED: golden (REFERENCES.md) --------------------------------------------------------------
+YC, XC = np.array([3, 5, 2, 8, 4, 6.]), np.array([2, 4, 2, 7, 3, 5.])
+YT, XT = np.array([4, 7, 3, 9, 5, 8.]), np.array([2, 5, 2, 7, 4, 6.])
+
+
+def test_cuped_reproduces_golden():
+    c, t = CovariateStats.from_values(YC, XC), CovariateStats.from_values(YT, XT)
+    assert cuped_theta([c, t]) == pytest.approx(1.1405295316, abs=1e-10)
+    comp, theta = cuped_compare(c, t)
+    assert theta == pytest.approx(1.1405295316, abs=1e-10)
+    assert comp.delta == pytest.approx(0.7630685675, abs=1e-10)
+    assert (comp.ci_low, comp.ci_high) == pytest.approx((0.2309329785, 1.2952041566), abs=1e-9)
+    assert comp.p_value == pytest.approx(0.0097343930, abs=1e-10)
+
+
+def test_cuped_row_and_unadjusted_golden():
+    spec = parse_metric("ndcg@10_user_avg")
+
+    def sums(y, x):
+        return {**_mean_sums(spec.name, y), **{f"{spec.name}|{p}": v for p, v in zip(
+            ("cn", "cy", "cyy", "cx", "cxx", "cxy"), CovariateStats.from_values(y, x).as_tuple())}}
+
+    plain = compare(sums(YC, XC), sums(YT, XT), spec)
+    assert plain["method"] == "welch" and plain["delta"] == pytest.approx(1.3333333333)
+    assert (plain["ci_low"], plain["ci_high"]) == pytest.approx((-1.5845511087, 4.2512177753), abs=1e-9)
+    assert plain["p_value"] == pytest.approx(0.3322826189, abs=1e-10)
+    adjusted = compare(sums(YC, XC), sums(YT, XT), spec, cuped=True)
+    assert adjusted["method"] == "welch_cuped" and adjusted["covariate_n"] == 12
+    assert adjusted["delta"] == pytest.approx(0.7630685675, abs=1e-10)
+    assert adjusted["p_value"] == pytest.approx(0.0097343930, abs=1e-10)
+
+
+def test_missing_covariates_are_filled_with_the_pooled_mean():
+    # the last user of each arm has no covariate: filling its x with the pooled mean of the others'
+    # x must equal CUPED on the filled arrays
+    have_c, have_t = CovariateStats.from_values(YC[:-1], XC[:-1]), CovariateStats.from_values(YT[:-1], XT[:-1])
+    fill = (XC[:-1].sum() + XT[:-1].sum()) / 10
+    c = fill_covariate(have_c, MeanStats.from_values(YC[-1:]), fill)
+    t = fill_covariate(have_t, MeanStats.from_values(YT[-1:]), fill)
+    xc, xt = XC.copy(), XT.copy()
+    xc[-1] = xt[-1] = fill
+    direct_c, direct_t = CovariateStats.from_values(YC, xc), CovariateStats.from_values(YT, xt)
+    assert c.as_tuple() == pytest.approx(direct_c.as_tuple())
+    assert cuped_compare(c, t)[0].p_value == pytest.approx(cuped_compare(direct_c, direct_t)[0].p_value)
+
+
+def test_cuped_without_variation_in_x_is_plain_welch():
+    c, t = CovariateStats.from_values(YC, np.ones(6)), CovariateStats.from_values(YT, np.ones(6))
+    comp, theta = cuped_compare(c, t)
+    assert theta == 0.0
+    assert comp.p_value == pytest.approx(0.3322826189, abs=1e-10)
+
+
+# --- power: golden (REFERENCES.md) ----------------------------------------------------------------
+def test_sample_size_and_mde_golden():
+    n = sample_size_per_arm(0.10 * 0.90, 0.11 * 0.89, 0.01)
+    assert n == pytest.approx(14748.05, abs=0.01) and math.ceil(n) == 14749
+    assert mde(math.sqrt(2 * 0.10 * 0.90 / 10_000)) == pytest.approx(0.011886, abs=5e-7)
+    # the two are inverse: at the sample size, the MDE (with the same variances) is delta
+    assert mde(math.sqrt((0.09 + 0.11 * 0.89) / n)) == pytest.approx(0.01)
+
+
+# --- metric names ---------------------------------------------------------------------------------
+def test_every_default_metric_parses_and_names_round_trip():
+    for name in DEFAULT_METRICS:
+        spec = parse_metric(name)
+        assert spec.name == name
+    assert parse_metric("ndcg@10_user_avg").num == "ndcg_at_10_sum"
+    assert parse_metric("recall@5_global").den == "relevant"
+    assert parse_metric("map@3_list_avg").kind == "ratio"
+
+
+@pytest.mark.parametrize("bad", ["auc_global", "gini_catalog", "ndcg_user_avg", "mrr@3_user_avg", "ndcg@10"])
+def test_metrics_without_a_per_user_form_are_refused(bad):
+    with pytest.raises(ValueError, match="metric|name"):
+        parse_metric(bad)
+
+
+# --- multiple testing: per slice, over metrics x variants ------------------------------------------
+def test_p_adjusted_is_holm_over_metrics_and_variants_per_slice():
+    rng = np.random.default_rng(11)
+    specs = [parse_metric("mrr_user_avg"), parse_metric("ndcg@10_user_avg")]
+    sums = {}
+    for slice_value in ("all", "platform=ios"):
+        for variant, shift in (("control", 0.0), ("b", 0.05), ("c", 0.02)):
+            arm = {}
+            for spec in specs:
+                arm.update(_mean_sums(spec.name, rng.normal(0.3 + shift, 0.3, 200)))
+            sums[(variant, slice_value)] = arm
+    rows = analyse_experiment("e", sums, specs, "control", "holm")
+    assert len(rows) == 2 * 2 * 2
+    for slice_value in ("all", "platform=ios"):
+        family = [r for r in rows if r.slice == slice_value]
+        expected = multipletests([r.p_value for r in family], method="holm")[1]
+        assert [r.p_adjusted for r in family] == pytest.approx(list(expected))
+    bh = analyse_experiment("e", sums, specs, "control", "bh")
+    family = [r for r in bh if r.slice == "all"]
+    assert [r.p_adjusted for r in family] == pytest.approx(
+        list(multipletests([r.p_value for r in family], method="fdr_bh")[1]))
+    none = analyse_experiment("e", sums, specs, "control", "none")
+    assert all(r.p_adjusted == r.p_value for r in none)
+    # intervals are not adjusted
+    assert [r.ci_low for r in none] == [r.ci_low for r in rows]
+
+
+def test_a_slice_without_control_has_no_rows():
+    spec = parse_metric("mrr_user_avg")
+    sums = {("control", "all"): _mean_sums(spec.name, np.array([1.0, 0.5])),
+            ("b", "all"): _mean_sums(spec.name, np.array([1.0, 0.2])),
+            ("b", "platform=web"): _mean_sums(spec.name, np.array([1.0, 0.2]))}
+    rows = analyse_experiment("e", sums, [spec], "control")
+    assert [(r.variant, r.slice) for r in rows] == [("b", "all")]
+
+
+def test_kernels_do_not_import_pyspark():
+    code = "import sys, recsys_spark.kernels.experiments; sys.exit(1 if 'pyspark' in sys.modules else 0)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+# --- CUPED for ratio metrics ----------------------------------------------------------------------
+def _linearized_cuped(arms):
+    """Oracle: each user's influence on R and on R' (l = (x - R y)/mu_y, m = (u - R' v)/mu_v), then
+    variances of means of l and m, theta pooled over arms, and the adjusted difference."""
+    out = []
+    for x, y, u, v in arms:
+        r, rp = x.sum() / y.sum(), u.sum() / v.sum()
+        lin, m = (x - r * y) / y.mean(), (u - rp * v) / v.mean()
+        n = len(x)
+        out.append((r, rp, lin.var(ddof=1) / n, m.var(ddof=1) / n, np.cov(lin, m)[0, 1] / n))
+    (rc, pc, vc, wc, cc), (rt, pt, vt, wt, ct) = out
+    theta = (cc + ct) / (wc + wt)
+    delta = (rt - rc) - theta * (pt - pc)
+    se = math.sqrt(vc - 2 * theta * cc + theta ** 2 * wc + vt - 2 * theta * ct + theta ** 2 * wt)
+    return delta, se, theta
+
+
+def _ratio_arm(rng, n, lift, pre_only=0):
+    y = rng.poisson(60, n) + 1.0
+    propensity = rng.gamma(1.0, 0.05, n)
+    x = rng.binomial(y.astype(int), np.minimum(propensity * lift, 1)).astype(float)
+    v = rng.poisson(60, n) + 1.0
+    u = rng.binomial(v.astype(int), propensity).astype(float)
+    u[:pre_only], v[:pre_only] = 0.0, 0.0  # users without pre-period data
+    return x, y, u, v
+
+
+def test_ratio_cuped_matches_the_linearized_oracle_and_reduces_the_error():
+    from recsys_spark.kernels.experiments import RatioCovariateStats, cuped_ratio_compare
+
+    rng = np.random.default_rng(5)
+    arms = [_ratio_arm(rng, 400, 1.0, pre_only=30), _ratio_arm(rng, 500, 1.15, pre_only=40)]
+    comp, theta = cuped_ratio_compare(*(RatioCovariateStats.from_values(*a) for a in arms))
+    delta, se, theta_ref = _linearized_cuped(arms)
+    assert theta == pytest.approx(theta_ref, rel=1e-9)
+    assert comp.delta == pytest.approx(delta, rel=1e-9) and comp.se == pytest.approx(se, rel=1e-9)
+    assert comp.method == "delta_cuped" and comp.p_value == pytest.approx(2 * stats.norm.sf(abs(delta) / se))
+    # the pre-period shares the user's propensity: the error shrinks against the plain delta method
+    spec = parse_metric("exposure_ctr_global")
+    plain = compare(_ratio_sums(spec.name, *arms[0][:2]), _ratio_sums(spec.name, *arms[1][:2]), spec)
+    assert comp.se < 0.9 * plain["se"]
+
+
+def test_ratio_cuped_through_the_named_sums():
+    rng = np.random.default_rng(8)
+    arms = [_ratio_arm(rng, 300, 1.0), _ratio_arm(rng, 300, 1.0)]
+    spec = parse_metric("precision@5_global")  # den_factor 5: precision = hits / (5 lists)
+
+    def sums(x, y, u, v):
+        pre = {"cn": (v > 0).sum(), "u": u.sum(), "v": v.sum(), "uu": u @ u, "vv": v @ v, "xu": x @ u,
+               "xv": x @ v, "yu": y @ u, "yv": y @ v, "uv": u @ v}
+        return {**_ratio_sums(spec.name, x, y), **{f"{spec.name}|{k}": val for k, val in pre.items()}}
+
+    r = compare(sums(*arms[0]), sums(*arms[1]), spec, cuped=True)
+    delta, se, _ = _linearized_cuped([(x, 5 * y, u, 5 * v) for x, y, u, v in arms])
+    assert r["method"] == "delta_cuped" and r["covariate_n"] == 600
+    assert r["delta"] == pytest.approx(delta, rel=1e-9) and r["se"] == pytest.approx(se, rel=1e-9)
