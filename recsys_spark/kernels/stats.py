@@ -1,0 +1,481 @@
+"""Statistics for decisions: sufficient statistics, intervals, comparisons, unit-keyed bootstrap weights.
+
+Pure numpy (and ``scipy.stats`` for the t and normal quantiles, imported
+lazily); no Spark.  Every estimate is computed from mergeable sufficient
+statistics whose unit is the **user** (the randomisation and sampling unit):
+a Spark aggregation produces them, the driver merges a handful of them.
+
+* :class:`MeanStats` (``n, Σx, Σx²``) -> :func:`t_interval` (Student t, n - 1 df);
+* :class:`RatioStats` (``n, Σx, Σy, Σx², Σy², Σxy``) -> :func:`delta_interval`
+  (ratio of sums, delta method, normal quantile);
+* :func:`bootstrap_interval`: SE = standard deviation of replicates whose unit
+  weights come from :func:`poisson_weights` (a hash of unit, replicate, seed);
+* treatment vs control: :func:`welch`, :func:`ratio_difference`, :func:`paired_t`;
+  multiple testing: :func:`adjust_p`.
+
+See ``docs/statistics.md`` for the formulas, their units and the edge cases.
+
+>>> s = MeanStats.from_values(np.array([1.0, 2.0, 3.0]))   # mean 2, var 1, se 1/sqrt(3)
+>>> i = t_interval(s)
+>>> round(i.value, 6), round(i.se, 6), round(i.ci_high - i.value, 4)   # t(0.975, 2) = 4.3027
+(2.0, 0.57735, 2.4841)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+METHODS = ("t", "delta", "bootstrap", "none")
+NONE = "none"
+
+# --------------------------------------------------------------------------- quantiles
+
+
+def _z(confidence: float) -> float:
+    """Two-sided normal quantile: z_{(1 + confidence) / 2}."""
+    from scipy.stats import norm
+
+    _check_confidence(confidence)
+    return float(norm.ppf(0.5 + confidence / 2.0))
+
+
+def _tq(confidence: float, df: float) -> float:
+    """Two-sided Student t quantile with ``df`` degrees of freedom (normal when df is infinite)."""
+    from scipy.stats import t
+
+    _check_confidence(confidence)
+    return float(t.ppf(0.5 + confidence / 2.0, df)) if math.isfinite(df) else _z(confidence)
+
+
+def _p_t(stat: float, df: float) -> float:
+    from scipy.stats import t
+
+    if math.isnan(stat):
+        return math.nan
+    return float(2.0 * t.sf(abs(stat), df)) if math.isfinite(df) else _p_z(stat)
+
+
+def _p_z(stat: float) -> float:
+    from scipy.stats import norm
+
+    return math.nan if math.isnan(stat) else float(2.0 * norm.sf(abs(stat)))
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+
+
+def _div(a: float, b: float) -> float:
+    return a / b if b else math.nan
+
+
+# --------------------------------------------------------------------------- sufficient statistics
+
+
+@dataclass(frozen=True)
+class MeanStats:
+    """Sufficient statistics of a per-unit value x: ``n``, ``sum`` = Σx, ``sum_sq`` = Σx².
+
+    ``mean`` = Σx / n (NaN when n = 0); ``var`` = (Σx² − (Σx)²/n) / (n − 1), the
+    sample variance (NaN below two units; clipped at 0 against rounding).  The
+    optional ``m2`` = Σ(x − x̄)², when known (:meth:`from_values`, :meth:`from_moments`,
+    merged by Chan et al.'s pairwise update), gives the variance without the
+    cancellation of Σx² − (Σx)²/n.
+
+    >>> s = MeanStats.from_values(np.array([2.0, 4.0])).merge(MeanStats.from_values(np.array([6.0])))
+    >>> s.n, s.mean, s.var          # mean 4; ((2-4)^2 + 0 + (6-4)^2) / 2 = 4
+    (3.0, 4.0, 4.0)
+    """
+
+    n: float
+    sum: float
+    sum_sq: float
+    m2: float | None = None
+
+    @property
+    def mean(self) -> float:
+        return _div(self.sum, self.n)
+
+    @property
+    def var(self) -> float:
+        if self.n < 2:
+            return math.nan
+        m2 = self.m2 if self.m2 is not None else self.sum_sq - self.sum * self.sum / self.n
+        return max(m2, 0.0) / (self.n - 1.0)
+
+    @property
+    def se(self) -> float:
+        """Standard error of the mean, sqrt(var / n) (NaN below two units)."""
+        return math.sqrt(self.var / self.n) if self.n >= 2 else math.nan
+
+    def merge(self, other: MeanStats) -> MeanStats:
+        n = self.n + other.n
+        m2 = None
+        if self.m2 is not None and other.m2 is not None:
+            d = other.mean - self.mean if self.n and other.n else 0.0
+            m2 = self.m2 + other.m2 + (d * d * self.n * other.n / n if n else 0.0)
+        return MeanStats(n, self.sum + other.sum, self.sum_sq + other.sum_sq, m2)
+
+    @classmethod
+    def from_values(cls, x: np.ndarray, weights: np.ndarray | None = None) -> MeanStats:
+        """Statistics of the non-NaN values of ``x``; with ``weights`` (bootstrap), each unit counts w times."""
+        x = np.asarray(x, dtype=np.float64)
+        ok = ~np.isnan(x)
+        w = np.ones(int(ok.sum())) if weights is None else np.asarray(weights, dtype=np.float64)[ok]
+        xs = x[ok]
+        n, total = float(w.sum()), float(np.dot(w, xs))
+        m2 = float(np.dot(w, (xs - total / n) ** 2)) if n else 0.0
+        return cls(n, total, float(np.dot(w, xs * xs)), m2)
+
+    @classmethod
+    def from_moments(cls, n: float, mean: float, m2: float) -> MeanStats:
+        """From a count, a mean and the sum of squared deviations (e.g. :class:`kernels.moments.Moments`)."""
+        return cls(n, n * mean, m2 + n * mean * mean, m2)
+
+
+@dataclass(frozen=True)
+class RatioStats:
+    """Per-unit numerator x and denominator y of a ratio of sums R = Σx / Σy.
+
+    ``var_ratio`` is the delta-method variance of R (Deng, Knoblich & Lu, KDD 2018),
+    with sample (n − 1) variances and covariance of the per-unit x and y::
+
+        Var(R) ≈ (σ²_x − 2 R σ_xy + R² σ²_y) / (n μ_y²)
+
+    (the same as (1/n)[σ²_x/μ_y² − 2 μ_x σ_xy/μ_y³ + μ_x² σ²_y/μ_y⁴]).  NaN when
+    n < 2 or Σy = 0.
+
+    >>> s = RatioStats.from_values(np.array([1.0, 0.0, 2.0, 1.0, 0.0, 1.0]),
+    ...                            np.array([10.0, 5.0, 8.0, 12.0, 3.0, 7.0]))
+    >>> round(s.ratio, 10), round(s.var_ratio, 13)       # REFERENCES.md: 0.1111111111, 1.0827617741e-03
+    (0.1111111111, 0.0010827617741)
+    """
+
+    n: float
+    sum_x: float
+    sum_y: float
+    sum_xx: float
+    sum_yy: float
+    sum_xy: float
+
+    @property
+    def ratio(self) -> float:
+        return _div(self.sum_x, self.sum_y)
+
+    @property
+    def var_x(self) -> float:
+        return max(self.sum_xx - self.sum_x ** 2 / self.n, 0.0) / (self.n - 1.0) if self.n >= 2 else math.nan
+
+    @property
+    def var_y(self) -> float:
+        return max(self.sum_yy - self.sum_y ** 2 / self.n, 0.0) / (self.n - 1.0) if self.n >= 2 else math.nan
+
+    @property
+    def cov_xy(self) -> float:
+        return (self.sum_xy - self.sum_x * self.sum_y / self.n) / (self.n - 1.0) if self.n >= 2 else math.nan
+
+    @property
+    def var_ratio(self) -> float:
+        if self.n < 2 or not self.sum_y:
+            return math.nan
+        r = self.sum_x / self.sum_y
+        mu_y = self.sum_y / self.n
+        # Σ(x − R y)² / (n − 1) expanded; identical to σ²_x − 2Rσ_xy + R²σ²_y with n − 1 variances
+        resid = self.sum_xx - 2.0 * r * self.sum_xy + r * r * self.sum_yy  # Σ(x − R y)², as Σ(x − Ry) = 0
+        return max(resid, 0.0) / (self.n - 1.0) / (self.n * mu_y * mu_y)
+
+    def merge(self, other: RatioStats) -> RatioStats:
+        return RatioStats(self.n + other.n, self.sum_x + other.sum_x, self.sum_y + other.sum_y,
+                          self.sum_xx + other.sum_xx, self.sum_yy + other.sum_yy, self.sum_xy + other.sum_xy)
+
+    @classmethod
+    def from_values(cls, x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> RatioStats:
+        """Statistics of per-unit (x, y); with ``weights`` (bootstrap), each unit counts w times."""
+        x = np.asarray(x, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        w = np.ones(len(x)) if weights is None else np.asarray(weights, dtype=np.float64)
+        return cls(float(w.sum()), float(np.dot(w, x)), float(np.dot(w, y)), float(np.dot(w, x * x)),
+                   float(np.dot(w, y * y)), float(np.dot(w, x * y)))
+
+
+# --------------------------------------------------------------------------- one estimate, its interval
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One estimate with its standard error and two-sided interval; ``method`` in t, delta, bootstrap, none."""
+
+    value: float | None
+    se: float | None
+    ci_low: float | None
+    ci_high: float | None
+    method: str
+
+    @classmethod
+    def none(cls, value: float | None = None) -> Interval:
+        """No interval defined (a count, or too few units): se and bounds null, method "none"."""
+        return cls(_finite(value), None, None, None, NONE)
+
+
+def _finite(v: float | None) -> float | None:
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+def t_interval(s: MeanStats, confidence: float = 0.95) -> Interval:
+    """Mean ± t_{(1+c)/2, n−1} · sd / sqrt(n).
+
+    Edge cases: n = 0 -> value null, method "none"; n = 1 -> the value, no
+    interval (method "none"); a zero variance gives se 0 and a zero-width interval.
+
+    >>> t_interval(MeanStats.from_values(np.array([5.0])))
+    Interval(value=5.0, se=None, ci_low=None, ci_high=None, method='none')
+    """
+    if s.n < 2:
+        return Interval.none(s.mean if s.n else None)
+    se = s.se
+    half = _tq(confidence, s.n - 1.0) * se
+    return Interval(s.mean, se, s.mean - half, s.mean + half, "t")
+
+
+def delta_interval(s: RatioStats, confidence: float = 0.95) -> Interval:
+    """R ± z_{(1+c)/2} · sqrt(Var_delta(R)) for a ratio of per-unit sums.
+
+    Edge cases: Σy = 0 -> value null, "none"; n < 2 -> the value, no interval ("none").
+    """
+    if not s.sum_y or s.n < 1:
+        return Interval.none(None)
+    if s.n < 2:
+        return Interval.none(s.ratio)
+    se = math.sqrt(s.var_ratio)
+    half = _z(confidence) * se
+    return Interval(s.ratio, se, s.ratio - half, s.ratio + half, "delta")
+
+
+def bootstrap_interval(value: float, replicates: np.ndarray, confidence: float = 0.95) -> Interval:
+    """value ± z_{(1+c)/2} · sd(replicates) (sd with n − 1; NaN replicates are dropped).
+
+    The normal interval around the full-sample estimate: with few replicates
+    (tens to a couple of hundred) percentile bounds are too noisy to publish.
+    Fewer than two finite replicates, or a non-finite value -> method "none".
+
+    >>> bootstrap_interval(0.5, np.array([0.4, 0.5, 0.6])).se     # sd of 0.4, 0.5, 0.6
+    0.09999999999999998
+    """
+    r = np.asarray(replicates, dtype=np.float64)
+    r = r[np.isfinite(r)]
+    if value is None or not math.isfinite(value) or len(r) < 2:
+        return Interval.none(value)
+    se = float(np.std(r, ddof=1))
+    half = _z(confidence) * se
+    return Interval(float(value), se, value - half, value + half, "bootstrap")
+
+
+# --------------------------------------------------------------------------- treatment vs control
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Treatment vs control: absolute difference, relative lift (Δ / control), both with intervals; p for Δ."""
+
+    delta: float
+    se: float
+    ci_low: float
+    ci_high: float
+    rel_delta: float
+    rel_ci_low: float
+    rel_ci_high: float
+    p_value: float
+    df: float | None
+    method: str
+    rel_se: float = math.nan
+    rel_p_value: float = math.nan
+
+
+def _compare(mc: float, vc: float, mt: float, vt: float, q: float, p_of, df: float | None,
+             method: str) -> Comparison:
+    """Δ = mt − mc with Var = vc + vt (variances of the two estimates); lift Δ/mc with the gbstats variance
+    Var(Δ/mc) ≈ vt/mc² + vc·mt²/mc⁴."""
+    delta = mt - mc
+    se = math.sqrt(vc + vt) if vc + vt >= 0 else math.nan
+    rel = _div(delta, mc)
+    rel_se = math.sqrt(vt / mc ** 2 + vc * mt ** 2 / mc ** 4) if mc else math.nan
+    stat = _div(delta, se) if se else (math.nan if delta == 0 else math.copysign(math.inf, delta))
+    rel_stat = _div(rel, rel_se) if rel_se else math.nan
+    return Comparison(delta, se, delta - q * se, delta + q * se, rel, rel - q * rel_se, rel + q * rel_se,
+                      p_of(stat), df, method, rel_se, p_of(rel_stat))
+
+
+def welch(control: MeanStats, treatment: MeanStats, confidence: float = 0.95) -> Comparison:
+    """Welch's t for a difference of per-unit means, Satterthwaite degrees of freedom.
+
+    Δ = x̄_t − x̄_c, se² = s²_c/n_c + s²_t/n_t,
+    df = se⁴ / ((s²_c/n_c)²/(n_c − 1) + (s²_t/n_t)²/(n_t − 1)); the same t and p
+    as ``scipy.stats.ttest_ind(control, treatment, equal_var=False)`` (sign
+    reversed: Δ is treatment − control).  Relative lift Δ / x̄_c by the delta method
+    (GrowthBook), with the same df.  NaN throughout when either arm has n < 2.
+    """
+    vc, vt = _div(control.var, control.n), _div(treatment.var, treatment.n)
+    df = _satterthwaite(vc, control.n, vt, treatment.n)
+    q = _tq(confidence, df) if math.isfinite(df) or df == math.inf else math.nan
+    return _compare(control.mean, vc, treatment.mean, vt, q, lambda s: _p_t(s, df), df, "welch")
+
+
+def _satterthwaite(vc: float, nc: float, vt: float, nt: float) -> float:
+    if nc < 2 or nt < 2 or math.isnan(vc) or math.isnan(vt):
+        return math.nan
+    den = vc ** 2 / (nc - 1.0) + vt ** 2 / (nt - 1.0)
+    return (vc + vt) ** 2 / den if den else math.inf
+
+
+def ratio_difference(control: RatioStats, treatment: RatioStats, confidence: float = 0.95,
+                     quantile: str = "normal") -> Comparison:
+    """Difference of two ratios of sums (e.g. CTR), each with its delta-method variance.
+
+    Δ = R_t − R_c, se² = Var(R_c) + Var(R_t); normal quantile and p by default
+    (``quantile="normal"``, the user count of a daily experiment makes t and z
+    agree); ``quantile="welch"`` uses Student t with Satterthwaite df on the two
+    variances, which is what GrowthBook's gbstats reports (REFERENCES.md golden values).
+    """
+    vc, vt = control.var_ratio, treatment.var_ratio
+    if quantile == "normal":
+        df, q, p_of = None, _z(confidence), _p_z
+    elif quantile == "welch":
+        df = _satterthwaite(vc, control.n, vt, treatment.n)
+        q, p_of = _tq(confidence, df), (lambda s: _p_t(s, df))
+    else:
+        raise ValueError(f"quantile must be 'normal' or 'welch', got {quantile!r}")
+    return _compare(control.ratio, vc, treatment.ratio, vt, q, p_of, df, "delta")
+
+
+def paired_t(diff: MeanStats, control: MeanStats, confidence: float = 0.95) -> Comparison:
+    """Paired t on per-unit differences d = b − a (``scipy.stats.ttest_rel(b, a)``), n − 1 df.
+
+    Δ = d̄, se = sd(d)/sqrt(n).  The relative lift Δ / ā treats the control mean
+    ā as fixed (its covariance with d̄ is not in these statistics), so the
+    relative interval is the absolute one divided by ā.
+    """
+    df = diff.n - 1.0 if diff.n >= 2 else math.nan
+    se = diff.se
+    q = _tq(confidence, df) if diff.n >= 2 else math.nan
+    delta = diff.mean
+    stat = _div(delta, se) if se else (math.nan if delta == 0 or math.isnan(delta) else math.copysign(math.inf, delta))
+    p = _p_t(stat, df) if diff.n >= 2 else math.nan
+    mc = control.mean
+    rel, rel_se = _div(delta, mc), _div(se, abs(mc)) if mc else math.nan
+    return Comparison(delta, se, delta - q * se, delta + q * se, rel, rel - q * rel_se, rel + q * rel_se,
+                      p, df, "paired_t", rel_se, p)
+
+
+# --------------------------------------------------------------------------- multiple testing
+
+
+def adjust_p(p_values: Sequence[float], method: str) -> np.ndarray:
+    """Adjusted p-values: ``holm`` (Holm–Bonferroni, step-down), ``bh`` (Benjamini–Hochberg) or ``none``.
+
+    NaN p-values stay NaN and do not count in the family size.  Holm: sort
+    ascending, p̃_(i) = max_{j≤i} min(1, (m − j + 1) p_(j)); BH: p̃_(i) =
+    min_{j≥i} min(1, m p_(j) / j).  Same as ``statsmodels ... multipletests``.
+
+    >>> adjust_p([0.01, 0.04, np.nan, 0.03], "holm").round(4).tolist()   # 3·0.01, max(.03, 2·.03), 1·.04 -> .06
+    [0.03, 0.06, nan, 0.06]
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    ok = ~np.isnan(p)
+    q = p[ok]
+    m = len(q)
+    if method == "none" or m == 0:
+        out[ok] = q
+        if method not in ("none", "holm", "bh"):
+            raise ValueError(f"method must be 'holm', 'bh' or 'none', got {method!r}")
+        return out
+    order = np.argsort(q, kind="mergesort")
+    sorted_p = q[order]
+    rank = np.arange(1, m + 1, dtype=np.float64)
+    if method == "holm":
+        adj = np.maximum.accumulate(np.minimum(1.0, (m - rank + 1.0) * sorted_p))
+    elif method == "bh":
+        adj = np.minimum.accumulate(np.minimum(1.0, m * sorted_p / rank)[::-1])[::-1]
+    else:
+        raise ValueError(f"method must be 'holm', 'bh' or 'none', got {method!r}")
+    res = np.empty(m)
+    res[order] = adj
+    out[ok] = res
+    return out
+
+
+# --------------------------------------------------------------------------- unit-keyed Poisson bootstrap
+
+_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+_POISSON_MAX = 20  # P(Poisson(1) > 20) ≈ 1.6e-20: the table ends there
+_POISSON_CDF = np.cumsum([math.exp(-1.0) / math.factorial(k) for k in range(_POISSON_MAX + 1)])
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser (Steele, Lea & Flood 2014) on uint64, element-wise (wrapping arithmetic).
+
+    >>> hex(int(splitmix64(np.array([0], dtype=np.uint64))[0]))   # of the state 0 + golden gamma
+    '0xe220a8397b1dcdaf'
+    """
+    with np.errstate(over="ignore"):
+        z = np.asarray(x, dtype=np.uint64) + _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def hash_units(unit_ids: np.ndarray) -> np.ndarray:
+    """64-bit hash of each unit id: FNV-1a over its Unicode code points (32-bit words), then splitmix64.
+
+    Vectorised over units (one numpy pass per character position, no Python
+    call per id); depends only on the id string, so it is the same on every
+    executor, in every batch, in every run.  Integer ids are hashed as their
+    decimal strings.
+    """
+    ids = np.asarray(unit_ids)
+    if ids.dtype.kind != "U":
+        ids = ids.astype(str)
+    n = len(ids)
+    width = max(ids.dtype.itemsize // 4, 1)
+    codes = np.ascontiguousarray(ids).view(np.uint32).reshape(n, -1) if n and ids.dtype.itemsize else \
+        np.zeros((n, width), dtype=np.uint32)
+    h = np.full(n, _FNV_OFFSET, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(codes.shape[1]):
+            c = codes[:, j].astype(np.uint64)
+            live = c != 0  # numpy pads shorter strings with NUL code points: they are not part of the id
+            h = np.where(live, (h ^ c) * _FNV_PRIME, h)
+        lengths = np.char.str_len(ids).astype(np.uint64)
+        return splitmix64(h ^ splitmix64(lengths))
+
+
+def poisson_weights(unit_ids: np.ndarray, replicates: int, seed: int) -> np.ndarray:
+    """Bootstrap weights (n_units, replicates), each Poisson(1), a pure function of (unit id, replicate, seed).
+
+    u = top 53 bits of splitmix64(splitmix64(hash(unit) ⊕ splitmix64(seed)) + (r + 1)·γ) / 2⁵³,
+    γ = 0x9E3779B97F4A7C15; w = the Poisson(1) inverse CDF at u (table up to 20).
+    No generator state: the same unit gets the same weight whatever the
+    partitioning, batch order or slice it is seen in (Chamandy et al. 2012;
+    meterstick's ``PoissonBootstrap``).  Returned as uint8.
+
+    >>> w = poisson_weights(np.array(["u1", "u2"]), 4, seed=7)
+    >>> w.shape, bool((w == poisson_weights(np.array(["u2", "u1"]), 4, seed=7)[::-1]).all())
+    ((2, 4), True)
+    """
+    if replicates < 0:
+        raise ValueError(f"replicates must be >= 0, got {replicates}")
+    with np.errstate(over="ignore"):
+        seed_key = splitmix64(np.array([np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF)], dtype=np.uint64))
+        key = splitmix64(hash_units(unit_ids) ^ seed_key)
+        steps = (np.arange(1, replicates + 1, dtype=np.uint64) * _GOLDEN)
+        bits = splitmix64(key[:, None] + steps[None, :])
+    u = (bits >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+    return np.searchsorted(_POISSON_CDF, u, side="right").astype(np.uint8)

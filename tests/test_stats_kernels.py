@@ -1,0 +1,290 @@
+"""The statistics kernels against REFERENCES.md golden values, scipy/statsmodels oracles and hand arithmetic."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats as st
+from statsmodels.stats.multitest import multipletests
+
+from recsys_spark.kernels.stats import (
+    Interval,
+    MeanStats,
+    RatioStats,
+    adjust_p,
+    bootstrap_interval,
+    delta_interval,
+    hash_units,
+    paired_t,
+    poisson_weights,
+    ratio_difference,
+    t_interval,
+    welch,
+)
+
+# REFERENCES.md, "Statistics for decisions": delta method CTR example
+C_IMPR, C_CLICKS = [10, 5, 8, 12, 3, 7], [1, 0, 2, 1, 0, 1]
+T_IMPR, T_CLICKS = [9, 6, 11, 4, 10, 8], [2, 1, 2, 0, 3, 1]
+
+
+def test_kernels_stats_does_not_import_pyspark_or_scipy_at_import():
+    code = ("import sys; import recsys_spark.kernels.stats; "
+            "sys.exit(1 if 'pyspark' in sys.modules or 'scipy' in sys.modules else 0)")
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+# --------------------------------------------------------------------------- MeanStats / t
+
+
+def test_mean_stats_hand_values_and_merge():
+    # x = 1, 2, 3, 6: n 4, sum 12, sum_sq 1 + 4 + 9 + 36 = 50; mean 3; var (50 - 144/4) / 3 = 14/3
+    whole = MeanStats.from_values(np.array([1.0, 2.0, 3.0, 6.0]))
+    assert (whole.n, whole.sum, whole.sum_sq, whole.m2) == (4.0, 12.0, 50.0, 14.0)   # m2 = 4 + 1 + 0 + 9
+    assert whole.mean == 3.0 and whole.var == pytest.approx(14 / 3)
+    merged = MeanStats.from_values(np.array([6.0, np.nan])).merge(MeanStats.from_values(np.array([1.0, 2.0, 3.0])))
+    assert merged == whole  # NaN is missing, merge adds (and combines m2 by Chan et al.)
+    assert MeanStats(4, 12, 50).var == whole.var == MeanStats.from_moments(4, 3.0, 14.0).var
+
+
+def test_t_interval_matches_scipy():
+    x = np.array([0.2, 0.5, 0.1, 0.9, 0.4, 0.7, 0.3])
+    got = t_interval(MeanStats.from_values(x), confidence=0.9)
+    low, high = st.t.interval(0.9, len(x) - 1, loc=x.mean(), scale=st.sem(x))
+    assert got.method == "t"
+    assert got.value == pytest.approx(x.mean(), abs=1e-15)
+    assert got.se == pytest.approx(st.sem(x), rel=1e-12)
+    assert (got.ci_low, got.ci_high) == (pytest.approx(low, rel=1e-12), pytest.approx(high, rel=1e-12))
+
+
+def test_t_interval_hand_value():
+    # x = 1, 2, 3: mean 2, sd 1, se 1/sqrt(3); t(0.975, 2) = 4.302652729749464
+    got = t_interval(MeanStats(3, 6, 14))
+    assert got.se == pytest.approx(1 / math.sqrt(3))
+    assert got.ci_high == pytest.approx(2 + 4.302652729749464 / math.sqrt(3))
+
+
+@pytest.mark.parametrize("stats, value", [(MeanStats(0, 0, 0), None), (MeanStats(1, 5, 25), 5.0)])
+def test_t_interval_below_two_units_has_no_interval(stats, value):
+    assert t_interval(stats) == Interval(value, None, None, None, "none")
+
+
+def test_t_interval_of_a_constant_has_zero_width():
+    got = t_interval(MeanStats.from_values(np.array([0.3, 0.3, 0.3])))
+    assert got.se == pytest.approx(0.0, abs=1e-9) and got.ci_low == pytest.approx(0.3)
+
+
+def test_confidence_outside_the_unit_interval_is_refused():
+    with pytest.raises(ValueError, match="confidence"):
+        t_interval(MeanStats(3, 6, 14), confidence=95)
+
+
+# --------------------------------------------------------------------------- RatioStats / delta
+
+
+def test_delta_method_golden_variances():
+    c = RatioStats.from_values(np.array(C_CLICKS, float), np.array(C_IMPR, float))
+    t = RatioStats.from_values(np.array(T_CLICKS, float), np.array(T_IMPR, float))
+    assert c.ratio == pytest.approx(0.1111111111, abs=1e-10) and c.var_ratio == pytest.approx(1.0827617741e-03,
+                                                                                                 rel=1e-9)
+    assert t.ratio == pytest.approx(0.1875) and t.var_ratio == pytest.approx(1.1433919271e-03, rel=1e-9)
+
+
+def test_delta_variance_equals_the_textbook_form():
+    rng = np.random.default_rng(3)
+    y = rng.integers(1, 30, 200).astype(float)
+    x = rng.binomial(y.astype(int), rng.beta(2, 20, 200)).astype(float)
+    s = RatioStats.from_values(x, y)
+    n, mx, my = len(x), x.mean(), y.mean()
+    vx, vy, cxy = x.var(ddof=1), y.var(ddof=1), np.cov(x, y, ddof=1)[0, 1]
+    textbook = (vx / my ** 2 - 2 * mx * cxy / my ** 3 + mx ** 2 * vy / my ** 4) / n
+    assert s.var_ratio == pytest.approx(textbook, rel=1e-10)
+    # and the residual form: sd of x - R y over n, divided by mean y
+    r = x.sum() / y.sum()
+    assert math.sqrt(s.var_ratio) == pytest.approx(np.std(x - r * y, ddof=1) / math.sqrt(n) / my, rel=1e-10)
+
+
+def test_delta_interval_uses_the_normal_quantile():
+    s = RatioStats.from_values(np.array(C_CLICKS, float), np.array(C_IMPR, float))
+    got = delta_interval(s, confidence=0.95)
+    se = math.sqrt(1.0827617741197989e-03)
+    assert got.method == "delta" and got.se == pytest.approx(se)
+    assert got.ci_low == pytest.approx(1 / 9 - 1.959963984540054 * se)
+    assert got.ci_high == pytest.approx(1 / 9 + 1.959963984540054 * se)
+
+
+def test_ratio_stats_merge_is_addition():
+    a = RatioStats.from_values(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    b = RatioStats.from_values(np.array([5.0]), np.array([6.0]))
+    # sums: x 8, y 13, xx 1+4+25=30, yy 9+16+36=61, xy 3+8+30=41
+    assert a.merge(b) == RatioStats(3, 8, 13, 30, 61, 41)
+
+
+def test_delta_interval_edge_cases():
+    assert delta_interval(RatioStats(3, 0, 0, 0, 0, 0)) == Interval(None, None, None, None, "none")  # 0 / 0
+    assert delta_interval(RatioStats(1, 1, 4, 1, 16, 4)) == Interval(0.25, None, None, None, "none")  # one unit
+
+
+def test_delta_se_follows_units_not_rows():
+    """Splitting a user's impressions into rows that pretend to be users shrinks the SE; the user-level one does not
+    change when a user's exposures are duplicated inside that user (both sums double, the ratio stays)."""
+    y = np.array([10.0, 5, 8, 12, 3, 7])
+    x = np.array([1.0, 0, 2, 1, 0, 1])
+    by_user = delta_interval(RatioStats.from_values(x, y))
+    # every user shows each exposure twice: per-user x and y double -> R same, SE same (scale-free in y)
+    doubled = delta_interval(RatioStats.from_values(2 * x, 2 * y))
+    assert doubled.value == pytest.approx(by_user.value) and doubled.se == pytest.approx(by_user.se)
+    # treating each impression as its own unit (x in {0,1}, y = 1) gives a different, smaller SE
+    clicks = np.concatenate([np.r_[np.ones(int(c)), np.zeros(int(i - c))] for c, i in zip(x, y)])
+    per_impression = delta_interval(RatioStats.from_values(clicks, np.ones_like(clicks)))
+    assert per_impression.value == pytest.approx(by_user.value)
+    assert per_impression.se != pytest.approx(by_user.se, rel=0.01)
+
+
+# --------------------------------------------------------------------------- bootstrap interval
+
+
+def test_bootstrap_interval_is_value_plus_minus_z_sd():
+    got = bootstrap_interval(1.0, np.array([0.8, 1.0, 1.2, np.nan]))
+    # sd(0.8, 1.0, 1.2) = 0.2
+    assert got.method == "bootstrap" and got.se == pytest.approx(0.2)
+    assert got.ci_low == pytest.approx(1.0 - 1.959963984540054 * 0.2)
+    assert bootstrap_interval(1.0, np.array([0.9])).method == "none"
+    assert bootstrap_interval(float("nan"), np.array([0.9, 1.0])) == Interval(None, None, None, None, "none")
+
+
+# --------------------------------------------------------------------------- comparisons
+
+
+def test_ratio_difference_reproduces_gbstats():
+    c = RatioStats.from_values(np.array(C_CLICKS, float), np.array(C_IMPR, float))
+    t = RatioStats.from_values(np.array(T_CLICKS, float), np.array(T_IMPR, float))
+    got = ratio_difference(c, t, quantile="welch")
+    assert got.method == "delta"
+    assert got.delta == pytest.approx(0.0763888889, abs=1e-10)
+    assert (got.ci_low, got.ci_high) == (pytest.approx(-0.0287500265, abs=1e-10),
+                                         pytest.approx(0.1815278043, abs=1e-10))
+    assert got.p_value == pytest.approx(0.1365346068, abs=1e-10)
+    assert got.rel_delta == pytest.approx(0.6875)
+    assert (got.rel_ci_low, got.rel_ci_high) == (pytest.approx(-0.6163584281, abs=1e-10),
+                                                 pytest.approx(1.9913584281, abs=1e-10))
+    assert got.rel_p_value == pytest.approx(0.2672436038, abs=1e-10)
+
+
+def test_ratio_difference_normal_by_default():
+    c = RatioStats.from_values(np.array(C_CLICKS, float), np.array(C_IMPR, float))
+    t = RatioStats.from_values(np.array(T_CLICKS, float), np.array(T_IMPR, float))
+    got = ratio_difference(c, t)
+    se = math.sqrt(1.0827617741197989e-03 + 1.1433919270833332e-03)
+    assert got.df is None and got.se == pytest.approx(se)
+    assert got.ci_high == pytest.approx(0.0763888889 + 1.959963984540054 * se)
+    assert got.p_value == pytest.approx(2 * st.norm.sf(0.0763888889 / se))
+
+
+def test_welch_matches_scipy():
+    rng = np.random.default_rng(11)
+    a, b = rng.normal(1.0, 1.0, 40), rng.normal(1.4, 2.0, 25)
+    got = welch(MeanStats.from_values(a), MeanStats.from_values(b), confidence=0.9)
+    ref = st.ttest_ind(b, a, equal_var=False)
+    assert got.method == "welch"
+    assert got.delta == pytest.approx(b.mean() - a.mean())
+    assert got.p_value == pytest.approx(ref.pvalue, rel=1e-10)
+    assert got.df == pytest.approx(ref.df, rel=1e-10)
+    low, high = ref.confidence_interval(0.9)
+    assert (got.ci_low, got.ci_high) == (pytest.approx(low, rel=1e-10), pytest.approx(high, rel=1e-10))
+    # relative lift: gbstats formula, hand-written
+    vc, vt = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    rel_se = math.sqrt(vt / a.mean() ** 2 + vc * b.mean() ** 2 / a.mean() ** 4)
+    assert got.rel_delta == pytest.approx(b.mean() / a.mean() - 1)
+    assert got.rel_ci_high == pytest.approx(got.rel_delta + st.t.ppf(0.95, ref.df) * rel_se)
+
+
+def test_welch_below_two_units_is_nan():
+    got = welch(MeanStats(1, 1, 1), MeanStats.from_values(np.array([1.0, 2.0])))
+    assert math.isnan(got.p_value) and math.isnan(got.ci_low)
+
+
+def test_paired_t_matches_scipy():
+    rng = np.random.default_rng(5)
+    a = rng.normal(2.0, 1.0, 30)
+    b = a + rng.normal(0.3, 0.5, 30)
+    got = paired_t(MeanStats.from_values(b - a), MeanStats.from_values(a))
+    ref = st.ttest_rel(b, a)
+    assert got.method == "paired_t" and got.df == 29
+    assert got.p_value == pytest.approx(ref.pvalue, rel=1e-10)
+    low, high = ref.confidence_interval(0.95)
+    assert (got.ci_low, got.ci_high) == (pytest.approx(low, rel=1e-10), pytest.approx(high, rel=1e-10))
+    assert got.rel_delta == pytest.approx((b - a).mean() / a.mean())
+    assert got.rel_ci_high == pytest.approx(high / a.mean())
+
+
+# --------------------------------------------------------------------------- multiple testing
+
+
+@pytest.mark.parametrize("ours, theirs", [("holm", "holm"), ("bh", "fdr_bh")])
+def test_adjust_p_matches_statsmodels(ours, theirs):
+    p = np.array([0.001, 0.2, 0.03, 0.04, 0.5, 0.012, 0.04])
+    assert adjust_p(p, ours) == pytest.approx(multipletests(p, method=theirs)[1], rel=1e-12)
+
+
+def test_adjust_p_hand_values_and_nan():
+    # Holm over 0.01, 0.04, 0.03 (m = 3): 3*0.01 = 0.03, max(0.03, 2*0.03) = 0.06, max(0.06, 1*0.04) = 0.06
+    assert adjust_p([0.01, 0.04, np.nan, 0.03], "holm") == pytest.approx([0.03, 0.06, np.nan, 0.06], nan_ok=True)
+    # BH: 0.01*3/1 = 0.03, 0.03*3/2 = 0.045, 0.04*3/3 = 0.04 -> min from the top: 0.03, 0.04, 0.04
+    assert adjust_p([0.01, 0.04, np.nan, 0.03], "bh") == pytest.approx([0.03, 0.04, np.nan, 0.04], nan_ok=True)
+    assert adjust_p([0.01, np.nan], "none") == pytest.approx([0.01, np.nan], nan_ok=True)
+    assert adjust_p([], "holm").shape == (0,)
+    with pytest.raises(ValueError, match="holm"):
+        adjust_p([0.1], "bonferroni")
+
+
+# --------------------------------------------------------------------------- Poisson weights
+
+_IDS = np.array([f"user_{i}" for i in range(20_000)], dtype=object)
+
+
+def test_poisson_weights_have_mean_one_and_variance_one():
+    w = poisson_weights(_IDS, 50, seed=42).astype(float)  # 1e6 draws: sd of the mean 1e-3
+    assert w.shape == (20_000, 50)
+    assert w.mean() == pytest.approx(1.0, abs=5e-3)
+    assert w.var() == pytest.approx(1.0, abs=1e-2)
+    # the distribution, not just two moments: P(0) = P(1) = e^-1, P(2) = e^-1 / 2
+    for k, p in [(0, math.exp(-1)), (1, math.exp(-1)), (2, math.exp(-1) / 2), (3, math.exp(-1) / 6)]:
+        assert (w == k).mean() == pytest.approx(p, abs=3e-3)
+
+
+def test_poisson_weights_are_a_function_of_unit_replicate_and_seed():
+    w = poisson_weights(_IDS, 20, seed=1)
+    assert (w == poisson_weights(_IDS, 20, seed=1)).all()  # same call, same weights
+    # any split into batches, any order, other dtypes of the same strings
+    order = np.random.default_rng(0).permutation(len(_IDS))
+    parts = [poisson_weights(_IDS[order][a:b], 20, seed=1) for a, b in [(0, 1), (1, 7000), (7000, 20_000)]]
+    assert (np.concatenate(parts) == w[order]).all()
+    assert (poisson_weights(_IDS.astype(str), 20, seed=1) == w).all()
+    # fewer replicates are a prefix of more
+    assert (poisson_weights(_IDS, 5, seed=1) == w[:, :5]).all()
+
+
+def test_poisson_weights_differ_across_seeds_replicates_and_units():
+    a, b = poisson_weights(_IDS, 10, seed=1), poisson_weights(_IDS, 10, seed=2)
+    assert (a != b).mean() > 0.5  # two independent Poisson(1): P(equal) = sum p_k^2 ~ 0.31
+    assert np.corrcoef(a[:, 0], b[:, 0])[0, 1] == pytest.approx(0.0, abs=0.03)
+    assert np.corrcoef(a[:, 0], a[:, 1])[0, 1] == pytest.approx(0.0, abs=0.03)
+
+
+def test_hash_units_depends_on_the_whole_string():
+    h = hash_units(np.array(["a", "ab", "ba", "b", "", "é", "user_1", "user_10"]))
+    assert len(set(h.tolist())) == 8
+    assert hash_units(np.array(["ab", "x" * 40]))[0] == hash_units(np.array(["ab"]))[0]  # padding is not content
+
+
+def test_bootstrap_se_of_a_mean_is_close_to_the_t_se():
+    rng = np.random.default_rng(9)
+    x = rng.exponential(1.0, 20_000)
+    w = poisson_weights(_IDS, 200, seed=3).astype(float)
+    reps = (w * x[:, None]).sum(0) / w.sum(0)
+    got = bootstrap_interval(x.mean(), reps)
+    assert got.se == pytest.approx(x.std(ddof=1) / math.sqrt(len(x)), rel=0.15)  # sd of a 200-rep SE ~ 5%
