@@ -37,7 +37,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 #: metrics of a single target, by name: function of (rank array, k, catalog size) -> values
 _METRIC_NAMES = ("recall", "precision", "ndcg", "map", "hit_rate")
@@ -79,34 +79,60 @@ def rank_distribution(n: int, m: int, ranks: np.ndarray, replace: bool = False) 
     >>> A[0, :4].round(4).tolist()              # REFERENCES.md golden values
     [0.134, 0.3182, 0.3138, 0.1682]
     """
-    r = np.asarray(ranks, dtype=np.int64)[:, None]
-    j = np.arange(m + 1)[None, :]
+    r = np.asarray(ranks, dtype=np.float64)[:, None]
+    j = np.arange(m + 1, dtype=np.float64)[None, :]
+    good = r - 1.0  # items the model ranks above the target: the draws that push it down
     if replace:
-        return stats.binom.pmf(j, m, (r - 1) / (n - 1.0))
-    return stats.hypergeom.pmf(j, n - 1, r - 1, m)
+        return stats.binom.pmf(j, m, good / (n - 1.0))
+    # log C(good, j) + log C(n - 1 - good, m - j) - log C(n - 1, m), by log-gamma (scipy's hypergeom.pmf
+    # is elementwise and ~100x slower); impossible j (j > good or m - j > n - 1 - good) get 0
+    bad = n - 1.0 - good
+    ok = (j <= good) & (m - j <= bad)
+    with np.errstate(invalid="ignore"):
+        logp = (_log_choose(good, j) + _log_choose(bad, m - j) - _log_choose(np.float64(n - 1), np.float64(m)))
+    return np.where(ok, np.exp(np.where(ok, logp, 0.0)), 0.0)
 
 
-def correction_table(name: str, n: int, m: int, k: int | None = None, gamma: float = 0.01,
-                     replace: bool = False, chunk: int = 20_000) -> np.ndarray:
-    """M^(j), j = 1..m+1: the Krichene-Rendle bias-variance estimator of metric ``name``.
+def _log_choose(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return special.gammaln(a + 1) - special.gammaln(b + 1) - special.gammaln(np.maximum(a - b, 0) + 1)
 
-    Works in chunks of ranks (memory O(chunk * m)), time O(n m).  ``gamma`` in (0, 1].
+
+def correction_tables(metrics: Sequence[tuple[str, int | None]], n: int, m: int, gamma: float = 0.01,
+                      replace: bool = False, chunk: int = 20_000) -> list[np.ndarray]:
+    """M^(j), j = 1..m+1, of each (metric, k): the Krichene-Rendle bias-variance estimator.
+
+    One pass over the ranks in chunks (memory O(chunk * m), time O(n m)) builds
+    A'A, c and A'M for every metric at once.  ``gamma`` in (0, 1].
     """
     if not 0 < gamma <= 1:
         raise ValueError(f"gamma must be in (0, 1], got {gamma}")
     if m < 1 or n < m + 1:
         raise ValueError(f"need 1 <= m < n, got m={m}, n={n}")
     ata = np.zeros((m + 1, m + 1))
-    atb = np.zeros(m + 1)
+    atb = np.zeros((m + 1, len(metrics)))
     col = np.zeros(m + 1)
     for lo in range(1, n + 1, chunk):
         ranks = np.arange(lo, min(lo + chunk, n + 1))
         a = rank_distribution(n, m, ranks, replace)
-        b = metric_at_rank(name, ranks, n, k)
+        b = np.column_stack([metric_at_rank(name, ranks, n, k) for name, k in metrics])
         ata += a.T @ a
         atb += a.T @ b
         col += a.sum(axis=0)
-    return np.linalg.solve((1.0 - gamma) * ata + gamma * np.diag(col), atb)
+    solved = np.linalg.solve((1.0 - gamma) * ata + gamma * np.diag(col), atb)
+    return [solved[:, i] for i in range(len(metrics))]
+
+
+def correction_table(name: str, n: int, m: int, k: int | None = None, gamma: float = 0.01,
+                     replace: bool = False) -> np.ndarray:
+    """M^(j), j = 1..m+1, of one metric (see :func:`correction_tables`).
+
+    gamma -> 0 gives the unregularised least squares, whose values oscillate:
+
+    >>> correction_table("ndcg", 100, 9, 10, 1e-9).round(1)[:4].tolist()
+    [0.9, -0.7, 0.4, -0.4]
+    """
+    return correction_tables([(name, k)], n, m, gamma, replace)[0]
 
 
 def expected_naive(name: str, n: int, m: int, rank: int, k: int | None = None, replace: bool = False) -> float:
@@ -204,12 +230,10 @@ def tables_for(n: int, ms: Sequence[int], ks: Sequence[int], gamma: float,
     for m in sorted(set(int(x) for x in ms)):
         if m < 1 or m >= n:
             continue
-        tables = {}
-        for name, k in metric_names(ks):
-            if name == "auc":
-                tables[column(name, k, "corrected")] = metric_at_rank("auc", np.arange(1, m + 2), m + 1)
-            else:
-                tables[column(name, k, "corrected")] = correction_table(name, n, m, k, gamma, replace)
+        fitted = [(name, k) for name, k in metric_names(ks) if name != "auc"]
+        tables = {column(name, k, "corrected"): t
+                  for (name, k), t in zip(fitted, correction_tables(fitted, n, m, gamma, replace))}
+        tables[column("auc", None, "corrected")] = metric_at_rank("auc", np.arange(1, m + 2), m + 1)
         out[m] = tables
     return out
 
@@ -225,7 +249,10 @@ def target_metrics(rank: np.ndarray, m: np.ndarray, ks: Sequence[int],
     out: dict[str, np.ndarray] = {}
     with np.errstate(divide="ignore", invalid="ignore"):
         for name, k in metric_names(ks):
-            naive = metric_at_rank(name, rank, 0, k) if name != "auc" else np.where(m > 0, (m + 1 - rank) / m, np.nan)
+            if name == "auc":
+                naive = np.where(m > 0, (m + 1 - rank) / m, np.nan)
+            else:  # a half rank (one tie) takes the mean of its two neighbours, as the corrected values do
+                naive = (metric_at_rank(name, np.floor(rank), 0, k) + metric_at_rank(name, np.ceil(rank), 0, k)) / 2
             out[column(name, k, "sampled")] = np.where(m > 0, naive, np.nan)
             corrected = np.full(len(rank), np.nan)
             for mm, tabs in tables.items():
@@ -235,3 +262,45 @@ def target_metrics(rank: np.ndarray, m: np.ndarray, ks: Sequence[int],
             out[column(name, k, "corrected")] = corrected
     return out
 
+
+
+def user_columns(ks: Sequence[int]) -> list[tuple[str, str]]:
+    """(name, Spark type) of :func:`score_sampled`'s per-user rows."""
+    cols = [("user_id", "string"), ("n_targets", "long"), ("n_negatives", "long"), ("sampled_rank", "double")]
+    for name, k in metric_names(ks):
+        cols += [(column(name, k, "sampled"), "double"), (column(name, k, "corrected"), "double")]
+    return cols
+
+
+def score_sampled(frame, ks: Sequence[int], tables: Mapping[int, Mapping[str, np.ndarray]]):
+    """One row per user: targets, negatives, mean sampled rank and the means over the user's
+    targets of every naive (``sampled_*``) and corrected (``corrected_*``) metric.
+
+    ``frame``: pandas rows ``user_id, score, is_target`` (all rows of each user
+    present).  A user without negatives has NaN metrics; without targets, no row.
+    """
+    import pandas as pd
+
+    names = [n for n, _ in user_columns(ks)]
+    code, users = pd.factorize(frame["user_id"])
+    rows, m, above, ties = sampled_ranks(code, frame["score"].to_numpy(dtype=np.float64),
+                                         frame["is_target"].to_numpy(dtype=bool))
+    if len(rows) == 0:
+        return pd.DataFrame({n: pd.Series(dtype={"string": object, "long": "int64", "double": "float64"}[t])
+                             for n, t in user_columns(ks)})
+    owner = code[rows]
+    uniq, idx = np.unique(owner, return_inverse=True)
+    count = np.bincount(idx).astype(np.float64)
+    rank = 1.0 + above + ties / 2.0
+    values = target_metrics(rank, m, ks, tables)
+
+    def mean(x: np.ndarray) -> np.ndarray:
+        ok = ~np.isnan(x)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.bincount(idx[ok], weights=x[ok], minlength=len(uniq)) / np.bincount(idx[ok], minlength=len(uniq))
+
+    out = {"user_id": np.asarray(users, dtype=object)[uniq], "n_targets": count.astype(np.int64),
+           "n_negatives": np.bincount(idx, weights=m).astype(np.int64) // count.astype(np.int64),
+           "sampled_rank": mean(rank)}
+    out.update({name: mean(v) for name, v in values.items()})
+    return pd.DataFrame(out, columns=names)
