@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="override one setting, VALUE in TOML (repeatable): --set metrics.k=[5,10]")
     ev.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's when submitted)")
     ev.add_argument("--verbose", action="store_true", help="full tracebacks and INFO logs")
+    from recsys_spark.offline.cli import add_parsers as add_offline_parsers
+
+    add_offline_parsers(commands)
     return parser
 
 
@@ -64,6 +67,10 @@ def run(argv: Sequence[str] | None = None) -> int:
     verbose = "--verbose" in (argv if argv is not None else sys.argv[1:])
     try:
         args = build_parser().parse_args(argv)
+        if args.command in ("offline", "offline-compare"):
+            from recsys_spark.offline.cli import main as offline_main
+
+            return offline_main(args)
         return _evaluate(args)
     except JobError as exc:
         if verbose:

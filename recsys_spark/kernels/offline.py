@@ -33,7 +33,7 @@ Definitions (docs/offline.md has them with the edge cases):
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd

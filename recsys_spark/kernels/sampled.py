@@ -34,7 +34,7 @@ integer ranks, the expectation under a random tie-break when one negative ties.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from scipy import special, stats
@@ -227,7 +227,7 @@ def tables_for(n: int, ms: Sequence[int], ks: Sequence[int], gamma: float,
     column is the naive one.
     """
     out: dict[int, dict[str, np.ndarray]] = {}
-    for m in sorted(set(int(x) for x in ms)):
+    for m in sorted({int(x) for x in ms}):
         if m < 1 or m >= n:
             continue
         fitted = [(name, k) for name, k in metric_names(ks) if name != "auc"]
