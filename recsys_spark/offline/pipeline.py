@@ -67,7 +67,7 @@ def read_inputs(spark: SparkSession, cfg: Config, run: str) -> dict[str, DataFra
             continue
         path = template.replace("{run}", run)
         raw = read_parquet(spark, path, f"offline.{key}")
-        df = conform(raw, columns, path)
+        df = conform(raw, columns, path, keep=(IS_TARGET,) if key == "sampled" else ())
         if key == "recommendations" and SCORE not in df.columns and RANK not in df.columns:
             raise SchemaError(f"offline.recommendations {path}: needs a 'score' or a 'rank' column")
         if key == "sampled":
@@ -77,7 +77,7 @@ def read_inputs(spark: SparkSession, cfg: Config, run: str) -> dict[str, DataFra
             if not isinstance(field, (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
                 raise SchemaError(f"column {IS_TARGET!r} in {path} has type {field.simpleString()}, "
                                   "which cannot be read as boolean")
-            df = df.withColumn(IS_TARGET, raw[IS_TARGET].cast("boolean"))
+            df = df.withColumn(IS_TARGET, F.col(IS_TARGET).cast("boolean"))  # kept as "true"/"1" strings
         out[key] = df
     return out
 
