@@ -167,8 +167,8 @@ PREDICTION_INPUT = ("user_id", "score", "label")
 PREDICTION_COLUMNS = (("user_id", "string"), ("n_predictions", "long"), ("n_positive", "long"),
                       ("auc", "double"), ("logloss_sum", "double"), ("logloss", "double"),
                       ("predicted_sum", "double"))
-#: predictions are clipped to [EPS, 1 - EPS] in the log loss (scikit-learn clips to the dtype's eps)
-EPS = 1e-15
+#: predictions are clipped to [EPS, 1 - EPS] in the log loss, as scikit-learn does (float64's eps)
+EPS = float(np.finfo(np.float64).eps)
 
 
 def log_loss_terms(label: np.ndarray, p: np.ndarray) -> np.ndarray:
