@@ -315,3 +315,23 @@ def test_kernels_do_not_import_pyspark():
     code = ("import sys, recsys_spark.kernels.offline, recsys_spark.kernels.sampled; "
             "assert not any(m.startswith('pyspark') for m in sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_cli_offline_fails_fast_without_inputs_and_on_bad_names(capsys):
+    from recsys_spark.cli import run
+
+    assert run(["offline", "--run", "m1", "--output-root", "/tmp/nowhere"]) == 3
+    assert "nothing to evaluate" in capsys.readouterr().err
+    assert run(["offline", "--run", "a/b", "--output-root", "/tmp/nowhere"]) == 2
+    assert run(["offline-compare", "--output-root", "/tmp/x", "--base", "a"]) == 2  # --candidate missing
+
+
+def test_offline_config_rejects_bad_values():
+    from recsys_spark.config import load_config
+    from recsys_spark.errors import ConfigError
+
+    for bad in ("offline.sampled_gamma=0", "offline.rating_range='5,1'", "offline.calibration_bins=0",
+                "offline.multiple_testing=bonferroni", "offline.distortion={\"3\" = 1}"):
+        with pytest.raises(ConfigError, match="offline"):
+            load_config(None, [bad])
+    assert load_config(None, ["offline.catalog_size=0"]).offline.catalog_size == 0

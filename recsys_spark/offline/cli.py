@@ -41,6 +41,10 @@ def main(args: argparse.Namespace) -> int:
     for flag, name in names:
         _check_name(flag, name)
     cfg = load_config(args.config, args.set)
+    if args.command == "offline":
+        from recsys_spark.offline.pipeline import check_evaluable
+
+        check_evaluable(cfg)  # before Spark starts: a config with nothing to evaluate fails in a second
     log.setup_logging(args.verbose)
     spark = build_session(master=args.master, settings=job_settings(cfg.execution.arrow_batch_rows, cfg.spark),
                           log_level="INFO" if args.verbose else cfg.execution.log_level)

@@ -336,8 +336,17 @@ def _merge_users(frames: list[DataFrame]) -> DataFrame:
     return out
 
 
+def check_evaluable(cfg: Config) -> None:
+    """Raise :class:`ConfigError` unless the configured inputs allow at least one evaluation."""
+    o = cfg.offline
+    if not ((o.recommendations and o.truth) or o.predictions or o.ratings or o.sampled):
+        raise ConfigError("offline: nothing to evaluate; set offline.recommendations and offline.truth, "
+                          "offline.predictions, offline.ratings or offline.sampled")
+
+
 def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) -> dict:
     """Evaluate one offline run and write ``{output_root}/offline/run={run}/``; return the summary."""
+    check_evaluable(cfg)
     inputs = read_inputs(spark, cfg, run)
     ks = cfg.metrics.k
     k_max = max(ks)
