@@ -426,7 +426,8 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
         unusable = [m for m in ms if m < 1 or m >= n]
         tables_by_m = S.tables_for(n, ms, ks, cfg.offline.sampled_gamma, cfg.offline.sampled_replacement)
         users = per_user(smp, (USER, SCORE, IS_TARGET), S.user_columns(ks),
-                         lambda f: S.score_sampled(f, ks, tables_by_m), _partitions(spark, 1))
+                         lambda f: S.score_sampled(f, ks, tables_by_m),
+                         _partitions(spark, sum(int(r["m"]) * int(r["users"]) + int(r["targets"]) for r in per_m)))
         user_frames.append(users)
         specs += sampled_specs(ks)
         summary["sampled"] = {"catalog_size": n, "catalog_size_from": source, "gamma": cfg.offline.sampled_gamma,
