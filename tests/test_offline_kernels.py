@@ -335,3 +335,24 @@ def test_offline_config_rejects_bad_values():
         with pytest.raises(ConfigError, match="offline"):
             load_config(None, [bad])
     assert load_config(None, ["offline.catalog_size=0"]).offline.catalog_size == 0
+
+
+def test_offline_generator_writes_every_input_and_a_loadable_config(tmp_path):
+    import pyarrow.parquet as pq
+
+    from recsys_spark.config import load_config
+    from recsys_spark.generate_offline import generate
+
+    counts = generate(tmp_path, users=50, items=400, seed=3)
+    cfg = load_config(tmp_path / "offline.toml").offline
+    for key in ("recommendations", "truth", "train", "items", "predictions", "ratings", "sampled"):
+        path = getattr(cfg, key).replace("{run}", "base")
+        assert pq.read_table(path).num_rows > 0, key
+    sampled = pq.read_table(cfg.sampled.replace("{run}", "candidate")).to_pandas()
+    per_user = sampled.groupby("user_id")["is_target"].agg(["sum", "size"])
+    assert (per_user["sum"] == 1).all() and (per_user["size"] == 100).all()  # one target, 99 negatives
+    train = pq.read_table(cfg.train).to_pandas()
+    truth = pq.read_table(cfg.truth).to_pandas()
+    assert not set(zip(train.user_id, train.item_id)) & set(zip(truth.user_id, truth.item_id))  # a real split
+    assert counts["items"] == 400
+    assert generate(tmp_path / "again", users=50, items=400, seed=3) == counts  # one seed, the same data

@@ -435,6 +435,10 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
                               else "hypergeometric (without replacement)",
                               "negatives": {str(r["m"]): {"users": r["users"], "targets": r["targets"]}
                                             for r in per_m}}
+        if any(m >= 1 and n / m > 20 for m in ms):
+            summary["notes"].append(f"sampled: catalog n={n} is more than 20x the negatives m={[m for m in ms if m]}: "
+                                    "the corrected values remove most of the naive bias but can underestimate the "
+                                    "top-k metrics (docs/offline.md, simulation); compare models on sampled AUC")
         if unusable:
             summary["notes"].append(f"sampled: users with m in {unusable} negatives (m = 0 or m >= catalog size "
                                     f"{n}) have no corrected values")
