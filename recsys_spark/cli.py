@@ -54,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one setting")
     xp.add_argument("--master", help="Spark master URL (default local[*])")
     xp.add_argument("--verbose", action="store_true", help="full tracebacks and INFO logs")
+
+    from recsys_spark.offline.cli import add_parsers as add_offline_parsers
+
+    add_offline_parsers(commands)
     return parser
 
 
@@ -77,6 +81,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         if args.command == "experiment":
             from recsys_spark.experiments import window_command
             return window_command(args)
+        if args.command in ("offline", "offline-compare"):
+            from recsys_spark.offline.cli import main as offline_main
+
+            return offline_main(args)
         return _evaluate(args)
     except JobError as exc:
         if verbose:

@@ -180,6 +180,47 @@ class ExperimentsConfig:
 
 
 @dataclass(frozen=True)
+class OfflineConfig:
+    """Offline evaluation (``recsys-spark offline``): input paths ({run} is replaced by the run name; "" = absent)."""
+
+    recommendations: str = ""
+    truth: str = ""
+    train: str = ""
+    items: str = ""
+    predictions: str = ""
+    ratings: str = ""
+    sampled: str = ""
+    exclude_train_items: bool = True
+    calibration_bins: int = 10
+    rating_range: str = ""
+    round_predictions: bool = False
+    distortion: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    sampled_gamma: float = 0.01
+    sampled_replacement: bool = False
+    catalog_size: int = 0
+    confidence: float = 0.95
+    multiple_testing: str = "holm"
+
+    def __post_init__(self) -> None:
+        if self.calibration_bins < 1:
+            raise ConfigError(f"config key offline.calibration_bins: expected at least 1, got {self.calibration_bins}")
+        if not 0 < self.sampled_gamma <= 1:
+            raise ConfigError(f"config key offline.sampled_gamma: expected a number in (0, 1], got {self.sampled_gamma}")
+        if not 0 < self.confidence < 1:
+            raise ConfigError(f"config key offline.confidence: expected a number in (0, 1), got {self.confidence}")
+        from recsys_spark.kernels.offline import parse_distortion, parse_range
+
+        try:
+            parse_range(self.rating_range)
+        except ValueError as exc:
+            raise ConfigError(f"config key offline.rating_range: {exc}") from None
+        try:
+            parse_distortion(self.distortion)
+        except ValueError as exc:
+            raise ConfigError(f"config key offline.distortion: {exc}") from None
+
+
+@dataclass(frozen=True)
 class Config:
     input: InputConfig = field(default_factory=InputConfig)
     attribution: AttributionConfig = field(default_factory=AttributionConfig)
@@ -193,6 +234,7 @@ class Config:
     rules: RulesConfig = field(default_factory=RulesConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
     experiments: ExperimentsConfig = field(default_factory=ExperimentsConfig)
+    offline: OfflineConfig = field(default_factory=OfflineConfig)
     spark: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_dict(self) -> dict[str, Any]:
@@ -209,6 +251,7 @@ _CHOICES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("ranking", "list_unit"): ("request", "session", "user"),
     ("metrics", "ndcg_gain"): ("exponential", "linear"),
     ("execution", "log_level"): ("ERROR", "WARN", "INFO", "DEBUG"),
+    ("offline", "multiple_testing"): ("holm", "bh", "none"),
 }
 
 
@@ -310,7 +353,7 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
     if choices and result not in choices:
         raise ConfigError(f"config key {dotted}: expected one of {', '.join(choices)}, got {value!r}")
     if isinstance(result, (int, float)) and not isinstance(result, bool):
-        zero_ok = key[0] in ("rules", "validation", "experiments")  # thresholds and tolerances may be 0
+        zero_ok = key[0] in ("rules", "validation", "experiments", "offline")  # thresholds and tolerances may be 0
         if result < 0 or (result == 0 and not zero_ok):
             raise ConfigError(f"config key {dotted}: expected a {'non-negative' if zero_ok else 'positive'} "
                               f"number, got {value!r}")

@@ -20,8 +20,10 @@ def _package_script():
 
 def _modules_the_job_imports() -> set[str]:
     """An independent oracle: import the entry point and what it imports lazily, in a fresh interpreter."""
-    code = ("import sys, recsys_spark.cli, recsys_spark.pipeline, recsys_spark.session, recsys_spark.log, "
-            "recsys_spark.config; print('\\n'.join(m for m in sys.modules if m.startswith('recsys_spark')))")
+    commands = ("recsys_spark.pipeline", "recsys_spark.experiments", "recsys_spark.offline.cli",
+                "recsys_spark.offline.pipeline", "recsys_spark.offline.compare")  # what each subcommand runs
+    code = (f"import sys, recsys_spark.cli, recsys_spark.session, recsys_spark.log, {', '.join(commands)}; "
+            "print('\\n'.join(m for m in sys.modules if m.startswith('recsys_spark')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     return set(out.stdout.split())
 

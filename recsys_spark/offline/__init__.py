@@ -1,0 +1,1 @@
+"""Offline evaluation of a model before it ships (Spark wiring; the maths is in kernels.offline and kernels.sampled)."""

@@ -1,0 +1,108 @@
+"""Per-user table -> long metrics rows with intervals, in one aggregation (the user is the unit).
+
+A :class:`Mean` is a user average: its sufficient statistics (n, Σx, Σx²) over
+the users whose value is defined (not null, not NaN) give a Student t interval
+(:func:`kernels.stats.t_interval`).  A :class:`Ratio` is a pooled ratio of
+per-user sums R = Σx / Σy: (n, Σx, Σy, Σx², Σy², Σxy) give the delta-method
+interval (:func:`kernels.stats.delta_interval`).  Every statistic of every spec
+is one expression of a single ``agg``: one pass, one small row to the driver.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from recsys_spark.kernels.stats import Interval, MeanStats, RatioStats, delta_interval, t_interval
+
+METRICS_SCHEMA = ("metric string, k int, aggregation string, slice string, value double, n long, "
+                  "se double, ci_low double, ci_high double, ci_method string")
+ALL = "all"
+
+
+@dataclass(frozen=True)
+class Mean:
+    metric: str
+    k: int | None
+    aggregation: str
+    column: str
+    #: applied to the value and both bounds (monotone increasing), e.g. a scale
+    transform: Callable[[float], float] | None = None
+
+
+@dataclass(frozen=True)
+class Ratio:
+    metric: str
+    k: int | None
+    aggregation: str
+    x: Column
+    y: Column
+    transform: Callable[[float], float] | None = None
+
+
+def defined(col: str | Column) -> Column:
+    """The value, null when it is null or NaN."""
+    c = F.col(col) if isinstance(col, str) else col
+    return F.when(c.isNotNull() & ~F.isnan(c), c.cast("double"))
+
+
+def _exprs(i: int, spec: Mean | Ratio) -> list[Column]:
+    if isinstance(spec, Mean):
+        x = defined(spec.column)
+        return [F.count(x).alias(f"s{i}_n"), F.sum(x).alias(f"s{i}_sx"), F.sum(x * x).alias(f"s{i}_sxx")]
+    x, y = defined(spec.x), defined(spec.y)
+    both = x.isNotNull() & y.isNotNull()
+    x, y = F.when(both, x), F.when(both, y)
+    return [F.count(x).alias(f"s{i}_n"), F.sum(x).alias(f"s{i}_sx"), F.sum(y).alias(f"s{i}_sy"),
+            F.sum(x * x).alias(f"s{i}_sxx"), F.sum(y * y).alias(f"s{i}_syy"), F.sum(x * y).alias(f"s{i}_sxy")]
+
+
+def _apply(iv: Interval, f: Callable[[float], float] | None) -> Interval:
+    if f is None:
+        return iv
+    value = None if iv.value is None else f(iv.value)
+    if iv.ci_low is None or iv.ci_high is None:
+        return Interval(value, None, None, None, iv.method)
+    lo, hi = f(iv.ci_low), f(iv.ci_high)
+    # se through the transform by its secant slope over the interval (exact for a scale)
+    slope = (hi - lo) / (iv.ci_high - iv.ci_low) if iv.ci_high != iv.ci_low else 0.0
+    return Interval(value, None if iv.se is None else iv.se * slope, lo, hi, iv.method)
+
+
+def aggregate(users: DataFrame, specs: Sequence[Mean | Ratio], confidence: float,
+              slice_value: str = ALL) -> list[tuple]:
+    """Rows of the long metrics table (``METRICS_SCHEMA`` order) for ``specs`` over ``users``."""
+    if not specs:
+        return []
+    row = users.agg(*[e for i, s in enumerate(specs) for e in _exprs(i, s)]).first()
+    out = []
+    for i, spec in enumerate(specs):
+        n = row[f"s{i}_n"] or 0
+        sx = row[f"s{i}_sx"] or 0.0
+        if isinstance(spec, Mean):
+            iv = t_interval(MeanStats(float(n), float(sx), float(row[f"s{i}_sxx"] or 0.0)), confidence)
+        else:
+            iv = delta_interval(RatioStats(float(n), float(sx), float(row[f"s{i}_sy"] or 0.0),
+                                           float(row[f"s{i}_sxx"] or 0.0), float(row[f"s{i}_syy"] or 0.0),
+                                           float(row[f"s{i}_sxy"] or 0.0)), confidence)
+        iv = _apply(iv, spec.transform)
+        out.append(metric_row(spec.metric, spec.k, spec.aggregation, iv, int(n), slice_value))
+    return out
+
+
+def metric_row(metric: str, k: int | None, aggregation: str, iv: Interval, n: int,
+               slice_value: str = ALL) -> tuple:
+    def clean(v):
+        return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else float(v)
+
+    return (metric, k, aggregation, slice_value, clean(iv.value), int(n), clean(iv.se), clean(iv.ci_low),
+            clean(iv.ci_high), iv.method)
+
+
+def point(metric: str, k: int | None, aggregation: str, value: float | None, n: int) -> tuple:
+    """A row without an interval (a catalog-level value such as coverage or Gini): method "none"."""
+    return metric_row(metric, k, aggregation, Interval.none(value), n)

@@ -1,0 +1,103 @@
+"""``recsys-spark offline-compare``: paired differences of two offline runs, user by user.
+
+For every per-user metric column the two runs share, over the users where both
+runs have a value: d_u = candidate_u - base_u, the paired t
+(:func:`kernels.stats.paired_t`: mean of d, its t interval, p-value) and the
+relative lift against the base mean; the p-values of all metrics are adjusted
+together (:func:`kernels.stats.adjust_p`, ``offline.multiple_testing``).  One
+aggregation over the joined per-user tables: the driver receives sums only.
+
+Output: ``{output_root}/offline/compare/base=A,candidate=B/comparison`` and a
+``summary.json`` next to it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from recsys_spark import fs
+from recsys_spark.config import Config
+from recsys_spark.errors import MissingInputError
+from recsys_spark.kernels.stats import MeanStats, adjust_p, paired_t
+from recsys_spark.offline.aggregate import defined
+from recsys_spark.offline.output import RunOutput
+from recsys_spark.read import read_parquet
+from recsys_spark.schema import USER
+
+COMPARISON_SCHEMA = ("column string, metric string, k int, n long, base_mean double, candidate_mean double, "
+                     "delta double, se double, ci_low double, ci_high double, rel_delta double, rel_ci_low double, "
+                     "rel_ci_high double, p_value double, p_adjusted double, method string, correction string")
+
+#: per-user columns that are counts or sums, not metrics
+_NOT_METRICS = re.compile(r"^(n_.*|hits_at_\d+|.*_sum|ratings_d_missing|sampled_rank)$")
+
+
+def metric_columns(base: DataFrame, candidate: DataFrame) -> list[str]:
+    """Double columns of both per-user tables that are metrics (counts and sums left out), sorted."""
+    def doubles(df: DataFrame) -> set[str]:
+        return {f.name for f in df.schema.fields if isinstance(f.dataType, T.DoubleType)}
+
+    return sorted(c for c in doubles(base) & doubles(candidate) if not _NOT_METRICS.match(c))
+
+
+def split_column(column: str) -> tuple[str, int | None]:
+    """``ndcg_at_10`` -> (ndcg, 10); ``mrr`` -> (mrr, None)."""
+    m = re.match(r"^(.*)_at_(\d+)$", column)
+    return (m.group(1), int(m.group(2))) if m else (column, None)
+
+
+def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, candidate: str) -> dict:
+    root = f"{output_root.rstrip('/')}/offline"
+    frames = {}
+    for run in (base, candidate):
+        if not fs.exists(spark, f"{root}/run={run}/_SUCCESS"):
+            raise MissingInputError(f"offline run {run!r} not found (no {root}/run={run}/_SUCCESS)")
+        frames[run] = read_parquet(spark, f"{root}/run={run}/user_metrics", f"user_metrics of run {run}")
+    a, b = frames[base], frames[candidate]
+    columns = metric_columns(a, b)
+    joined = a.select(USER, *[F.col(c).alias(f"a_{i}") for i, c in enumerate(columns)]).join(
+        b.select(USER, *[F.col(c).alias(f"b_{i}") for i, c in enumerate(columns)]), on=USER, how="inner")
+    exprs = []
+    for i in range(len(columns)):
+        x, y = defined(f"a_{i}"), defined(f"b_{i}")
+        both = x.isNotNull() & y.isNotNull()
+        d, x = F.when(both, y - x), F.when(both, x)
+        exprs += [F.count(d).alias(f"n{i}"), F.sum(d).alias(f"sd{i}"), F.sum(d * d).alias(f"sdd{i}"),
+                  F.sum(x).alias(f"sa{i}"), F.sum(x * x).alias(f"saa{i}")]
+    row = joined.agg(F.count("*").alias("users"), *exprs).first() if columns else None
+    results = []
+    for i, col in enumerate(columns):
+        n = float(row[f"n{i}"] or 0)
+        diff = MeanStats(n, float(row[f"sd{i}"] or 0.0), float(row[f"sdd{i}"] or 0.0))
+        ctrl = MeanStats(n, float(row[f"sa{i}"] or 0.0), float(row[f"saa{i}"] or 0.0))
+        results.append((col, n, ctrl, diff, paired_t(diff, ctrl, cfg.offline.confidence)))
+    method = cfg.offline.multiple_testing
+    adjusted = adjust_p([r[4].p_value for r in results], method) if results else []
+
+    def clean(v):
+        return None if v is None or not math.isfinite(v) else float(v)
+
+    rows = []
+    for (col, n, ctrl, diff, c), p_adj in zip(results, adjusted):
+        metric, k = split_column(col)
+        rows.append((col, metric, k, int(n), clean(ctrl.mean), clean(ctrl.mean + diff.mean) if n else None,
+                     clean(c.delta), clean(c.se), clean(c.ci_low), clean(c.ci_high), clean(c.rel_delta),
+                     clean(c.rel_ci_low), clean(c.rel_ci_high), clean(c.p_value), clean(p_adj), c.method, method))
+    out = RunOutput(spark, output_root, f"{base},candidate={candidate}", prefix="compare/base=")
+    summary = {"base": base, "candidate": candidate, "users_in_both": int(row["users"]) if row else 0,
+               "correction": method, "confidence": cfg.offline.confidence, "metrics": len(rows),
+               "significant_after_correction": [r[0] for r in rows if r[14] is not None and
+                                                r[14] < 1 - cfg.offline.confidence]}
+    try:
+        out.stage("comparison", spark.createDataFrame(rows, COMPARISON_SCHEMA).coalesce(1))
+        out.commit_run(summary)
+    except BaseException:
+        out.abort()
+        raise
+    summary["rows"] = rows
+    return summary

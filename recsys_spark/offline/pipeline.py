@@ -1,0 +1,510 @@
+"""``recsys-spark offline``: evaluate a model on held-out data before it ships (Spark wiring only).
+
+Each input named in ``[offline]`` enables its evaluation; at least one must run:
+
+* recommendations + truth -> top-K accuracy, beyond-accuracy (train and items refine it);
+* predictions -> AUC (exact pooled, per user, impression-weighted), log loss, PCOC, calibration;
+* ratings -> MAE / RMSE overall, user- and item-averaged, normalised, distortion;
+* sampled -> naive and Krichene-Rendle corrected sampled metrics, sampled AUC.
+
+Every per-user computation is one ``mapInArrow`` call per partition of users
+(hash-partitioned by user) into a kernel of :mod:`kernels.offline` or
+:mod:`kernels.sampled`; the per-user table is written, then one aggregation
+over it gives every metric row with its interval (:mod:`offline.aggregate`).
+The driver receives sums, histograms of counts and one row per sampled
+negative count: nothing per user or per item.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from recsys_spark.config import Config
+from recsys_spark.errors import ConfigError, SchemaError
+from recsys_spark.kernels import health
+from recsys_spark.kernels import offline as K
+from recsys_spark.kernels import sampled as S
+from recsys_spark.offline.aggregate import METRICS_SCHEMA, Mean, Ratio, aggregate, point
+from recsys_spark.offline.output import RunOutput
+from recsys_spark.pooled_auc import exact_auc
+from recsys_spark.read import ColumnSpec, conform, read_parquet
+from recsys_spark.schema import CATEGORY, ITEM, RELEVANCE, SCORE, SLICE, USER
+
+RANK = "rank"
+LABEL = "label"
+RATING = "rating"
+PREDICTION = "prediction"
+IS_TARGET = "is_target"
+
+INPUTS: dict[str, tuple[ColumnSpec, ...]] = {
+    "recommendations": (ColumnSpec(USER, "id"), ColumnSpec(ITEM, "id"), ColumnSpec(SCORE, "double", False),
+                        ColumnSpec(RANK, "double", False)),
+    "truth": (ColumnSpec(USER, "id"), ColumnSpec(ITEM, "id"), ColumnSpec(RELEVANCE, "double", False)),
+    "train": (ColumnSpec(USER, "id"), ColumnSpec(ITEM, "id")),
+    "items": (ColumnSpec(ITEM, "id"), ColumnSpec(CATEGORY, "string")),
+    "predictions": (ColumnSpec(USER, "id"), ColumnSpec(ITEM, "id"), ColumnSpec(SCORE, "double"),
+                    ColumnSpec(LABEL, "double")),
+    "ratings": (ColumnSpec(USER, "id"), ColumnSpec(ITEM, "id"), ColumnSpec(RATING, "double"),
+                ColumnSpec(PREDICTION, "double")),
+    "sampled": (ColumnSpec(USER, "id"), ColumnSpec(ITEM, "id"), ColumnSpec(SCORE, "double")),
+}
+
+
+def read_inputs(spark: SparkSession, cfg: Config, run: str) -> dict[str, DataFrame]:
+    """Every configured input, conformed to its contract ({run} filled in); absent ones are left out."""
+    out: dict[str, DataFrame] = {}
+    for key, columns in INPUTS.items():
+        template = getattr(cfg.offline, key)
+        if not template:
+            continue
+        path = template.replace("{run}", run)
+        raw = read_parquet(spark, path, f"offline.{key}")
+        df = conform(raw, columns, path, keep=(IS_TARGET,) if key == "sampled" else ())
+        if key == "recommendations" and SCORE not in df.columns and RANK not in df.columns:
+            raise SchemaError(f"offline.recommendations {path}: needs a 'score' or a 'rank' column")
+        if key == "sampled":
+            field = {f.name: f.dataType for f in raw.schema.fields}.get(IS_TARGET)
+            if field is None:
+                raise SchemaError(f"missing column {IS_TARGET!r} in {path}")
+            if not isinstance(field, (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+                raise SchemaError(f"column {IS_TARGET!r} in {path} has type {field.simpleString()}, "
+                                  "which cannot be read as boolean")
+            df = df.withColumn(IS_TARGET, F.col(IS_TARGET).cast("boolean"))  # kept as "true"/"1" strings
+        out[key] = df
+    return out
+
+
+def _ddl(columns: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(f"`{name}` {kind}" for name, kind in columns)
+
+
+def per_user(rows: DataFrame, inputs: Sequence[str], columns: Sequence[tuple[str, str]],
+             kernel: Callable[[pd.DataFrame], pd.DataFrame], partitions: int) -> DataFrame:
+    """Hash-partition ``rows`` by user; one ``kernel`` call per partition (whole users) -> per-user rows."""
+    kinds = {"string": pa.string(), "long": pa.int64(), "double": pa.float64()}
+    arrow_schema = pa.schema([(name, kinds[kind]) for name, kind in columns])
+    names = list(inputs)
+
+    def score(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # on the executors
+        kept = [b for b in batches if b.num_rows]
+        frame = (pa.Table.from_batches(kept).select(names).to_pandas() if kept else pd.DataFrame(columns=names))
+        result = kernel(frame)
+        yield from pa.Table.from_pandas(result, schema=arrow_schema, preserve_index=False).to_batches()
+
+    return rows.select(*names).repartition(partitions, USER).mapInArrow(score, _ddl(columns))
+
+
+def _partitions(spark: SparkSession, rows: int) -> int:
+    return max(2 * spark.sparkContext.defaultParallelism, math.ceil(rows / 200_000), 1)
+
+
+# --------------------------------------------------------------------------- top-K lists
+
+
+def clean_lists(recs: DataFrame, train: DataFrame | None, exclude_train: bool) -> tuple[DataFrame, dict[str, int]]:
+    """Each user's list: duplicates dropped (best position kept), train items removed, ranked 1..L.
+
+    Order: ``rank`` ascending, then ``score`` descending, then item id.
+    """
+    order = [F.col(c).asc_nulls_last() if c == RANK else F.col(c).desc_nulls_last()
+             for c in (RANK, SCORE) if c in recs.columns] + [F.col(ITEM).asc()]
+    recs = recs.where(F.col(USER).isNotNull() & F.col(ITEM).isNotNull())
+    rows = recs.count()
+    first = (recs.withColumn("_n", F.row_number().over(Window.partitionBy(USER, ITEM).orderBy(*order)))
+             .where(F.col("_n") == 1).drop("_n"))
+    deduped = first.count()
+    kept = first
+    if train is not None and exclude_train:
+        kept = first.join(train.select(USER, ITEM).distinct(), on=[USER, ITEM], how="left_anti")
+    kept = kept.persist()
+    remaining = kept.count()
+    ranked = kept.withColumn(RANK, F.row_number().over(Window.partitionBy(USER).orderBy(*order)).cast("double"))
+    counts = {"recommendation_rows": rows, "duplicate_recommendations": rows - deduped,
+              "train_items_removed": deduped - remaining}
+    return ranked.select(USER, ITEM, RANK), counts
+
+
+def list_rows(ranked: DataFrame, truth: DataFrame, train: DataFrame | None,
+              items: DataFrame | None) -> DataFrame:
+    """List rows (rank) outer-joined with relevant truth (relevance), with category, self-information
+    of the item's train popularity and whether its category is new to the user (kernel inputs)."""
+    rel = F.coalesce(F.col(RELEVANCE), F.lit(1.0)) if RELEVANCE in truth.columns else F.lit(1.0)
+    truth = (truth.where(F.col(USER).isNotNull() & F.col(ITEM).isNotNull())
+             .groupBy(USER, ITEM).agg(F.max(rel).alias(RELEVANCE))
+             .where(F.col(RELEVANCE) > 0))
+    rows = (ranked.join(truth, on=[USER, ITEM], how="full")
+            .withColumn(RELEVANCE, F.coalesce(F.col(RELEVANCE), F.lit(0.0))))
+    if items is not None:
+        rows = rows.join(items.select(ITEM, CATEGORY).dropDuplicates([ITEM]), on=ITEM, how="left")
+    else:
+        rows = rows.withColumn(CATEGORY, F.lit(None).cast("string"))
+    if train is not None:
+        pairs = train.select(USER, ITEM).distinct()
+        n_train_users = pairs.select(USER).distinct().count()
+        popularity = pairs.groupBy(ITEM).agg(F.count("*").cast("double").alias("_k"))
+
+        def info(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            for f in frames:
+                yield pd.DataFrame({ITEM: f[ITEM], "self_info": health.self_information(f["_k"], n_train_users)})
+
+        unseen = float(health.self_information([0.0], n_train_users)[0])
+        rows = (rows.join(popularity.mapInPandas(info, f"{ITEM} string, self_info double"), on=ITEM, how="left")
+                .withColumn("self_info", F.coalesce(F.col("self_info"), F.lit(unseen))))
+        if items is not None:
+            seen = (pairs.join(items.select(ITEM, CATEGORY).dropDuplicates([ITEM]), on=ITEM, how="inner")
+                    .select(USER, CATEGORY).distinct().withColumn("_seen", F.lit(True)))
+            rows = (rows.join(seen, on=[USER, CATEGORY], how="left")
+                    .withColumn("new_category", F.when(F.col(CATEGORY).isNull(), F.lit(None).cast("double"))
+                                .when(F.col("_seen"), 0.0).otherwise(1.0)))
+        else:
+            rows = rows.withColumn("new_category", F.lit(None).cast("double"))
+    else:
+        rows = rows.withColumn("self_info", F.lit(None).cast("double")).withColumn(
+            "new_category", F.lit(None).cast("double"))
+    return rows
+
+
+def list_specs(ks: Sequence[int]) -> list[Mean | Ratio]:
+    has_truth = F.col("n_truth") > 0
+    specs: list[Mean | Ratio] = [Mean("mrr", None, "user_avg", "mrr")]
+    for k in ks:
+        specs += [Mean(m, k, "user_avg", f"{m}_at_{k}") for m in K.LIST_METRICS]
+        hits = F.when(has_truth, F.col(f"hits_at_{k}"))
+        specs += [Ratio("precision", k, "global", hits, F.when(has_truth, F.least(F.col("n_list"), F.lit(k)))),
+                  Ratio("recall", k, "global", hits, F.when(has_truth, F.col("n_truth")))]
+    k_max = max(ks)
+    specs += [Mean(m, k_max, "user_avg", m) for m in ("diversity", "novelty", "serendipity")]
+    return specs
+
+
+def catalog_rows(ranked: DataFrame, k_max: int, catalog: int, lorenz_points: int
+                 ) -> tuple[list[tuple], pd.DataFrame, dict[str, int]]:
+    """Coverage, Gini, Lorenz curve and personalization of the top-``k_max`` lists over the catalog."""
+    top = ranked.where(F.col(RANK) <= k_max)
+    per_item = top.groupBy(ITEM).agg(F.count("*").alias("c"))
+    hist = per_item.groupBy("c").agg(F.count("*").alias("items")).collect()  # distinct counts: small
+    values = np.array([float(r["c"]) for r in hist])
+    n_items = np.array([float(r["items"]) for r in hist])
+    recommended = int(n_items.sum())
+    users = top.select(USER).distinct().count()
+    catalog = max(catalog, recommended)
+    zero = catalog - recommended
+    all_values, all_items = np.r_[values, 0.0], np.r_[n_items, float(zero)]
+    gini = health.gini_from_histogram(all_values, all_items) if recommended else float("nan")
+    x, y = health.lorenz_curve(all_values, all_items, lorenz_points) if recommended else (np.zeros(0), np.zeros(0))
+    # personalization from the histogram: the c_i of one histogram bucket are equal
+    pers = health.personalization(np.repeat(values, n_items.astype(np.int64)), users) if users else float("nan")
+    rows = [point("coverage", k_max, "catalog", recommended / catalog if catalog else None, catalog),
+            point("gini", k_max, "catalog", gini, catalog),
+            point("personalization", k_max, "catalog", pers, users)]
+    lorenz = pd.DataFrame({"k": np.full(len(x), k_max, dtype=np.int32), "item_share": x, "recommendation_share": y})
+    return rows, lorenz, {"catalog_items": catalog, "recommended_items": recommended, "users_with_list": users}
+
+
+# --------------------------------------------------------------------------- predictions
+
+
+def prediction_specs() -> list[Mean | Ratio]:
+    n = F.col("n_predictions")
+    return [Mean("auc", None, "user_avg", "auc"),
+            Ratio("auc", None, "impression_weighted", F.col("auc") * n, F.when(~F.isnan("auc"), n)),
+            Mean("logloss", None, "user_avg", "logloss"),
+            Ratio("logloss", None, "global", F.col("logloss_sum"), n),
+            Ratio("pcoc", None, "global", F.col("predicted_sum"), F.col("n_positive")),
+            Ratio("observed_rate", None, "global", F.col("n_positive"), n),
+            Ratio("mean_predicted", None, "global", F.col("predicted_sum"), n)]
+
+
+def calibration(predictions: DataFrame, bins: int) -> tuple[pd.DataFrame, float]:
+    def bin_of(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for f in frames:
+            yield pd.DataFrame({"bin": K.calibration_bin(f[SCORE].to_numpy(), bins), SCORE: f[SCORE],
+                                LABEL: (f[LABEL] > 0).astype(np.float64)})
+
+    per_bin = (predictions.select(SCORE, LABEL).mapInPandas(bin_of, f"bin long, {SCORE} double, {LABEL} double")
+               .groupBy("bin").agg(F.count("*").alias("n"), F.sum(SCORE).alias("p"), F.sum(LABEL).alias("y"))
+               .collect())  # at most `bins` rows
+    return K.calibration_table(np.array([r["bin"] for r in per_bin], dtype=np.int64),
+                               np.array([r["n"] for r in per_bin], dtype=np.float64),
+                               np.array([r["p"] for r in per_bin], dtype=np.float64),
+                               np.array([r["y"] for r in per_bin], dtype=np.float64), bins)
+
+
+# --------------------------------------------------------------------------- ratings
+
+
+def rating_tables(ratings: DataFrame, cfg: Config) -> tuple[DataFrame, DataFrame, tuple[float, float] | None]:
+    """(per-user sums and means, per-item sums and means, rating range) of the rating errors."""
+    value_range = K.parse_range(cfg.offline.rating_range)
+    ratings = ratings.where(F.col(RATING).isNotNull() & F.col(PREDICTION).isNotNull())
+    if value_range is None:
+        lo_hi = ratings.agg(F.min(RATING), F.max(RATING)).first()
+        value_range = (float(lo_hi[0]), float(lo_hi[1])) if lo_hi[0] is not None and lo_hi[0] < lo_hi[1] else None
+    table = K.parse_distortion(cfg.offline.distortion)
+    rounding = cfg.offline.round_predictions
+
+    def errors(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for f in frames:
+            e = K.rating_errors(f[RATING].to_numpy(), f[PREDICTION].to_numpy(), rounding, value_range, table)
+            yield pd.DataFrame({USER: f[USER], ITEM: f[ITEM], "abs": e["abs"], "sq": e["sq"],
+                                "d": e["distortion"], "d_missing": e["distortion_missing"].astype(np.int64)})
+
+    rows = ratings.select(USER, ITEM, RATING, PREDICTION).mapInPandas(
+        errors, f"{USER} string, {ITEM} string, abs double, sq double, d double, d_missing long")
+
+    def sums(key: str, prefix: str) -> DataFrame:
+        return (rows.groupBy(key).agg(F.count("*").alias(f"n_{prefix}"), F.sum("abs").alias(f"{prefix}_abs_sum"),
+                                      F.sum("sq").alias(f"{prefix}_sq_sum"), F.sum("d").alias(f"{prefix}_d_sum"),
+                                      F.sum("d_missing").alias(f"{prefix}_d_missing"))
+                .withColumn("mae", F.col(f"{prefix}_abs_sum") / F.col(f"n_{prefix}"))
+                .withColumn("rmse", F.sqrt(F.col(f"{prefix}_sq_sum") / F.col(f"n_{prefix}")))
+                .withColumn("distortion", F.col(f"{prefix}_d_sum") / F.col(f"n_{prefix}")))
+
+    return sums(USER, "ratings"), sums(ITEM, "item_ratings"), value_range
+
+
+def rating_specs(value_range: tuple[float, float] | None, has_distortion: bool, item_level: bool
+                 ) -> list[Mean | Ratio]:
+    agg = "item_avg" if item_level else "user_avg"
+    n = "n_item_ratings" if item_level else "n_ratings"
+    pre = "item_ratings" if item_level else "ratings"
+
+    def sqrt(v: float) -> float:
+        return math.sqrt(max(v, 0.0))
+
+    specs: list[Mean | Ratio] = [Mean("mae", None, agg, "mae"), Mean("rmse", None, agg, "rmse")]
+    if not item_level:
+        specs += [Ratio("mae", None, "global", F.col(f"{pre}_abs_sum"), F.col(n)),
+                  Ratio("rmse", None, "global", F.col(f"{pre}_sq_sum"), F.col(n), sqrt)]
+    if value_range is not None:
+        width = value_range[1] - value_range[0]
+
+        def scale(v: float) -> float:
+            return v / width
+
+        specs += [Mean("nmae", None, agg, "mae", scale), Mean("nrmse", None, agg, "rmse", scale)]
+        if not item_level:
+            specs += [Ratio("nmae", None, "global", F.col(f"{pre}_abs_sum"), F.col(n), scale),
+                      Ratio("nrmse", None, "global", F.col(f"{pre}_sq_sum"), F.col(n), lambda v: sqrt(v) / width)]
+    if has_distortion:
+        specs.append(Mean("distortion", None, agg, "distortion"))
+        if not item_level:
+            specs.append(Ratio("distortion", None, "global", F.col(f"{pre}_d_sum"), F.col(n)))
+    return specs
+
+
+# --------------------------------------------------------------------------- sampled
+
+
+def sampled_specs(ks: Sequence[int]) -> list[Mean | Ratio]:
+    specs: list[Mean | Ratio] = []
+    for name, k in S.metric_names(ks):
+        specs.append(Mean(name, k, "sampled_naive", S.column(name, k, "sampled")))
+        if name != "auc":
+            specs.append(Mean(name, k, "sampled_corrected", S.column(name, k, "corrected")))
+    return specs
+
+
+def catalog_size(cfg: Config, inputs: dict[str, DataFrame]) -> tuple[int, str]:
+    """n for the sampled metrics: config, else the items table, else distinct items seen in any input."""
+    if cfg.offline.catalog_size:
+        return cfg.offline.catalog_size, "config offline.catalog_size"
+    if "items" in inputs:
+        return inputs["items"].select(ITEM).distinct().count(), "items table"
+    seen = None
+    for df in inputs.values():
+        part = df.select(ITEM)
+        seen = part if seen is None else seen.union(part)
+    return (seen.distinct().count() if seen is not None else 0), "distinct items in the inputs (no items table)"
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def _merge_users(frames: list[DataFrame]) -> DataFrame:
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.join(f, on=USER, how="full")
+    return out
+
+
+def check_evaluable(cfg: Config) -> None:
+    """Raise :class:`ConfigError` unless the configured inputs allow at least one evaluation."""
+    o = cfg.offline
+    if not ((o.recommendations and o.truth) or o.predictions or o.ratings or o.sampled):
+        raise ConfigError("offline: nothing to evaluate; set offline.recommendations and offline.truth, "
+                          "offline.predictions, offline.ratings or offline.sampled")
+
+
+def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) -> dict:
+    """Evaluate one offline run and write ``{output_root}/offline/run={run}/``; return the summary."""
+    check_evaluable(cfg)
+    inputs = read_inputs(spark, cfg, run)
+    ks = cfg.metrics.k
+    k_max = max(ks)
+    conf = cfg.offline.confidence
+    out = RunOutput(spark, output_root, run)
+    summary: dict = {"run": run, "inputs": {k: getattr(cfg.offline, k).replace("{run}", run) for k in INPUTS
+                                            if getattr(cfg.offline, k)},
+                     "evaluations": [], "counts": {}, "notes": [], "config_fingerprint": cfg.fingerprint(),
+                     "confidence": conf, "ks": list(ks)}
+    counts = summary["counts"]
+    user_frames: list[DataFrame] = []
+    specs: list[Mean | Ratio] = []
+    extra_rows: list[tuple] = []
+    tables: dict[str, pd.DataFrame] = {}
+    item_ratings = None
+    train, items = inputs.get("train"), inputs.get("items")
+
+    if "recommendations" in inputs and "truth" in inputs:
+        ranked, c = clean_lists(inputs["recommendations"], train, cfg.offline.exclude_train_items)
+        counts.update(c)
+        rows = list_rows(ranked, inputs["truth"], train, items)
+        gain = cfg.metrics.ndcg_gain
+        users = per_user(rows, K.LIST_INPUT, K.list_columns(ks), lambda f: K.score_lists(f, ks, gain),
+                         _partitions(spark, c["recommendation_rows"]))
+        user_frames.append(users)
+        specs += list_specs(ks)
+        catalog = items.select(ITEM).distinct().count() if items is not None else 0
+        crows, tables["lorenz"], ccounts = catalog_rows(ranked, k_max, catalog, cfg.health.lorenz_points)
+        extra_rows += crows
+        counts.update(ccounts)
+        summary["evaluations"].append("lists")
+        if items is None:
+            summary["notes"].append("no offline.items: coverage is over the items recommended (catalog unknown); "
+                                    "diversity and serendipity are not computed")
+        if train is None:
+            summary["notes"].append("no offline.train: novelty and serendipity are not computed, "
+                                    "and no train item was removed from the lists")
+    elif "recommendations" in inputs or "truth" in inputs:
+        summary["notes"].append("top-K evaluation needs both offline.recommendations and offline.truth: skipped")
+
+    if "predictions" in inputs:
+        preds = inputs["predictions"].where(F.col(SCORE).isNotNull() & F.col(LABEL).isNotNull())
+        n_rows = preds.count()
+        users = per_user(preds, K.PREDICTION_INPUT, K.PREDICTION_COLUMNS, K.score_predictions,
+                         _partitions(spark, n_rows))
+        user_frames.append(users)
+        specs += prediction_specs()
+        pooled = exact_auc(preds.select(F.lit("all").alias(SLICE), SCORE, F.col(LABEL).alias(RELEVANCE)), (SLICE,))
+        part = pooled.get(("all",))
+        value = part.auc if part is not None else float("nan")
+        extra_rows.append(point("auc", None, "global", None if math.isnan(value) else value, n_rows))
+        tables["calibration"], ece = calibration(preds, cfg.offline.calibration_bins)
+        extra_rows.append(point("ece", None, "global", ece, n_rows))
+        counts["prediction_rows"] = n_rows
+        summary["evaluations"].append("predictions")
+
+    value_range = None
+    if "ratings" in inputs:
+        user_ratings, item_ratings, value_range = rating_tables(inputs["ratings"], cfg)
+        user_frames.append(user_ratings.select(USER, "n_ratings", "ratings_abs_sum", "ratings_sq_sum",
+                                               "ratings_d_sum", "ratings_d_missing",
+                                               F.col("mae").alias("rating_mae"), F.col("rmse").alias("rating_rmse"),
+                                               F.col("distortion").alias("rating_distortion")))
+        has_d = bool(cfg.offline.distortion)
+        specs += [_renamed(s) for s in rating_specs(value_range, has_d, False)]
+        summary["rating_range"] = list(value_range) if value_range else None
+        summary["evaluations"].append("ratings")
+
+    tables_by_m: dict[int, dict[str, np.ndarray]] = {}
+    if "sampled" in inputs:
+        smp = inputs["sampled"].where(F.col(SCORE).isNotNull() & F.col(IS_TARGET).isNotNull())
+        n, source = catalog_size(cfg, inputs)
+        per_m = (smp.groupBy(USER).agg(F.sum(F.when(~F.col(IS_TARGET), 1).otherwise(0)).alias("m"),
+                                       F.sum(F.when(F.col(IS_TARGET), 1).otherwise(0)).alias("t"))
+                 .groupBy("m").agg(F.count("*").alias("users"), F.sum("t").alias("targets")).collect())
+        ms = sorted(int(r["m"]) for r in per_m)
+        unusable = [m for m in ms if m < 1 or m >= n]
+        tables_by_m = S.tables_for(n, ms, ks, cfg.offline.sampled_gamma, cfg.offline.sampled_replacement)
+        users = per_user(smp, (USER, SCORE, IS_TARGET), S.user_columns(ks),
+                         lambda f: S.score_sampled(f, ks, tables_by_m),
+                         _partitions(spark, sum(int(r["m"]) * int(r["users"]) + int(r["targets"]) for r in per_m)))
+        user_frames.append(users)
+        specs += sampled_specs(ks)
+        summary["sampled"] = {"catalog_size": n, "catalog_size_from": source, "gamma": cfg.offline.sampled_gamma,
+                              "law": "binomial (with replacement)" if cfg.offline.sampled_replacement
+                              else "hypergeometric (without replacement)",
+                              "negatives": {str(r["m"]): {"users": r["users"], "targets": r["targets"]}
+                                            for r in per_m}}
+        if any(m >= 1 and n / m > 20 for m in ms):
+            summary["notes"].append(f"sampled: catalog n={n} is more than 20x the negatives m={[m for m in ms if m]}: "
+                                    "the corrected values remove most of the naive bias but can underestimate the "
+                                    "top-k metrics (docs/offline.md, simulation); compare models on sampled AUC")
+        if unusable:
+            summary["notes"].append(f"sampled: users with m in {unusable} negatives (m = 0 or m >= catalog size "
+                                    f"{n}) have no corrected values")
+        summary["evaluations"].append("sampled")
+
+    if not user_frames:
+        raise ConfigError("offline: nothing to evaluate; set offline.recommendations and offline.truth, "
+                          "offline.predictions, offline.ratings or offline.sampled")
+
+    try:
+        path = out.stage("user_metrics", _merge_users(user_frames))
+        users = spark.read.parquet(path)
+        metric_rows = aggregate(users, specs, conf) + extra_rows
+        if item_ratings is not None:
+            metric_rows += aggregate(item_ratings, rating_specs(value_range, bool(cfg.offline.distortion), True),
+                                     conf)
+        counts.update(_user_counts(users, summary["evaluations"]))
+        out.stage("metrics", spark.createDataFrame(metric_rows, METRICS_SCHEMA).coalesce(1))
+        for name, frame in tables.items():
+            if len(frame):
+                out.stage(name, spark.createDataFrame(frame).coalesce(1))
+        summary["headline"] = _headline(metric_rows, ks)
+        summary["tables"] = sorted(out.tables) + ["summary.json"]
+        out.commit_run(summary)
+    except BaseException:
+        out.abort()
+        raise
+    return summary
+
+
+def _renamed(spec: Mean | Ratio) -> Mean | Ratio:
+    """Rating specs read the per-user columns under their ``rating_`` names in the merged table."""
+    if isinstance(spec, Mean):
+        return Mean(spec.metric, spec.k, spec.aggregation, f"rating_{spec.column}", spec.transform)
+    return spec
+
+
+def _user_counts(users: DataFrame, evaluations: Sequence[str]) -> dict[str, int]:
+    exprs = [F.count("*").alias("users")]
+    if "lists" in evaluations:
+        exprs += [F.sum(F.when((F.col("n_truth") > 0) & (F.col("n_list") == 0), 1).otherwise(0))
+                  .alias("users_with_truth_without_list"),
+                  F.sum(F.when((F.col("n_truth") == 0) & (F.col("n_list") > 0), 1).otherwise(0))
+                  .alias("users_with_list_without_truth_excluded"),
+                  F.sum(F.when(F.col("n_truth") > 0, 1).otherwise(0)).alias("users_with_truth")]
+    if "predictions" in evaluations:
+        exprs += [F.sum(F.when(F.col("n_predictions").isNotNull() & F.isnan("auc"), 1).otherwise(0))
+                  .alias("users_without_auc")]
+    if "ratings" in evaluations:
+        exprs += [F.sum("ratings_d_missing").alias("ratings_distortion_pairs_not_in_table")]
+    if "sampled" in evaluations:
+        exprs += [F.sum("n_targets").alias("sampled_targets")]
+    row = users.agg(*exprs).first().asDict()
+    return {k: int(v or 0) for k, v in row.items()}
+
+
+def _headline(rows: list[tuple], ks: Sequence[int]) -> dict[str, float | None]:
+    k = 10 if 10 in ks else max(ks)
+    wanted = {("ndcg", k, "user_avg"), ("recall", k, "user_avg"), ("precision", k, "user_avg"),
+              ("mrr", None, "user_avg"), ("coverage", max(ks), "catalog"), ("auc", None, "global"),
+              ("auc", None, "user_avg"), ("logloss", None, "global"), ("pcoc", None, "global"),
+              ("mae", None, "global"), ("rmse", None, "global"), ("ndcg", k, "sampled_naive"),
+              ("ndcg", k, "sampled_corrected"), ("auc", None, "sampled_naive")}
+    out = {}
+    for r in rows:
+        if (r[0], r[1], r[2]) in wanted:
+            name = r[0] + (f"@{r[1]}" if r[1] is not None else "") + f" {r[2]}"
+            out[name] = r[4]
+    return out

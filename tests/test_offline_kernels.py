@@ -1,0 +1,358 @@
+"""Offline-evaluation kernels: hand-computed cases, scikit-learn oracles, the sampled-metric golden values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from sklearn.metrics import log_loss, roc_auc_score
+
+from recsys_spark.kernels import offline as K
+from recsys_spark.kernels import sampled as S
+
+L3 = math.log2(3)  # discount of rank 2
+L4 = 2.0  # log2(4), discount of rank 3
+
+
+def lists(rows, ks=(2,), gain="linear"):
+    """rows: (user, rank or None, relevance[, category, self_info, new_category])"""
+    full = [r + (None, np.nan, np.nan)[len(r) - 3:] for r in rows]
+    frame = pd.DataFrame(full, columns=list(K.LIST_INPUT))
+    frame["rank"] = frame["rank"].astype(float)
+    return K.score_lists(frame, ks, gain).set_index("user_id")
+
+
+# --------------------------------------------------------------------------- top-K lists
+
+
+def test_list_against_truth_by_hand():
+    # list a, b, c with b relevant; truth {b, d} (d missing from the list)
+    r = lists([("u", 1, 0), ("u", 2, 1), ("u", 3, 0), ("u", None, 1)]).loc["u"]
+    assert r["n_list"] == 3 and r["n_truth"] == 2 and r["hits_at_2"] == 1
+    assert r["precision_at_2"] == 1 / 2  # 1 hit of k = 2
+    assert r["recall_at_2"] == 1 / 2  # 1 hit of 2 truth items, d included
+    assert r["f1_at_2"] == pytest.approx(2 * 0.5 * 0.5 / (0.5 + 0.5))
+    assert r["mrr"] == 1 / 2
+    assert r["map_at_2"] == pytest.approx((1 / 2) / min(2, 2))  # P@2 at the hit, / min(R, k)
+    # ideal from the truth (b and d, both 1): 1 + 1/log2 3
+    assert r["ndcg_at_2"] == pytest.approx((1 / L3) / (1 + 1 / L3))
+    assert r["hit_rate_at_2"] == 1.0
+
+
+def test_graded_ideal_comes_from_the_truth_not_the_list():
+    # list x (irrelevant), a (rel 1); truth a = 1, b = 2; exponential gain 2^rel - 1
+    r = lists([("u", 1, 0), ("u", 2, 1), ("u", None, 2)], gain="exponential").loc["u"]
+    dcg = 1 / L3
+    idcg = 3 / 1 + 1 / L3  # b (gain 3) first, then a (gain 1)
+    assert r["ndcg_at_2"] == pytest.approx(dcg / idcg)
+
+
+def test_user_with_truth_but_no_list_scores_zero():
+    r = lists([("u", None, 1), ("u", None, 1)]).loc["u"]
+    assert r["n_list"] == 0 and r["n_truth"] == 2
+    for col in ("precision_at_2", "recall_at_2", "f1_at_2", "ndcg_at_2", "map_at_2", "hit_rate_at_2", "mrr"):
+        assert r[col] == 0.0, col
+
+
+def test_user_with_list_but_no_truth_has_no_accuracy_value():
+    r = lists([("u", 1, 0), ("u", 2, 0)]).loc["u"]
+    assert r["n_truth"] == 0
+    assert all(math.isnan(r[c]) for c in ("precision_at_2", "recall_at_2", "ndcg_at_2", "mrr", "serendipity"))
+
+
+def test_relevant_item_below_the_cut_counts_for_mrr_but_not_at_k():
+    r = lists([("u", 1, 0), ("u", 2, 0), ("u", 3, 1)]).loc["u"]
+    assert r["mrr"] == 1 / 3 and r["hits_at_2"] == 0 and r["recall_at_2"] == 0.0
+
+
+def test_truth_outside_a_short_list_is_never_a_hit():
+    # list of 1 (a miss), k = 5: the truth item outside the list must not fall inside the top 5
+    r = lists([("u", 1, 0), ("u", None, 1)], ks=(5,)).loc["u"]
+    assert r["hits_at_5"] == 0 and r["mrr"] == 0.0 and r["ndcg_at_5"] == 0.0
+    # a short list keeps k in the precision denominator: 1 hit in a list of 2 at k = 5
+    r = lists([("u", 1, 1), ("u", 2, 0)], ks=(5,)).loc["u"]
+    assert r["precision_at_5"] == 1 / 5 and r["recall_at_5"] == 1.0
+
+
+def test_users_in_one_batch_do_not_mix():
+    both = lists([("a", 1, 1), ("b", 1, 0), ("b", 2, 1), ("a", 2, 0), ("b", None, 1)])
+    assert both.loc["a", "mrr"] == 1.0 and both.loc["a", "recall_at_2"] == 1.0
+    assert both.loc["b", "mrr"] == 1 / 2 and both.loc["b", "recall_at_2"] == 1 / 2
+
+
+def test_beyond_accuracy_by_hand():
+    # list: a (cat A, relevant, new category), b (cat A, relevant, seen category), c (cat B, miss, new)
+    r = lists([("u", 1, 1, "A", 1.0, 1.0), ("u", 2, 1, "A", 2.0, 0.0), ("u", 3, 0, "B", 6.0, 1.0)], ks=(3,)).loc["u"]
+    assert r["diversity"] == pytest.approx(1 - (2 * 1) / (3 * 2))  # pairs in different categories: 2 of 3
+    assert r["novelty"] == pytest.approx((1 + 2 + 6) / 3)
+    assert r["serendipity"] == pytest.approx(1 / 3)  # only a is relevant and new to the user
+
+
+def test_beyond_accuracy_uses_the_top_k_max_items():
+    r = lists([("u", 1, 1, "A", 1.0, 1.0), ("u", 2, 0, "B", 1.0, 1.0), ("u", 3, 1, "C", 5.0, 1.0)], ks=(2,)).loc["u"]
+    assert r["diversity"] == 1.0 and r["novelty"] == 1.0 and r["serendipity"] == 1 / 2
+
+
+def test_list_kernel_agrees_with_a_per_user_reference():
+    rng = np.random.default_rng(3)
+    rows = []
+    for u in range(30):
+        n_list = int(rng.integers(0, 8))
+        items = rng.permutation(20)
+        listed = items[:n_list]
+        truth = set(rng.choice(20, int(rng.integers(0, 5)), replace=False).tolist())
+        rows += [(f"u{u}", i + 1, float(it in truth)) for i, it in enumerate(listed)]
+        rows += [(f"u{u}", None, 1.0) for it in truth if it not in set(listed.tolist())]
+        # reference, by brute force
+        hits5 = sum(1 for it in listed[:5] if it in truth)
+        if truth:
+            got = lists([r for r in rows if r[0] == f"u{u}"], ks=(5,)).loc[f"u{u}"]
+            assert got["recall_at_5"] == pytest.approx(hits5 / len(truth))
+            dcg = sum(1 / math.log2(i + 2) for i, it in enumerate(listed[:5]) if it in truth)
+            idcg = sum(1 / math.log2(i + 2) for i in range(min(len(truth), 5)))
+            assert got["ndcg_at_5"] == pytest.approx(dcg / idcg)
+    frame = lists(rows, ks=(5,))
+    for u in frame.index:  # scoring all users at once gives each user's own values
+        alone = lists([r for r in rows if r[0] == u], ks=(5,)).loc[u]
+        pd.testing.assert_series_equal(frame.loc[u], alone, check_names=False)
+
+
+# --------------------------------------------------------------------------- predictions
+
+
+def test_predictions_match_scikit_learn():
+    rng = np.random.default_rng(0)
+    n = 400
+    frame = pd.DataFrame({"user_id": rng.choice(["a", "b", "c"], n), "score": rng.random(n).round(2),
+                          "label": (rng.random(n) < 0.3).astype(int)})
+    out = K.score_predictions(frame).set_index("user_id")
+    for u, g in frame.groupby("user_id"):
+        assert out.loc[u, "auc"] == pytest.approx(roc_auc_score(g["label"], g["score"]), abs=1e-12)
+        assert out.loc[u, "logloss"] == pytest.approx(log_loss(g["label"], g["score"]), abs=1e-12)
+        assert out.loc[u, "predicted_sum"] == pytest.approx(g["score"].sum())
+    pooled = out["logloss_sum"].sum() / out["n_predictions"].sum()
+    assert pooled == pytest.approx(log_loss(frame["label"], frame["score"]), abs=1e-12)
+
+
+def test_user_with_one_class_has_no_auc():
+    out = K.score_predictions(pd.DataFrame({"user_id": ["a", "a"], "score": [0.2, 0.9], "label": [1, 1]}))
+    assert math.isnan(out["auc"].iloc[0]) and out["n_positive"].iloc[0] == 2
+
+
+def test_calibration_table_and_ece_by_hand():
+    p = np.array([0.05, 0.15, 0.55, 0.65, 0.95])
+    y = np.array([0, 0, 1, 0, 1])
+    b = K.calibration_bin(p, 2)  # [0, 0, 1, 1, 1]
+    assert b.tolist() == [0, 0, 1, 1, 1]
+    n = np.bincount(b)
+    table, ece = K.calibration_table(np.array([0, 1]), n, np.bincount(b, p), np.bincount(b, y), 2)
+    assert table["mean_predicted"].tolist() == pytest.approx([0.1, (0.55 + 0.65 + 0.95) / 3])
+    assert table["observed_rate"].tolist() == pytest.approx([0.0, 2 / 3])
+    assert ece == pytest.approx((2 * 0.1 + 3 * abs(2 / 3 - 2.15 / 3)) / 5)
+
+
+# --------------------------------------------------------------------------- ratings
+
+
+def test_distortion_of_the_three_star_example():
+    # second source document: 1 = dislike, 2 = neutral, 3 = like; recommending a disliked item is worst
+    table = K.parse_distortion({"3,1": 5, "2,1": 3, "3,2": 3, "1,2": 1, "2,3": 1, "1,3": 2})
+    actual = np.array([1, 1, 2, 2, 3, 3, 2])
+    predicted = np.array([3, 2, 3, 1, 2, 1, 2])
+    e = K.rating_errors(actual, predicted, distortion=table)
+    assert e["distortion"].tolist() == [5, 3, 3, 1, 1, 2, 0]
+    assert e["abs"].tolist() == [2, 1, 1, 1, 1, 2, 0]
+    assert not e["distortion_missing"].any()
+
+
+def test_distortion_pair_not_in_table_falls_back_and_is_flagged():
+    e = K.rating_errors(np.array([1.0]), np.array([3.0]), distortion={(2.0, 1.0): 3.0})
+    assert e["distortion"].tolist() == [2.0] and e["distortion_missing"].tolist() == [True]
+
+
+def test_rounding_predictions_on_an_integer_scale_lowers_mae():
+    rating = np.array([4, 4, 2, 5])
+    pred = np.array([4.3, 3.6, 2.4, 4.7])
+    raw = K.rating_errors(rating, pred)["abs"].mean()  # (0.3 + 0.4 + 0.4 + 0.3) / 4 = 0.35
+    rounded = K.rating_errors(rating, pred, round_predictions=True, value_range=(1, 5))["abs"].mean()  # all exact
+    assert raw == pytest.approx(0.35) and rounded == 0.0
+    # clipping to the range after rounding; 2.5 rounds half up
+    e = K.rating_errors(np.array([5.0, 2.0]), np.array([6.2, 2.5]), True, (1, 5))
+    assert e["abs"].tolist() == [0.0, 1.0]
+
+
+def test_user_averaged_mae_differs_from_overall_on_unbalanced_users():
+    # user a: 4 ratings, errors 0 each; user b: 1 rating, error 2
+    abs_err = {"a": [0, 0, 0, 0], "b": [2]}
+    overall = sum(sum(v) for v in abs_err.values()) / 5  # 2 / 5
+    user_avg = np.mean([np.mean(v) for v in abs_err.values()])  # (0 + 2) / 2
+    assert overall == 0.4 and user_avg == 1.0
+
+
+def test_parse_range_and_distortion_errors():
+    assert K.parse_range("") is None and K.parse_range("1,5") == (1.0, 5.0)
+    with pytest.raises(ValueError):
+        K.parse_range("5,1")
+    with pytest.raises(ValueError):
+        K.parse_distortion({"3": 1})
+
+
+# --------------------------------------------------------------------------- sampled metrics
+
+
+def test_golden_hypergeometric_probabilities():
+    a = S.rank_distribution(100, 9, np.array([20]))[0]
+    assert a[:4].round(4).tolist() == [0.1340, 0.3182, 0.3138, 0.1682]
+    assert a == pytest.approx(stats.hypergeom.pmf(np.arange(10), 99, 19, 9), abs=1e-12)
+    assert a.sum() == pytest.approx(1.0)
+    b = S.rank_distribution(100, 9, np.array([20]), replace=True)[0]
+    assert b == pytest.approx(stats.binom.pmf(np.arange(10), 9, 19 / 99))
+
+
+def test_expected_sampled_rank():
+    n, m = 100, 9
+    for r in (1, 20, 100):
+        a = S.rank_distribution(n, m, np.array([r]))[0]
+        assert a @ np.arange(1, m + 2) == pytest.approx(1 + m * (r - 1) / (n - 1))
+
+
+def test_golden_ndcg_exact_and_naive():
+    assert S.metric_at_rank("ndcg", np.array([5.0]), 100, 10)[0] == pytest.approx(0.386853, abs=1e-6)
+    # REFERENCES.md's naive value is the binomial law (the seed document's); hypergeometric is a little lower
+    assert S.expected_naive("ndcg", 100, 9, 5, 10, replace=True) == pytest.approx(0.878856, abs=1e-6)
+    assert S.expected_naive("ndcg", 100, 9, 5, 10) == pytest.approx(0.876023, abs=1e-6)
+
+
+def test_sampled_auc_is_unbiased_for_every_rank():
+    n, m = 100, 9
+    ranks = np.arange(1, n + 1)
+    a = S.rank_distribution(n, m, ranks)
+    sampled_auc = (m + 1 - np.arange(1, m + 2)) / m
+    assert a @ sampled_auc == pytest.approx((n - ranks) / (n - 1), abs=1e-12)
+
+
+def test_naive_recall_is_one_when_the_sample_fits_in_k():
+    # m + 1 <= k: every target is in the "top k" of its own sample, whatever the model
+    values = S.target_metrics(np.array([1.0, 5.0, 10.0]), np.array([9, 9, 9]), [10], {})
+    assert values["sampled_recall_at_10"].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_sampled_ranks_with_ties_match_brute_force():
+    rng = np.random.default_rng(5)
+    user = rng.integers(0, 6, 300)
+    score = rng.integers(0, 10, 300).astype(float)  # many ties
+    target = rng.random(300) < 0.1
+    idx, m, above, ties = S.sampled_ranks(user, score, target)
+    assert sorted(idx.tolist()) == np.flatnonzero(target).tolist()
+    for i, mm, a, t in zip(idx, m, above, ties):
+        negs = score[(user == user[i]) & ~target]
+        assert (mm, a, t) == (len(negs), (negs > score[i]).sum(), (negs == score[i]).sum())
+
+
+def test_tied_target_takes_the_mean_of_its_two_ranks():
+    # target 0.5 with one negative above (0.9) and one tied (0.5): rank 2.5
+    out = S.score_sampled(pd.DataFrame({"user_id": ["a"] * 4, "score": [0.5, 0.9, 0.5, 0.1],
+                                        "is_target": [True, False, False, False]}), [2], {})
+    r = out.iloc[0]
+    assert r["sampled_rank"] == 2.5
+    assert r["sampled_mrr"] == pytest.approx((1 / 2 + 1 / 3) / 2)
+    assert r["sampled_recall_at_2"] == pytest.approx((1 + 0) / 2)
+    assert r["sampled_auc"] == pytest.approx((3 + 1 - 2.5) / 3)  # one of three negatives below, one tied
+
+
+def test_corrected_estimator_tracks_the_metric_in_expectation():
+    n, m = 500, 49
+    table = S.correction_table("recall", n, m, 10, gamma=0.01)
+    ranks = np.arange(1, n + 1)
+    expected = S.rank_distribution(n, m, ranks) @ table
+    truth = S.metric_at_rank("recall", ranks, n, 10)
+    naive = S.rank_distribution(n, m, ranks) @ S.metric_at_rank("recall", np.arange(1, m + 2), m + 1, 10)
+    # averaged over uniformly spread ranks the corrected values are close, the naive ones far
+    assert abs(expected.mean() - truth.mean()) < 0.01 < abs(naive.mean() - truth.mean())
+
+
+def test_simulation_corrected_is_much_closer_than_naive():
+    """Full ranks known; negatives really sampled; mean naive and corrected vs the full-catalog value."""
+    rng = np.random.default_rng(11)
+    n, m, users = 2000, 99, 4000
+    # a model whose targets' full ranks are spread like a decent recommender's: log-uniform over the catalog
+    full_rank = np.minimum(np.floor(np.exp(rng.uniform(0, math.log(n), users))).astype(int), n)
+    # sampled rank: how many of m items drawn without replacement from the n - 1 others sit above the target
+    above = rng.hypergeometric(full_rank - 1, n - full_rank, m)
+    sampled_rank = 1.0 + above
+    tables = S.tables_for(n, [m], [10], gamma=0.01)
+    values = S.target_metrics(sampled_rank, np.full(users, m), [10], tables)
+    for name in ("ndcg", "recall", "map"):
+        exact = S.metric_at_rank(name, full_rank.astype(float), n, 10).mean()
+        naive = values[f"sampled_{name}_at_10"].mean()
+        corrected = values[f"corrected_{name}_at_10"].mean()
+        assert abs(corrected - exact) * 5 < abs(naive - exact), (name, exact, naive, corrected)
+    exact_auc = ((n - full_rank) / (n - 1)).mean()
+    assert values["sampled_auc"].mean() == pytest.approx(exact_auc, abs=0.01)
+
+
+def test_unregularised_fit_oscillates_and_gamma_tames_it():
+    # n = 1000, m = 99: unregularised values reach the hundreds (measured 391.6), gamma = 0.01 stays below 1
+    wild = S.correction_table("ndcg", 1000, 99, 10, gamma=1e-9)
+    tame = S.correction_table("ndcg", 1000, 99, 10, gamma=0.01)
+    assert np.abs(wild).max() > 20 and np.abs(tame).max() < 1
+
+
+def test_correction_rejects_bad_parameters():
+    with pytest.raises(ValueError):
+        S.correction_table("ndcg", 100, 9, 10, gamma=0.0)
+    with pytest.raises(ValueError):
+        S.correction_table("ndcg", 10, 10, 10)
+
+
+def test_kernels_do_not_import_pyspark():
+    import subprocess
+    import sys
+
+    code = ("import sys, recsys_spark.kernels.offline, recsys_spark.kernels.sampled; "
+            "assert not any(m.startswith('pyspark') for m in sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_cli_offline_fails_fast_without_inputs_and_on_bad_names(capsys):
+    from recsys_spark.cli import run
+
+    assert run(["offline", "--run", "m1", "--output-root", "/tmp/nowhere"]) == 3
+    assert "nothing to evaluate" in capsys.readouterr().err
+    assert run(["offline", "--run", "a/b", "--output-root", "/tmp/nowhere"]) == 2
+    assert run(["offline-compare", "--output-root", "/tmp/x", "--base", "a"]) == 2  # --candidate missing
+
+
+def test_offline_config_rejects_bad_values():
+    from recsys_spark.config import load_config
+    from recsys_spark.errors import ConfigError
+
+    for bad in ("offline.sampled_gamma=0", "offline.rating_range='5,1'", "offline.calibration_bins=0",
+                "offline.multiple_testing=bonferroni", "offline.distortion={\"3\" = 1}"):
+        with pytest.raises(ConfigError, match="offline"):
+            load_config(None, [bad])
+    assert load_config(None, ["offline.catalog_size=0"]).offline.catalog_size == 0
+
+
+def test_offline_generator_writes_every_input_and_a_loadable_config(tmp_path):
+    import pyarrow.parquet as pq
+
+    from recsys_spark.config import load_config
+    from recsys_spark.generate_offline import generate
+
+    counts = generate(tmp_path, users=50, items=400, seed=3)
+    cfg = load_config(tmp_path / "offline.toml").offline
+    for key in ("recommendations", "truth", "train", "items", "predictions", "ratings", "sampled"):
+        path = getattr(cfg, key).replace("{run}", "base")
+        assert pq.read_table(path).num_rows > 0, key
+    sampled = pq.read_table(cfg.sampled.replace("{run}", "candidate")).to_pandas()
+    per_user = sampled.groupby("user_id")["is_target"].agg(["sum", "size"])
+    assert (per_user["sum"] == 1).all() and (per_user["size"] == 100).all()  # one target, 99 negatives
+    train = pq.read_table(cfg.train).to_pandas()
+    truth = pq.read_table(cfg.truth).to_pandas()
+    assert not set(zip(train.user_id, train.item_id)) & set(zip(truth.user_id, truth.item_id))  # a real split
+    assert counts["items"] == 400
+    assert generate(tmp_path / "again", users=50, items=400, seed=3) == counts  # one seed, the same data
