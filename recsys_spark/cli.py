@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="override one setting, VALUE in TOML (repeatable): --set metrics.k=[5,10]")
     ev.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's when submitted)")
     ev.add_argument("--verbose", action="store_true", help="full tracebacks and INFO logs")
+    ev.add_argument("--report", action="store_true", help="then write the HTML report ending on the last day")
+    from recsys_spark.report.cli import add_arguments
+    add_arguments(commands.add_parser("report", help="write the HTML report of a range of days"), _date)
     return parser
 
 
@@ -64,6 +67,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     verbose = "--verbose" in (argv if argv is not None else sys.argv[1:])
     try:
         args = build_parser().parse_args(argv)
+        if args.command == "report":
+            from recsys_spark.report.cli import run_report
+            return run_report(args)
         return _evaluate(args)
     except JobError as exc:
         if verbose:
@@ -110,6 +116,9 @@ def _evaluate(args: argparse.Namespace) -> int:
                 continue
             _print_headline(day, summary, HEADLINE, _headline_name)
     finally:
+        if args.report:
+            from recsys_spark.report.cli import write_day_report
+            write_day_report(spark, cfg, args.output_root, dates[-1])
         spark.stop()
     if failed:
         print(f"{PROG}: error: {len(failed)} of {len(dates)} dates failed: {', '.join(failed)}", file=sys.stderr)

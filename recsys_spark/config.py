@@ -112,6 +112,7 @@ class ReportConfig:
     """The HTML report (:mod:`recsys_spark.report`); see docs/report.md."""
 
     offline_auc: str = ""
+    window_days: int = 30
     overfit_gap: float = 0.05
     offline_online_gap: float = 0.05
     regression_x: str = "auc:impression_weighted"

@@ -232,7 +232,7 @@ def line_chart(xs: Sequence[float], series: Sequence[Series], *, title: str, x_l
                     plot.add(f'<polygon class="band" points="{upper} {lower}" fill="{s.color}" '
                              f'fill-opacity="0.18" stroke="none"/>')
         dash = ' stroke-dasharray="5 3"' if s.dashed else ""
-        for seg in _segments(xs, s.ys):
+        for seg in (seg for seg in _segments(xs, s.ys) if len(seg) > 1):  # a lone point is its marker
             points = " ".join(f"{_f(plot.x(x))},{_f(plot.y(y))}" for x, y in seg)
             plot.add(f'<polyline class="line" points="{points}" fill="none" stroke="{s.color}" '
                      f'stroke-width="2"{dash}/>')
