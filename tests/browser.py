@@ -22,7 +22,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
          "--enable-logging=stderr", "--v=0"]
 #: what Chromium writes to stderr for a page's console errors and failed loads
-CONSOLE_ERROR = re.compile(r"CONSOLE\(\d+\)|Uncaught|net::ERR_|Failed to load resource|Refused to", re.I)
+CONSOLE_ERROR = re.compile(r"CONSOLE[:(]\d+|Uncaught|net::ERR_|Failed to load resource|Refused to", re.IGNORECASE)
 
 
 def chromium() -> str | None:
@@ -43,7 +43,7 @@ class Page:
 def _run(binary: str, args: list[str], url: str) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory() as profile:
         env = {**os.environ, "HOME": profile}
-        return subprocess.run([binary, *FLAGS, f"--user-data-dir={profile}", *args, url], capture_output=True,
+        return subprocess.run([binary, *FLAGS, f"--user-data-dir={profile}", *args, url], capture_output=True, check=False,
                               text=True, timeout=120, env=env)
 
 

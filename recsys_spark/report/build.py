@@ -44,6 +44,7 @@ PERCENT_METRICS = {"exposure_ctr", "pv_ctr", "pv_failure_rate", "uv_failure_rate
                    "item_coverage", "uv_conversion", "hit_rate", "precision", "recall"}
 AGG_NAMES = {"user_avg": "user avg", "list_avg": "list avg", "global": "global",
              "impression_weighted": "impression-weighted", "catalog": "catalog", "exposed": "exposed"}
+UNBOUNDED_METRICS = {"pv", "uv", "novelty", "uv_ctr", "clicks_per_clicking_user"}  # the others lie in [0, 1]
 ALL = "all"
 
 
@@ -250,7 +251,9 @@ def trends_section(data: RunData, m: Metrics) -> Section:
         title = metric_label(metric, k, agg)
         chart = svg.line_chart(list(range(len(days))), [svg.Series("", values, band)], title=title,
                                x_labels=labels, tick_every=_tick_every(len(days)), gaps=gaps,
-                               percent=metric in PERCENT_METRICS)
+                               percent=metric in PERCENT_METRICS,
+                               y_floor=None if metric in UNBOUNDED_METRICS else 0.0,
+                               y_ceiling=None if metric in UNBOUNDED_METRICS else 1.0)
         payload = {"metric": metric, "k": k, "aggregation": agg, "slice": ALL, "dt": days, "value": values}
         if band is not None:
             payload["ci_low"] = [i[0] if i else None for i in intervals]

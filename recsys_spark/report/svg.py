@@ -42,22 +42,43 @@ def fmt(v: float | None, digits: int = 4) -> str:
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """Round tick values covering [lo, hi], about ``count`` of them (steps 1, 2, 2.5 or 5 times a power of 10).
+    """Round tick values inside [lo, hi], about ``count`` of them (steps 1, 2 or 5 times a power of 10).
 
     >>> nice_ticks(0.0, 1.0)
     [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
     >>> nice_ticks(0.62, 0.71, 4)
-    [0.62, 0.64, 0.66, 0.68, 0.7]
+    [0.65, 0.7]
     """
     if hi <= lo:
         hi = lo + 1.0
     raw = (hi - lo) / max(count, 1)
     power = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
     first = math.ceil(lo / step - 1e-9)
     last = math.floor(hi / step + 1e-9)
-    decimals = max(0, -math.floor(math.log10(step)) + (1 if round(step / power, 6) == 2.5 else 0))
+    decimals = max(0, -math.floor(math.log10(step)))
     return [round(i * step, decimals + 2) for i in range(first, last + 1)]
+
+
+def covering_ticks(lo: float, hi: float, count: int = 4, floor: float | None = None,
+                   ceiling: float | None = None) -> list[float]:
+    """:func:`nice_ticks` plus one step below and above when the data reach past them (within floor/ceiling),
+    so the axis ends on a labelled tick.
+
+    >>> covering_ticks(0.695, 0.965)
+    [0.6, 0.7, 0.8, 0.9, 1.0]
+    """
+    ticks = nice_ticks(lo, hi, count)
+    if len(ticks) < 2:
+        return ticks
+    step = ticks[1] - ticks[0]
+    digits = max(0, -math.floor(math.log10(step))) + 3
+    below, above = round(ticks[0] - step, digits), round(ticks[-1] + step, digits)
+    if ticks[0] > lo + step * 1e-9 and (floor is None or below >= floor - step * 1e-9):
+        ticks.insert(0, below)
+    if ticks[-1] < hi - step * 1e-9 and (ceiling is None or above <= ceiling + step * 1e-9):
+        ticks.append(above)
+    return ticks
 
 
 def tick_label(v: float, ticks: Sequence[float]) -> str:
@@ -196,7 +217,7 @@ def line_chart(xs: Sequence[float], series: Sequence[Series], *, title: str, x_l
     for s in series:
         values += [b for pair in (s.band or []) if pair is not None for b in pair]
     lo, hi = padded(values, floor=y_floor, ceiling=y_ceiling)
-    ticks = nice_ticks(lo, hi, 4)
+    ticks = covering_ticks(lo, hi, 5 if height >= 260 else 4, y_floor, y_ceiling)
     lo, hi = min(lo, ticks[0]), max(hi, ticks[-1])
     step = (xs[1] - xs[0]) if len(xs) > 1 else 1.0
     x_lo, x_hi = (xs[0] - step / 2, xs[-1] + step / 2) if x_labels is not None else (min(xs), max(xs))
@@ -384,7 +405,7 @@ def scatter_fit(xs: Sequence[float], ys: Sequence[float], names: Sequence[str], 
     """Points (one per day) and the fitted least-squares line over the points' x range."""
     x_lo, x_hi = padded(list(xs), pad=0.1)
     y_lo, y_hi = padded(list(ys), pad=0.1)
-    xt, yt = nice_ticks(x_lo, x_hi, 4), nice_ticks(y_lo, y_hi, 4)
+    xt, yt = nice_ticks(x_lo, x_hi, 4), covering_ticks(y_lo, y_hi, 4)
     x_lo, x_hi, y_lo, y_hi = min(x_lo, xt[0]), max(x_hi, xt[-1]), min(y_lo, yt[0]), max(y_hi, yt[-1])
     plot = Plot(width, height, (x_lo, x_hi), (y_lo, y_hi), left=56, top=18, bottom=34)
     plot.y_axis(yt, y_label)
