@@ -314,3 +314,13 @@ def test_values_are_finite_or_null_in_every_data_block(page):
                 walk(x)
     for block in page.data.values():
         walk(block)
+
+
+def test_evaluate_accepts_report():
+    from recsys_spark.cli import build_parser
+
+    args = build_parser().parse_args(["evaluate", "--date", "2026-11-05", "--input-root", "in", "--output-root", "o",
+                                      "--report"])
+    assert args.report is True
+    plain = build_parser().parse_args(["evaluate", "--date", "2026-11-05", "--input-root", "in", "--output-root", "o"])
+    assert plain.report is False

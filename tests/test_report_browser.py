@@ -8,11 +8,11 @@ import datetime as dt
 import re
 from pathlib import Path
 
+import browser
 import numpy as np
 import pytest
-
-import browser
 import report_fixture as fx
+
 from recsys_spark.config import load_config
 from recsys_spark.report import write_report
 

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_report import SECTIONS, parse
 
 from recsys_spark.config import load_config
 from recsys_spark.pipeline import evaluate_day
 from recsys_spark.report import load_range, render_html, write_report
-
-from test_report import SECTIONS, parse
 
 pytestmark = pytest.mark.spark
 
