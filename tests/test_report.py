@@ -324,3 +324,14 @@ def test_evaluate_accepts_report():
     assert args.report is True
     plain = build_parser().parse_args(["evaluate", "--date", "2026-11-05", "--input-root", "in", "--output-root", "o"])
     assert plain.report is False
+
+
+def test_embedded_json_cannot_close_its_script_element():
+    from recsys_spark.report import _json
+
+    value = {"slice": "country=</script><script>alert(1)</script>", "x": [0.1, None], "amp": "a&b"}
+    text = _json(value)
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text) == value
+    with pytest.raises(ValueError):
+        _json({"nan": float("nan")})  # a NaN would not be JSON: values are made None first
