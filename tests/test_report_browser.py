@@ -30,7 +30,7 @@ def check_page(path: Path, expected_charts: int) -> np.ndarray:
     for figure in re.findall(r'<figure id="chart-.*?</figure>', page.dom, re.DOTALL):
         assert re.search(r"<(polyline|circle|rect|polygon)\b", figure), figure[:80]  # every chart draws marks
     pixels = browser.decode_png(page.png)[..., :3]
-    assert pixels.shape[:2] == (1400, 1100)
+    assert pixels.shape[:2] == (700, 550)  # 1100 x 1400 CSS pixels at half scale
     colours = np.unique(pixels.reshape(-1, 3), axis=0)
     ink = (pixels.min(axis=2) < 160).mean()  # share of pixels darker than light grey: text, lines, marks
     assert len(colours) > 50 and 0.005 < ink < 0.5, (len(colours), ink)

@@ -98,6 +98,17 @@ def test_the_skipped_day_is_a_gap_and_reruns_are_identical(run, html):
     assert render_html(data, context, cfg.report) == html
 
 
+def test_the_spark_reader_gives_the_same_page(run, spark, html):
+    """For non-local roots the tables are read through Spark: the page must not depend on the reader."""
+    from recsys_spark.report import _context_metrics
+    from recsys_spark.report.data import SparkReader, load
+
+    reader = SparkReader(spark, str(run / "out"))
+    data = load(reader, DAYS[0], DAYS[-1])
+    assert data.missing == [SKIPPED.isoformat()]
+    assert render_html(data, _context_metrics(reader, data), load_config(None, SETTINGS).report) == html
+
+
 def test_evaluate_report_writes_the_days_report(run, spark, tmp_path):
     from recsys_spark.report.cli import write_day_report
 
@@ -116,3 +127,19 @@ def test_chromium_renders_the_real_report(run, html, tmp_path):
     path = tmp_path / "real.html"
     path.write_text(html, encoding="utf-8")
     check_page(path, html.count('<svg class="chart"'))
+
+
+def test_cli_evaluate_report_fills_the_gap_last(run):
+    """Runs last (it evaluates the skipped day): ``evaluate --report`` prints the report it wrote, gapless now."""
+    import os
+
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run([sys.executable, "-m", "recsys_spark.cli", "evaluate", "--date", SKIPPED.isoformat(),
+                           "--input-root", str(run / "in"), "--output-root", str(run / "out"), "--master", "local[2]",
+                           "--report", *[a for s in SETTINGS + ["report.window_days=3"] for a in ("--set", s)]],
+                          capture_output=True, text=True, timeout=900, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    path = run / "out" / "reports" / f"{DAYS[0].isoformat()}_{SKIPPED.isoformat()}.html"  # 3 days ending there
+    assert f"{SKIPPED}: report {path}" in proc.stdout
+    page = path.read_text(encoding="utf-8")
+    assert "3 of 3 day(s) with output." in page and "no data:" not in page
