@@ -41,6 +41,17 @@ def fmt(v: float | None, digits: int = 4) -> str:
     return f"{v:.{digits}g}"
 
 
+def nice_step(lo: float, hi: float, count: int = 5) -> float:
+    """The 1, 2 or 5 times a power of 10 at or just above (hi - lo) / count.
+
+    >>> nice_step(0.0, 1.0, 4), nice_step(0.4, 0.5, 4)
+    (0.5, 0.05)
+    """
+    raw = (hi - lo) / max(count, 1) if hi > lo else 1.0 / max(count, 1)
+    power = 10.0 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw * (1 - 1e-12))
+
+
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     """Round tick values inside [lo, hi], about ``count`` of them (steps 1, 2 or 5 times a power of 10).
 
@@ -51,9 +62,7 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     """
     if hi <= lo:
         hi = lo + 1.0
-    raw = (hi - lo) / max(count, 1)
-    power = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    step = nice_step(lo, hi, count)
     first = math.ceil(lo / step - 1e-9)
     last = math.floor(hi / step + 1e-9)
     decimals = max(0, -math.floor(math.log10(step)))
@@ -69,9 +78,9 @@ def covering_ticks(lo: float, hi: float, count: int = 4, floor: float | None = N
     [0.6, 0.7, 0.8, 0.9, 1.0]
     """
     ticks = nice_ticks(lo, hi, count)
-    if len(ticks) < 2:
-        return ticks
-    step = ticks[1] - ticks[0]
+    step = nice_step(lo, hi, count)
+    if not ticks:
+        ticks = [round(math.floor(lo / step) * step, max(0, -math.floor(math.log10(step))) + 3)]
     digits = max(0, -math.floor(math.log10(step))) + 3
     below, above = round(ticks[0] - step, digits), round(ticks[-1] + step, digits)
     if ticks[0] > lo + step * 1e-9 and (floor is None or below >= floor - step * 1e-9):
