@@ -132,7 +132,7 @@ def t_ppf(q: float, df: float) -> float:
     return 0.5 * (lo + hi)
 
 
-def rankdata(values: Sequence[float]) -> np.ndarray:
+def rankdata(values: Sequence[float] | np.ndarray) -> np.ndarray:
     """Ranks 1..n, ties given their average rank (``scipy.stats.rankdata``'s default).
 
     >>> rankdata([10, 20, 20, 5]).tolist()

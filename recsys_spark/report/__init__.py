@@ -144,6 +144,9 @@ def write_report(output_root: str, start: dt.date, end: dt.date, cfg: Config, ou
     else:
         from recsys_spark import fs
 
-        reader = _reader(output_root, spark)
-        fs.write_text(reader.spark, path, page)
+        if spark is None:
+            from recsys_spark.session import build_session
+
+            spark = build_session(app_name="recsys-spark-report", log_level="ERROR")
+        fs.write_text(spark, path, page)
     return path

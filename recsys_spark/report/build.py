@@ -272,7 +272,9 @@ def curves_section(data: RunData, m: Metrics) -> Section:
     day = data.last_day
     if day is None:
         return section
-    series, payload = [], {"dt": day, "slice": ALL, "aggregation": "user_avg", "curves": {}}
+    series: list[svg.Series] = []
+    curves: dict[str, dict[str, list]] = {}
+    payload = {"dt": day, "slice": ALL, "aggregation": "user_avg", "curves": curves}
     ks = sorted({k for metric in AT_K for k in m.ks(day, metric, "user_avg")})
     if not ks:
         section.notes.append("No @k metrics on the last day.")
@@ -282,7 +284,7 @@ def curves_section(data: RunData, m: Metrics) -> Section:
         if all(v is None for v in ys):
             continue
         series.append(svg.Series(metric_label(metric, None, "user_avg").split(" (")[0], ys, color=svg.PALETTE[i]))
-        payload["curves"][metric] = {"k": ks, "value": ys}
+        curves[metric] = {"k": ks, "value": ys}
     chart = svg.line_chart([float(k) for k in ks], series, title=f"Metric@k on {day}", x_label="k",
                            width=640, height=300, y_floor=0.0, y_ceiling=1.0,
                            point_names=[f"@{k}" for k in ks])
@@ -346,8 +348,8 @@ def slices_section(data: RunData, m: Metrics) -> Section:
                 value = _num(row["value"]) if row else None
                 n = _int(row["n"]) if row else None
                 label = s.split("=", 1)[1] + (f" (n={n})" if n is not None else "")
-                rows.append(svg.Whisker(label, value, *(interval or (None, None)),
-                                        color=svg.PALETTE[i], note=f" (n = {n})" if n is not None else ""))
+                low, high = interval or (None, None)
+                rows.append(svg.Whisker(label, value, low, high, color=svg.PALETTE[i]))
                 payload_rows.append({"slice": s, "value": value, "n": n,
                                      "ci_low": interval[0] if interval else None,
                                      "ci_high": interval[1] if interval else None})
