@@ -44,7 +44,7 @@ EXECUTOR_PACKAGES = ("pandas", "pyarrow", "numpy")
 #: the module spark-submit's script (jobs/evaluate_daily.py) imports: the job is what it reaches
 ENTRY_MODULE = f"{PACKAGE}.cli"
 #: data files the job reads from the package (session.py's local log configuration)
-DATA_SUFFIXES = {".properties"}
+DATA_SUFFIXES = {".properties", ".j2"}  # log4j2 configuration, the report's page template
 _MARKER = ".recsys-spark-requirements"
 
 

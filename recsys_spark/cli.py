@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="override one setting, VALUE in TOML (repeatable): --set metrics.k=[5,10]")
     ev.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's when submitted)")
     ev.add_argument("--verbose", action="store_true", help="full tracebacks and INFO logs")
+    ev.add_argument("--report", action="store_true", help="then write the HTML report ending on the last day")
     xp = commands.add_parser("experiment", help="analyse one experiment over a window of days already evaluated")
     xp.add_argument("--experiment", required=True, help="the experiment's name in the assignments table")
     xp.add_argument("--start", type=_date, required=True, help="first day of the window")
@@ -58,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     from recsys_spark.offline.cli import add_parsers as add_offline_parsers
 
     add_offline_parsers(commands)
+
+    from recsys_spark.report.cli import add_arguments
+
+    add_arguments(commands.add_parser("report", help="write the HTML report of a range of days"), _date)
     return parser
 
 
@@ -85,6 +90,10 @@ def run(argv: Sequence[str] | None = None) -> int:
             from recsys_spark.offline.cli import main as offline_main
 
             return offline_main(args)
+        if args.command == "report":
+            from recsys_spark.report.cli import run_report
+
+            return run_report(args)
         return _evaluate(args)
     except JobError as exc:
         if verbose:
@@ -138,6 +147,9 @@ def _evaluate(args: argparse.Namespace) -> int:
             for line in experiment_lines(str(day), summary.get("experiments")):
                 print(line)
     finally:
+        if args.report:
+            from recsys_spark.report.cli import write_day_report
+            write_day_report(spark, cfg, args.output_root, dates[-1])
         spark.stop()
     if failed:
         print(f"{PROG}: error: {len(failed)} of {len(dates)} dates failed: {', '.join(failed)}", file=sys.stderr)

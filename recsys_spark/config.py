@@ -221,6 +221,29 @@ class OfflineConfig:
 
 
 @dataclass(frozen=True)
+class ReportConfig:
+    """The HTML report (:mod:`recsys_spark.report`); see docs/report.md."""
+
+    offline_auc: str = ""
+    window_days: int = 30
+    overfit_gap: float = 0.05
+    offline_online_gap: float = 0.05
+    regression_x: str = "auc:impression_weighted"
+    regression_y: str = "uv_ctr:global"
+    min_regression_days: int = 7
+    regression_level: float = 0.95
+
+    def __post_init__(self) -> None:
+        if not 0 < self.regression_level < 1:
+            raise ConfigError(f"config key report.regression_level: expected a number in (0, 1), "
+                              f"got {self.regression_level}")
+        for key in ("regression_x", "regression_y"):
+            if ":" not in getattr(self, key):
+                raise ConfigError(f"config key report.{key}: expected METRIC[@K]:AGGREGATION, "
+                                  f"got {getattr(self, key)!r}")
+
+
+@dataclass(frozen=True)
 class Config:
     input: InputConfig = field(default_factory=InputConfig)
     attribution: AttributionConfig = field(default_factory=AttributionConfig)
@@ -235,6 +258,7 @@ class Config:
     output: OutputConfig = field(default_factory=OutputConfig)
     experiments: ExperimentsConfig = field(default_factory=ExperimentsConfig)
     offline: OfflineConfig = field(default_factory=OfflineConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
     spark: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_dict(self) -> dict[str, Any]:

@@ -21,7 +21,8 @@ def _package_script():
 def _modules_the_job_imports() -> set[str]:
     """An independent oracle: import the entry point and what it imports lazily, in a fresh interpreter."""
     commands = ("recsys_spark.pipeline", "recsys_spark.experiments", "recsys_spark.offline.cli",
-                "recsys_spark.offline.pipeline", "recsys_spark.offline.compare")  # what each subcommand runs
+                "recsys_spark.offline.pipeline", "recsys_spark.offline.compare", "recsys_spark.report.cli",
+                "recsys_spark.report.build")  # what each subcommand runs
     code = (f"import sys, recsys_spark.cli, recsys_spark.session, recsys_spark.log, {', '.join(commands)}; "
             "print('\\n'.join(m for m in sys.modules if m.startswith('recsys_spark')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
@@ -35,7 +36,7 @@ def test_zip_lists_only_what_the_job_runs(tmp_path):
     for module in _modules_the_job_imports():
         path = Path(*module.split("."))
         expected.add((path / "__init__.py" if (REPO / path).is_dir() else path.with_suffix(".py")).as_posix())
-    assert set(names) == expected | {"recsys_spark/log4j2-local.properties"}
+    assert set(names) == expected | {"recsys_spark/log4j2-local.properties", "recsys_spark/report/template.html.j2"}
     assert names == sorted(names)
     assert "recsys_spark/generate.py" not in names  # users make sample data with it; the job never runs it
     assert not [n for n in names if not n.startswith("recsys_spark/") or "__pycache__" in n or n.endswith(".pyc")]

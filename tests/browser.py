@@ -1,0 +1,112 @@
+"""Headless Chromium for the report's tests: load a file, collect console errors, screenshot, DOM.
+
+Uses Debian's ``chromium`` (``.ci/run`` installs it); tests skip with a visible reason without it.
+The PNG is decoded here (zlib and the five PNG row filters), so no imaging package is needed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import struct
+import subprocess
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+         "--enable-logging=stderr", "--v=0"]
+#: what Chromium writes to stderr for a page's console errors and failed loads
+CONSOLE_ERROR = re.compile(r"CONSOLE[:(]\d+|Uncaught|net::ERR_|Failed to load resource|Refused to", re.IGNORECASE)
+
+
+def chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@dataclass
+class Page:
+    dom: str
+    console_errors: list[str]
+    png: bytes
+
+
+def _run(binary: str, args: list[str], url: str) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory() as profile:
+        env = {**os.environ, "HOME": profile}
+        return subprocess.run([binary, *FLAGS, f"--user-data-dir={profile}", *args, url], capture_output=True, check=False,
+                              text=True, timeout=120, env=env)
+
+
+def load(path: Path, width: int = 1200, height: int = 1600, scale: float = 0.5) -> Page:
+    """Open ``path`` twice (DOM after scripts, then a screenshot) and gather the console errors of both.
+
+    The page is laid out at ``width`` x ``height`` CSS pixels and the screenshot taken at ``scale`` device
+    pixels per CSS pixel (half size: a quarter of the pixels to decode, the same picture).
+    """
+    binary = chromium()
+    assert binary is not None
+    url = path.resolve().as_uri()
+    dumped = _run(binary, ["--dump-dom"], url)
+    with tempfile.TemporaryDirectory() as tmp:
+        shot = Path(tmp) / "shot.png"
+        taken = _run(binary, [f"--window-size={width},{height}", f"--force-device-scale-factor={scale}",
+                              f"--screenshot={shot}"], url)
+        png = shot.read_bytes() if shot.exists() else b""
+    errors = [line for run in (dumped, taken) for line in run.stderr.splitlines() if CONSOLE_ERROR.search(line)]
+    return Page(dumped.stdout, errors, png)
+
+
+def decode_png(data: bytes) -> np.ndarray:
+    """Pixels (height, width, channels) of an 8-bit RGB/RGBA/grey PNG, non-interlaced."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, header = 8, [], None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat.append(body)
+        pos += 12 + length
+    assert header is not None
+    width, height, depth, colour, _, _, interlace = header
+    assert depth == 8 and interlace == 0, "only 8-bit non-interlaced PNGs"
+    channels = {0: 1, 2: 3, 4: 2, 6: 4}[colour]
+    raw = np.frombuffer(zlib.decompress(b"".join(idat)), dtype=np.uint8).reshape(height, 1 + width * channels)
+    out = np.zeros((height, width * channels), dtype=np.uint8)
+    prev = np.zeros(width * channels, dtype=np.int32)
+    for y in range(height):
+        kind, line = raw[y, 0], raw[y, 1:].astype(np.int32)
+        if kind == 0:
+            cur = line
+        elif kind == 2:
+            cur = (line + prev) & 255
+        elif kind == 1:  # Sub: a running sum per channel
+            cur = (np.cumsum(line.reshape(width, channels), axis=0) & 255).reshape(-1)
+        else:  # Average or Paeth depend on the reconstructed left byte: pixel by pixel
+            cur = np.zeros_like(line)
+            for x in range(width):
+                s = slice(x * channels, (x + 1) * channels)
+                left = cur[s.start - channels:s.stop - channels] if x else np.zeros(channels, dtype=np.int32)
+                up = prev[s]
+                if kind == 3:
+                    cur[s] = (line[s] + (left + up) // 2) & 255
+                else:
+                    upleft = prev[s.start - channels:s.stop - channels] if x else np.zeros(channels, dtype=np.int32)
+                    p = left + up - upleft
+                    pa, pb, pc = np.abs(p - left), np.abs(p - up), np.abs(p - upleft)
+                    pred = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, up, upleft))
+                    cur[s] = (line[s] + pred) & 255
+        out[y] = cur
+        prev = cur
+    return out.reshape(height, width, channels)

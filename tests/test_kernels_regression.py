@@ -1,0 +1,86 @@
+"""The report's regression kernel against scipy.stats (linregress, pearsonr, spearmanr, t)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from recsys_spark.kernels.regression import betainc, fit_line, rankdata, t_ppf, t_sf
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 5, 12, 60])
+@pytest.mark.parametrize("q", [0.6, 0.9, 0.975, 0.995])
+def test_t_quantile_matches_scipy(df, q):
+    assert t_ppf(q, df) == pytest.approx(stats.t.ppf(q, df), rel=1e-9)
+    assert t_ppf(1 - q, df) == pytest.approx(stats.t.ppf(1 - q, df), rel=1e-9)
+
+
+@pytest.mark.parametrize("t", [-3.0, -0.4, 0.0, 0.7, 2.5, 40.0])
+def test_t_tail_matches_scipy(t):
+    for df in (1, 4, 30):
+        assert t_sf(t, df) == pytest.approx(stats.t.sf(t, df), rel=1e-9, abs=1e-15)
+
+
+def test_betainc_matches_scipy():
+    from scipy.special import betainc as sp_betainc
+    for a, b, x in [(0.5, 0.5, 0.3), (2.0, 5.0, 0.8), (10.0, 0.5, 0.95), (3.0, 3.0, 0.5)]:
+        assert betainc(a, b, x) == pytest.approx(sp_betainc(a, b, x), rel=1e-10)
+
+
+def test_rankdata_matches_scipy():
+    v = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0, 5.0, 3.0]
+    assert rankdata(v).tolist() == stats.rankdata(v).tolist()
+
+
+@pytest.mark.parametrize("seed,n", [(0, 3), (1, 5), (2, 14), (3, 30)])
+def test_fit_line_matches_scipy(seed, n):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.6, 0.8, n)
+    y = 0.05 + 0.3 * x + rng.normal(0, 0.01, n)
+    y[0] = y[1]  # a tie for the ranks
+    fit = fit_line(x, y, level=0.9)
+    ref = stats.linregress(x, y)
+    assert fit.n == n
+    assert fit.slope == pytest.approx(ref.slope, rel=1e-10)
+    assert fit.intercept == pytest.approx(ref.intercept, rel=1e-10)
+    assert fit.slope_se == pytest.approx(ref.stderr, rel=1e-9)
+    half = stats.t.ppf(0.95, n - 2) * ref.stderr
+    assert fit.slope_ci_low == pytest.approx(ref.slope - half, rel=1e-9)
+    assert fit.slope_ci_high == pytest.approx(ref.slope + half, rel=1e-9)
+    assert fit.r_squared == pytest.approx(ref.rvalue ** 2, rel=1e-10)
+    pr = stats.pearsonr(x, y)
+    assert fit.pearson_r == pytest.approx(pr.statistic, rel=1e-10)
+    assert fit.pearson_p == pytest.approx(pr.pvalue, rel=1e-7, abs=1e-14)
+    assert fit.pearson_p == pytest.approx(ref.pvalue, rel=1e-7, abs=1e-14)
+    sr = stats.spearmanr(x, y)
+    assert fit.spearman_rho == pytest.approx(sr.statistic, rel=1e-10)
+    assert fit.spearman_p == pytest.approx(sr.pvalue, rel=1e-7, abs=1e-14)
+
+
+def test_hand_checked_line():
+    # x = 1, 2, 3, 4; y = 2, 4, 5, 7: x̄ = 2.5, ȳ = 4.5, S_xx = 5, S_xy = 1.5*2.5 + 0.5*0.5 + 0.5*0.5 + 1.5*2.5 = 8
+    fit = fit_line([1, 2, 3, 4], [2, 4, 5, 7])
+    assert fit.slope == pytest.approx(8 / 5)
+    assert fit.intercept == pytest.approx(4.5 - 1.6 * 2.5)
+    # S_yy = 6.25 + 0.25 + 0.25 + 6.25 = 13; s² = (13 - 1.6 * 8) / 2 = 0.1; se = sqrt(0.1 / 5)
+    assert fit.slope_se == pytest.approx(math.sqrt(0.1 / 5))
+    assert fit.r_squared == pytest.approx(8 * 8 / (5 * 13))
+    assert fit.spearman_rho == pytest.approx(1.0)
+
+
+def test_edge_cases():
+    nan = float("nan")
+    few = fit_line([0.7, nan, 0.8], [0.1, 0.2, nan])  # two pairs dropped: one point left
+    assert few.n == 1 and few.slope is None and few.pearson_r is None
+    two = fit_line([0.7, 0.8], [0.1, 0.3])  # a line, but no interval or p-value from 2 points
+    assert two.slope == pytest.approx(2.0) and two.slope_se is None and two.slope_ci_low is None
+    assert two.pearson_r == pytest.approx(1.0) and two.pearson_p is None
+    flat_x = fit_line([0.7, 0.7, 0.7], [0.1, 0.2, 0.3])
+    assert flat_x.n == 3 and flat_x.slope is None
+    flat_y = fit_line([0.6, 0.7, 0.8], [0.2, 0.2, 0.2])
+    assert flat_y.slope == pytest.approx(0.0, abs=1e-12) and flat_y.pearson_r is None and flat_y.r_squared is None
+    with pytest.raises(ValueError):
+        fit_line([1, 2], [1])

@@ -1,0 +1,337 @@
+"""The HTML report from a hand-written output root (pyarrow, no Spark): sections, embedded data equal
+to the tables, nothing outside the file, same bytes on rerun, gaps, graceful degradation."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import report_fixture as fx
+
+from recsys_spark.cli import run
+from recsys_spark.config import load_config
+from recsys_spark.kernels.regression import fit_line
+from recsys_spark.report import default_path, load_range, render_html, write_report
+from recsys_spark.report.build import HEADLINE
+
+START, END = dt.date.fromisoformat(fx.START), dt.date.fromisoformat(fx.END)
+SECTIONS = ("headline", "trends", "curves", "lorenz", "slices", "quality", "experiments", "offline")
+
+
+class _Page(HTMLParser):
+    """Every element's attributes, every JSON data block by id, and the section ids."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attrs: list[tuple[str, dict[str, str | None]]] = []
+        self.data: dict[str, object] = {}
+        self._script: str | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        self.attrs.append((tag, attributes))
+        if tag == "script":
+            assert attributes.get("type") == "application/json", f"a script that is not data: {attributes}"
+            self._script, self._text = attributes["id"], []
+
+    def handle_data(self, data):
+        if self._script is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "script" and self._script is not None:
+            self.data[self._script] = json.loads("".join(self._text))
+            self._script = None
+
+    def ids(self, tag: str) -> list[str]:
+        return [a["id"] for t, a in self.attrs if t == tag and a.get("id")]
+
+
+def parse(html: str) -> _Page:
+    page = _Page()
+    page.feed(html)
+    return page
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    return fx.build_root(tmp_path_factory.mktemp("out"))
+
+
+@pytest.fixture(scope="module")
+def offline(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("offline") / "auc.csv"
+    fx.write_offline_auc(path)
+    return path
+
+
+def render(root: Path, offline: Path | None = None, overrides: tuple[str, ...] = ()) -> str:
+    cfg = load_config(None, list(overrides))
+    data, context = load_range(str(root), START, END, str(offline) if offline else "")
+    return render_html(data, context, cfg.report)
+
+
+@pytest.fixture(scope="module")
+def html(root, offline) -> str:
+    return render(root, offline)
+
+
+@pytest.fixture(scope="module")
+def page(html) -> _Page:
+    return parse(html)
+
+
+def metrics(root: Path, day: str) -> pd.DataFrame:
+    frame = pd.read_parquet(root / "metrics" / f"dt={day}")
+    frame["k"] = frame["k"].astype("Int64")
+    return frame
+
+
+def value(frame: pd.DataFrame, metric: str, k: int | None, agg: str, slice_: str = "all", column: str = "value"):
+    sel = (frame.metric == metric) & (frame.aggregation == agg) & (frame.slice == slice_)
+    sel &= frame.k.isna() if k is None else frame.k == k
+    rows = frame[sel]
+    assert len(rows) == 1, (metric, k, agg, slice_)
+    return float(rows[column].iloc[0])
+
+
+def test_every_section_is_present(page):
+    assert set(SECTIONS) <= set(page.ids("section"))
+    figures = page.ids("figure")
+    assert len([f for f in figures if f.startswith("chart-trend-")]) == len(HEADLINE)
+    for chart in ("chart-curves-at-k", "chart-lorenz", "chart-set-aside", "chart-rule-failures",
+                  "chart-forest-exp-ranker", "chart-forest-exp-srm", "chart-offline-auc", "chart-regression",
+                  "chart-slice-platform-ndcg-10-user-avg"):
+        assert chart in figures
+    # every chart has its data right beside it
+    for figure in figures:
+        assert "data-" + figure[len("chart-"):] in page.data
+
+
+def test_headline_is_the_pipelines():
+    from recsys_spark.pipeline import HEADLINE as PIPELINE_HEADLINE
+    assert HEADLINE == PIPELINE_HEADLINE
+
+
+def test_embedded_trend_data_equals_the_parquet_values(root, page):
+    trend = page.data["data-trend-ndcg-10-user-avg"]
+    assert trend["dt"] == ["2026-11-02", "2026-11-03", "2026-11-04", "2026-11-05"]
+    for day, got, low, high in zip(trend["dt"], trend["value"], trend["ci_low"], trend["ci_high"]):
+        if day == fx.MISSING:
+            assert got is None and low is None and high is None
+            continue
+        frame = metrics(root, day)
+        assert got == value(frame, "ndcg", 10, "user_avg")  # exact: JSON keeps every bit of a double
+        assert low == value(frame, "ndcg", 10, "user_avg", column="ci_low")
+        assert high == value(frame, "ndcg", 10, "user_avg", column="ci_high")
+
+
+def test_embedded_curves_slices_and_lorenz_equal_the_parquet_values(root, page):
+    last = metrics(root, "2026-11-05")
+    curves = page.data["data-curves-at-k"]["curves"]
+    assert curves["ndcg"]["k"] == [1, 5, 10]
+    assert curves["ndcg"]["value"] == [value(last, "ndcg", k, "user_avg") for k in (1, 5, 10)]
+    assert curves["recall"]["value"] == [value(last, "recall", k, "user_avg") for k in (1, 5, 10)]
+    sl = page.data["data-slice-platform-auc-user-avg"]
+    assert sl["all"] == value(last, "auc", None, "user_avg")
+    assert {r["slice"]: r["value"] for r in sl["rows"]} == {
+        s: value(last, "auc", None, "user_avg", s) for s in ("platform=ios", "platform=web")}
+    assert {r["slice"]: r["ci_low"] for r in sl["rows"]} == {
+        s: value(last, "auc", None, "user_avg", s, "ci_low") for s in ("platform=ios", "platform=web")}
+    lorenz = pd.read_parquet(root / "lorenz" / "dt=2026-11-05")
+    data = page.data["data-lorenz"]
+    assert data["x"] == lorenz["x"].tolist() and data["y"] == lorenz["y"].tolist()
+    assert data["gini_catalog"] == value(last, "gini", None, "catalog")
+    # top 10 % of items: 1 - L(0.9), L linear between (0.75, 0.32) and (1, 1): 0.32 + 0.15/0.25 * 0.68 = 0.728
+    assert data["top_10pct_share"] == pytest.approx(1 - 0.728)
+
+
+def test_headline_changes_use_the_previous_day_and_the_week_before(root, page):
+    rows = {r["key"]: r for r in page.data["data-headline"]["rows"]}
+    auc = rows["auc:global"]
+    last, week = metrics(root, "2026-11-05"), metrics(root, fx.WEEK_BEFORE)
+    assert auc["value"] == value(last, "auc", None, "global")
+    assert auc["previous_day"]["date"] == "2026-11-04" and auc["previous_day"]["delta"] is None  # missing day
+    assert auc["week_before"]["date"] == fx.WEEK_BEFORE  # outside the range: read for the comparison
+    assert auc["week_before"]["delta"] == pytest.approx(value(last, "auc", None, "global")
+                                                        - value(week, "auc", None, "global"))
+    assert auc["week_before"]["delta"] == pytest.approx(0.01 * 3 - 0.01 * -7)
+    assert auc["ci_low"] is None  # no se for the pooled AUC, so no interval
+    ndcg = rows["ndcg@10:user_avg"]
+    assert ndcg["ci_low"] == value(last, "ndcg", 10, "user_avg", column="ci_low")
+
+
+def test_rules_and_data_quality(page):
+    failures = page.data["data-rule-failures"]
+    assert failures["failed_hard"] == [0.0, 1.0, None, 0.0]  # 11-03 fails a hard rule; 11-04 has no data
+    assert failures["failed_soft"] == [1.0, 1.0, None, 1.0]
+    aside = {(r["source"], r["reason"]): r["rows"] for r in page.data["data-set-aside"]["rows"]}
+    assert aside[("exposures", "null_key")] == 2 + 3 and aside[("clicks", "null_key")] == 1
+
+
+def test_missing_day_shows_as_a_gap(html, page):
+    assert "no output for 2026-11-04" in html
+    trend = re.search(r'<figure id="chart-trend-auc-global".*?</figure>', html, re.DOTALL).group(0)
+    assert 'class="gap"' in trend and "no data: 4</title>" in trend
+    # the line is broken at the gap: two polylines (11-02..11-03, then 11-05 alone as a point)
+    assert trend.count("<polyline") == 1 and trend.count('class="point"') == 3
+
+
+def test_nothing_points_outside_the_file(html, page):
+    for tag, attrs in page.attrs:
+        for name in ("src", "href", "xlink:href", "action", "data", "poster", "srcset"):
+            target = attrs.get(name)
+            if target is not None and not (tag == "svg" and name == "xmlns"):
+                assert target.startswith("#"), (tag, name, target)
+        assert tag not in ("img", "link", "iframe", "object", "embed", "audio", "video"), tag
+    assert "url(" not in html and "@import" not in html
+    assert not re.search(r"\bhttps?://(?!www\.w3\.org/2000/svg)", html)  # the SVG namespace is a name, not a fetch
+
+
+def test_rendering_twice_gives_the_same_bytes(root, offline, html, tmp_path):
+    assert render(root, offline) == html
+    # in a fresh interpreter with another hash seed (set and dict order), through the CLI
+    out = tmp_path / "again.html"
+    code = ("import sys; from recsys_spark.cli import run; "
+            f"sys.exit(run(['report', '--output-root', {str(root)!r}, '--start', {fx.START!r}, '--end', "
+            f"{fx.END!r}, '--out', {str(out)!r}, '--offline-auc', {str(offline)!r}]))")
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True)
+    assert out.read_text(encoding="utf-8") == html
+
+
+def test_experiments_forest_srm_banner_and_sizes(root, html, page):
+    table = pd.read_parquet(root / "experiments" / "dt=2026-11-05")
+    ranker = page.data["data-forest-exp-ranker"]
+    got = {(r["variant"], r["metric"]): r for r in ranker["rows"]}
+    for rec in table[table.experiment == "exp_ranker"].to_dict("records"):
+        row = got[(rec["variant"], rec["metric"])]
+        for key in ("rel_delta", "rel_ci_low", "rel_ci_high", "p_adjusted", "mde", "value", "control_value"):
+            assert row[key] == rec[key], key
+        assert row["n"] == rec["n"] and row["control_n"] == rec["control_n"]
+    assert got[("treatment", "ndcg")]["significant"] and not got[("treatment", "exposure_ctr")]["significant"]
+    # exp_srm failed its sample ratio check: a banner that cannot be missed, in that experiment's part only
+    exp_srm = html[html.index('id="experiment-exp_srm"'):html.index('id="offline"')]
+    exp_ranker = html[html.index('id="experiment-exp_ranker"'):html.index('id="experiment-exp_srm"')]
+    assert 'class="banner bad srm-failed"' in exp_srm and "SAMPLE RATIO MISMATCH" in exp_srm
+    assert "srm-failed" not in exp_ranker and "Sample ratio check passed" in exp_ranker
+
+
+def test_offline_online_gaps_and_diagnoses(root, page):
+    data = page.data["data-offline-auc"]
+    online = [None if d == fx.MISSING else value(metrics(root, d), "auc", None, "global") for d in data["dt"]]
+    assert data["online_auc"] == online
+    rows = {r["dt"]: r for r in data["table"]}
+    assert rows["2026-11-02"]["diagnosis"] == []
+    assert rows["2026-11-03"]["train_minus_test"] == pytest.approx(0.10)
+    assert rows["2026-11-03"]["diagnosis"] == ["overfitting (train much higher than test)"]
+    assert rows["2026-11-05"]["test_minus_online"] == pytest.approx(0.95 - online[3])
+    assert rows["2026-11-05"]["diagnosis"] == [
+        "offline/online inconsistency or leakage (test much higher than online)"]
+
+
+def test_regression_rests_on_the_days_and_says_when_too_few(root, html, page):
+    data = page.data["data-regression"]
+    days = ["2026-11-02", "2026-11-03", "2026-11-05"]
+    xs = [value(metrics(root, d), "auc", None, "impression_weighted") for d in days]
+    ys = [value(metrics(root, d), "uv_ctr", None, "global") for d in days]
+    assert data["dt"] == days and data["x_values"] == xs and data["y_values"] == ys
+    assert data["fit"] == json.loads(json.dumps(fit_line(xs, ys).as_dict()))
+    assert data["fit"]["n"] == 3
+    assert "Too few days to conclude: 3 day(s)" in html and 'id="too-few-days"' in html
+    enough = render(root, None, ("report.min_regression_days=3",))
+    assert 'id="too-few-days"' not in enough
+
+
+def test_without_interval_columns_or_experiments_the_sections_degrade(tmp_path):
+    root = fx.build_root(tmp_path / "plain", with_ci=False, experiments=False)
+    html = render(root)
+    page = parse(html)
+    assert "experiments" not in page.ids("section")
+    assert 'class="band"' not in html and 'class="whisker"' not in html
+    assert "No interval columns" in html and "No offline AUC table" in html
+    assert "ci_low" not in page.data["data-trend-ndcg-10-user-avg"]
+    with_ci = render(fx.build_root(tmp_path / "ci", with_ci=True, experiments=False))
+    assert 'class="band"' in with_ci and 'class="whisker"' in with_ci
+
+
+def test_an_empty_range_still_renders(tmp_path):
+    html = render(tmp_path)  # nothing written at all
+    assert "No day of the range has outputs." in html
+    assert "0 of 4 day(s) with output" in html
+
+
+def test_cli_writes_the_default_path_without_spark(root, tmp_path):
+    code = ("import sys; from recsys_spark.cli import run; "
+            f"rc = run(['report', '--output-root', {str(root)!r}, '--start', {fx.START!r}, '--end', {fx.END!r}]); "
+            "sys.exit(rc if rc else (3 if 'pyspark' in sys.modules else 0))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr  # 3: pyspark was imported for a local root
+    path = default_path(str(root), START, END)
+    assert done.stdout.strip() == path and Path(path).is_file()
+
+
+def test_cli_errors_are_one_line(root, tmp_path, capsys):
+    assert run(["report", "--output-root", str(root), "--start", fx.END, "--end", fx.START]) == 2
+    assert run(["report", "--output-root", str(root), "--start", fx.START, "--end", fx.END,
+                "--offline-auc", str(tmp_path / "absent.parquet")]) == 4
+    bad = tmp_path / "bad.csv"
+    bad.write_text("dt,model,auc\n2026-11-02,m1,0.7\n")
+    assert run(["report", "--output-root", str(root), "--start", fx.START, "--end", fx.END,
+                "--offline-auc", str(bad)]) == 5
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and "lacks column(s) split" in err[2]
+
+
+def test_offline_auc_from_config_and_parquet(root, offline, tmp_path):
+    parquet = tmp_path / "auc.parquet"
+    pd.read_csv(offline).to_parquet(parquet)
+    cfg = load_config(None, [f"report.offline_auc={json.dumps(str(parquet))}"])
+    out = write_report(str(root), START, END, cfg, out=str(tmp_path / "r.html"))
+    data = parse(Path(out).read_text(encoding="utf-8")).data["data-offline-auc"]
+    assert data["models"]["m1"]["train"] == [0.74, 0.83, None, 0.96]
+
+
+def test_values_are_finite_or_null_in_every_data_block(page):
+    def walk(v):
+        if isinstance(v, float):
+            assert math.isfinite(v)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+    for block in page.data.values():
+        walk(block)
+
+
+def test_evaluate_accepts_report():
+    from recsys_spark.cli import build_parser
+
+    args = build_parser().parse_args(["evaluate", "--date", "2026-11-05", "--input-root", "in", "--output-root", "o",
+                                      "--report"])
+    assert args.report is True
+    plain = build_parser().parse_args(["evaluate", "--date", "2026-11-05", "--input-root", "in", "--output-root", "o"])
+    assert plain.report is False
+
+
+def test_embedded_json_cannot_close_its_script_element():
+    from recsys_spark.report import _json
+
+    value = {"slice": "country=</script><script>alert(1)</script>", "x": [0.1, None], "amp": "a&b"}
+    text = _json(value)
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text) == value
+    with pytest.raises(ValueError):
+        _json({"nan": float("nan")})  # a NaN would not be JSON: values are made None first
