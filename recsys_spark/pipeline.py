@@ -260,7 +260,7 @@ def metric_stage(spark: SparkSession, labelled: Labelled, cfg: Config, out: Dail
     if heavy is not None:
         heavy.write.mode("append").parquet(staged_users)
     pooled = pooled_auc(labelled.ranked)
-    rows, unit_counts = aggregate_users(users.moments(), ks, pooled)  # sums gathered by the pass
+    rows, unit_counts = aggregate_users(users.moments(), ks, pooled, cfg.stats.confidence)  # sums from the pass
     unit_counts.setdefault(ALL, {}).update(users.counts())
     return Metrics(rows, unit_counts, users.notes(), labelled.partitions)
 

@@ -23,7 +23,13 @@ import numpy as np
 @dataclass
 class Moments:
     """Per column: count, mean and sum of squared deviations of its non-NaN values,
-    the weighted sum and weight of those values; plus plain sums."""
+    the weighted sum and weight of those values; plus plain sums.
+
+    For the delta-method interval of the weighted mean Σ(x w) / Σw (a ratio of
+    per-user sums, numerator x w, denominator w) each column also carries
+    ``wsq`` = Σ(x w)², ``w2`` = Σw² and ``xw2`` = Σ(x w) w.  Cross products of
+    plain sums (``hits_at_10*n_relevant``) are plain sums too (:func:`user_table_moments`).
+    """
 
     n: dict[str, float] = field(default_factory=dict)
     mean: dict[str, float] = field(default_factory=dict)
@@ -31,6 +37,9 @@ class Moments:
     wsum: dict[str, float] = field(default_factory=dict)
     w: dict[str, float] = field(default_factory=dict)
     sums: dict[str, float] = field(default_factory=dict)
+    wsq: dict[str, float] = field(default_factory=dict)
+    w2: dict[str, float] = field(default_factory=dict)
+    xw2: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def of(cls, values: Mapping[str, np.ndarray], weights: Mapping[str, np.ndarray],
@@ -47,6 +56,9 @@ class Moments:
             out.n[name], out.mean[name] = n, mean
             out.m2[name] = float(np.sum((xs - mean) ** 2))
             out.wsum[name], out.w[name] = float(np.sum(xs * ws)), float(np.sum(ws))
+            xw = xs * ws
+            out.wsq[name], out.w2[name], out.xw2[name] = (float(np.dot(xw, xw)), float(np.dot(ws, ws)),
+                                                          float(np.dot(xw, ws)))
         out.sums = {name: float(np.sum(np.asarray(v, dtype=np.float64))) for name, v in sums.items()}
         return out
 
@@ -62,6 +74,8 @@ class Moments:
             out.m2[name] = self.m2.get(name, 0.0) + other.m2.get(name, 0.0) + (delta ** 2 * na * nb / n if n else 0.0)
             out.wsum[name] = self.wsum.get(name, 0.0) + other.wsum.get(name, 0.0)
             out.w[name] = self.w.get(name, 0.0) + other.w.get(name, 0.0)
+            for attr in ("wsq", "w2", "xw2"):
+                getattr(out, attr)[name] = getattr(self, attr).get(name, 0.0) + getattr(other, attr).get(name, 0.0)
         for name in self.sums.keys() | other.sums.keys():
             out.sums[name] = self.sums.get(name, 0.0) + other.sums.get(name, 0.0)
         return out
@@ -74,7 +88,7 @@ class Moments:
     def to_rows(self) -> list[tuple[str, str, float]]:
         """(part, name, value) triples: a flat form that travels as an Arrow batch."""
         rows = []
-        for part in ("n", "mean", "m2", "wsum", "w", "sums"):
+        for part in ("n", "mean", "m2", "wsum", "w", "sums", "wsq", "w2", "xw2"):
             rows += [(part, name, value) for name, value in getattr(self, part).items()]
         return rows
 
@@ -101,10 +115,29 @@ def user_table_moments(frame, ks) -> dict[str, Moments]:
     for slice_value, g in frame.groupby("slice", sort=False, observed=True):
         ranked = g["n_lists_ranked"].to_numpy(dtype=np.float64)
         weights = {c: ranked for c in means} | {"auc": g["n_exposures"].to_numpy(dtype=np.float64)}
+        plain = {c: g[c].to_numpy(dtype=np.float64) for c in sums}
         out[str(slice_value)] = Moments.of(
             {c: g[c].to_numpy(dtype=np.float64, na_value=np.nan) for c in means}, weights,
-            {**{c: g[c].to_numpy(dtype=np.float64) for c in sums},
-             "users": np.ones(len(g)), "users_without_ranked_list": ranked == 0})
+            {**plain, **ratio_products(plain, ks), "users": np.ones(len(g)), "users_without_ranked_list": ranked == 0})
+    return out
+
+
+def ratio_products(plain: Mapping[str, np.ndarray], ks) -> dict[str, np.ndarray]:
+    """Per-user products whose sums the delta-method intervals of precision and recall ``global`` need.
+
+    precision@k = Σ hits@k / (k Σ n_lists_ranked), recall@k = Σ hits@k / Σ n_relevant: per user
+    x = hits@k, y = n_lists_ranked or n_relevant; the sums of x², y² and x y go with Σx, Σy.
+    """
+    from recsys_spark.kernels.users import metric_column
+
+    lists, relevant = plain["n_lists_ranked"], plain["n_relevant"]
+    out = {"n_lists_ranked*n_lists_ranked": lists * lists, "n_relevant*n_relevant": relevant * relevant}
+    for k in ks:
+        hits = plain[metric_column("hits", k)]
+        name = metric_column("hits", k)
+        out[f"{name}*{name}"] = hits * hits
+        out[f"{name}*n_lists_ranked"] = hits * lists
+        out[f"{name}*n_relevant"] = hits * relevant
     return out
 
 
