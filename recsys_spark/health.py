@@ -45,6 +45,8 @@ from recsys_spark import fs
 from recsys_spark.aggregate import MetricRow
 from recsys_spark.kernels.business import business_values
 from recsys_spark.kernels.health import health_values
+from recsys_spark.kernels.intervals import business_intervals, health_intervals
+from recsys_spark.kernels.stats import Interval
 from recsys_spark.read import CLICK_COLUMNS, EXPOSURE_COLUMNS, conform, read_parquet
 from recsys_spark.schema import ALL, CATEGORY, CLICKED, EVENT, ITEM, REQUEST, SLICE, USER
 from recsys_spark.slices import IN_CATALOG, ITEM_CATEGORY, UNKNOWN, PopularityCutoffs, SliceDims
@@ -149,6 +151,26 @@ def user_items(prepared: DataFrame) -> DataFrame:
             .agg(F.count(F.lit(1)).alias("n"), F.max(IN_CATALOG).alias("in_catalog")))
 
 
+#: per-user products summed per slice for the delta-method intervals (kernels.intervals): name -> (x, y)
+#: over the columns of the (slice, user) aggregation; ``list_hu`` is the user's sum of list entropies
+_PRODUCTS = {
+    "pv*pv": ("pv", "pv"), "pv_covered*pv": ("covered", "pv"), "pv_covered*pv_covered": ("covered", "covered"),
+    "pv_empty*pv": ("empty", "pv"), "pv_empty*pv_empty": ("empty", "empty"),
+    "exposures*exposures": ("exposures", "exposures"), "clicked*clicked": ("clicked", "clicked"),
+    "clicked*exposures": ("clicked", "exposures"), "clicked*pv": ("clicked", "pv"),
+    "lists*lists": ("lists", "lists"), "list_hu*list_hu": ("list_h", "list_h"), "list_hu*lists": ("list_h", "lists"),
+}
+USER_PRODUCTS = [*_PRODUCTS, "list_hu"]
+
+
+def _user_products() -> list[Column]:
+    """Sums over users of the per-user products in :data:`_PRODUCTS`, and of the user's list entropy sum."""
+    def value(name: str) -> Column:
+        return F.coalesce(F.col(name), F.lit(0.0))
+    return ([F.sum(value(a) * value(b)).alias(name) for name, (a, b) in _PRODUCTS.items()]
+            + [F.sum(value("list_h")).alias("list_hu")])
+
+
 def request_pass(prepared: DataFrame, min_list_length: int) -> DataFrame:
     """Pass A over the user partitions: PV/UV, coverage, failure, business counts and category
     entropies, as long rows.
@@ -179,7 +201,7 @@ def request_pass(prepared: DataFrame, min_list_length: int) -> DataFrame:
                       _count_if(F.col("clicked") > 0).alias("uv_clicked"),
                       _count_if(F.col("exposures") > 0).alias("users_exposed"),
                       F.sum("lists").alias("lists"), F.sum("list_h").alias("list_h"),
-                      F.sum("list_h2").alias("list_h2")))
+                      F.sum("list_h2").alias("list_h2"), *_user_products()))
     exposed = prepared.where(F.col(ITEM).isNotNull())
     user_h = (exposed
               .groupBy(SLICE, USER, ITEM_CATEGORY).agg(F.count(F.lit(1)).alias("c"))
@@ -192,7 +214,8 @@ def request_pass(prepared: DataFrame, min_list_length: int) -> DataFrame:
                   .agg(F.sum("c").alias("cat_n"), F.sum(_n_log_n(F.col("c"))).alias("cat_s"),
                        F.sum(F.when(F.col(ITEM_CATEGORY) == UNKNOWN, F.col("c")).otherwise(0)).alias("unknown")))
     return (_long(per_slice, ["pv", "pv_covered", "pv_empty", "uv", "uv_covered", "uv_empty", "exposures",
-                              "clicked", "uv_clicked", "users_exposed", "lists", "list_h", "list_h2"])
+                              "clicked", "uv_clicked", "users_exposed", "lists", "list_h", "list_h2",
+                              *USER_PRODUCTS])
             .unionByName(_long(user_h, ["user_h", "user_h2"]))
             .unionByName(_long(categories, ["cat_n", "cat_s", "unknown"])))
 
@@ -240,9 +263,14 @@ def item_pass(pairs: DataFrame, popularity: DataFrame | None, previous: DataFram
                   .groupBy(SLICE)
                   .agg(F.count(F.lit(1)).alias("returning"), F.sum(rate).alias("update_sum"),
                        F.sum(rate * rate).alias("update_sum2"), F.sum("new").alias("update_new"),
-                       F.sum("items").alias("update_items")))
+                       F.sum("items").alias("update_items"),
+                       # per-user products for the delta-method interval of update_rate global
+                       F.sum(F.col("new") * F.col("new")).alias("update_new*update_new"),
+                       F.sum(F.col("items") * F.col("items")).alias("update_items*update_items"),
+                       F.sum(F.col("new") * F.col("items")).alias("update_new*update_items")))
         out = out.unionByName(_long(update, ["returning", "update_sum", "update_sum2", "update_new",
-                                             "update_items"]))
+                                             "update_items", "update_new*update_new", "update_items*update_items",
+                                             "update_new*update_items"]))
     return out
 
 
@@ -295,7 +323,7 @@ def _popularity_catalog(hist_all: dict, catalog_all: int, cutoffs: PopularityCut
 def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, catalog: DataFrame | None, *,
                     min_list_length: int, lorenz_points: int, popularity: DataFrame | None = None,
                     previous: DataFrame | None = None, cutoffs: PopularityCutoffs | None = None,
-                    items_path: str = "") -> HealthResult:
+                    items_path: str = "", confidence: float = 0.95) -> HealthResult:
     """Health and business rows of every slice, and the Lorenz points.
 
     Parameters
@@ -309,6 +337,7 @@ def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, c
     popularity : (user_id, item_id) clicks defining popularity, or None (no novelty).
     previous : distinct (user_id, item_id) of the previous day, or None (no update_rate).
     cutoffs : popularity cut-offs when ``popularity`` is a slice.
+    confidence : level of the rows' intervals (:mod:`kernels.intervals`; the user is the unit).
     """
     notes: list[str] = []
     # every branch reads the persisted user partitions in place (only the columns it needs); persisting
@@ -345,10 +374,19 @@ def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, c
                                        n_clickers if popularity is not None else None,
                                        previous is not None, lorenz_points)
         values += business_values(stats.get(s, {}))
-        rows += [MetricRow(m, None, a, s, v, n, se) for m, a, v, n, se in values]
+        intervals = (health_intervals(stats.get(s, {}), k, previous is not None, confidence)
+                     | business_intervals(stats.get(s, {}), confidence))
+        rows += [_with_interval(MetricRow(m, None, a, s, v, n, se), intervals.get((m, a))) for m, a, v, n, se in values]
         lorenz += [(s, float(a), float(b)) for a, b in zip(x, y)]
     info = {"health_rows": len(rows), "lorenz_points": len(lorenz), "categories": k, "novelty_users": n_clickers}
     return HealthResult(rows, lorenz, notes, info)
+
+
+def _with_interval(row: MetricRow, interval: Interval | None) -> MetricRow:
+    """The row with its interval (kernels.intervals); without one, se and bounds null and ci_method none."""
+    if interval is None or row.value is None:
+        return MetricRow(row.metric, row.k, row.aggregation, row.slice, row.value, row.n)
+    return row.with_interval(interval)
 
 
 def _whole_catalog(slice_key: str, dims: SliceDims) -> bool:
