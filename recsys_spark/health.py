@@ -43,6 +43,7 @@ from pyspark.sql import functions as F
 
 from recsys_spark import fs
 from recsys_spark.aggregate import MetricRow
+from recsys_spark.bootstrap import bootstrap_sums, health_bootstrap_intervals
 from recsys_spark.kernels.business import business_values
 from recsys_spark.kernels.health import health_values
 from recsys_spark.kernels.intervals import business_intervals, health_intervals
@@ -323,7 +324,8 @@ def _popularity_catalog(hist_all: dict, catalog_all: int, cutoffs: PopularityCut
 def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, catalog: DataFrame | None, *,
                     min_list_length: int, lorenz_points: int, popularity: DataFrame | None = None,
                     previous: DataFrame | None = None, cutoffs: PopularityCutoffs | None = None,
-                    items_path: str = "", confidence: float = 0.95) -> HealthResult:
+                    items_path: str = "", confidence: float = 0.95, bootstrap_replicates: int = 0,
+                    seed: int = 0) -> HealthResult:
     """Health and business rows of every slice, and the Lorenz points.
 
     Parameters
@@ -338,6 +340,8 @@ def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, c
     previous : distinct (user_id, item_id) of the previous day, or None (no update_rate).
     cutoffs : popularity cut-offs when ``popularity`` is a slice.
     confidence : level of the rows' intervals (:mod:`kernels.intervals`; the user is the unit).
+    bootstrap_replicates, seed : Poisson bootstrap keyed by user for Gini, personalization and
+        novelty (:mod:`recsys_spark.bootstrap`); 0 replicates: no interval for those.
     """
     notes: list[str] = []
     # every branch reads the persisted user partitions in place (only the columns it needs); persisting
@@ -362,6 +366,8 @@ def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, c
     k = None
     if n_categories is not None:
         k = n_categories + (1 if (stats.get(ALL, {}).get("unknown") or 0) > 0 else 0)
+    boot = bootstrap_sums(user_items(prepared), popularity, bootstrap_replicates, seed) if bootstrap_replicates \
+        else None
     rows: list[MetricRow] = []
     lorenz: list[tuple[str, float, float]] = []
     for s in sorted(set(stats) | set(hist)):
@@ -376,6 +382,12 @@ def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, c
         values += business_values(stats.get(s, {}))
         intervals = (health_intervals(stats.get(s, {}), k, previous is not None, confidence)
                      | business_intervals(stats.get(s, {}), confidence))
+        if boot is not None:
+            exposed_in_catalog = sum(m for (_, cat), m in hist.get(s, {}).items() if cat)
+            zeros = None if catalog_items is None else max(catalog_items - exposed_in_catalog, 0)
+            intervals |= health_bootstrap_intervals(boot, s, {(m, a): v for m, a, v, _, _ in values},
+                                                    n_clickers if popularity is not None else None, zeros,
+                                                    confidence)
         rows += [_with_interval(MetricRow(m, None, a, s, v, n, se), intervals.get((m, a))) for m, a, v, n, se in values]
         lorenz += [(s, float(a), float(b)) for a, b in zip(x, y)]
     info = {"health_rows": len(rows), "lorenz_points": len(lorenz), "categories": k, "novelty_users": n_clickers}

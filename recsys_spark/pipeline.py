@@ -278,7 +278,8 @@ def health_stage(spark: SparkSession, labelled: Labelled, inputs: Inputs, valid:
     health = evaluate_health(spark, labelled.by_user, inputs.slices.dims, inputs.slices.catalog,
                              min_list_length=cfg.health.min_list_length, lorenz_points=cfg.health.lorenz_points,
                              popularity=popularity, previous=previous, cutoffs=labelled.cutoffs,
-                             items_path=paths.items, confidence=cfg.stats.confidence)
+                             items_path=paths.items, confidence=cfg.stats.confidence,
+                             bootstrap_replicates=cfg.stats.bootstrap_replicates, seed=cfg.stats.seed)
     if labelled.cutoffs is not None:
         health.info.update(popularity_head_min=labelled.cutoffs.head_min,
                            popularity_tail_max=labelled.cutoffs.tail_max)
