@@ -1,7 +1,8 @@
 """Spark side of the Poisson bootstrap keyed by user (``stats.bootstrap_replicates`` > 0).
 
 For the health metrics with no closed-form interval over per-user sums --
-Gini (exposed, catalog), personalization and novelty -- each replicate
+Gini (exposed, catalog), personalization, novelty, item coverage and the
+global category diversity -- each replicate
 reweights every *user* by w_ur = Poisson(1) from a hash of (user_id, r,
 ``stats.seed``) (:func:`kernels.stats.poisson_weights`): the same weight in
 every slice, on every executor, whatever the partitioning.  Two passes over
@@ -11,6 +12,9 @@ the (slice, user, item) pairs of :func:`health.user_items`:
 2. hashed by item: per (slice, item) and replicate, e_ir = Σ_u w_ur n_ui and
    c_ir = Σ_u w_ur (:func:`kernels.bootstrap.item_replicates`), reduced in the
    task to sums over items per (slice, replicate) and a histogram of the e_ir.
+
+3. (category diversity) the (slice, user, category) exposure counts, where
+   they lie: Σ_u w_ur c_uc per (slice, category).
 
 One collect of those sums: slices × replicates × (a few sums + the distinct
 counts), never a row per user or per item.  The driver turns them into one
@@ -31,6 +35,7 @@ from pyspark.sql import functions as F
 
 from recsys_spark.kernels.bootstrap import (gini_replicates, histogram_rows, item_replicates,
                                             novelty_replicates, personalization_replicates)
+from recsys_spark.kernels.health import normalised_entropy
 from recsys_spark.kernels.stats import Interval, bootstrap_interval, poisson_weights
 from recsys_spark.schema import ITEM, SLICE, USER
 
@@ -74,7 +79,7 @@ def _items_fn(replicates: int, seed: int):
             yield _batch([])
             return
         df = pd.concat(frames, ignore_index=True)
-        groups = df.groupby([SLICE, ITEM], sort=False)
+        groups = df.groupby([SLICE, ITEM], sort=False, dropna=False)
         codes = groups.ngroup().to_numpy()
         attrs = groups.agg(in_catalog=("in_catalog", "max"), k=("k", "max")).reset_index()
         w = _weights(df[USER].to_numpy(), replicates, seed)
@@ -95,6 +100,26 @@ def _items_fn(replicates: int, seed: int):
     return items
 
 
+def _categories_fn(replicates: int, seed: int):
+    """(slice, user, category, c) rows, partitioned by user -> per (slice, category) Σ_u w_ur c_uc."""
+    def categories(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        frames = [b.to_pandas() for b in batches if b.num_rows]
+        if not frames:
+            yield _batch([])
+            return
+        df = pd.concat(frames, ignore_index=True)
+        codes = df.groupby([SLICE, "category"], sort=False, dropna=False).ngroup().to_numpy()
+        first = df.assign(_g=codes).drop_duplicates("_g").sort_values("_g")
+        keys = list(zip(first[SLICE], first["category"]))  # key of each group code, in code order
+        sums, _ = item_replicates(codes, len(keys), df["c"].to_numpy(dtype=np.float64),
+                                  _weights(df[USER].to_numpy(), replicates, seed))
+        rows = [(slice_value, f"cat:{category}", r, None, None, float(v))
+                for (slice_value, category), row in zip(keys, sums) for r, v in enumerate(row)]
+        yield _batch(rows)
+
+    return categories
+
+
 @dataclass
 class BootstrapSums:
     """Per slice: the sums of every replicate (collected), and the number of replicates."""
@@ -104,9 +129,14 @@ class BootstrapSums:
     hist: dict[str, dict[int, dict[tuple[float, bool], float]]] = field(default_factory=dict)
 
 
-def bootstrap_sums(pairs: DataFrame, popularity: DataFrame | None, replicates: int, seed: int) -> BootstrapSums:
-    """The replicate sums of every slice from the (slice, user, item, n, in_catalog) pairs (partitioned by user)."""
+def bootstrap_sums(pairs: DataFrame, popularity: DataFrame | None, replicates: int, seed: int,
+                   categories: DataFrame | None = None) -> BootstrapSums:
+    """The replicate sums of every slice from the (slice, user, item, n, in_catalog) pairs (partitioned by user),
+    and of the (slice, user, category, c) exposure counts when given (global category diversity)."""
     users = pairs.select(SLICE, USER).mapInArrow(_users_fn(replicates, seed), _SCHEMA)
+    if categories is not None:
+        users = users.unionByName(categories.select(SLICE, USER, "category", "c")
+                                  .mapInArrow(_categories_fn(replicates, seed), _SCHEMA))
     if popularity is not None:
         clickers = popularity.groupBy(ITEM).agg(F.count_distinct(USER).cast("double").alias("k"))
         with_k = pairs.join(clickers, on=ITEM, how="left")
@@ -129,12 +159,19 @@ def bootstrap_sums(pairs: DataFrame, popularity: DataFrame | None, replicates: i
     return out
 
 
+def _normalised_entropy(counts: np.ndarray, n_categories: int) -> float:
+    """kernels.health.normalised_entropy; NaN (dropped) when a replicate drew no exposure."""
+    return normalised_entropy(counts, n_categories) if counts.sum() > 0 else float("nan")
+
+
 def health_bootstrap_intervals(boot: BootstrapSums, slice_value: str, values: Mapping[tuple[str, str], float | None],
                                n_clickers: int | None, catalog_zeros: float | None,
-                               confidence: float) -> dict[tuple[str, str], Interval]:
-    """{(metric, aggregation): Interval} of gini, personalization and novelty of one slice.
+                               confidence: float, catalog_items: int | None = None,
+                               n_categories: int | None = None) -> dict[tuple[str, str], Interval]:
+    """{(metric, aggregation): Interval} of gini, personalization, novelty and item coverage of one slice.
 
-    ``values``: the day's values of those rows (the interval is centred on them).
+    ``values``: the day's values of those rows (the interval is centred on them).  Item coverage in a
+    replicate: catalog items whose weighted exposures stay positive / ``catalog_items``.
     """
     reps = boot.replicates
     zero = np.zeros(reps)
@@ -148,6 +185,15 @@ def health_bootstrap_intervals(boot: BootstrapSums, slice_value: str, values: Ma
     replicates[("gini", "exposed")] = exposed
     if catalog is not None:
         replicates[("gini", "catalog")] = catalog
+    cats = [v for name, v in s.items() if name.startswith("cat:")]
+    if cats and n_categories is not None:
+        counts = np.vstack(cats)  # (categories, R)
+        replicates[("category_diversity", "global")] = np.array(
+            [_normalised_entropy(counts[:, r], n_categories) for r in range(reps)])
+    if catalog_items:
+        hist = boot.hist.get(slice_value, {})
+        covered = np.array([sum(m for (v, cat), m in hist.get(r, {}).items() if cat and v > 0) for r in range(reps)])
+        replicates[("item_coverage", "global")] = covered / catalog_items
     out = {}
     for key, reps_values in replicates.items():
         value = values.get(key)

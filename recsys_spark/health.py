@@ -340,8 +340,9 @@ def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, c
     previous : distinct (user_id, item_id) of the previous day, or None (no update_rate).
     cutoffs : popularity cut-offs when ``popularity`` is a slice.
     confidence : level of the rows' intervals (:mod:`kernels.intervals`; the user is the unit).
-    bootstrap_replicates, seed : Poisson bootstrap keyed by user for Gini, personalization and
-        novelty (:mod:`recsys_spark.bootstrap`); 0 replicates: no interval for those.
+    bootstrap_replicates, seed : Poisson bootstrap keyed by user for Gini, personalization, novelty,
+        item coverage and global category diversity (:mod:`recsys_spark.bootstrap`); 0 replicates:
+        no interval for those.
     """
     notes: list[str] = []
     # every branch reads the persisted user partitions in place (only the columns it needs); persisting
@@ -366,8 +367,14 @@ def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, c
     k = None
     if n_categories is not None:
         k = n_categories + (1 if (stats.get(ALL, {}).get("unknown") or 0) > 0 else 0)
-    boot = bootstrap_sums(user_items(prepared), popularity, bootstrap_replicates, seed) if bootstrap_replicates \
-        else None
+    boot = None
+    if bootstrap_replicates:
+        by_category = None
+        if k is not None:
+            by_category = (prepared.where(F.col(ITEM).isNotNull())
+                           .groupBy(SLICE, USER, F.col(ITEM_CATEGORY).alias("category"))
+                           .agg(F.count(F.lit(1)).alias("c")))
+        boot = bootstrap_sums(user_items(prepared), popularity, bootstrap_replicates, seed, by_category)
     rows: list[MetricRow] = []
     lorenz: list[tuple[str, float, float]] = []
     for s in sorted(set(stats) | set(hist)):
@@ -387,7 +394,7 @@ def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, c
             zeros = None if catalog_items is None else max(catalog_items - exposed_in_catalog, 0)
             intervals |= health_bootstrap_intervals(boot, s, {(m, a): v for m, a, v, _, _ in values},
                                                     n_clickers if popularity is not None else None, zeros,
-                                                    confidence)
+                                                    confidence, catalog_items, k)
         rows += [_with_interval(MetricRow(m, None, a, s, v, n, se), intervals.get((m, a))) for m, a, v, n, se in values]
         lorenz += [(s, float(a), float(b)) for a, b in zip(x, y)]
     info = {"health_rows": len(rows), "lorenz_points": len(lorenz), "categories": k, "novelty_users": n_clickers}

@@ -281,3 +281,43 @@ def test_spark_bootstrap_sums_match_the_kernels_whatever_the_partitioning(spark,
     assert got[("novelty", "global")].se == pytest.approx(np.nanstd(brute["novelty"], ddof=1))
     assert got[("gini", "exposed")].se == pytest.approx(np.nanstd(brute["gini"], ddof=1))
     assert got[("gini", "exposed")].method == "bootstrap"
+
+
+def test_bootstrap_item_coverage_counts_catalog_items_that_stay_exposed():
+    from recsys_spark.bootstrap import BootstrapSums, health_bootstrap_intervals
+
+    # replicate 0: catalog items with counts 2 and 0 (dropped by the weights), one uncatalogued; replicate 1: both
+    boot = BootstrapSums(2, {}, {"all": {0: {(2.0, True): 1.0, (0.0, True): 1.0, (3.0, False): 1.0},
+                                         1: {(1.0, True): 2.0, (0.0, False): 1.0}}})
+    got = health_bootstrap_intervals(boot, "all", {("item_coverage", "global"): 0.5}, None, 2.0, 0.95,
+                                     catalog_items=4)
+    # coverage replicates 1/4 and 2/4: sd = 0.25 / sqrt(2)
+    assert got[("item_coverage", "global")].se == pytest.approx(0.25 / math.sqrt(2))
+
+
+def test_bootstrap_category_diversity_weights_each_users_category_counts():
+    import pyarrow as pa
+
+    from recsys_spark.bootstrap import BootstrapSums, _categories_fn, health_bootstrap_intervals
+    from recsys_spark.kernels.health import normalised_entropy
+    from recsys_spark.kernels.stats import poisson_weights
+
+    # (slice, user, category, exposures); K = 3 categories
+    rows = [("all", "u1", "x", 3), ("all", "u1", "y", 1), ("all", "u2", "x", 1), ("all", "u3", "z", 2),
+            ("all", "u3", None, 1)]
+    batch = pa.RecordBatch.from_pylist([dict(zip(["slice", "user_id", "category", "c"], r)) for r in rows])
+    boot = BootstrapSums(20)
+    for out in _categories_fn(20, 9)(iter([batch.slice(0, 2), batch.slice(2)])):  # two batches, one task
+        for s, name, r, _, _, v in zip(*[c.to_pylist() for c in out.columns]):
+            boot.sums.setdefault(s, {}).setdefault(name, np.zeros(20))[r] += v
+    got = health_bootstrap_intervals(boot, "all", {("category_diversity", "global"): 0.9}, None, None, 0.95,
+                                     n_categories=3)[("category_diversity", "global")]
+    w = dict(zip(["u1", "u2", "u3"], poisson_weights(np.array(["u1", "u2", "u3"]), 20, 9).astype(float)))
+    brute = []
+    for r in range(20):
+        counts = {}
+        for _, u, cat, c in rows:
+            counts[cat] = counts.get(cat, 0.0) + w[u][r] * c
+        brute.append(normalised_entropy(list(counts.values()), 3) if sum(counts.values()) else np.nan)
+    assert got.method == "bootstrap"
+    assert got.se == pytest.approx(np.nanstd(brute, ddof=1), rel=1e-12)
