@@ -14,7 +14,8 @@ Every row carries ``se``, ``ci_low``, ``ci_high`` and ``ci_method`` at level
 rows a Student t interval from the per-user moments (``t``); ``list_avg``,
 ``impression_weighted`` and the ``global`` precision/recall rows, ratios of
 per-user sums, a delta-method interval (``delta``); the pooled ``global`` AUC
-none yet (``none``).
+a Poisson bootstrap keyed by user when ``stats.bootstrap_replicates`` > 0
+(``bootstrap``, :func:`bootstrap.auc_bootstrap`), else ``none``.
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 
 from recsys_spark.kernels.auc import UPartial
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
-from recsys_spark.kernels.stats import Interval, MeanStats, RatioStats, delta_interval, t_interval
+from recsys_spark.kernels.stats import (Interval, MeanStats, RatioStats, bootstrap_interval, delta_interval,
+                                        t_interval)
 from recsys_spark.kernels.users import LIST_METRICS, metric_column
 from recsys_spark.schema import SLICE
 
@@ -146,8 +149,12 @@ def _sum_ratio(m: Moments, num: str, den: str, scale: float = 1.0) -> RatioStats
 
 
 def aggregate_users(users: DataFrame | Mapping[str, Moments], ks: Sequence[int],
-                    pooled: Mapping[str, UPartial], confidence: float = 0.95) -> tuple[list[MetricRow], dict]:
+                    pooled: Mapping[str, UPartial], confidence: float = 0.95,
+                    auc_replicates: Mapping[str, np.ndarray] | None = None) -> tuple[list[MetricRow], dict]:
     """(metric rows, per-slice counts) from the per-user table (or its {slice: Moments}) and the pooled AUC.
+
+    ``auc_replicates``: {slice: pooled AUC per bootstrap replicate} (:func:`bootstrap.auc_bootstrap`),
+    the interval of the ``global`` AUC row; without it that row has none.
 
     Rows come slice by slice in sorted order: the moments arrive in whatever order the tasks finished.
     """
@@ -167,8 +174,11 @@ def aggregate_users(users: DataFrame | Mapping[str, Moments], ks: Sequence[int],
         part = pooled.get(s)
         if part is not None:
             value = part.auc
-            rows.append(MetricRow("auc", None, "global", s, None if math.isnan(value) else value,
-                                  int(part.n_pos + part.n_neg)))
+            row = MetricRow("auc", None, "global", s, None if math.isnan(value) else value,
+                            int(part.n_pos + part.n_neg))
+            if auc_replicates is not None and s in auc_replicates and row.value is not None:
+                row = row.with_interval(bootstrap_interval(row.value, auc_replicates[s], confidence))
+            rows.append(row)
         m = moments[s]
         n_auc = agg["auc__n"]
         rows.append(interval_row("auc", None, "user_avg", s, _t(m, "auc", confidence), n_auc))

@@ -33,11 +33,11 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from recsys_spark.kernels.bootstrap import (gini_replicates, histogram_rows, item_replicates,
-                                            novelty_replicates, personalization_replicates)
+from recsys_spark.kernels.bootstrap import (WeightedU, gini_replicates, histogram_rows, item_replicates,
+                                            merge_weighted_u, novelty_replicates, personalization_replicates)
 from recsys_spark.kernels.health import normalised_entropy
 from recsys_spark.kernels.stats import Interval, bootstrap_interval, poisson_weights
-from recsys_spark.schema import ITEM, SLICE, USER
+from recsys_spark.schema import ITEM, RELEVANCE, SCORE, SLICE, USER
 
 _SCHEMA = "slice string, name string, replicate int, key double, flag boolean, value double"
 _TYPES = [pa.string(), pa.string(), pa.int32(), pa.float64(), pa.bool_(), pa.float64()]
@@ -199,3 +199,54 @@ def health_bootstrap_intervals(boot: BootstrapSums, slice_value: str, values: Ma
         value = values.get(key)
         out[key] = bootstrap_interval(value, reps_values, confidence) if value is not None else Interval.none()
     return out
+
+
+#: score ranges of the bootstrap AUC: they only spread a slice over tasks (each range is exact)
+AUC_BINS = 64
+
+
+def _auc_fn(replicates: int, seed: int):
+    """Rows sorted by score -> per (slice, score range) the weighted (U, P, N) of every replicate."""
+    def partials(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        state: dict[tuple[str, int], WeightedU] = {}
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            df = batch.to_pandas()
+            w = _weights(df[USER].to_numpy(), replicates, seed)
+            for (slice_value, score_bin), at in df.groupby([SLICE, "_bin"], sort=False).indices.items():
+                acc = state.setdefault((slice_value, int(score_bin)), WeightedU(replicates))
+                acc.add(df[SCORE].to_numpy()[at], df["_positive"].to_numpy(dtype=bool)[at], w[at])
+        rows = []
+        for (slice_value, score_bin), acc in state.items():
+            acc.finish()
+            for name, values in (("auc_u", acc.u), ("auc_pos", acc.pos), ("auc_neg", acc.neg)):
+                rows += [(slice_value, name, r, float(score_bin), None, float(v)) for r, v in enumerate(values)]
+        yield _batch(rows)
+
+    return partials
+
+
+def auc_bootstrap(ranked: DataFrame, replicates: int, seed: int) -> dict[str, np.ndarray]:
+    """{slice: pooled AUC per replicate}, every exposure weighted by its user's Poisson weight.
+
+    As :func:`pooled_auc.exact_auc`: a monotone map of the score to ``AUC_BINS`` ranges, rows hashed by
+    (slice, range) and sorted by score in each partition, streamed through Python one Arrow batch at a
+    time (:class:`kernels.bootstrap.WeightedU`); the driver merges the ranges in order.  Collected:
+    slices × ranges × replicates × 3 numbers.
+    """
+    import math
+
+    score_bin = F.least(F.floor((F.atan(F.col(SCORE)) / math.pi + 0.5) * AUC_BINS), F.lit(AUC_BINS - 1)).cast("int")
+    rows = (ranked
+            .select(SLICE, USER, score_bin.alias("_bin"), F.col(SCORE), (F.col(RELEVANCE) > 0).alias("_positive"))
+            .repartition(SLICE, "_bin")
+            .sortWithinPartitions(SCORE)
+            .mapInArrow(_auc_fn(replicates, seed), _SCHEMA)
+            .collect())
+    parts: dict[str, dict[int, dict[str, np.ndarray]]] = {}
+    for row in rows:
+        by_name = parts.setdefault(row["slice"], {}).setdefault(int(row["key"]), {})
+        by_name.setdefault(row["name"], np.zeros(replicates))[row["replicate"]] = row["value"]
+    return {s: merge_weighted_u([(b["auc_u"], b["auc_pos"], b["auc_neg"]) for _, b in sorted(bins.items())])
+            for s, bins in parts.items()}

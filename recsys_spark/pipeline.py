@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from recsys_spark import fs, log
 from recsys_spark.aggregate import aggregate_users, metrics_frame
+from recsys_spark.bootstrap import auc_bootstrap
 from recsys_spark.config import Config
 from recsys_spark.errors import EmptyInputError, HardRuleViolation
 from recsys_spark.aggregate import MetricRow
@@ -260,7 +261,10 @@ def metric_stage(spark: SparkSession, labelled: Labelled, cfg: Config, out: Dail
     if heavy is not None:
         heavy.write.mode("append").parquet(staged_users)
     pooled = pooled_auc(labelled.ranked)
-    rows, unit_counts = aggregate_users(users.moments(), ks, pooled, cfg.stats.confidence)  # sums from the pass
+    replicates = (auc_bootstrap(labelled.ranked, cfg.stats.bootstrap_replicates, cfg.stats.seed)
+                  if cfg.stats.bootstrap_replicates else None)
+    rows, unit_counts = aggregate_users(users.moments(), ks, pooled, cfg.stats.confidence,  # sums from the pass
+                                        replicates)
     unit_counts.setdefault(ALL, {}).update(users.counts())
     return Metrics(rows, unit_counts, users.notes(), labelled.partitions)
 

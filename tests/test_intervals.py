@@ -321,3 +321,51 @@ def test_bootstrap_category_diversity_weights_each_users_category_counts():
         brute.append(normalised_entropy(list(counts.values()), 3) if sum(counts.values()) else np.nan)
     assert got.method == "bootstrap"
     assert got.se == pytest.approx(np.nanstd(brute, ddof=1), rel=1e-12)
+
+
+def test_weighted_u_equals_sklearn_weighted_auc_whatever_the_batches():
+    from sklearn.metrics import roc_auc_score
+
+    from recsys_spark.kernels.bootstrap import WeightedU, merge_weighted_u
+    from recsys_spark.kernels.stats import poisson_weights
+
+    rng = np.random.default_rng(4)
+    n = 300
+    scores = np.round(rng.random(n), 2)  # many ties
+    positive = rng.random(n) < 0.3
+    users = np.array([f"u{i % 40}" for i in range(n)])
+    w = poisson_weights(users, 8, 3).astype(float)
+    order = np.argsort(scores, kind="stable")
+    s, y, ww = scores[order], positive[order], w[order]
+    # two score ranges (< .5, >= .5), the first split into uneven batches that cut runs of ties
+    parts = []
+    for lo, hi in ((0.0, 0.5), (0.5, 1.01)):
+        at = np.flatnonzero((s >= lo) & (s < hi))
+        acc = WeightedU(8)
+        for chunk in np.array_split(at, 7):
+            acc.add(s[chunk], y[chunk], ww[chunk])
+        acc.finish()
+        parts.append((acc.u, acc.pos, acc.neg))
+    got = merge_weighted_u(parts)
+    want = [roc_auc_score(positive, scores, sample_weight=w[:, r]) for r in range(8)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.spark
+def test_spark_auc_bootstrap_matches_sklearn(spark):
+    from sklearn.metrics import roc_auc_score
+
+    from recsys_spark.bootstrap import auc_bootstrap
+    from recsys_spark.kernels.stats import poisson_weights
+
+    rng = np.random.default_rng(8)
+    n = 200
+    scores = np.round(rng.normal(0, 2, n), 1)
+    relevance = (rng.random(n) < 0.4).astype(float)
+    users = [f"u{i % 25}" for i in range(n)]
+    frame = spark.createDataFrame([("all", u, float(sc), float(r)) for u, sc, r in zip(users, scores, relevance)],
+                                  "slice string, user_id string, score double, relevance double").repartition(3)
+    got = auc_bootstrap(frame, 10, 2)["all"]
+    w = poisson_weights(np.array(users), 10, 2).astype(float)
+    np.testing.assert_allclose(got, [roc_auc_score(relevance > 0, scores, sample_weight=w[:, r]) for r in range(10)],
+                               rtol=1e-12)
