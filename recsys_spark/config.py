@@ -109,7 +109,7 @@ class RulesConfig:
 @dataclass(frozen=True)
 class StatsConfig:
     confidence: float = 0.95
-    bootstrap_replicates: int = 0
+    bootstrap_replicates: int = 100
     seed: int = 20240501
 
     def __post_init__(self) -> None:
