@@ -30,6 +30,13 @@ few sums per slice plus the histograms, whose size is the number of distinct
 exposure counts (at most sqrt(2 * exposures) per slice), never proportional
 to users or items.  The Lorenz curve (at most ``lorenz_points`` rows per
 slice) is computed exactly from the histogram (:func:`kernels.health.lorenz_curve`).
+
+Intervals (docs/statistics.md): the (slice, user) aggregation of pass A also
+sums per-user squares and cross products, from which :mod:`kernels.intervals`
+gives delta-method and t intervals with the user as the unit; with
+``stats.bootstrap_replicates`` > 0, :mod:`recsys_spark.bootstrap` adds its own
+passes and one more collect of per-replicate sums for Gini, personalization,
+novelty, item coverage and the global category diversity.
 """
 
 from __future__ import annotations
