@@ -8,21 +8,32 @@ Aggregations (docs/metrics.md, "Aggregations"):
 * ``impression_weighted`` (AUC): user AUCs weighted by the user's exposures;
 * ``global``: AUC of all exposures pooled (see :mod:`pooled_auc`);
   precision@k = sum hits@k / (k * lists); recall@k = sum hits@k / sum R.
+
+Every row carries ``se``, ``ci_low``, ``ci_high`` and ``ci_method`` at level
+``stats.confidence`` (docs/statistics.md), the user as the unit: ``user_avg``
+rows a Student t interval from the per-user moments (``t``); ``list_avg``,
+``impression_weighted`` and the ``global`` precision/recall rows, ratios of
+per-user sums, a delta-method interval (``delta``); the pooled ``global`` AUC
+a Poisson bootstrap keyed by user when ``stats.bootstrap_replicates`` > 0
+(``bootstrap``, :func:`bootstrap.auc_bootstrap`), else ``none``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 
 from recsys_spark.kernels.auc import UPartial
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
+from recsys_spark.kernels.stats import Interval, MeanStats, RatioStats, bootstrap_interval, delta_interval, t_interval
 from recsys_spark.schema import LIST_METRICS, METRICS_DDL, SLICE, metric_name
 
 
@@ -35,6 +46,21 @@ class MetricRow:
     value: float | None
     n: int
     se: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    ci_method: str = "none"
+
+    def with_interval(self, interval: Interval) -> MetricRow:
+        """This row with ``interval``'s se, bounds and method (its value is kept)."""
+        return MetricRow(self.metric, self.k, self.aggregation, self.slice, self.value, self.n, interval.se,
+                         interval.ci_low, interval.ci_high, interval.method)
+
+
+def interval_row(metric: str, k: int | None, aggregation: str, slice_value: str, interval: Interval,
+                 n: int) -> MetricRow:
+    """A metrics row whose value, se and bounds come from ``interval``."""
+    return MetricRow(metric, k, aggregation, slice_value, interval.value, n, interval.se, interval.ci_low,
+                     interval.ci_high, interval.method)
 
 
 def _list_metric_columns(ks: Sequence[int]) -> list[tuple[str, int | None]]:
@@ -97,17 +123,38 @@ def _totals(m: Moments, ks: Sequence[int]) -> dict[str, Any]:
     return agg
 
 
-def _se(sd: float | None, n: int) -> float | None:
-    return sd / math.sqrt(n) if sd is not None and n > 1 else None
+def _t(m: Moments, col: str, confidence: float) -> Interval:
+    """Student t interval of the mean over users of ``col`` (users without a value left out)."""
+    n = m.n.get(col, 0.0)
+    interval = t_interval(MeanStats.from_moments(n, m.mean.get(col, 0.0), m.m2.get(col, 0.0)), confidence)
+    # the value is the merged mean itself (n * mean / n may differ from it in the last bit)
+    return dataclasses.replace(interval, value=m.mean[col]) if n else interval
 
 
-def _ratio(num: float | None, den: float | None) -> float | None:
-    return num / den if num is not None and den else None
+def weighted_ratio_stats(m: Moments, col: str) -> RatioStats:
+    """Σ(x w) / Σw as a ratio of per-user sums: x w the numerator, w the denominator, over users with x."""
+    return RatioStats(m.n.get(col, 0.0), m.wsum.get(col, 0.0), m.w.get(col, 0.0), m.wsq.get(col, 0.0),
+                      m.w2.get(col, 0.0), m.xw2.get(col, 0.0))
+
+
+def _weighted(m: Moments, col: str, confidence: float) -> Interval:
+    return delta_interval(weighted_ratio_stats(m, col), confidence)
+
+
+def _sum_ratio(m: Moments, num: str, den: str, scale: float = 1.0) -> RatioStats:
+    """Σ num / (scale Σ den) over every user of the slice, from the plain sums and their products."""
+    s = m.sums
+    return RatioStats(s["users"], s[num], scale * s[den], s[f"{num}*{num}"], scale * scale * s[f"{den}*{den}"],
+                      scale * s[f"{num}*{den}"])
 
 
 def aggregate_users(users: DataFrame | Mapping[str, Moments], ks: Sequence[int],
-                    pooled: Mapping[str, UPartial]) -> tuple[list[MetricRow], dict]:
+                    pooled: Mapping[str, UPartial], confidence: float = 0.95,
+                    auc_replicates: Mapping[str, np.ndarray] | None = None) -> tuple[list[MetricRow], dict]:
     """(metric rows, per-slice counts) from the per-user table (or its {slice: Moments}) and the pooled AUC.
+
+    ``auc_replicates``: {slice: pooled AUC per bootstrap replicate} (:func:`bootstrap.auc_bootstrap`),
+    the interval of the ``global`` AUC row; without it that row has none.
 
     Rows come slice by slice in sorted order: the moments arrive in whatever order the tasks finished.
     """
@@ -127,27 +174,32 @@ def aggregate_users(users: DataFrame | Mapping[str, Moments], ks: Sequence[int],
         part = pooled.get(s)
         if part is not None:
             value = part.auc
-            rows.append(MetricRow("auc", None, "global", s, None if math.isnan(value) else value,
-                                  int(part.n_pos + part.n_neg)))
+            row = MetricRow("auc", None, "global", s, None if math.isnan(value) else value,
+                            int(part.n_pos + part.n_neg))
+            if auc_replicates is not None and s in auc_replicates and row.value is not None:
+                row = row.with_interval(bootstrap_interval(row.value, auc_replicates[s], confidence))
+            rows.append(row)
+        m = moments[s]
         n_auc = agg["auc__n"]
-        rows.append(MetricRow("auc", None, "user_avg", s, agg["auc__mean"], n_auc, _se(agg["auc__sd"], n_auc)))
-        rows.append(MetricRow("auc", None, "impression_weighted", s, _ratio(agg["auc__wsum"], agg["auc__w"]),
-                              int(agg["auc__w"] or 0)))
+        rows.append(interval_row("auc", None, "user_avg", s, _t(m, "auc", confidence), n_auc))
+        rows.append(interval_row("auc", None, "impression_weighted", s, _weighted(m, "auc", confidence),
+                                 int(agg["auc__w"] or 0)))
         for metric, k in _list_metric_columns(ks):
             col = metric_name(metric, k)
-            n = agg[f"{col}__n"]
-            rows.append(MetricRow(metric, k, "user_avg", s, agg[f"{col}__mean"], n, _se(agg[f"{col}__sd"], n)))
-            rows.append(MetricRow(metric, k, "list_avg", s, _ratio(agg[f"{col}__lsum"], agg["lists_ranked"]),
-                                  agg["lists_ranked"] or 0))
+            rows.append(interval_row(metric, k, "user_avg", s, _t(m, col, confidence), agg[f"{col}__n"]))
+            rows.append(interval_row(metric, k, "list_avg", s, _weighted(m, col, confidence),
+                                     agg["lists_ranked"] or 0))
         for k in ks:
-            hits = agg[f"hits_{k}"]
             lists = agg["lists_ranked"] or 0
-            rows.append(MetricRow("precision", k, "global", s, _ratio(hits, k * lists), lists))
-            rows.append(MetricRow("recall", k, "global", s, _ratio(hits, agg["relevant"]), agg["relevant"] or 0))
+            rows.append(interval_row("precision", k, "global", s, delta_interval(
+                _sum_ratio(m, metric_name("hits", k), "n_lists_ranked", scale=k), confidence), lists))
+            rows.append(interval_row("recall", k, "global", s, delta_interval(
+                _sum_ratio(m, metric_name("hits", k), "n_relevant"), confidence), agg["relevant"] or 0))
     return rows, counts
 
 
 def metrics_frame(spark: SparkSession, rows: Iterable[MetricRow]) -> DataFrame:
     """The long metrics table as a (small) DataFrame."""
-    data = [(r.metric, r.k, r.aggregation, r.slice, r.value, r.n, r.se) for r in rows]
+    data = [(r.metric, r.k, r.aggregation, r.slice, r.value, r.n, r.se, r.ci_low, r.ci_high, r.ci_method)
+            for r in rows]
     return spark.createDataFrame(data, METRICS_DDL)

@@ -244,6 +244,19 @@ class ReportConfig:
 
 
 @dataclass(frozen=True)
+class StatsConfig:
+    confidence: float = 0.95
+    bootstrap_replicates: int = 100
+    seed: int = 20240501
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.confidence < 1.0:
+            raise ConfigError(f"config key stats.confidence: expected a number in (0, 1), got {self.confidence}")
+        if self.bootstrap_replicates == 1:
+            raise ConfigError("config key stats.bootstrap_replicates: expected 0 (off) or at least 2, got 1")
+
+
+@dataclass(frozen=True)
 class Config:
     input: InputConfig = field(default_factory=InputConfig)
     attribution: AttributionConfig = field(default_factory=AttributionConfig)
@@ -259,6 +272,7 @@ class Config:
     experiments: ExperimentsConfig = field(default_factory=ExperimentsConfig)
     offline: OfflineConfig = field(default_factory=OfflineConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
+    stats: StatsConfig = field(default_factory=StatsConfig)
     spark: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_dict(self) -> dict[str, Any]:
@@ -377,7 +391,7 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
     if choices and result not in choices:
         raise ConfigError(f"config key {dotted}: expected one of {', '.join(choices)}, got {value!r}")
     if isinstance(result, (int, float)) and not isinstance(result, bool):
-        zero_ok = key[0] in ("rules", "validation", "experiments", "offline")  # thresholds and tolerances may be 0
+        zero_ok = key[0] in ("rules", "validation", "experiments", "offline", "stats")  # thresholds and tolerances may be 0
         if result < 0 or (result == 0 and not zero_ok):
             raise ConfigError(f"config key {dotted}: expected a {'non-negative' if zero_ok else 'positive'} "
                               f"number, got {value!r}")

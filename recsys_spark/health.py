@@ -30,6 +30,13 @@ few sums per slice plus the histograms, whose size is the number of distinct
 exposure counts (at most sqrt(2 * exposures) per slice), never proportional
 to users or items.  The Lorenz curve (at most ``lorenz_points`` rows per
 slice) is computed exactly from the histogram (:func:`kernels.health.lorenz_curve`).
+
+Intervals (docs/statistics.md): the (slice, user) aggregation of pass A also
+sums per-user squares and cross products, from which :mod:`kernels.intervals`
+gives delta-method and t intervals with the user as the unit; with
+``stats.bootstrap_replicates`` > 0, :mod:`recsys_spark.bootstrap` adds its own
+passes and one more collect of per-replicate sums for Gini, personalization,
+novelty, item coverage and the global category diversity.
 """
 
 from __future__ import annotations
@@ -41,8 +48,11 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from recsys_spark.aggregate import MetricRow
+from recsys_spark.bootstrap import bootstrap_sums, health_bootstrap_intervals
 from recsys_spark.kernels.business import business_values
 from recsys_spark.kernels.health import health_values
+from recsys_spark.kernels.intervals import business_intervals, health_intervals
+from recsys_spark.kernels.stats import Interval
 from recsys_spark.schema import (
     ALL,
     CATEGORY,
@@ -104,6 +114,26 @@ def user_items(prepared: DataFrame) -> DataFrame:
             .agg(F.count(F.lit(1)).alias("n"), F.max(IN_CATALOG).alias("in_catalog")))
 
 
+#: per-user products summed per slice for the delta-method intervals (kernels.intervals): name -> (x, y)
+#: over the columns of the (slice, user) aggregation; ``list_hu`` is the user's sum of list entropies
+_PRODUCTS = {
+    "pv*pv": ("pv", "pv"), "pv_covered*pv": ("covered", "pv"), "pv_covered*pv_covered": ("covered", "covered"),
+    "pv_empty*pv": ("empty", "pv"), "pv_empty*pv_empty": ("empty", "empty"),
+    "exposures*exposures": ("exposures", "exposures"), "clicked*clicked": ("clicked", "clicked"),
+    "clicked*exposures": ("clicked", "exposures"), "clicked*pv": ("clicked", "pv"),
+    "lists*lists": ("lists", "lists"), "list_hu*list_hu": ("list_h", "list_h"), "list_hu*lists": ("list_h", "lists"),
+}
+USER_PRODUCTS = [*_PRODUCTS, "list_hu"]
+
+
+def _user_products() -> list[Column]:
+    """Sums over users of the per-user products in :data:`_PRODUCTS`, and of the user's list entropy sum."""
+    def value(name: str) -> Column:
+        return F.coalesce(F.col(name), F.lit(0.0))
+    return ([F.sum(value(a) * value(b)).alias(name) for name, (a, b) in _PRODUCTS.items()]
+            + [F.sum(value("list_h")).alias("list_hu")])
+
+
 def request_pass(prepared: DataFrame, min_list_length: int) -> DataFrame:
     """Pass A over the user partitions: PV/UV, coverage, failure, business counts and category
     entropies, as long rows.
@@ -134,7 +164,7 @@ def request_pass(prepared: DataFrame, min_list_length: int) -> DataFrame:
                       _count_if(F.col("clicked") > 0).alias("uv_clicked"),
                       _count_if(F.col("exposures") > 0).alias("users_exposed"),
                       F.sum("lists").alias("lists"), F.sum("list_h").alias("list_h"),
-                      F.sum("list_h2").alias("list_h2")))
+                      F.sum("list_h2").alias("list_h2"), *_user_products()))
     exposed = prepared.where(F.col(ITEM).isNotNull())
     user_h = (exposed
               .groupBy(SLICE, USER, ITEM_CATEGORY).agg(F.count(F.lit(1)).alias("c"))
@@ -147,7 +177,8 @@ def request_pass(prepared: DataFrame, min_list_length: int) -> DataFrame:
                   .agg(F.sum("c").alias("cat_n"), F.sum(_n_log_n(F.col("c"))).alias("cat_s"),
                        F.sum(F.when(F.col(ITEM_CATEGORY) == UNKNOWN, F.col("c")).otherwise(0)).alias("unknown")))
     return (_long(per_slice, ["pv", "pv_covered", "pv_empty", "uv", "uv_covered", "uv_empty", "exposures",
-                              "clicked", "uv_clicked", "users_exposed", "lists", "list_h", "list_h2"])
+                              "clicked", "uv_clicked", "users_exposed", "lists", "list_h", "list_h2",
+                              *USER_PRODUCTS])
             .unionByName(_long(user_h, ["user_h", "user_h2"]))
             .unionByName(_long(categories, ["cat_n", "cat_s", "unknown"])))
 
@@ -195,9 +226,14 @@ def item_pass(pairs: DataFrame, popularity: DataFrame | None, previous: DataFram
                   .groupBy(SLICE)
                   .agg(F.count(F.lit(1)).alias("returning"), F.sum(rate).alias("update_sum"),
                        F.sum(rate * rate).alias("update_sum2"), F.sum("new").alias("update_new"),
-                       F.sum("items").alias("update_items")))
+                       F.sum("items").alias("update_items"),
+                       # per-user products for the delta-method interval of update_rate global
+                       F.sum(F.col("new") * F.col("new")).alias("update_new*update_new"),
+                       F.sum(F.col("items") * F.col("items")).alias("update_items*update_items"),
+                       F.sum(F.col("new") * F.col("items")).alias("update_new*update_items")))
         out = out.unionByName(_long(update, ["returning", "update_sum", "update_sum2", "update_new",
-                                             "update_items"]))
+                                             "update_items", "update_new*update_new", "update_items*update_items",
+                                             "update_new*update_items"]))
     return out
 
 
@@ -250,7 +286,8 @@ def _popularity_catalog(hist_all: dict, catalog_all: int, cutoffs: PopularityCut
 def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, catalog: DataFrame | None, *,
                     min_list_length: int, lorenz_points: int, popularity: DataFrame | None = None,
                     previous: DataFrame | None = None, cutoffs: PopularityCutoffs | None = None,
-                    items_path: str = "") -> HealthResult:
+                    items_path: str = "", confidence: float = 0.95, bootstrap_replicates: int = 0,
+                    seed: int = 0) -> HealthResult:
     """Health and business rows of every slice, and the Lorenz points.
 
     Parameters
@@ -264,6 +301,10 @@ def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, c
     popularity : (user_id, item_id) clicks defining popularity, or None (no novelty).
     previous : distinct (user_id, item_id) of the previous day, or None (no update_rate).
     cutoffs : popularity cut-offs when ``popularity`` is a slice.
+    confidence : level of the rows' intervals (:mod:`kernels.intervals`; the user is the unit).
+    bootstrap_replicates, seed : Poisson bootstrap keyed by user for Gini, personalization, novelty,
+        item coverage and global category diversity (:mod:`recsys_spark.bootstrap`); 0 replicates:
+        no interval for those.
     """
     notes: list[str] = []
     # every branch reads the persisted user partitions in place (only the columns it needs); persisting
@@ -287,6 +328,14 @@ def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, c
     k = None
     if n_categories is not None:
         k = n_categories + (1 if (stats.get(ALL, {}).get("unknown") or 0) > 0 else 0)
+    boot = None
+    if bootstrap_replicates:
+        by_category = None
+        if k is not None:
+            by_category = (prepared.where(F.col(ITEM).isNotNull())
+                           .groupBy(SLICE, USER, F.col(ITEM_CATEGORY).alias("category"))
+                           .agg(F.count(F.lit(1)).alias("c")))
+        boot = bootstrap_sums(user_items(prepared), popularity, bootstrap_replicates, seed, by_category)
     rows: list[MetricRow] = []
     lorenz: list[tuple[str, float, float]] = []
     for s in sorted(set(stats) | set(hist)):
@@ -299,10 +348,25 @@ def evaluate_health(spark: SparkSession, prepared: DataFrame, dims: SliceDims, c
                                        n_clickers if popularity is not None else None,
                                        previous is not None, lorenz_points)
         values += business_values(stats.get(s, {}))
-        rows += [MetricRow(m, None, a, s, v, n, se) for m, a, v, n, se in values]
+        intervals = (health_intervals(stats.get(s, {}), k, previous is not None, confidence)
+                     | business_intervals(stats.get(s, {}), confidence))
+        if boot is not None:
+            exposed_in_catalog = sum(m for (_, cat), m in hist.get(s, {}).items() if cat)
+            zeros = None if catalog_items is None else max(catalog_items - exposed_in_catalog, 0)
+            intervals |= health_bootstrap_intervals(boot, s, {(m, a): v for m, a, v, _, _ in values},
+                                                    n_clickers if popularity is not None else None, zeros,
+                                                    confidence, catalog_items, k)
+        rows += [_with_interval(MetricRow(m, None, a, s, v, n, se), intervals.get((m, a))) for m, a, v, n, se in values]
         lorenz += [(s, float(a), float(b)) for a, b in zip(x, y, strict=True)]
     info = {"health_rows": len(rows), "lorenz_points": len(lorenz), "categories": k, "novelty_users": n_clickers}
     return HealthResult(rows, lorenz, notes, info)
+
+
+def _with_interval(row: MetricRow, interval: Interval | None) -> MetricRow:
+    """The row with its interval (kernels.intervals); without one, se and bounds null and ci_method none."""
+    if interval is None or row.value is None:
+        return MetricRow(row.metric, row.k, row.aggregation, row.slice, row.value, row.n)
+    return row.with_interval(interval)
 
 
 def _whole_catalog(slice_key: str, dims: SliceDims) -> bool:

@@ -18,10 +18,11 @@ from pyspark.sql import functions as F
 
 from recsys_spark import fs, log
 from recsys_spark.aggregate import MetricRow, aggregate_users, metrics_frame
+from recsys_spark.bootstrap import auc_bootstrap
 from recsys_spark.config import Config
 from recsys_spark.errors import EmptyInputError, HardRuleViolation, JobError, root_cause
-from recsys_spark.health import HealthResult, evaluate_health, lorenz_frame
 from recsys_spark.experiments import experiment_stage
+from recsys_spark.health import HealthResult, evaluate_health, lorenz_frame
 from recsys_spark.label import deduplicate_exposures, join_feedback, label_counts, labelled_exposures
 from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, ranking_input
 from recsys_spark.pooled_auc import pooled_auc
@@ -30,8 +31,11 @@ from recsys_spark.rules import RuleResult, as_dicts, rules_frame, scan_rules
 from recsys_spark.schema import (
     ALL,
     CATEGORY,
+    CLICK_COLUMNS,
     EVENT,
+    EXPOSURE_COLUMNS,
     ITEM,
+    ITEM_COLUMNS,
     REASON,
     REQUEST,
     SCORE,
@@ -542,7 +546,10 @@ def metric_stage(labelled: Labelled, cfg: Config, out: DailyOutput) -> Metrics:
     if heavy is not None:
         heavy.write.mode("append").parquet(staged_users)
     pooled = pooled_auc(labelled.ranked)
-    rows, unit_counts = aggregate_users(users.moments(), ks, pooled)  # sums gathered by the pass
+    replicates = (auc_bootstrap(labelled.ranked, cfg.stats.bootstrap_replicates, cfg.stats.seed)
+                  if cfg.stats.bootstrap_replicates else None)
+    rows, unit_counts = aggregate_users(users.moments(), ks, pooled, cfg.stats.confidence,  # sums from the pass
+                                        replicates)
     unit_counts.setdefault(ALL, {}).update(users.counts())
     return Metrics(rows, unit_counts, users.notes(), labelled.partitions)
 
@@ -574,7 +581,8 @@ def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config)
     health = evaluate_health(spark, labelled.by_user, day.inputs.slices.dims, day.inputs.slices.catalog,
                              min_list_length=cfg.health.min_list_length, lorenz_points=cfg.health.lorenz_points,
                              popularity=popularity, previous=history.previous, cutoffs=labelled.cutoffs,
-                             items_path=day.paths.items)
+                             items_path=day.paths.items, confidence=cfg.stats.confidence,
+                             bootstrap_replicates=cfg.stats.bootstrap_replicates, seed=cfg.stats.seed)
     if labelled.cutoffs is not None:
         health.info.update(popularity_head_min=labelled.cutoffs.head_min,
                            popularity_tail_max=labelled.cutoffs.tail_max)

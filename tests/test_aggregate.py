@@ -45,7 +45,10 @@ def test_impression_weighted_auc_weighs_each_user_by_exposures_not_equally():
     # users with an AUC: a 0.5 (4 exposures), b 1.0 (2), d 0.75 (6)
     gauc = by[("all", "auc", None, "impression_weighted")]
     assert gauc.value == pytest.approx((0.5 * 4 + 1.0 * 2 + 0.75 * 6) / (4 + 2 + 6))   # 8.5 / 12, not 0.75
-    assert gauc.n == 12 and gauc.se is None
+    # a ratio of per-user sums x = auc * exposures (2, 2, 4.5) over y = exposures (4, 2, 6), delta method:
+    # residuals x - R y = -5/6, 7/12, 1/4; Var = (sum of squares / (n - 1)) / (n * mean(y)^2) = (79/72 / 2) / 48
+    assert gauc.n == 12 and gauc.ci_method == "delta"
+    assert gauc.se == pytest.approx(math.sqrt(79 / 72 / 2 / 48))
     plain = by[("all", "auc", None, "user_avg")]
     assert plain.value == pytest.approx((0.5 + 1.0 + 0.75) / 3) and plain.n == 3
 
@@ -66,7 +69,9 @@ def test_list_average_weighs_users_by_their_ranked_lists():
     by, _ = _rows(user_table_moments(FRAME, KS))
     # ranked lists: a 1, b 1, d 2 -> MRR (1 + 0.5 + 2 * 0.25) / 4
     lst = by[("all", "mrr", None, "list_avg")]
-    assert lst.value == pytest.approx(0.5) and lst.n == 4 and lst.se is None
+    assert lst.value == pytest.approx(0.5) and lst.n == 4 and lst.ci_method == "delta"
+    # x = mrr * lists (1, 0.5, 0.5) over y = lists (1, 1, 2): residuals 1/2, 0, -1/2; Var = (1/2 / 2) / (3 * (4/3)^2)
+    assert lst.se == pytest.approx(math.sqrt(0.25 / (16 / 3)))
     assert by[("all", "ndcg", 1, "list_avg")].value == pytest.approx((1.0 + 0.0 + 2 * 0.5) / 4)
     assert by[("all", "ndcg", 1, "user_avg")].value == pytest.approx((1.0 + 0.0 + 0.5) / 3)
 

@@ -25,7 +25,13 @@ from recsys_spark.schema import LIST_METRICS, metric_name
 @dataclass
 class Moments:
     """Per column: count, mean and sum of squared deviations of its non-NaN values,
-    the weighted sum and weight of those values; plus plain sums."""
+    the weighted sum and weight of those values; plus plain sums.
+
+    For the delta-method interval of the weighted mean Σ(x w) / Σw (a ratio of
+    per-user sums, numerator x w, denominator w) each column also carries
+    ``wsq`` = Σ(x w)², ``w2`` = Σw² and ``xw2`` = Σ(x w) w.  Cross products of
+    plain sums (``hits_at_10*n_relevant``) are plain sums too (:func:`user_table_moments`).
+    """
 
     n: dict[str, float] = field(default_factory=dict)
     mean: dict[str, float] = field(default_factory=dict)
@@ -33,6 +39,9 @@ class Moments:
     wsum: dict[str, float] = field(default_factory=dict)
     w: dict[str, float] = field(default_factory=dict)
     sums: dict[str, float] = field(default_factory=dict)
+    wsq: dict[str, float] = field(default_factory=dict)
+    w2: dict[str, float] = field(default_factory=dict)
+    xw2: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def of(cls, values: Mapping[str, np.ndarray], weights: Mapping[str, np.ndarray],
@@ -49,6 +58,9 @@ class Moments:
             out.n[name], out.mean[name] = n, mean
             out.m2[name] = float(np.sum((xs - mean) ** 2))
             out.wsum[name], out.w[name] = float(np.sum(xs * ws)), float(np.sum(ws))
+            xw = xs * ws
+            out.wsq[name], out.w2[name], out.xw2[name] = (float(np.dot(xw, xw)), float(np.dot(ws, ws)),
+                                                          float(np.dot(xw, ws)))
         out.sums = {name: float(np.sum(np.asarray(v, dtype=np.float64))) for name, v in sums.items()}
         return out
 
@@ -64,6 +76,8 @@ class Moments:
             out.m2[name] = self.m2.get(name, 0.0) + other.m2.get(name, 0.0) + (delta ** 2 * na * nb / n if n else 0.0)
             out.wsum[name] = self.wsum.get(name, 0.0) + other.wsum.get(name, 0.0)
             out.w[name] = self.w.get(name, 0.0) + other.w.get(name, 0.0)
+            for attr in ("wsq", "w2", "xw2"):
+                getattr(out, attr)[name] = getattr(self, attr).get(name, 0.0) + getattr(other, attr).get(name, 0.0)
         for name in self.sums.keys() | other.sums.keys():
             out.sums[name] = self.sums.get(name, 0.0) + other.sums.get(name, 0.0)
         return out
@@ -76,7 +90,7 @@ class Moments:
     def to_rows(self) -> list[tuple[str, str, float]]:
         """(part, name, value) triples: a flat form that travels as an Arrow batch."""
         rows = []
-        for part in ("n", "mean", "m2", "wsum", "w", "sums"):
+        for part in ("n", "mean", "m2", "wsum", "w", "sums", "wsq", "w2", "xw2"):
             rows += [(part, name, value) for name, value in getattr(self, part).items()]
         return rows
 
@@ -108,6 +122,7 @@ def user_table_moments(frame, ks) -> dict[str, Moments]:
         for j, k in enumerate(ks):
             rows = g[k_of_row == k]
             ranked = rows["n_lists_ranked"].to_numpy(dtype=np.float64)
+            relevant = rows["n_relevant"].to_numpy(dtype=np.float64)
             if j == 0:
                 for c in means:
                     values[c] = rows[c].to_numpy(dtype=np.float64, na_value=np.nan)
@@ -116,10 +131,19 @@ def user_table_moments(frame, ks) -> dict[str, Moments]:
                 totals.update({c: rows[c].to_numpy(dtype=np.float64) for c in sums})
                 totals["users"] = np.ones(len(rows))
                 totals["users_without_ranked_list"] = ranked == 0
+                totals["n_lists_ranked*n_lists_ranked"] = ranked * ranked
+                totals["n_relevant*n_relevant"] = relevant * relevant
             for m in LIST_METRICS:
                 values[metric_name(m, k)] = rows[m].to_numpy(dtype=np.float64, na_value=np.nan)
                 weights[metric_name(m, k)] = ranked
-            totals[metric_name("hits", k)] = rows["hits"].to_numpy(dtype=np.float64)
+            # the per-user products the delta-method intervals of precision and recall ``global`` need
+            # (x = hits@k, y = ranked lists or relevant items), from the k row itself: a user's rows of
+            # different k may come in different batches, its counts repeat on each of them
+            hits, name = rows["hits"].to_numpy(dtype=np.float64), metric_name("hits", k)
+            totals[name] = hits
+            totals[f"{name}*{name}"] = hits * hits
+            totals[f"{name}*n_lists_ranked"] = hits * ranked
+            totals[f"{name}*n_relevant"] = hits * relevant
         out[str(slice_value)] = Moments.of(values, weights, totals)
     return out
 

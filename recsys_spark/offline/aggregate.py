@@ -19,8 +19,6 @@ from pyspark.sql import functions as F
 
 from recsys_spark.kernels.stats import Interval, MeanStats, RatioStats, delta_interval, t_interval
 
-METRICS_SCHEMA = ("metric string, k int, aggregation string, slice string, value double, n long, "
-                  "se double, ci_low double, ci_high double, ci_method string")
 ALL = "all"
 
 
@@ -75,7 +73,7 @@ def _apply(iv: Interval, f: Callable[[float], float] | None) -> Interval:
 
 def aggregate(users: DataFrame, specs: Sequence[Mean | Ratio], confidence: float,
               slice_value: str = ALL) -> list[tuple]:
-    """Rows of the long metrics table (``METRICS_SCHEMA`` order) for ``specs`` over ``users``."""
+    """Rows of the long metrics table (``schema.METRICS_DDL`` order) for ``specs`` over ``users``."""
     if not specs:
         return []
     row = users.agg(*[e for i, s in enumerate(specs) for e in _exprs(i, s)]).first()

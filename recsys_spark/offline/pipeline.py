@@ -32,7 +32,8 @@ from recsys_spark.errors import ConfigError, SchemaError
 from recsys_spark.kernels import health
 from recsys_spark.kernels import offline as K
 from recsys_spark.kernels import sampled as S
-from recsys_spark.offline.aggregate import METRICS_SCHEMA, Mean, Ratio, aggregate, point
+from recsys_spark.offline.aggregate import Mean, Ratio, aggregate, point
+from recsys_spark.schema import METRICS_DDL
 from recsys_spark.offline.output import RunOutput
 from recsys_spark.pooled_auc import exact_auc
 from recsys_spark.read import ColumnSpec, conform, read_parquet
@@ -456,7 +457,7 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
             metric_rows += aggregate(item_ratings, rating_specs(value_range, bool(cfg.offline.distortion), True),
                                      conf)
         counts.update(_user_counts(users, summary["evaluations"]))
-        out.stage("metrics", spark.createDataFrame(metric_rows, METRICS_SCHEMA).coalesce(1))
+        out.stage("metrics", spark.createDataFrame(metric_rows, METRICS_DDL).coalesce(1))
         for name, frame in tables.items():
             if len(frame):
                 out.stage(name, spark.createDataFrame(frame).coalesce(1))

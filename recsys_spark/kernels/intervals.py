@@ -1,0 +1,118 @@
+"""Intervals of the health and business rows from per-user sums of one slice (pure Python, no Spark).
+
+:mod:`recsys_spark.health` reduces each slice to sums over its users; besides
+the sums that give the values (``pv``, ``clicked``, ...), its per-user
+aggregation adds the sums of squares and cross products of the per-user
+numerators and denominators (names below), so every ratio of sums gets a
+delta-method interval with the **user** as the unit
+(:func:`kernels.stats.delta_interval`) and every mean over users a t interval.
+
+Per user u (``uv`` users: those with a request in the slice): pv_u requests,
+covered_u requests with at least ``min_list_length`` items, empty_u empty
+responses, e_u exposures, c_u clicked exposures, l_u non-empty lists, hl_u the
+sum of the category entropies of u's lists; for returning users new_u / items_u.
+
+==========================================  ============================  ====================
+row                                         per-user numerator / denom.   sums used
+==========================================  ============================  ====================
+pv_coverage global                          covered_u / pv_u              covered*pv ...
+pv_failure_rate global                      empty_u / pv_u                empty*pv ...
+uv_coverage, uv_failure_rate, uv_conversion 1[...] / 1                    uv_covered, uv_empty, uv_clicked
+exposure_ctr, pv_ctr, uv_ctr                c_u / e_u, pv_u, 1            clicked*exposures ...
+clicks_per_clicking_user                    c_u / 1[c_u > 0]              clicked, clicked*clicked
+category_diversity list_avg                 hl_u / l_u (÷ ln K)           list_hu*lists ...
+category_diversity user_avg                 mean of h_u (÷ ln K), t       user_h, user_h2
+update_rate global                          new_u / items_u               update_new*update_items ...
+update_rate user_avg                        mean of new_u/items_u, t      update_sum, update_sum2
+==========================================  ============================  ====================
+
+Counts (pv, uv) have no interval; Gini, item coverage, personalization,
+novelty and the global category diversity have no closed form in per-user
+sums and get none here (``ci_method`` "none").
+
+>>> s = {"uv": 2, "pv": 3, "pv*pv": 5, "exposures": 8, "exposures*exposures": 34, "clicked": 2,
+...      "clicked*clicked": 2, "clicked*exposures": 8, "clicked*pv": 3, "uv_clicked": 2}
+>>> i = business_intervals(s)[("exposure_ctr", "global")]     # users (1 click, 3 exp), (1, 5): R = 2/8
+>>> i.method, i.value                                          # x - R y = 0.25, -0.25: var .125 / (2 * 4^2)
+('delta', 0.25)
+>>> round(i.se, 6) == round((0.125 / 32) ** 0.5, 6)
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from recsys_spark.kernels.stats import Interval, MeanStats, RatioStats, delta_interval, t_interval
+
+Key = tuple[str, str]  # (metric, aggregation)
+
+
+def _get(stats: Mapping[str, float | None], name: str) -> float:
+    return float(stats.get(name) or 0.0)
+
+
+def ratio_stats(stats: Mapping[str, float | None], n: str, x: str, y: str | None, *,
+                x_indicator: bool = False, y_indicator: bool = False, scale: float = 1.0) -> RatioStats:
+    """RatioStats of Σx / Σy over ``n`` users from the named sums.
+
+    ``y`` None: y_u = 1 (a mean over users).  ``x_indicator`` / ``y_indicator``:
+    the per-user value is 0 or 1, so its sum of squares is its sum.  The
+    product of x and y is read as ``"x*y"`` (or Σx when y is 1, or Σx when y
+    indicates x > 0: then x y = x).  ``scale`` divides x (entropy by ln K).
+    """
+    g = lambda name: _get(stats, name)  # noqa: E731 (a short local reader)
+    users = g(n)
+    sx = g(x)
+    sxx = sx if x_indicator else g(f"{x}*{x}")
+    if y is None:
+        sy, syy, sxy = users, users, sx
+    else:
+        sy = g(y)
+        syy = sy if y_indicator else g(f"{y}*{y}")
+        sxy = sx if y_indicator else g(f"{x}*{y}")
+    return RatioStats(users, sx / scale, sy, sxx / scale ** 2, syy, sxy / scale)
+
+
+def health_intervals(stats: Mapping[str, float | None], n_categories: int | None, has_previous_day: bool,
+                     confidence: float = 0.95) -> dict[Key, Interval]:
+    """{(metric, aggregation): Interval} of the health rows of one slice that have a closed form."""
+    out: dict[Key, Interval] = {
+        ("pv_coverage", "global"): delta_interval(ratio_stats(stats, "uv", "pv_covered", "pv"), confidence),
+        ("pv_failure_rate", "global"): delta_interval(ratio_stats(stats, "uv", "pv_empty", "pv"), confidence),
+        ("uv_coverage", "global"): delta_interval(ratio_stats(stats, "uv", "uv_covered", None, x_indicator=True),
+                                                  confidence),
+        ("uv_failure_rate", "global"): delta_interval(ratio_stats(stats, "uv", "uv_empty", None, x_indicator=True),
+                                                      confidence),
+    }
+    if n_categories is not None:
+        log_k = math.log(n_categories) if n_categories > 1 else 0.0
+        if log_k:
+            out[("category_diversity", "list_avg")] = delta_interval(
+                ratio_stats(stats, "uv", "list_hu", "lists", scale=log_k), confidence)
+            users = _get(stats, "users_exposed")
+            out[("category_diversity", "user_avg")] = t_interval(
+                MeanStats(users, _get(stats, "user_h") / log_k, _get(stats, "user_h2") / log_k ** 2), confidence)
+        else:  # one category: every value is 0 by definition, no uncertainty
+            for agg, n in (("list_avg", "lists"), ("user_avg", "users_exposed")):
+                out[("category_diversity", agg)] = t_interval(MeanStats(_get(stats, n), 0.0, 0.0), confidence)
+    if has_previous_day:
+        out[("update_rate", "user_avg")] = t_interval(
+            MeanStats(_get(stats, "returning"), _get(stats, "update_sum"), _get(stats, "update_sum2")), confidence)
+        out[("update_rate", "global")] = delta_interval(
+            ratio_stats(stats, "returning", "update_new", "update_items"), confidence)
+    return out
+
+
+def business_intervals(stats: Mapping[str, float | None], confidence: float = 0.95) -> dict[Key, Interval]:
+    """{(metric, "global"): Interval} of the business rows of one slice (all ratios of per-user sums)."""
+    return {
+        ("exposure_ctr", "global"): delta_interval(ratio_stats(stats, "uv", "clicked", "exposures"), confidence),
+        ("pv_ctr", "global"): delta_interval(ratio_stats(stats, "uv", "clicked", "pv"), confidence),
+        ("uv_ctr", "global"): delta_interval(ratio_stats(stats, "uv", "clicked", None), confidence),
+        ("uv_conversion", "global"): delta_interval(ratio_stats(stats, "uv", "uv_clicked", None, x_indicator=True),
+                                                    confidence),
+        ("clicks_per_clicking_user", "global"): delta_interval(
+            ratio_stats(stats, "uv", "clicked", "uv_clicked", y_indicator=True), confidence),
+    }

@@ -1,0 +1,373 @@
+"""Intervals on the daily metrics table: the user is the unit (kernels and a full Spark run on a tiny day)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as st
+
+from recsys_spark.aggregate import aggregate_users
+from recsys_spark.kernels.intervals import business_intervals, health_intervals, ratio_stats
+from recsys_spark.kernels.moments import user_table_moments
+from recsys_spark.kernels.stats import RatioStats, delta_interval
+
+from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
+
+Z95 = 1.959963984540054
+
+# per user: its requests, each (items shown, positions clicked)
+SPEC = {
+    "u1": [(3, [1]), (2, [])],
+    "u2": [(4, [0, 2])],
+    "u3": [(2, []), (2, [1]), (1, [0])],
+    "u4": [(5, [])],
+    "u5": [(3, [0, 1, 2])],
+    "u6": [(1, []), (4, [3])],
+}
+
+
+def per_user(spec=SPEC):
+    """Per-user arrays computed by hand from the spec: requests, exposures, clicks, lists, hits@3, relevant."""
+    out = {k: [] for k in ("pv", "e", "c", "covered3", "ranked", "hits3", "rel", "hit1", "rr")}
+    for requests in spec.values():
+        ranked = [(n, clicked) for n, clicked in requests if clicked]
+        out["pv"].append(len(requests))
+        out["e"].append(sum(n for n, _ in requests))
+        out["c"].append(sum(len(cl) for _, cl in requests))
+        out["covered3"].append(sum(n >= 3 for n, _ in requests))
+        out["ranked"].append(len(ranked))
+        out["hits3"].append(sum(sum(p < 3 for p in cl) for _, cl in ranked))
+        out["rel"].append(sum(len(cl) for _, cl in ranked))
+        out["hit1"].append(np.mean([0 in cl for _, cl in ranked]) if ranked else np.nan)
+        out["rr"].append(np.mean([1 / (min(cl) + 1) for _, cl in ranked]) if ranked else np.nan)
+    return {k: np.array(v, dtype=float) for k, v in out.items()}
+
+
+def wls_ratio_se(x: np.ndarray, y: np.ndarray) -> float:
+    """Independent oracle: Σx/Σy is the WLS slope of x on y (no intercept, weights 1/y); its HC1 sandwich SE
+    is the delta-method SE with n - 1 variances (statsmodels)."""
+    import statsmodels.api as sm
+
+    return float(sm.WLS(x, y, weights=1 / y).fit(cov_type="HC1").bse[0])
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+def test_delta_se_equals_the_per_user_linearisation_and_statsmodels():
+    u = per_user()
+    s = RatioStats.from_values(u["c"], u["e"])
+    got = delta_interval(s)
+    r = u["c"].sum() / u["e"].sum()  # clicks 1+2+2+0+3+1 = 9 / exposures 5+4+5+5+3+5 = 27
+    assert got.value == pytest.approx(9 / 27)
+    direct = np.std(u["c"] - r * u["e"], ddof=1) / math.sqrt(6) / u["e"].mean()
+    assert got.se == pytest.approx(direct, rel=1e-12)
+    assert got.se == pytest.approx(wls_ratio_se(u["c"], u["e"]), rel=1e-9)
+
+
+def _health_sums(u):
+    """The per-slice sums health.request_pass produces, computed from the per-user arrays."""
+    pv, e, c, cov = u["pv"], u["e"], u["c"], u["covered3"]
+    return {"uv": 6, "pv": pv.sum(), "pv*pv": pv @ pv, "exposures": e.sum(), "exposures*exposures": e @ e,
+            "clicked": c.sum(), "clicked*clicked": c @ c, "clicked*exposures": c @ e, "clicked*pv": c @ pv,
+            "uv_clicked": (c > 0).sum(), "pv_covered": cov.sum(), "pv_covered*pv": cov @ pv,
+            "pv_covered*pv_covered": cov @ cov, "uv_covered": (cov > 0).sum()}
+
+
+def test_business_and_health_intervals_from_sums_match_per_user_arrays():
+    u = per_user()
+    sums = _health_sums(u)
+    business = business_intervals(sums)
+    health = health_intervals(sums, None, False)
+    ones = np.ones(6)
+    for key, x, y in [(("exposure_ctr", "global"), u["c"], u["e"]), (("pv_ctr", "global"), u["c"], u["pv"]),
+                      (("uv_ctr", "global"), u["c"], ones),
+                      (("uv_conversion", "global"), (u["c"] > 0).astype(float), ones),
+                      (("clicks_per_clicking_user", "global"), u["c"], (u["c"] > 0).astype(float)),
+                      (("pv_coverage", "global"), u["covered3"], u["pv"]),
+                      (("uv_coverage", "global"), (u["covered3"] > 0).astype(float), ones)]:
+        got = business.get(key) or health[key]
+        want = delta_interval(RatioStats.from_values(x, y))
+        assert got.method == "delta", key
+        assert (got.value, got.se) == (pytest.approx(want.value), pytest.approx(want.se)), key
+    # a mean over users (y = 1) is the t standard error: sd / sqrt(n)
+    assert business[("uv_ctr", "global")].se == pytest.approx(st.sem(u["c"]))
+
+
+def test_ratio_stats_from_sums_with_zero_users_has_no_interval():
+    assert delta_interval(ratio_stats({}, "uv", "clicked", "exposures")).method == "none"
+    assert health_intervals({"uv": 1, "pv": 2, "pv*pv": 4}, None, False)[("pv_failure_rate", "global")].method \
+        == "none"
+
+
+def _user_frame(u):
+    import pandas as pd
+
+    hits = u["hits3"]
+    return pd.DataFrame({
+        "slice": "all", "user_id": list(SPEC), "n_exposures": u["e"], "n_relevant": u["rel"],
+        "n_lists": u["pv"], "n_lists_ranked": u["ranked"], "auc": np.nan, "mrr": u["rr"],
+        "ndcg": u["hit1"], "map": u["hit1"], "precision": u["hit1"], "recall": u["hit1"],
+        "hit_rate": u["hit1"], "hits": hits, "k": 3})  # the per-user layout: one row per (user, k)
+
+
+def test_aggregate_rows_get_t_and_delta_intervals_from_moments():
+    u = per_user()
+    rows, _ = aggregate_users(user_table_moments(_user_frame(u), (3,)), (3,), {})
+    by = {(r.metric, r.k, r.aggregation): r for r in rows}
+    # user_avg: t over the users with a ranked list (u4 has none): scipy's t interval
+    mrr = u["rr"][~np.isnan(u["rr"])]
+    low, high = st.t.interval(0.95, len(mrr) - 1, loc=mrr.mean(), scale=st.sem(mrr))
+    row = by[("mrr", None, "user_avg")]
+    assert row.ci_method == "t" and row.n == 5
+    assert (row.value, row.se, row.ci_low, row.ci_high) == (pytest.approx(mrr.mean()), pytest.approx(st.sem(mrr)),
+                                                            pytest.approx(low), pytest.approx(high))
+    # list_avg: Σ(m_u L_u) / Σ L_u over the users with lists, delta method
+    ok = u["ranked"] > 0
+    want = delta_interval(RatioStats.from_values((u["rr"] * u["ranked"])[ok], u["ranked"][ok]))
+    row = by[("mrr", None, "list_avg")]
+    assert row.ci_method == "delta" and (row.value, row.se) == (pytest.approx(want.value), pytest.approx(want.se))
+    # precision@3 global = Σ hits / (3 Σ L), recall@3 global = Σ hits / Σ R, every user a unit
+    for metric, y in (("precision", 3 * u["ranked"]), ("recall", u["rel"])):
+        want = delta_interval(RatioStats.from_values(u["hits3"], y))
+        row = by[(metric, 3, "global")]
+        assert row.ci_method == "delta", metric
+        assert (row.value, row.se, row.ci_low) == (pytest.approx(want.value), pytest.approx(want.se),
+                                                   pytest.approx(want.value - Z95 * want.se)), metric
+    # no AUC anywhere: value and interval null
+    assert by[("auc", None, "user_avg")].value is None and by[("auc", None, "user_avg")].ci_method == "none"
+
+
+# --------------------------------------------------------------------------- Spark: the user is the unit
+
+
+def _day_rows(spec, copies: int = 1):
+    """Exposures and clicks of the spec; ``copies`` > 1 repeats every request of a user under new request ids."""
+    exposures, clicks = [], []
+    for user, requests in spec.items():
+        for copy in range(copies):
+            for r, (n, clicked) in enumerate(requests):
+                request = f"{user}_r{r}_{copy}"
+                for p in range(n):
+                    item = f"i{p}_{r}"
+                    exposures.append((user, f"{user}_s", request, item, p + 1, 1.0 - p / 10, T0))
+                    if p in clicked:
+                        clicks.append((user, f"{user}_s", request, item, T0 + dt.timedelta(minutes=1)))
+    return exposures, clicks
+
+
+def _run(spark, root, spec, copies):
+    from recsys_spark.config import load_config
+    from recsys_spark.pipeline import evaluate_day
+
+    exposures, clicks = _day_rows(spec, copies)
+    spark.createDataFrame(exposures, EXPOSURE_DDL).write.parquet(f"{root}/in/exposures/dt={DAY}")
+    spark.createDataFrame(clicks, CLICK_DDL).write.parquet(f"{root}/in/clicks/dt={DAY}")
+    evaluate_day(spark, load_config(None, ["metrics.k=[3]", "health.min_list_length=3"]), DAY, f"{root}/in",
+                 f"{root}/out")
+    rows = spark.read.parquet(f"{root}/out/metrics").where("slice = 'all'").collect()
+    return {(r["metric"], r["k"], r["aggregation"]): r for r in rows}
+
+
+@pytest.mark.spark
+def test_spark_intervals_follow_users_not_exposures(spark, tmp_path):
+    once = _run(spark, tmp_path / "once", SPEC, 1)
+    u = per_user()
+    # every row carries the columns; counts have none
+    assert {"se", "ci_low", "ci_high", "ci_method"} <= set(once[("pv", None, "global")].asDict())
+    assert once[("pv", None, "global")].ci_method == "none" and once[("pv", None, "global")].se is None
+    ctr = once[("exposure_ctr", None, "global")]
+    want = delta_interval(RatioStats.from_values(u["c"], u["e"]))
+    assert ctr.ci_method == "delta"
+    assert (ctr.value, ctr.se, ctr.ci_low, ctr.ci_high) == (
+        pytest.approx(9 / 27), pytest.approx(wls_ratio_se(u["c"], u["e"]), rel=1e-9),
+        pytest.approx(want.ci_low), pytest.approx(want.ci_high))
+    cov = once[("pv_coverage", None, "global")]
+    want = delta_interval(RatioStats.from_values(u["covered3"], u["pv"]))
+    assert cov.ci_method == "delta" and (cov.value, cov.se) == (pytest.approx(want.value), pytest.approx(want.se))
+    prec = once[("precision", 3, "global")]
+    want = delta_interval(RatioStats.from_values(u["hits3"], 3 * u["ranked"]))
+    assert prec.ci_method == "delta" and (prec.value, prec.se) == (pytest.approx(want.value), pytest.approx(want.se))
+    mrr = u["rr"][~np.isnan(u["rr"])]
+    row = once[("mrr", None, "user_avg")]
+    assert row.ci_method == "t" and row.se == pytest.approx(st.sem(mrr))
+    assert row.ci_high == pytest.approx(mrr.mean() + st.t.ppf(0.975, len(mrr) - 1) * st.sem(mrr))
+
+    # every user shows every request twice: per-user sums double, the users do not -> same value, same SE;
+    # an exposure-level SE would shrink by sqrt(2)
+    twice = _run(spark, tmp_path / "twice", SPEC, 2)
+    for key in [("exposure_ctr", None, "global"), ("pv_ctr", None, "global"), ("precision", 3, "global"),
+                ("recall", 3, "global"), ("pv_coverage", None, "global"), ("mrr", None, "list_avg")]:
+        assert twice[key].value == pytest.approx(once[key].value), key
+        assert twice[key].se == pytest.approx(once[key].se), key
+    assert twice[("exposure_ctr", None, "global")].n == 2 * ctr.n
+
+
+# --------------------------------------------------------------------------- bootstrap keyed by user
+
+# (user, item, exposures n_ui, in catalog); clickers k_i of the popularity window, N = 4
+PAIRS = [("u1", "a", 2, True), ("u1", "b", 1, True), ("u2", "a", 1, True), ("u2", "c", 3, False),
+         ("u3", "b", 1, True), ("u3", "c", 1, False), ("u3", "d", 2, True), ("u4", "a", 5, True)]
+CLICKERS = {"a": 3, "b": 1, "c": 0, "d": 2}
+
+
+def _brute_force_replicates(replicates: int, seed: int):
+    """Each replicate rebuilt by copying every user w_ur times, then the health kernels on the copies."""
+    from health_reference import gini_per_item as gini
+    from health_reference import novelty_per_item as novelty
+    from health_reference import personalization_pairs
+    from recsys_spark.kernels.stats import poisson_weights
+
+    users = sorted({u for u, *_ in PAIRS})
+    w = dict(zip(users, poisson_weights(np.array(users), replicates, seed)))
+    out = {"personalization": [], "novelty": [], "gini": []}
+    for r in range(replicates):
+        sets = [{i for u2, i, *_ in PAIRS if u2 == u} for u in users for _ in range(w[u][r])]
+        exposures = {i: sum(n * w[u][r] for u, i2, n, _ in PAIRS if i2 == i) for i in CLICKERS}
+        out["personalization"].append(personalization_pairs(sets))
+        items = [i for i in CLICKERS if exposures[i] > 0]
+        out["novelty"].append(novelty([exposures[i] for i in items], [CLICKERS[i] for i in items], 4)
+                              if items else np.nan)
+        out["gini"].append(gini([exposures[i] for i in items]) if items else np.nan)
+    return {k: np.array(v, dtype=float) for k, v in out.items()}
+
+
+def test_bootstrap_kernels_equal_copying_users():
+    from recsys_spark.kernels.bootstrap import (gini_replicates, histogram_rows, item_replicates,
+                                                novelty_replicates, personalization_replicates)
+    from recsys_spark.kernels.stats import poisson_weights
+
+    reps, seed = 30, 5
+    items = sorted(CLICKERS)
+    codes = np.array([items.index(i) for _, i, _, _ in PAIRS])
+    w = poisson_weights(np.array([u for u, *_ in PAIRS]), reps, seed)
+    e, c = item_replicates(codes, len(items), np.array([n for *_, n, _ in PAIRS]), w)
+    users = poisson_weights(np.array(["u1", "u2", "u3", "u4"]), reps, seed).sum(0).astype(float)
+    log_k = np.log2(np.array([CLICKERS[i] for i in items]) + 1.0)
+    hist: dict = {}
+    for r, flag, count, m in histogram_rows(e, np.array([True, True, False, True])):
+        hist.setdefault(r, {})[(count, flag)] = m
+    brute = _brute_force_replicates(reps, seed)
+    np.testing.assert_allclose(personalization_replicates((c * (c - 1)).sum(0), c.sum(0), users),
+                               brute["personalization"], rtol=1e-12)
+    np.testing.assert_allclose(novelty_replicates((e * log_k[:, None]).sum(0), e.sum(0), 4), brute["novelty"],
+                               rtol=1e-12)
+    np.testing.assert_allclose(gini_replicates(hist, reps, None)[0], brute["gini"], rtol=1e-12)
+    assert np.nanstd(brute["gini"]) > 0  # the replicates do vary
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_spark_bootstrap_sums_match_the_kernels_whatever_the_partitioning(spark, partitions):
+    from recsys_spark.bootstrap import bootstrap_sums
+    from recsys_spark.kernels.bootstrap import personalization_replicates
+
+    pairs = (spark.createDataFrame([("all", u, i, n, cat) for u, i, n, cat in PAIRS],
+                                   "slice string, user_id string, item_id string, n long, in_catalog boolean")
+             .repartition(partitions, "user_id"))
+    popularity = spark.createDataFrame([(f"c{j}", i) for i, k in CLICKERS.items() for j in range(k)],
+                                       "user_id string, item_id string")
+    boot = bootstrap_sums(pairs, popularity, 30, 5)
+    brute = _brute_force_replicates(30, 5)
+    s = boot.sums["all"]
+    np.testing.assert_allclose(personalization_replicates(s["overlap"], s["pairs"], s["users"]),
+                               brute["personalization"], rtol=1e-12)
+    from recsys_spark.bootstrap import health_bootstrap_intervals
+
+    got = health_bootstrap_intervals(boot, "all", {("personalization", "global"): 0.5, ("novelty", "global"): 1.0,
+                                                    ("gini", "exposed"): 0.3}, 4, None, 0.95)
+    assert got[("personalization", "global")].se == pytest.approx(np.nanstd(brute["personalization"], ddof=1))
+    assert got[("novelty", "global")].se == pytest.approx(np.nanstd(brute["novelty"], ddof=1))
+    assert got[("gini", "exposed")].se == pytest.approx(np.nanstd(brute["gini"], ddof=1))
+    assert got[("gini", "exposed")].method == "bootstrap"
+
+
+def test_bootstrap_item_coverage_counts_catalog_items_that_stay_exposed():
+    from recsys_spark.bootstrap import BootstrapSums, health_bootstrap_intervals
+
+    # replicate 0: catalog items with counts 2 and 0 (dropped by the weights), one uncatalogued; replicate 1: both
+    boot = BootstrapSums(2, {}, {"all": {0: {(2.0, True): 1.0, (0.0, True): 1.0, (3.0, False): 1.0},
+                                         1: {(1.0, True): 2.0, (0.0, False): 1.0}}})
+    got = health_bootstrap_intervals(boot, "all", {("item_coverage", "global"): 0.5}, None, 2.0, 0.95,
+                                     catalog_items=4)
+    # coverage replicates 1/4 and 2/4: sd = 0.25 / sqrt(2)
+    assert got[("item_coverage", "global")].se == pytest.approx(0.25 / math.sqrt(2))
+
+
+def test_bootstrap_category_diversity_weights_each_users_category_counts():
+    import pyarrow as pa
+
+    from recsys_spark.bootstrap import BootstrapSums, _categories_fn, health_bootstrap_intervals
+    from health_reference import normalised_entropy
+    from recsys_spark.kernels.stats import poisson_weights
+
+    # (slice, user, category, exposures); K = 3 categories
+    rows = [("all", "u1", "x", 3), ("all", "u1", "y", 1), ("all", "u2", "x", 1), ("all", "u3", "z", 2),
+            ("all", "u3", None, 1)]
+    batch = pa.RecordBatch.from_pylist([dict(zip(["slice", "user_id", "category", "c"], r)) for r in rows])
+    boot = BootstrapSums(20)
+    for out in _categories_fn(20, 9)(iter([batch.slice(0, 2), batch.slice(2)])):  # two batches, one task
+        for s, name, r, _, _, v in zip(*[c.to_pylist() for c in out.columns]):
+            boot.sums.setdefault(s, {}).setdefault(name, np.zeros(20))[r] += v
+    got = health_bootstrap_intervals(boot, "all", {("category_diversity", "global"): 0.9}, None, None, 0.95,
+                                     n_categories=3)[("category_diversity", "global")]
+    w = dict(zip(["u1", "u2", "u3"], poisson_weights(np.array(["u1", "u2", "u3"]), 20, 9).astype(float)))
+    brute = []
+    for r in range(20):
+        counts = {}
+        for _, u, cat, c in rows:
+            counts[cat] = counts.get(cat, 0.0) + w[u][r] * c
+        brute.append(normalised_entropy(list(counts.values()), 3) if sum(counts.values()) else np.nan)
+    assert got.method == "bootstrap"
+    assert got.se == pytest.approx(np.nanstd(brute, ddof=1), rel=1e-12)
+
+
+def test_weighted_u_equals_sklearn_weighted_auc_whatever_the_batches():
+    from sklearn.metrics import roc_auc_score
+
+    from recsys_spark.kernels.bootstrap import WeightedU, merge_weighted_u
+    from recsys_spark.kernels.stats import poisson_weights
+
+    rng = np.random.default_rng(4)
+    n = 300
+    scores = np.round(rng.random(n), 2)  # many ties
+    positive = rng.random(n) < 0.3
+    users = np.array([f"u{i % 40}" for i in range(n)])
+    w = poisson_weights(users, 8, 3).astype(float)
+    order = np.argsort(scores, kind="stable")
+    s, y, ww = scores[order], positive[order], w[order]
+    # two score ranges (< .5, >= .5), the first split into uneven batches that cut runs of ties
+    parts = []
+    for lo, hi in ((0.0, 0.5), (0.5, 1.01)):
+        at = np.flatnonzero((s >= lo) & (s < hi))
+        acc = WeightedU(8)
+        for chunk in np.array_split(at, 7):
+            acc.add(s[chunk], y[chunk], ww[chunk])
+        acc.finish()
+        parts.append((acc.u, acc.pos, acc.neg))
+    got = merge_weighted_u(parts)
+    want = [roc_auc_score(positive, scores, sample_weight=w[:, r]) for r in range(8)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.spark
+def test_spark_auc_bootstrap_matches_sklearn(spark):
+    from sklearn.metrics import roc_auc_score
+
+    from recsys_spark.bootstrap import auc_bootstrap
+    from recsys_spark.kernels.stats import poisson_weights
+
+    rng = np.random.default_rng(8)
+    n = 200
+    scores = np.round(rng.normal(0, 2, n), 1)
+    relevance = (rng.random(n) < 0.4).astype(float)
+    users = [f"u{i % 25}" for i in range(n)]
+    frame = spark.createDataFrame([("all", u, float(sc), float(r)) for u, sc, r in zip(users, scores, relevance)],
+                                  "slice string, user_id string, score double, relevance double").repartition(3)
+    got = auc_bootstrap(frame, 10, 2)["all"]
+    w = poisson_weights(np.array(users), 10, 2).astype(float)
+    np.testing.assert_allclose(got, [roc_auc_score(relevance > 0, scores, sample_weight=w[:, r]) for r in range(10)],
+                               rtol=1e-12)
