@@ -28,11 +28,14 @@ test-fast: setup ## kernel-only tests (no Spark), seconds
 
 # Airflow gets its own venv: installed beside pyspark in .venv, the Spark provider
 # replaced pyspark 4.3's files with 4.2's without a warning. Pinned; after changing a
-# pin, rm -rf .venv-airflow.
+# pin, rm -rf .venv-airflow. The Hive provider (HivePartitionSensor, table inputs) and the
+# cncf-kubernetes one (SparkKubernetesOperator) serve the example DAGs' sensors and K8s DAG.
 .venv-airflow/bin/airflow:
 	$(PY) -m venv .venv-airflow
 	.venv-airflow/bin/pip install --quiet --upgrade pip
-	.venv-airflow/bin/pip install --quiet 'apache-airflow==3.3.2' 'apache-airflow-providers-apache-spark==6.3.4' 'pytest>=8' || { rm -f $@; exit 1; }
+	.venv-airflow/bin/pip install --quiet 'apache-airflow==3.3.2' 'apache-airflow-providers-apache-spark==6.3.4' \
+		'apache-airflow-providers-apache-hive==9.7.1' 'apache-airflow-providers-cncf-kubernetes==10.25.0' \
+		'pytest>=8' || { rm -f $@; exit 1; }
 	@touch $@
 
 .PHONY: test-airflow
