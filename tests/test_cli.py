@@ -77,10 +77,13 @@ def test_cli_on_a_generated_day_writes_the_three_outputs(generated):
     assert 0.5 < summary["headline"]["auc_global"] < 1.0
     assert summary["input_rows"]["exposures"] > 1000
     assert summary["data_quality"]["orphan_events"] >= 0
-    # one structured log line per stage
-    stages = [json.loads(line.split("recsys_spark ", 1)[1])["stage"] for line in proc.stderr.splitlines()
-              if '"event": "stage"' in line]
+    # the driver log is JSON lines (recsys_spark/log.py): a start and an end line per stage, with the ids
+    events = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    stages = [e["stage"] for e in events if e["event"] == "stage_end"]
     assert stages == ["read", "validate", "label", "metrics", "health", "rules", "write"]
+    assert [e["stage"] for e in events if e["event"] == "stage_start"] == stages
+    assert {e["run_id"] for e in events} == {events[0]["run_id"]} and events[0]["run_id"]
+    assert all(e["app_id"] for e in events if e["event"].startswith("stage"))
 
 
 @pytest.mark.spark
