@@ -29,6 +29,11 @@ class InputConfig:
     clicks: str = "{input_root}/clicks/dt={date}"
     items: str = "{input_root}/items"
     users: str = "{input_root}/users"
+    # catalog inputs (issue 17, recsys_spark/templates.py): table:NAME inputs' partition column and its format
+    partition_column: str = "dt"
+    partition_format: str = "%Y-%m-%d"
+    # contract column name -> the input's column name, e.g. {user_id = "uid"}
+    columns: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,22 @@ class RulesConfig:
 
 
 @dataclass(frozen=True)
+class OutputConfig:
+    """Outputs to a catalog (issue 17, recsys_spark/catalog.py): "" keeps path output only."""
+
+    catalog: str = ""
+    table_format: str = "parquet"
+    write_mode: str = "auto"
+
+    def __post_init__(self) -> None:
+        import re
+
+        if self.catalog and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?", self.catalog):
+            raise ConfigError(f"config key output.catalog: expected a database name such as eval_db (or "
+                              f"catalog.database), got {self.catalog!r}")
+
+
+@dataclass(frozen=True)
 class Config:
     input: InputConfig = field(default_factory=InputConfig)
     attribution: AttributionConfig = field(default_factory=AttributionConfig)
@@ -118,6 +139,7 @@ class Config:
     slices: SlicesConfig = field(default_factory=SlicesConfig)
     validation: ValidationConfig = field(default_factory=ValidationConfig)
     rules: RulesConfig = field(default_factory=RulesConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
     spark: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_dict(self) -> dict[str, Any]:
@@ -134,6 +156,7 @@ _CHOICES = {
     ("ranking", "list_unit"): ("request", "session", "user"),
     ("metrics", "ndcg_gain"): ("exponential", "linear"),
     ("execution", "log_level"): ("ERROR", "WARN", "INFO", "DEBUG"),
+    ("output", "write_mode"): ("auto", "insert_overwrite", "overwrite_partitions"),
 }
 
 

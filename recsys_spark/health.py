@@ -41,7 +41,7 @@ from typing import Sequence
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsys_spark import fs
+from recsys_spark import fs, templates
 from recsys_spark.aggregate import MetricRow
 from recsys_spark.kernels.business import business_values
 from recsys_spark.kernels.health import health_values
@@ -68,7 +68,8 @@ def history_paths(template: str, input_root: str, date: dt.date, days: int) -> l
     out = []
     for back in range(1, days + 1):
         day = (date - dt.timedelta(days=back)).isoformat()
-        out.append((day, template.format(input_root=root, date=day)))
+        # [catalog hook, issue 17] date formats and table inputs, as for the day itself (templates.resolve)
+        out.append((day, templates.resolve(template, root, day, "exposures")))
     return out
 
 

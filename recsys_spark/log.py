@@ -31,8 +31,9 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 LOGGER = logging.getLogger("recsys_spark")
 

@@ -15,7 +15,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsys_spark import fs, log
+from recsys_spark import catalog, fs, log, templates
 from recsys_spark.aggregate import aggregate_users, metrics_frame
 from recsys_spark.config import Config
 from recsys_spark.errors import EmptyInputError, HardRuleViolation
@@ -59,9 +59,11 @@ class InputPaths:
 
     @classmethod
     def resolve(cls, cfg: Config, input_root: str, date: str) -> "InputPaths":
-        fill = {"input_root": input_root.rstrip("/"), "date": date}
-        return cls(cfg.input.exposures.format(**fill), cfg.input.clicks.format(**fill),
-                   cfg.input.items.format(**fill), cfg.input.users.format(**fill))
+        # [catalog hook, issue 17] {date:%Y%m%d} formats and table:NAME inputs (recsys_spark/templates.py)
+        from recsys_spark import templates
+        options = templates.InputSettings.of(cfg.input)
+        return cls(*(templates.resolve(getattr(cfg.input, kind), input_root, date, kind, options)
+                     for kind in ("exposures", "clicks", "items", "users")))
 
 
 @dataclass
@@ -137,6 +139,7 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
     here.  Every table is staged and moved into place only at the end.
     """
     day = date.isoformat()
+    templates.configure(templates.InputSettings.of(cfg.input))  # [catalog hook, issue 17] input.columns etc.
     paths = InputPaths.resolve(cfg, input_root, day)
     timings: dict[str, float] = {}
     out = DailyOutput(spark, output_root, day)
@@ -179,6 +182,9 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
                 summary["status"] = "hard_rule_violated"
             out.stage_text(SUMMARY, "summary.json", json.dumps(summary, indent=2, sort_keys=False))
             out.commit()
+        if cfg.output.catalog:  # [catalog hook, issue 17] publish the committed day to catalog tables
+            catalog.publish(spark, cfg.output.catalog, output_root, day, summary, log.run_id(), cfg.fingerprint(),
+                            cfg.output.table_format, cfg.output.write_mode)
     except BaseException:
         out.abort()
         raise
@@ -302,7 +308,11 @@ def rules_stage(spark: SparkSession, labelled: Labelled, inputs: Inputs, valid: 
 def previous_rows(spark: SparkSession, cfg: Config, input_root: str, date: dt.date) -> int | None:
     """Exposure rows of the day before (from Parquet metadata), or None when that partition is absent."""
     path = InputPaths.resolve(cfg, input_root, (date - dt.timedelta(days=1)).isoformat()).exposures
-    return spark.read.parquet(path).count() if fs.exists(spark, path) else None
+    if not fs.exists(spark, path):
+        return None
+    if templates.is_table(path):  # [catalog hook, issue 17] the previous day's table partition
+        return catalog.table_frame(spark, path).count()
+    return spark.read.parquet(path).count()
 
 
 def threshold_settings(cfg: Config) -> dict[str, float]:

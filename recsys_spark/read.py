@@ -77,6 +77,12 @@ _TARGET = {
 
 def read_parquet(spark: SparkSession, path: str, what: str) -> DataFrame:
     """Read a Parquet directory, or raise a one-line error naming ``what`` and ``path``."""
+    # [catalog hook, issue 17] table:NAME[col=value] inputs and input.columns (recsys_spark/catalog.py)
+    from recsys_spark import catalog
+    return catalog.read_input(spark, path, what, _read_parquet_files)
+
+
+def _read_parquet_files(spark: SparkSession, path: str, what: str) -> DataFrame:
     if not fs.exists(spark, path):
         raise MissingInputError(f"missing input {what}: {path}")
     try:

@@ -42,9 +42,8 @@ def test_a_stage_logs_its_start_and_its_end_with_counts(lines):
 
 
 def test_a_failed_stage_still_logs_its_end(lines):
-    with pytest.raises(ValueError):
-        with log.stage("label", {}):
-            raise ValueError("boom")
+    with pytest.raises(ValueError), log.stage("label", {}):
+        raise ValueError("boom")
     end = lines()[-1]
     assert (end["event"], end["status"], end["error"]) == ("stage_end", "failed", "ValueError")
 
