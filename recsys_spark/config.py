@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import tomllib
+import sys
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +19,11 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from recsys_spark.errors import ConfigError
+
+if sys.version_info >= (3, 11):  # [compat hook, issue 17] Python 3.10: the tomli backport, same API
+    import tomllib
+else:  # pragma: no cover - exercised by make test-compat
+    import tomli as tomllib
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from recsys_spark import fs
+from recsys_spark import compat, fs
 from recsys_spark.errors import EmptyInputError, MissingInputError, SchemaError, UnreadableInputError
 from recsys_spark.schema import (
     CATEGORY,
@@ -125,10 +125,11 @@ def conform(df: DataFrame, columns: Sequence[ColumnSpec], path: str, keep: Seque
 def _cast(col: Column, source: T.DataType, kind: str) -> Column:
     if kind == "timestamp" and isinstance(source, T.StringType):
         return F.try_to_timestamp(col)
+    # [compat hook, issue 17] compat.try_cast: Column.try_cast is Spark 4 only
     if kind == "int" and not isinstance(source, _INTEGRAL):  # 2.0 is 2; 2.5 becomes null
-        return F.when(col == F.floor(col), col.try_cast(T.IntegerType()))
+        return F.when(col == F.floor(col), compat.try_cast(col, T.IntegerType()))
     if kind == "int" and not isinstance(source, T.IntegerType):
-        return col.try_cast(T.IntegerType())
+        return compat.try_cast(col, T.IntegerType())
     return col.cast(_TARGET[kind])
 
 
