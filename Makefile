@@ -77,6 +77,8 @@ demo: setup ## generate a sample day and run the daily job on it in local mode
 	$(BIN)/python -m recsys_spark.generate --date $(DATE) --output-root $(DEMO_DIR)/input --users 2000 --days 2 --seed 7
 	$(BIN)/recsys-spark evaluate --date $(DATE) --input-root $(DEMO_DIR)/input --output-root $(DEMO_DIR)/output \
 		--set rules.fail_on_hard=false  # the sample day has duplicates and uncatalogued items, as real logs do
+	@echo "outputs: $(DEMO_DIR)/output/{metrics,user_metrics,lorenz,rule_checks,summary}/dt=$(DATE)"
+	@echo "look at them: $(BIN)/python -c \"import pandas as pd; print(pd.read_parquet('$(DEMO_DIR)/output/metrics/dt=$(DATE)').query('slice == \\\"all\\\"').to_string())\"  (or: cat $(DEMO_DIR)/output/summary/dt=$(DATE)/summary.json)"
 
 BENCH_SIZES ?= 1M,5M,20M
 BENCH_REPEATS ?= 3
