@@ -207,9 +207,15 @@ def create_table_ddl(table: str, schema: T.StructType, table_format: str = "parq
     USING parquet
     PARTITIONED BY (`dt`)
     """
-    columns = ",\n".join(f"  `{f.name}` {f.dataType.simpleString().upper()}" for f in schema.fields)
+    columns = ",\n".join(f"  `{f.name}` {_ddl_type(f.dataType)}" for f in schema.fields)
     return (f"CREATE TABLE IF NOT EXISTS {quote(table)} (\n{columns})\nUSING {table_format}\n"
             f"PARTITIONED BY (`{PARTITION}`)")
+
+
+def _ddl_type(data_type: T.DataType) -> str:
+    """``bigint`` -> ``BIGINT``; struct types keep their field names' case."""
+    text = data_type.simpleString()
+    return text if "struct<" in text else text.upper()
 
 
 def _namespace(catalog: str) -> str:
@@ -223,7 +229,7 @@ def _align(spark: SparkSession, table: str, df: DataFrame) -> DataFrame:
     new = [f for f in df.schema.fields if f.name.lower() not in names]
     if new:
         spark.sql(f"ALTER TABLE {quote(table)} ADD COLUMNS ("
-                  + ", ".join(f"`{f.name}` {f.dataType.simpleString().upper()}" for f in new) + ")")
+                  + ", ".join(f"`{f.name}` {_ddl_type(f.dataType)}" for f in new) + ")")
         existing = spark.table(table).schema
     have = {c.lower(): c for c in df.columns}
     return df.select(*[(F.col(have[f.name.lower()]) if f.name.lower() in have else F.lit(None))

@@ -172,6 +172,7 @@ def hive_run(tmp_path_factory):
 
 
 @pytest.mark.spark
+@pytest.mark.hive
 def test_tables_in_tables_out(hive_run):
     assert hive_run["setup"] == {"exposure_partitions": ["dt=2026-11-19", "dt=2026-11-20"],
                                  "click_partitions": ["ds=20261119", "ds=20261120"]}
@@ -191,6 +192,7 @@ def test_tables_in_tables_out(hive_run):
 
 
 @pytest.mark.spark
+@pytest.mark.hive
 def test_each_table_holds_as_many_rows_as_the_paths_output(hive_run):
     """The catalog partition is the committed path output, row for row (no rows lost, none doubled)."""
     import pyarrow.parquet as pq
@@ -206,6 +208,7 @@ def test_each_table_holds_as_many_rows_as_the_paths_output(hive_run):
 
 
 @pytest.mark.spark
+@pytest.mark.hive
 def test_rerun_replaces_only_its_partition(hive_run):
     facts = hive_run["facts"]
     for table in ("metrics", "user_metrics", "lorenz", "rule_checks", "summary"):
@@ -218,6 +221,7 @@ def test_rerun_replaces_only_its_partition(hive_run):
 
 
 @pytest.mark.spark
+@pytest.mark.hive
 def test_the_partition_filter_is_pushed_down_and_logs_are_json(hive_run):
     assert facts_plan(hive_run)
     lines = [json.loads(line) for line in hive_run["second"].stderr.splitlines() if line.startswith("{")]
