@@ -61,7 +61,7 @@ def query(root: Path) -> None:
         out[f"{table}_columns"] = {f.name: f.dataType.simpleString() for f in spark.table(f"eval_db.{table}").schema}
     out["slices"] = [r.asDict() for r in spark.sql(
         "SELECT DISTINCT slice, slice_name, slice_value FROM eval_db.metrics ORDER BY slice").collect()]
-    out["summary"] = [r.asDict() for r in spark.sql(
+    out["summary_rows"] = [r.asDict() for r in spark.sql(
         "SELECT CAST(dt AS STRING) AS dt, status, exposure_rows, headline['auc_global'] AS auc, config_hash, "
         "recsys_spark_version FROM eval_db.summary ORDER BY dt").collect()]
     from recsys_spark import catalog

@@ -185,7 +185,7 @@ def test_tables_in_tables_out(hive_run):
         assert {"run_id", "config_hash", "recsys_spark_version"} <= set(columns)
     assert {"slice_name", "slice_value"} <= set(facts["metrics_columns"])
     assert {"slice": "all", "slice_name": "all", "slice_value": "all"} in facts["slices"]
-    summary = facts["summary"]
+    summary = facts["summary_rows"]
     assert [s["dt"] for s in summary] == ["2026-11-19", "2026-11-20"]
     assert all(s["status"] in ("ok", "hard_rule_violated") and 0.5 < s["auc"] < 1 for s in summary)
     assert {s["recsys_spark_version"] for s in summary} == {"0.1.0"}
@@ -217,7 +217,7 @@ def test_rerun_replaces_only_its_partition(hive_run):
             by_day.setdefault(row["dt"], set()).add(row["run_id"])
         # the rerun of 11-20 replaced that partition (no run-1 rows left, nothing doubled) and left 11-19 alone
         assert by_day == {"2026-11-19": {"run-1"}, "2026-11-20": {"run-2"}}, table
-    assert [s["exposure_rows"] for s in facts["summary"]][1] > 0
+    assert [s["exposure_rows"] for s in facts["summary_rows"]][1] > 0
 
 
 @pytest.mark.spark
