@@ -60,7 +60,6 @@ class InputPaths:
     @classmethod
     def resolve(cls, cfg: Config, input_root: str, date: str) -> "InputPaths":
         # [catalog hook, issue 17] {date:%Y%m%d} formats and table:NAME inputs (recsys_spark/templates.py)
-        from recsys_spark import templates
         options = templates.InputSettings.of(cfg.input)
         return cls(*(templates.resolve(getattr(cfg.input, kind), input_root, date, kind, options)
                      for kind in ("exposures", "clicks", "items", "users")))
