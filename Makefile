@@ -42,7 +42,7 @@ test-fast: setup ## kernel-only tests (no Spark), seconds
 # the project venv (the newest: Python 3.11/3.12, PySpark 4.x). pandas < 2.3 and numpy < 2 are what
 # PySpark 3.5 was released against. After changing a pin, rm -rf .venv-spark35.
 PY310 ?= python3.10
-COMPAT_SPARK_TESTS ?= tests/test_compat.py tests/test_catalog.py tests/test_label.py
+COMPAT_SPARK_TESTS ?= tests/test_compat.py tests/test_catalog.py tests/test_label.py tests/test_pipeline.py tests/test_cli.py
 .venv-spark35/bin/pytest:
 	$(PY310) -m venv .venv-spark35
 	.venv-spark35/bin/pip install --quiet --upgrade pip
