@@ -12,8 +12,7 @@ import dataclasses
 import hashlib
 import json
 import math
-import string
-import tomllib
+import sys
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +21,11 @@ from types import MappingProxyType
 from typing import Any
 
 from recsys_spark.errors import ConfigError
+
+if sys.version_info >= (3, 11):  # [compat hook, issue 17] Python 3.10: the tomli backport, same API
+    import tomllib
+else:  # pragma: no cover - exercised by make test-compat
+    import tomli as tomllib
 
 
 @dataclass(frozen=True)
@@ -32,18 +36,17 @@ class InputConfig:
     clicks: str = "{input_root}/clicks/dt={date}"
     items: str = "{input_root}/items"
     users: str = "{input_root}/users"
+    # catalog inputs (issue 17, recsys_spark/templates.py): table:NAME inputs' partition column and its format
+    partition_column: str = "dt"
+    partition_format: str = "%Y-%m-%d"
+    # contract column name -> the input's column name, e.g. {user_id = "uid"}
+    columns: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
+        from recsys_spark.templates import check_template  # {input_root}, {date}, {date:FORMAT}, table:NAME
+
         for name in ("exposures", "clicks", "items", "users"):
-            template = getattr(self, name)
-            try:
-                fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
-            except ValueError as exc:
-                raise ConfigError(f"config key input.{name}: not a valid path template ({exc}): {template!r}") from None
-            unknown = sorted(fields - {"input_root", "date"})
-            if unknown:
-                raise ConfigError(f"config key input.{name}: unknown placeholder {{{unknown[0]}}} in {template!r} "
-                                  "(only {input_root} and {date} are filled in)")
+            check_template(getattr(self, name), f"input.{name}")
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,20 @@ class RulesConfig:
 
 @dataclass(frozen=True)
 class OutputConfig:
+    """Where and how the tables are written: ``stale_minutes`` ages a dead run's lock and staging; ``catalog``
+    "" keeps path output only, else every table is also written to that database (recsys_spark/catalog.py)."""
+
     stale_minutes: float = 240.0
+    catalog: str = ""
+    table_format: str = "parquet"
+    write_mode: str = "auto"
+
+    def __post_init__(self) -> None:
+        import re
+
+        if self.catalog and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?", self.catalog):
+            raise ConfigError(f"config key output.catalog: expected a database name such as eval_db (or "
+                              f"catalog.database), got {self.catalog!r}")
 
 
 @dataclass(frozen=True)
@@ -290,6 +306,7 @@ _CHOICES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("metrics", "ndcg_gain"): ("exponential", "linear"),
     ("execution", "log_level"): ("ERROR", "WARN", "INFO", "DEBUG"),
     ("offline", "multiple_testing"): ("holm", "bh", "none"),
+    ("output", "write_mode"): ("auto", "insert_overwrite", "overwrite_partitions"),
 }
 
 

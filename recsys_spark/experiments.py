@@ -33,7 +33,7 @@ import numpy as np
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsys_spark import fs
+from recsys_spark import templates, fs
 from recsys_spark.config import Config
 from recsys_spark.errors import ConfigError, MissingInputError
 from recsys_spark.kernels.experiments import (
@@ -417,7 +417,7 @@ def experiment_stage(spark: SparkSession, cfg: Config, date: dt.date, input_root
     section that says so and stages nothing.
     """
     ex = cfg.experiments
-    path = ex.assignments.format(input_root=input_root.rstrip("/"), date=date.isoformat())
+    path = templates.resolve(ex.assignments, input_root, date, "assignments")
     if not fs.exists(spark, path):
         note = f"no assignments table at {path}: experiments skipped"
         return ExperimentResult({"status": "skipped", "assignments": path, "note": note}, notes=[note],

@@ -13,6 +13,9 @@ def _path(spark: SparkSession, path: str):
 
 
 def exists(spark: SparkSession, path: str) -> bool:
+    if path.startswith("table:"):  # [catalog hook, issue 17] a table (partition) instead of a path
+        from recsys_spark import catalog
+        return catalog.exists(spark, path)
     fs, hpath = _path(spark, path)
     return bool(fs.exists(hpath))
 

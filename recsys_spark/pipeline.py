@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsys_spark import fs, log
+from recsys_spark import catalog, fs, log, templates
 from recsys_spark.aggregate import MetricRow, aggregate_users, metrics_frame
 from recsys_spark.bootstrap import auc_bootstrap
 from recsys_spark.config import Config
@@ -92,9 +92,10 @@ class InputPaths:
 
     @classmethod
     def resolve(cls, cfg: Config, input_root: str, date: str) -> InputPaths:
-        fill = {"input_root": input_root.rstrip("/"), "date": date}
-        return cls(cfg.input.exposures.format(**fill), cfg.input.clicks.format(**fill),
-                   cfg.input.items.format(**fill), cfg.input.users.format(**fill))
+        # [catalog hook, issue 17] {date:%Y%m%d} formats and table:NAME inputs (recsys_spark/templates.py)
+        options = templates.InputSettings.of(cfg.input)
+        return cls(*(templates.resolve(getattr(cfg.input, kind), input_root, date, kind, options)
+                     for kind in ("exposures", "clicks", "items", "users")))
 
 
 @dataclass(frozen=True)
@@ -219,6 +220,7 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
     date's lock (:meth:`write.DailyOutput.acquire`).
     """
     iso = date.isoformat()
+    templates.configure(templates.InputSettings.of(cfg.input))  # input.columns, partition formats
     paths = InputPaths.resolve(cfg, input_root, iso)
     timings: dict[str, float] = {}
     # the day, the hour/weekday slices and timestamps without zone are read in one explicit zone
@@ -276,6 +278,9 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
             summary["experiments"] = experiments.summary
             out.stage_text(SUMMARY, "summary.json", summary_json(summary))
             out.commit()
+        if cfg.output.catalog:  # [catalog hook, issue 17] publish the committed day to catalog tables
+            catalog.publish(spark, cfg.output.catalog, output_root, iso, summary, log.run_id(), cfg.fingerprint(),
+                            cfg.output.table_format, cfg.output.write_mode)
     except BaseException:
         out.abort()
         raise
@@ -351,11 +356,12 @@ def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
     return Inputs(exposures, clicks, slice_inputs, SCORE in exposures.columns, items)
 
 
-def history_paths(template: str, input_root: str, date: dt.date, days: int) -> list[tuple[dt.date, str]]:
-    """(date, path) of the ``days`` days before ``date``, most recent first."""
-    root = input_root.rstrip("/")
+def history_paths(template: str, input_root: str, date: dt.date, days: int,
+                  kind: str = "exposures") -> list[tuple[dt.date, str]]:
+    """(date, location) of the ``days`` days before ``date``, most recent first (date formats and
+    ``table:`` inputs as for the day itself, :func:`templates.resolve`)."""
     days_before = [date - dt.timedelta(days=back) for back in range(1, days + 1)]
-    return [(day, template.format(input_root=root, date=day.isoformat())) for day in days_before]
+    return [(day, templates.resolve(template, input_root, day, kind)) for day in days_before]
 
 
 def _problem(exc: BaseException) -> str:
@@ -389,7 +395,7 @@ def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.dat
     else:
         notes.append(f"update_rate skipped: no exposures partition for the previous day {prev_day} ({prev_path})")
 
-    click_paths = history_paths(cfg.input.clicks, input_root, date, cfg.health.novelty_days)
+    click_paths = history_paths(cfg.input.clicks, input_root, date, cfg.health.novelty_days, "clicks")
     frames, used = [], []
     for day, path in click_paths:
         if not fs.exists(spark, path):
@@ -421,7 +427,7 @@ def read_late_clicks(spark: SparkSession, cfg: Config, input_root: str, date: dt
     or cannot be read: a rerun once it exists completes the day)."""
     window = cfg.attribution.window_minutes
     next_day = date + dt.timedelta(days=1)
-    path = cfg.input.clicks.format(input_root=input_root.rstrip("/"), date=next_day.isoformat())
+    path = templates.resolve(cfg.input.clicks, input_root, next_day, "clicks")
     if window <= 0:
         return None, False
     if not fs.exists(spark, path):

@@ -15,7 +15,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from recsys_spark import fs
+from recsys_spark import compat, fs
 from recsys_spark.errors import EmptyInputError, MissingInputError, SchemaError, UnreadableInputError, root_cause
 
 # the input contract lives in recsys_spark.schema; these names stay importable from here for callers
@@ -53,6 +53,12 @@ def read_parquet(spark: SparkSession, path: str, what: str) -> DataFrame:
     timestamps; ``spark.sql.legacy.parquet.nanosAsLong`` stays on for the scans (it changes
     nothing for files without nanoseconds).
     """
+    # [catalog hook, issue 17] table:NAME[col=value] inputs and input.columns (recsys_spark/catalog.py)
+    from recsys_spark import catalog
+    return catalog.read_input(spark, path, what, _read_parquet_files)
+
+
+def _read_parquet_files(spark: SparkSession, path: str, what: str) -> DataFrame:
     if not fs.exists(spark, path):
         raise MissingInputError(f"missing input {what}: {path}")
     try:
@@ -133,6 +139,6 @@ def _cast(col: Column, source: T.DataType, kind: str) -> Column:
         whole = ~F.isnan(value) & (F.abs(value) < 2.0 ** 31) & ((value % 1) == 0)
         return F.when(whole, value.cast(T.IntegerType()))
     if kind == "int" and not isinstance(source, T.IntegerType):
-        return col.try_cast(T.IntegerType())
+        return compat.try_cast(col, T.IntegerType())
     return col.cast(_TARGET[kind])
 

@@ -101,10 +101,13 @@ def test_cli_on_a_generated_day_writes_the_three_outputs(generated):
     assert sum(quality["rejected_clicks"].values()) == 0
     assert quality["orphan_events"] == _orphans_by_hand(generated / "in")
     assert quality["orphan_events"] + quality["attributed_events"] == summary["input_rows"]["clicks"]
-    # one structured log line per stage
-    stages = [json.loads(line.split("recsys_spark ", 1)[1])["stage"] for line in proc.stderr.splitlines()
-              if '"event": "stage"' in line]
+    # the driver log is JSON lines (recsys_spark/log.py): a start and an end line per stage, with the ids
+    events = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    stages = [e["stage"] for e in events if e["event"] == "stage_end"]
     assert stages == ["read", "validate", "label", "metrics", "experiments", "health", "rules", "write"]
+    assert [e["stage"] for e in events if e["event"] == "stage_start"] == stages
+    assert {e["run_id"] for e in events} == {events[0]["run_id"]} and events[0]["run_id"]
+    assert all(e["app_id"] for e in events if e["event"].startswith("stage"))
     # the generator writes an assignments table: one line per experiment
     assert f"{DATE}: experiment ranker_v2: SRM " in proc.stdout
 

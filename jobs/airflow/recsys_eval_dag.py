@@ -1,9 +1,22 @@
-"""Example Airflow 3 DAG: run the recsys-spark daily evaluation with spark-submit.
+"""Example Airflow 3 DAGs: wait for the day's inputs, run recsys-spark, gate on its rules.
+
+Two DAGs with the same shape, one per platform (docs/airflow.md)::
+
+    wait_exposures ┐
+    wait_clicks    ┴─> evaluate ──> quality_gate
+    (sensors)          (Spark job, exits 0,      (reads summary.json, fails without
+                        outlets: the tables)      retry on a hard rule violation)
+
+* ``recsys_eval_daily``: ``spark-submit`` to YARN (or any master) with SparkSubmitOperator.
+* ``recsys_eval_daily_k8s``: the Spark operator's ``SparkApplication``
+  (``k8s/recsys-eval-sparkapplication.yaml``) with SparkKubernetesOperator; built only when
+  ``RECSYS_EVAL_PLATFORMS`` names ``kubernetes`` (it needs apache-airflow-providers-cncf-kubernetes).
 
 How to adopt it
-  1. Copy this file into your DAGs folder (or DAG bundle). It needs Airflow 3.x and
-     ``apache-airflow-providers-apache-spark`` on the scheduler/workers, and
-     ``spark-submit`` on the workers' PATH (or ``spark_binary`` in the connection).
+  1. Copy this file (and ``k8s/`` for Kubernetes) into your DAGs folder. It needs Airflow 3.x,
+     ``apache-airflow-providers-apache-spark``, and for table inputs
+     ``apache-airflow-providers-apache-hive`` (HivePartitionSensor), only imported when an input
+     is a table; ``spark-submit`` on the workers' PATH (or ``spark_binary`` in the connection).
   2. Build the artefacts the task ships: ``dist/recsys_spark.zip`` (``--py-files``)
      and, unless your cluster image already has pandas/pyarrow, a venv-pack archive
      ``env.tar.gz`` (``--archives env.tar.gz#environment``).
@@ -12,38 +25,50 @@ How to adopt it
        * Airflow Variable ``recsys_eval_<key>`` -- read at run time through a template
          (keys marked "run time"), so parsing the file never hits the metadata DB;
        * environment variable ``RECSYS_EVAL_<KEY>`` -- read when the file is parsed;
-         the only way for the keys marked "parse time", which shape the task itself.
-  4. Create the Spark connection named by ``conn_id`` (default ``spark_default``):
-     master, deploy mode, queue, spark_binary ... live there.
+         the only way for the keys marked "parse time", which shape the tasks themselves.
+  4. Create the connections named by ``conn_id`` (Spark), ``metastore_conn_id`` (Hive
+     metastore, table inputs only) and ``kubernetes_conn_id`` (Kubernetes DAG only).
 
 Date semantics: a run evaluates the day of its data interval's start,
 ``{{ data_interval_start | ds }}``, not the run date ``ds``. The run scheduled at
 02:30 UTC on 2026-11-21 covers [2026-11-20 02:30, 2026-11-21 02:30) and evaluates
-2026-11-20. The schedule is an explicit ``CronTriggerTimetable`` with a one-day
-interval: a bare ``"@daily"`` in Airflow 3 gives a zero-length interval, so
-``data_interval_start`` would be the run day itself (a day that is still being written).
+2026-11-20; its sensors wait for the 2026-11-20 partitions. The schedule is an explicit
+``CronTriggerTimetable`` with a one-day interval: a bare ``"@daily"`` in Airflow 3 gives a
+zero-length interval, so ``data_interval_start`` would be the run day itself.
 
-Failures: every non-zero exit of the job (bad arguments/config, missing or bad input,
-a hard business rule violated -- outputs still written --, unexpected error; the codes
-are listed in docs/operations.md, "Exit codes") makes spark-submit exit non-zero, so
-SparkSubmitOperator raises and the try fails. It is retried ``retries`` times first: for
-a rule violation a retry cannot help, but it only re-runs the same day (rewriting that
-day's outputs) and fails the same way.
+Failures
+  * An input partition that has not landed after ``sensor_timeout_hours`` fails its sensor
+    (AirflowSensorTimeout: "Sensor has timed out", not retried); ``evaluate`` then never starts.
+  * ``evaluate`` runs the job with ``--set rules.fail_on_hard=false``: it writes every output
+    and exits 0 whatever the rules say; a non-zero exit is a failure of the computation (bad
+    config, missing/bad input, Spark) and is retried ``retries`` times.
+  * ``quality_gate`` reads ``{output_root}/summary/dt={date}/summary.json`` and fails, with no
+    retry (AirflowFailException), when a hard rule is violated: retrying cannot fix the data.
+    A scheduler without a second task keeps the old behaviour by leaving the override out
+    (the job then exits 8 on a hard violation, see recsys_spark/errors.py).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG
+from airflow.sdk import DAG, Asset, task
 
 try:
     from airflow.sdk import CronTriggerTimetable
 except ImportError:  # Airflow releases whose SDK does not export timetables yet
     from airflow.timetables.trigger import CronTriggerTimetable
+
+try:
+    from airflow.sdk.exceptions import AirflowFailException
+except ImportError:  # older Airflow 3 releases
+    from airflow.exceptions import AirflowFailException
 
 # --------------------------------------------------------------------------------------
 # Deployment settings: the one place to edit.
@@ -53,7 +78,7 @@ _APP_HOME = "/opt/recsys-spark"  # where the repo's jobs/ and dist/ are deployed
 SETTINGS: dict[str, str] = {
     # run time: Airflow Variable recsys_eval_<key>, else RECSYS_EVAL_<KEY>, else default
     "input_root": "/data/recsys/logs",  # --input-root (hdfs://, s3a://, file paths...)
-    "output_root": "/data/recsys/eval",  # --output-root
+    "output_root": "/data/recsys/eval",  # --output-root; the gate reads the summary there
     "application": f"{_APP_HOME}/jobs/evaluate_daily.py",  # spark-submit entry point
     "py_files": f"{_APP_HOME}/dist/recsys_spark.zip",  # the library, for the executors
     # parse time: RECSYS_EVAL_<KEY>, else default
@@ -66,7 +91,30 @@ SETTINGS: dict[str, str] = {
     "config_file": "",  # --config FILE for the job; "" = job defaults
     "overrides": "",  # extra --set KEY=VALUE (TOML value) pairs, space separated: "metrics.k=[5,10]"
     "schedule_cron": "30 2 * * *",  # UTC; leave room after midnight for late logs
+    # The two inputs the sensors wait for, in the job's own syntax (passed to the job as
+    # --set input.exposures=... so both always agree): a path template with {input_root},
+    # {date} or {date:%Y%m%d} (FileSensor on its _SUCCESS), or "table:db.name" (Hive
+    # partition sensor on partition_column = the date in partition_format).
+    "exposures": "{input_root}/exposures/dt={date}",
+    "clicks": "{input_root}/clicks/dt={date}",
+    "partition_column": "dt",  # table inputs: the partition column ...
+    "partition_format": "%Y-%m-%d",  # ... and how the day is spelled in it (strftime)
+    "metastore_conn_id": "metastore_default",  # HivePartitionSensor's connection
+    "fs_conn_id": "fs_default",  # FileSensor's connection (base path of relative paths)
+    "sensor_poke_minutes": "10",  # how often the sensors look (reschedule mode: no slot held)
+    "sensor_timeout_hours": "6",  # then the sensor fails: "Sensor has timed out"
+    # "yarn" and/or "kubernetes", comma separated: which DAGs this file builds
+    "platforms": "yarn",
+    "kubernetes_conn_id": "kubernetes_default",
+    "namespace": "spark-jobs",  # where the SparkApplication is created
+    "image": "registry.example.com/recsys-spark:0.1.0",  # image with Spark, Python deps and the package
+    "service_account": "spark",  # the driver's service account (may create executor pods)
 }
+
+#: the tables a run writes (docs/catalog.md); each is an Asset downstream DAGs can schedule on
+OUTPUT_TABLES = ("metrics", "user_metrics", "lorenz", "rule_checks", "summary")
+#: updated by the gate only when no hard rule is violated: schedule on it to see trusted days only
+GATE_ASSET = "recsys_eval/quality_gate_passed"
 
 
 def _parse_time(key: str) -> str:
@@ -75,7 +123,7 @@ def _parse_time(key: str) -> str:
 
 def _run_time(key: str) -> str:
     """A template: Variable ``recsys_eval_<key>`` when the task runs, else env/default."""
-    return f"{{{{ var.value.get({f'recsys_eval_{key}'!r}, {_parse_time(key)!r}) }}}}"
+    return "{{ var.value.get(" + repr(f"recsys_eval_{key}") + ", " + repr(_parse_time(key)) + ") }}"
 
 
 INPUT_ROOT = _run_time("input_root")
@@ -88,59 +136,213 @@ DRIVER_PYTHON = _parse_time("driver_python")
 CONFIG_FILE = _parse_time("config_file")
 OVERRIDES = shlex.split(_parse_time("overrides"))
 SCHEDULE_CRON = _parse_time("schedule_cron")
+PLATFORMS = {p.strip() for p in _parse_time("platforms").split(",") if p.strip()}
 
 # The day to evaluate: the start of the run's data interval (see the module docstring).
 EVAL_DATE = "{{ data_interval_start | ds }}"
+TABLE_PREFIX = "table:"
 
-application_args = [
-    "evaluate",
-    "--date", EVAL_DATE,
-    "--input-root", INPUT_ROOT,
-    "--output-root", OUTPUT_ROOT,
-]  # fmt: skip
-if CONFIG_FILE:
-    application_args += ["--config", CONFIG_FILE]
-for override in OVERRIDES:
-    application_args += ["--set", override]
 
-spark_conf: dict[str, str] = {}
-if ENV_ARCHIVE:
-    # executors (and a cluster-mode driver) run the unpacked venv-pack archive
-    spark_conf["spark.pyspark.python"] = "./environment/bin/python"
-if DRIVER_PYTHON:
-    spark_conf["spark.pyspark.driver.python"] = DRIVER_PYTHON
+def output_assets() -> list[Asset]:
+    """One Asset per output table, named ``recsys_eval/<table>``; its URI is the parse-time output root."""
+    root = _parse_time("output_root").rstrip("/")
+    uri_root = root if "://" in root else f"file://{root}"
+    return [Asset(name=f"recsys_eval/{table}", uri=f"{uri_root}/{table}") for table in OUTPUT_TABLES]
 
-with DAG(
-    dag_id="recsys_eval_daily",
-    description="Daily offline evaluation of recommender logs (recsys-spark)",
-    schedule=CronTriggerTimetable(SCHEDULE_CRON, timezone="UTC", interval=timedelta(days=1)),
-    start_date=datetime(2026, 1, 1, tzinfo=UTC),
-    # No automatic catch-up of missed days. To (re)evaluate past days, either
-    #   airflow backfill create --dag-id recsys_eval_daily --from-date 2026-11-02 --to-date 2026-11-10
-    # (dates are run dates: each run evaluates the day before, here 2026-11-01..2026-11-09),
-    # or run the job once over a range with its own --start/--end outside Airflow.
-    catchup=False,
-    max_active_runs=1,
-    default_args={
-        "owner": "recsys",
-        # Any non-zero exit fails the try. Retries help with transient cluster/IO
-        # failures; for exit 8 (hard rule violated, see recsys_spark/errors.py) a retry is useless but harmless.
-        "retries": 2,
-        "retry_delay": timedelta(minutes=10),
-        "execution_timeout": timedelta(hours=4),
-    },
-    tags=["recsys", "spark", "evaluation"],
-) as dag:
-    evaluate = SparkSubmitOperator(
-        task_id="evaluate",
-        conn_id=CONN_ID,
-        name="recsys_eval_daily_{{ data_interval_start | ds_nodash }}",
-        application=APPLICATION,
-        application_args=application_args,
-        py_files=PY_FILES,
-        archives=f"{ENV_ARCHIVE}#environment" if ENV_ARCHIVE else None,
-        conf=spark_conf,
-        # In YARN *cluster* mode on Airflow >= 3.3 the operator is "durable" by default
-        # and then requires yarn_track_via_rm_api=True (plus the connection extra
-        # yarn_resourcemanager_webapp_address); otherwise pass durable=False.
+
+def job_arguments() -> list[str]:
+    """The job's command line (templated): computation only, the rules are the gate's business.
+
+    The first 7 items are ``evaluate``, the date and the roots (templates); the rest are plain strings.
+    """
+    args = [
+        "evaluate",
+        "--date", EVAL_DATE,
+        "--input-root", INPUT_ROOT,
+        "--output-root", OUTPUT_ROOT,
+    ]  # fmt: skip
+    if CONFIG_FILE:
+        args += ["--config", CONFIG_FILE]
+    args += ["--set", f"input.exposures={json.dumps(_parse_time('exposures'))}",
+             "--set", f"input.clicks={json.dumps(_parse_time('clicks'))}",
+             "--set", "rules.fail_on_hard=false"]  # exit 0 on a hard violation: quality_gate decides
+    for override in OVERRIDES:
+        args += ["--set", override]
+    return args
+
+
+# --- sensors ----------------------------------------------------------------------------
+def _jinja_date_format(strftime: str) -> str:
+    """The evaluated day, formatted with ``strftime``, as a template."""
+    return "{{ data_interval_start.strftime(" + repr(strftime) + ") }}"
+
+
+def _path_template(template: str) -> str:
+    """The job's path template (``{input_root}``, ``{date}``, ``{date:%Y%m%d}``) as an Airflow template."""
+    import string
+
+    out = []
+    for literal, field, spec, _conv in string.Formatter().parse(template):
+        out.append(literal)
+        if field is None:
+            continue
+        if field == "input_root":
+            out.append(INPUT_ROOT.rstrip("/"))
+        elif field == "date":
+            out.append(_jinja_date_format(spec or "%Y-%m-%d"))
+        else:  # the job rejects it too (exit 3): fail here, at parse time, with the same words
+            raise ValueError(f"unknown placeholder {{{field}}} in input path {template!r}: "
+                             "expected {input_root}, {date} or {date:FORMAT}")
+    return "".join(out)
+
+
+def input_sensor(name: str, spec: str):
+    """Wait for one input's partition of the evaluated day: a Hive partition or a ``_SUCCESS`` file.
+
+    Reschedule mode (the worker slot is freed between pokes); after ``sensor_timeout_hours``
+    the task fails with AirflowSensorTimeout, which is never retried.
+    """
+    common: dict[str, Any] = {
+        "task_id": f"wait_{name}",
+        "mode": "reschedule",
+        "poke_interval": timedelta(minutes=float(_parse_time("sensor_poke_minutes"))).total_seconds(),
+        "timeout": timedelta(hours=float(_parse_time("sensor_timeout_hours"))).total_seconds(),
+        "retries": 0,
+        "doc_md": f"Waits for the {name} partition of the evaluated day ({spec}).",
+    }
+    if spec.startswith(TABLE_PREFIX):
+        from airflow.providers.apache.hive.sensors.hive_partition import HivePartitionSensor
+
+        db_table = spec[len(TABLE_PREFIX):]
+        schema, _, table = db_table.rpartition(".")
+        column = _parse_time("partition_column")
+        return HivePartitionSensor(
+            table=table, schema=schema or "default",
+            partition=f"{column}='{_jinja_date_format(_parse_time('partition_format'))}'",
+            metastore_conn_id=_parse_time("metastore_conn_id"), **common)
+    from airflow.providers.standard.sensors.filesystem import FileSensor
+
+    return FileSensor(filepath=_path_template(spec).rstrip("/") + "/_SUCCESS",
+                      fs_conn_id=_parse_time("fs_conn_id"), **common)
+
+
+# --- the quality gate ------------------------------------------------------------------
+def hard_violations(summary: dict[str, Any]) -> list[str]:
+    """The hard rules a summary reports as failed (its ``rules`` list, or its ``status``)."""
+    failed = [r["rule"] for r in summary.get("rules", []) if r.get("severity") == "hard" and not r.get("passed")]
+    if not failed and summary.get("status") == "hard_rule_violated":
+        failed = ["(see rule_checks)"]
+    return failed
+
+
+def read_text(location: str) -> str:
+    """A small file from a local path or a URL fsspec knows (s3://, gs://, hdfs://... with their extras)."""
+    if "://" not in location or location.startswith("file://"):
+        return Path(location.removeprefix("file://")).read_text()
+    from airflow.sdk import ObjectStoragePath
+
+    return ObjectStoragePath(location.replace("s3a://", "s3://", 1)).read_text()
+
+
+def check_summary(output_root: str, date: str) -> dict[str, Any]:
+    """Fail (no retry) when the day's summary reports a hard rule violation; return its headline."""
+    location = f"{output_root.rstrip('/')}/summary/dt={date}/summary.json"
+    try:
+        summary = json.loads(read_text(location))
+    except FileNotFoundError:
+        raise AirflowFailException(f"no summary for {date} at {location}: the evaluate task did not write it")
+    failed = hard_violations(summary)
+    if failed:
+        raise AirflowFailException(f"{date}: hard business rules violated: {', '.join(failed)} "
+                                   f"(outputs written; see {output_root.rstrip('/')}/rule_checks/dt={date})")
+    soft = [r["rule"] for r in summary.get("rules", []) if not r.get("passed")]
+    print(f"{date}: status={summary.get('status')} soft rules failed: {', '.join(soft) or 'none'}")
+    return {"date": date, "status": summary.get("status"), "soft_failed": soft}
+
+
+def _gate():
+    return task(task_id="quality_gate", retries=0, outlets=[Asset(name=GATE_ASSET)],
+                doc_md="Fails without retry when the summary reports a hard rule violation.")(check_summary)(
+        output_root=OUTPUT_ROOT, date=EVAL_DATE)
+
+
+# --- the DAGs ---------------------------------------------------------------------------
+DEFAULT_ARGS = {
+    "owner": "recsys",
+    # Retries help with transient cluster/IO failures of the computation; the sensors and the
+    # gate set retries=0 themselves (a timeout or a rule violation is not transient).
+    "retries": 2,
+    "retry_delay": timedelta(minutes=10),
+    "execution_timeout": timedelta(hours=4),
+}
+
+
+def _dag(dag_id: str, description: str) -> DAG:
+    return DAG(
+        dag_id=dag_id,
+        description=description,
+        schedule=CronTriggerTimetable(SCHEDULE_CRON, timezone="UTC", interval=timedelta(days=1)),
+        start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
+        # No automatic catch-up of missed days. To (re)evaluate past days, either
+        #   airflow backfill create --dag-id recsys_eval_daily --from-date 2026-11-02 --to-date 2026-11-10
+        # (dates are run dates: each run evaluates the day before, here 2026-11-01..2026-11-09),
+        # or run the job once over a range with its own --start/--end outside Airflow.
+        catchup=False,
+        max_active_runs=1,
+        default_args=DEFAULT_ARGS,
+        template_searchpath=[str(Path(__file__).resolve().parent / "k8s")],
+        tags=["recsys", "spark", "evaluation"],
     )
+
+
+def _sensors() -> list:
+    return [input_sensor(name, _parse_time(name)) for name in ("exposures", "clicks")]
+
+
+if "yarn" in PLATFORMS:
+    spark_conf: dict[str, str] = {}
+    if ENV_ARCHIVE:
+        # executors (and a cluster-mode driver) run the unpacked venv-pack archive
+        spark_conf["spark.pyspark.python"] = "./environment/bin/python"
+    if DRIVER_PYTHON:
+        spark_conf["spark.pyspark.driver.python"] = DRIVER_PYTHON
+    # the job's log lines and catalog rows carry this run id (recsys_spark/log.py)
+    spark_conf["spark.recsys.runId"] = "{{ run_id }}"
+
+    with _dag("recsys_eval_daily", "Daily offline evaluation of recommender logs (recsys-spark, spark-submit)") as dag:
+        evaluate = SparkSubmitOperator(
+            task_id="evaluate",
+            conn_id=CONN_ID,
+            name="recsys_eval_daily_{{ data_interval_start | ds_nodash }}",
+            application=APPLICATION,
+            application_args=job_arguments(),
+            py_files=PY_FILES,
+            archives=f"{ENV_ARCHIVE}#environment" if ENV_ARCHIVE else None,
+            conf=spark_conf,
+            outlets=output_assets(),
+            # In YARN *cluster* mode on Airflow >= 3.3 the operator is "durable" by default
+            # and then requires yarn_track_via_rm_api=True (plus the connection extra
+            # yarn_resourcemanager_webapp_address); otherwise pass durable=False.
+        )
+        _sensors() >> evaluate >> _gate()
+
+if "kubernetes" in PLATFORMS:
+    from airflow.providers.cncf.kubernetes.operators.spark_kubernetes import SparkKubernetesOperator
+
+    with _dag("recsys_eval_daily_k8s", "Daily offline evaluation of recommender logs (recsys-spark, "
+              "Spark operator on Kubernetes)") as k8s_dag:
+        k8s_evaluate = SparkKubernetesOperator(
+            task_id="evaluate",
+            namespace=_parse_time("namespace"),
+            kubernetes_conn_id=_parse_time("kubernetes_conn_id"),
+            # rendered with the params below; the operator creates the SparkApplication, waits
+            # for it (driver exit code) and deletes it afterwards
+            application_file="recsys-eval-sparkapplication.yaml",
+            params={"image": _parse_time("image"), "service_account": _parse_time("service_account"),
+                    "namespace": _parse_time("namespace"), "input_root": _parse_time("input_root"),
+                    "output_root": _parse_time("output_root"), "extra_args": job_arguments()[7:]},
+            get_logs=True,
+            delete_on_termination=True,
+            outlets=output_assets(),
+        )
+        _sensors() >> k8s_evaluate >> _gate()

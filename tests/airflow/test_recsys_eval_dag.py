@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import json
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -82,6 +83,10 @@ def task(bag):
     return copy.deepcopy(bag.dags[DAG_ID].get_task("evaluate"))
 
 
+def _sets(args: list[str]) -> list[str]:
+    return [args[i + 1] for i, a in enumerate(args) if a == "--set"]
+
+
 def _opt(args: list[str], flag: str) -> str:
     assert args.count(flag) == 1, (flag, args)
     return args[args.index(flag) + 1]
@@ -90,7 +95,7 @@ def _opt(args: list[str], flag: str) -> str:
 def test_dag_folder_imports_cleanly(bag):
     assert bag.import_errors == {}
     assert DAG_ID in bag.dags
-    assert bag.size() == 1
+    assert bag.size() == 1  # the Kubernetes DAG only when RECSYS_EVAL_PLATFORMS names it
 
 
 def test_evaluate_task_is_a_spark_submit_with_retries(bag):
@@ -98,7 +103,7 @@ def test_evaluate_task_is_a_spark_submit_with_retries(bag):
     assert dag.catchup is False
     task = dag.get_task("evaluate")
     assert isinstance(task, SparkSubmitOperator)
-    assert task.retries > 0
+    assert task.retries > 0  # the computation retries; the sensors and the gate do not (test_dag_wiring)
     assert task.retry_delay > timedelta(0)
     assert task._conn_id == "spark_default"
 
@@ -134,10 +139,13 @@ def test_renders_interval_start_as_the_date(task):
     assert "2026-11-21" not in args
     assert _opt(args, "--input-root") == "/data/recsys/logs"
     assert _opt(args, "--output-root") == "/data/recsys/eval"
-    assert "--config" not in args and "--set" not in args
+    assert "--config" not in args
+    assert _sets(args) == ['input.exposures="{input_root}/exposures/dt={date}"',
+                           'input.clicks="{input_root}/clicks/dt={date}"', "rules.fail_on_hard=false"]
     assert task.application == "/opt/recsys-spark/jobs/evaluate_daily.py"
     assert task.py_files == "/opt/recsys-spark/dist/recsys_spark.zip"
-    assert task.conf == {"spark.pyspark.python": "./environment/bin/python"}
+    assert task.conf == {"spark.pyspark.python": "./environment/bin/python",
+                         "spark.recsys.runId": "scheduled__2026-11-21T02:30:00+00:00"}
     assert task._archives == "/opt/recsys-spark/dist/env.tar.gz#environment"
     assert task.name == "recsys_eval_daily_20261120"
 
@@ -177,7 +185,143 @@ def test_env_settings_shape_the_task():
         "--input-root", "/mnt/in",
         "--output-root", "/mnt/out",
         "--config", "/etc/recsys/eval.toml",
+        "--set", 'input.exposures="{input_root}/exposures/dt={date}"',
+        "--set", 'input.clicks="{input_root}/clicks/dt={date}"',
+        "--set", "rules.fail_on_hard=false",
         "--set", "metrics.k=20",
         "--set", "rules.min_users=100",
     ]  # fmt: skip
-    assert task.conf == {"spark.pyspark.driver.python": "/usr/bin/python3"}
+    assert task.conf == {"spark.pyspark.driver.python": "/usr/bin/python3",
+                         "spark.recsys.runId": "scheduled__2026-11-21T02:30:00+00:00"}
+
+
+# --- sensors, gate, assets, Kubernetes (issue 17) ------------------------------------------
+def _context(task, start: datetime = INTERVAL_START, run_after: datetime = RUN_AFTER) -> dict:
+    return {
+        "dag": task.dag, "task": task, "data_interval_start": start, "data_interval_end": run_after,
+        "logical_date": run_after, "ds": run_after.strftime("%Y-%m-%d"), "ds_nodash": run_after.strftime("%Y%m%d"),
+        "run_id": f"scheduled__{run_after.isoformat()}", "params": task.params,
+        "var": {"value": VariableAccessor(deserialize_json=False), "json": None},
+    }
+
+
+def test_dag_wiring(bag):
+    """sensors -> evaluate -> quality_gate; only the computation retries."""
+    dag = bag.dags[DAG_ID]
+    assert set(dag.task_ids) == {"wait_exposures", "wait_clicks", "evaluate", "quality_gate"}
+    evaluate = dag.get_task("evaluate")
+    assert evaluate.upstream_task_ids == {"wait_exposures", "wait_clicks"}
+    assert evaluate.downstream_task_ids == {"quality_gate"}
+    assert dag.get_task("quality_gate").downstream_task_ids == set()
+    for task_id in ("wait_exposures", "wait_clicks"):
+        sensor = dag.get_task(task_id)
+        assert sensor.mode == "reschedule"
+        assert sensor.retries == 0
+        assert 0 < sensor.timeout <= 24 * 3600  # ends in a failure, within the day
+    assert dag.get_task("quality_gate").retries == 0
+
+
+def test_outputs_are_assets(bag):
+    dag = bag.dags[DAG_ID]
+    names = [a.name for a in dag.get_task("evaluate").outlets]
+    assert names == [f"recsys_eval/{t}" for t in ("metrics", "user_metrics", "lorenz", "rule_checks", "summary")]
+    assert dag.get_task("evaluate").outlets[0].uri == "file:///data/recsys/eval/metrics"
+    assert [a.name for a in dag.get_task("quality_gate").outlets] == ["recsys_eval/quality_gate_passed"]
+
+
+def test_file_sensor_waits_for_the_data_intervals_partition(bag):
+    sensor = copy.deepcopy(bag.dags[DAG_ID].get_task("wait_exposures"))
+    sensor.render_template_fields(_context(sensor))
+    assert sensor.filepath == "/data/recsys/logs/exposures/dt=2026-11-20/_SUCCESS"  # not the run day 11-21
+    clicks = copy.deepcopy(bag.dags[DAG_ID].get_task("wait_clicks"))
+    clicks.render_template_fields(_context(clicks))
+    assert clicks.filepath == "/data/recsys/logs/clicks/dt=2026-11-20/_SUCCESS"
+
+
+def test_file_sensor_follows_a_date_format_template():
+    bag = _load({"RECSYS_EVAL_EXPOSURES": "{input_root}/exp/ds={date:%Y%m%d}/"})
+    assert bag.import_errors == {}
+    sensor = bag.dags[DAG_ID].get_task("wait_exposures")
+    sensor.render_template_fields(_context(sensor))
+    assert sensor.filepath == "/data/recsys/logs/exp/ds=20261120/_SUCCESS"
+    evaluate = bag.dags[DAG_ID].get_task("evaluate")
+    assert 'input.exposures="{input_root}/exp/ds={date:%Y%m%d}/"' in _sets(evaluate.application_args)
+
+
+def test_unknown_placeholder_fails_at_parse_time():
+    bag = _load({"RECSYS_EVAL_CLICKS": "{input_root}/clicks/day={day}"})
+    assert DAG_ID not in bag.dags
+    (error,) = bag.import_errors.values()
+    assert "unknown placeholder {day}" in error
+
+
+def test_hive_partition_sensor_for_table_inputs():
+    pytest.importorskip("airflow.providers.apache.hive", reason="needs apache-airflow-providers-apache-hive")
+    from airflow.providers.apache.hive.sensors.hive_partition import HivePartitionSensor
+
+    bag = _load({"RECSYS_EVAL_EXPOSURES": "table:logs.rec_exposures", "RECSYS_EVAL_PARTITION_COLUMN": "ds",
+                 "RECSYS_EVAL_PARTITION_FORMAT": "%Y%m%d"})
+    assert bag.import_errors == {}
+    sensor = bag.dags[DAG_ID].get_task("wait_exposures")
+    assert isinstance(sensor, HivePartitionSensor)
+    assert sensor.mode == "reschedule"
+    sensor.render_template_fields(_context(sensor))
+    assert (sensor.schema, sensor.table, sensor.partition) == ("logs", "rec_exposures", "ds='20261120'")
+    assert "table:logs.rec_exposures" in _sets(bag.dags[DAG_ID].get_task("evaluate").application_args)[0]
+    # the clicks are still a path: a file sensor
+    assert bag.dags[DAG_ID].get_task("wait_clicks").filepath.endswith("/clicks/dt={{ data_interval_start"
+                                                                       ".strftime('%Y-%m-%d') }}/_SUCCESS")
+
+
+def _write_summary(root: Path, rules: list[dict], status: str = "ok") -> None:
+    folder = root / "summary" / "dt=2026-11-20"
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text(json.dumps({"date": "2026-11-20", "status": status, "rules": rules}))
+
+
+def _gate_callable(bag):
+    return bag.dags[DAG_ID].get_task("quality_gate").python_callable
+
+
+def test_gate_fails_without_retry_on_a_hard_violation(bag, tmp_path):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    _write_summary(tmp_path, [{"rule": "blacklist_items", "severity": "hard", "passed": False},
+                              {"rule": "duplicate_rate", "severity": "soft", "passed": False}],
+                   status="hard_rule_violated")
+    with pytest.raises(AirflowFailException, match="hard business rules violated: blacklist_items"):
+        _gate_callable(bag)(output_root=str(tmp_path), date="2026-11-20")
+
+
+def test_gate_passes_soft_failures_and_fails_on_a_missing_summary(bag, tmp_path):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    _write_summary(tmp_path, [{"rule": "blacklist_items", "severity": "hard", "passed": True},
+                              {"rule": "duplicate_rate", "severity": "soft", "passed": False}])
+    result = _gate_callable(bag)(output_root=f"file://{tmp_path}/", date="2026-11-20")
+    assert result == {"date": "2026-11-20", "status": "ok", "soft_failed": ["duplicate_rate"]}
+    with pytest.raises(AirflowFailException, match="no summary for 2026-11-21"):
+        _gate_callable(bag)(output_root=str(tmp_path), date="2026-11-21")
+
+
+def test_kubernetes_dag_renders_a_spark_application():
+    pytest.importorskip("airflow.providers.cncf.kubernetes", reason="needs apache-airflow-providers-cncf-kubernetes")
+    import yaml
+
+    bag = _load({"RECSYS_EVAL_PLATFORMS": "yarn,kubernetes"})
+    assert bag.import_errors == {}
+    dag = bag.dags["recsys_eval_daily_k8s"]
+    assert dag.get_task("evaluate").upstream_task_ids == {"wait_exposures", "wait_clicks"}
+    assert dag.get_task("evaluate").downstream_task_ids == {"quality_gate"}
+    assert dag.get_task("evaluate").outlets[0].name == "recsys_eval/metrics"
+    task = copy.deepcopy(dag.get_task("evaluate"))
+    task.render_template_fields(_context(task))
+    app = task.application_file
+    app = yaml.safe_load(app) if isinstance(app, str) else app
+    assert app["kind"] == "SparkApplication"
+    assert app["metadata"]["name"] == "recsys-eval-20261120"
+    args = app["spec"]["arguments"]
+    assert args[:7] == ["evaluate", "--date", "2026-11-20", "--input-root", "/data/recsys/logs",
+                        "--output-root", "/data/recsys/eval"]
+    assert _sets(args)[-1] == "rules.fail_on_hard=false"
+    assert app["spec"]["sparkConf"]["spark.recsys.runId"] == "scheduled__2026-11-21T02:30:00+00:00"
