@@ -46,7 +46,8 @@ lint: setup ## ruff (lint and format check) over the repository, mypy over the l
 # The oldest supported combination (Python 3.10, PySpark 3.5) in its own venv; CI runs it beside
 # the project venv (the newest: Python 3.11/3.12, PySpark 4.x). pandas < 2.3 and numpy < 2 are what
 # PySpark 3.5 was released against. After changing a pin, rm -rf .venv-spark35.
-PY310 ?= python3.10
+# pyenv's python3.10 shim answers only where 3.10 is a global version: prefer the interpreter itself
+PY310 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10) python3.10)
 COMPAT_SPARK_TESTS ?= tests/test_compat.py tests/test_catalog.py tests/test_label.py tests/test_pipeline.py tests/test_cli.py
 .venv-spark35/bin/pytest:
 	$(PY310) -m venv .venv-spark35
@@ -78,9 +79,21 @@ build/venv-pack/venv_pack/__init__.py:
 package-env: setup build/venv-pack/venv_pack/__init__.py ## optional: dist/env.tar.gz, pandas/pyarrow/numpy for --archives
 	PYTHONPATH=build/venv-pack $(BIN)/python jobs/package.py env $(if $(PYTHON_PREFIX),--python-prefix $(PYTHON_PREFIX))
 
-demo: setup ## generate a sample day and run the daily job on it in local mode
-	$(BIN)/python -m recsys_spark.generate --date $(DATE) --output-root $(DEMO_DIR)/input --users 2000 --days 2 --seed 7
-	$(BIN)/recsys-spark evaluate --date $(DATE) --input-root $(DEMO_DIR)/input --output-root $(DEMO_DIR)/output
+DEMO_START ?= 2026-11-14
+DEMO_OUT = $(DEMO_DIR)/output
+demo: setup ## a week of sample logs: the daily job on each day, an A/B window, an offline evaluation, the HTML report
+	$(BIN)/python -m recsys_spark.generate --date $(DATE) --output-root $(DEMO_DIR)/input --users 2000 --days 8 --seed 7
+	$(BIN)/recsys-spark evaluate --start $(DEMO_START) --end $(DATE) --input-root $(DEMO_DIR)/input \
+		--output-root $(DEMO_OUT) --set 'slices.names=["platform","user_type","popularity"]'
+	$(BIN)/recsys-spark experiment --experiment ranker_v2 --start $(DEMO_START) --end $(DATE) --output-root $(DEMO_OUT)
+	$(BIN)/python -m recsys_spark.generate_offline --output-root $(DEMO_DIR)/offline-input --users 2000 --items 1000 --seed 7
+	$(BIN)/recsys-spark offline --run base --output-root $(DEMO_OUT) --config $(DEMO_DIR)/offline-input/offline.toml
+	$(BIN)/recsys-spark offline --run candidate --output-root $(DEMO_OUT) --config $(DEMO_DIR)/offline-input/offline.toml
+	$(BIN)/recsys-spark offline-compare --output-root $(DEMO_OUT) --base base --candidate candidate \
+		--config $(DEMO_DIR)/offline-input/offline.toml
+	@echo "report: $$($(BIN)/recsys-spark report --output-root $(DEMO_OUT) --start $(DEMO_START) --end $(DATE))"
+	@echo "outputs: $(DEMO_OUT)/{metrics,user_metrics,lorenz,rule_checks,experiments,summary}/dt=..., $(DEMO_OUT)/offline/run=..."
+	@echo "look at them: $(BIN)/python -c \"import pandas as pd; print(pd.read_parquet('$(DEMO_OUT)/metrics/dt=$(DATE)').query('slice == \\\"all\\\"').to_string())\""
 
 BENCH_SIZES ?= 1M,5M,20M
 BENCH_REPEATS ?= 3

@@ -69,7 +69,7 @@ def create_new(spark: SparkSession, path: str, text: str) -> bool:
 
     On a local disk with ``O_CREAT | O_EXCL`` (Hadoop's local ``create(overwrite=false)`` checks then
     creates, which two processes can both pass); elsewhere with ``create(overwrite=false)``, which is
-    atomic on HDFS (on an object store it is not: see docs/hostile-cases.md).
+    atomic on HDFS (on an object store it is not: see docs/operations.md ("Hostile inputs")).
     """
     import os
 

@@ -1,6 +1,6 @@
 """Hostile inputs a careful operator tries: no silent wrong number, a status that tells the truth.
 
-Each test is one case of docs/hostile-cases.md.  Inputs are written with pyarrow and zone-aware
+Each test is one case of docs/operations.md ("Hostile inputs").  Inputs are written with pyarrow and zone-aware
 timestamps, so that neither the test process's nor Spark's time zone changes them.
 """
 

@@ -19,6 +19,7 @@ import math
 from typing import Mapping, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 #: rows of :func:`health_values`: (metric, aggregation, value, n, se)
 Row = tuple[str, str, float | None, int, float | None]
@@ -189,6 +190,17 @@ def personalization(overlap: float, user_items: float, n_users: int) -> float:
     if n_users < 2 or not user_items:
         return float("nan")
     return 1.0 - overlap / ((n_users - 1) * user_items)
+
+
+def self_information(clickers: ArrayLike, n_clickers: int) -> np.ndarray:
+    """Self-information of items, log2((U + 1) / (k_i + 1)) bits, item by item (the offline evaluation's novelty
+    of a list is its mean); :func:`novelty` is its exposure-weighted mean computed from the Spark layer's sums.
+
+    >>> self_information([3, 1, 0], 3).tolist()
+    [0.0, 1.0, 2.0]
+    """
+    k = np.asarray(clickers, dtype=np.float64)
+    return np.log2((n_clickers + 1.0) / (k + 1.0))
 
 
 def novelty(log_sum: float, exposures: float, n_clickers: int) -> float:

@@ -202,7 +202,8 @@ def catalog_rows(ranked: DataFrame, k_max: int, catalog: int, lorenz_points: int
     gini = health.gini_from_histogram(all_values, all_items) if recommended else float("nan")
     x, y = health.lorenz_curve(all_values, all_items, lorenz_points) if recommended else (np.zeros(0), np.zeros(0))
     # personalization from the histogram: the c_i of one histogram bucket are equal
-    pers = health.personalization(np.repeat(values, n_items.astype(np.int64)), users) if users else float("nan")
+    overlap, user_items = float(np.dot(n_items, values * (values - 1))), float(np.dot(n_items, values))
+    pers = health.personalization(overlap, user_items, users) if users else float("nan")
     rows = [point("coverage", k_max, "catalog", recommended / catalog if catalog else None, catalog),
             point("gini", k_max, "catalog", gini, catalog),
             point("personalization", k_max, "catalog", pers, users)]
