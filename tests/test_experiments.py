@@ -150,7 +150,7 @@ def test_srm_fails_as_a_soft_rule_and_is_flagged(spark, golden):
     assert _one(checks, experiment="ctr", check="srm")["passed"]
     assert _one(checks, experiment="cup", check="multiple_assignment")["statistic"] == 1
     summary = summaries[DAY]
-    assert summary["status"] == "ok"  # soft: flagged, not fatal
+    assert summary["status"] == "soft_rule_failed"  # soft: flagged, not fatal (and never "ok")
     rule = next(r for r in summary["rules"] if r["rule"] == "experiment_srm:srm")
     assert rule["severity"] == "soft" and not rule["passed"]
     assert summary["experiments"]["status"] == "srm_failed"

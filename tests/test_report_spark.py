@@ -46,8 +46,7 @@ def html(run) -> str:
 
 def test_every_section_from_a_real_run(html):
     page = parse(html)
-    assert set(SECTIONS) - {"experiments"} <= set(page.ids("section"))  # no experiments table in a daily run
-    assert "experiments" not in page.ids("section")
+    assert set(SECTIONS) <= set(page.ids("section"))  # the generator writes assignments: experiments too
     figures = page.ids("figure")
     for chart in ("chart-trend-ndcg-10-user-avg", "chart-curves-at-k", "chart-lorenz", "chart-rule-failures",
                   "chart-set-aside", "chart-slice-platform-ndcg-10-user-avg", "chart-regression"):
@@ -116,8 +115,9 @@ def test_evaluate_report_writes_the_days_report(run, spark, tmp_path):
     path = write_day_report(spark, cfg, str(run / "out"), DAYS[-1])
     # the window starts on the first day with output, not 10 days back
     assert path == str(run / "out" / "reports" / f"{DAYS[0].isoformat()}_{DAYS[-1].isoformat()}.html")
-    # 12 trends, the curves, the Lorenz curve, 3 slice charts (platform), 2 quality charts, the regression
-    assert Path(path).read_text(encoding="utf-8").count('<svg class="chart"') == 20
+    # 12 trends, the curves, the Lorenz curve, 3 slice charts (platform), 2 quality charts, the regression,
+    # and a forest plot for each of the generator's two experiments
+    assert Path(path).read_text(encoding="utf-8").count('<svg class="chart"') == 22
 
 
 @pytest.mark.skipif(__import__("browser").chromium() is None, reason="Chromium not installed (apt-get install chromium)")
