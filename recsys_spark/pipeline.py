@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -515,11 +516,11 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     slice needs a pass over it first (its cut-offs).
     """
     inputs, valid = day.inputs, day.valid
-    late, n_late = None, 0
     window = cfg.attribution.window_minutes
     clicks = valid.clicks
-    if day.history.late_clicks is not None:
-        late = late_events(day, window, cfg.validation.time_zone).persist(CACHE_LEVEL)
+    late, n_late = late_events(day, window, cfg.validation.time_zone), 0  # None without a next-day partition
+    if late is not None:
+        late = late.persist(CACHE_LEVEL)
         n_late = late.count()
         clicks = clicks.unionByName(late, allowMissingColumns=True)
     deduplicated = (deduplicate_exposures(valid.exposures)

@@ -43,7 +43,7 @@ CLICKS = [("u1", "s1", "r1", "b", LATER, "click"), ("u2", "s2", "r2", "a", LATER
 
 def write(path: Path, rows: list[tuple], schema: pa.Schema) -> None:
     path.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist([dict(zip(schema.names, r)) for r in rows], schema=schema)
+    table = pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema)
     pq.write_table(table, path / "part-00000.parquet")
 
 
