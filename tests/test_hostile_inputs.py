@@ -24,7 +24,7 @@ from recsys_spark.pipeline import evaluate_day
 pytestmark = pytest.mark.spark
 
 DAY = dt.date(2026, 11, 20)
-UTC = dt.UTC
+UTC = dt.timezone.utc
 NOON = dt.datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 TS = pa.timestamp("us", tz="UTC")
 EXPOSURE_SCHEMA = pa.schema([("user_id", pa.string()), ("session_id", pa.string()), ("request_id", pa.string()),
