@@ -69,8 +69,19 @@ from recsys_spark.label import deduplicate_exposures, join_feedback, labelled_ex
 from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, ranking_input
 from recsys_spark.pipeline import evaluate_day, run_metric_stage
 from recsys_spark.read import conform, read_parquet
-from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS
-from recsys_spark.schema import ALL, COPIES, ITEM, LIST_ID, POSITION, RELEVANCE, SCORE, SLICE, USER
+from recsys_spark.schema import (
+    ALL,
+    CLICK_COLUMNS,
+    COPIES,
+    EXPOSURE_COLUMNS,
+    ITEM,
+    LIST_ID,
+    POSITION,
+    RELEVANCE,
+    SCORE,
+    SLICE,
+    USER,
+)
 from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.write import DailyOutput
 

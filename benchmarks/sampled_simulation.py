@@ -15,7 +15,8 @@ import numpy as np
 from recsys_spark.kernels import sampled as S
 
 
-def scenario(n: int, m: int, users: int, law: str, gamma: float, seed: int = 1) -> dict[str, tuple[float, float, float]]:
+def scenario(n: int, m: int, users: int, law: str, gamma: float,
+             seed: int = 1) -> dict[str, tuple[float, float, float]]:
     rng = np.random.default_rng(seed)
     if law == "log-uniform":  # a decent model: targets spread over orders of magnitude of rank
         r = np.exp(rng.uniform(0, math.log(n), users))

@@ -52,8 +52,9 @@ _NAMES = ["slice", "name", "replicate", "key", "flag", "value"]
 
 
 def _batch(rows: list[tuple]) -> pa.RecordBatch:
-    columns = list(zip(*rows)) if rows else [[] for _ in _NAMES]
-    return pa.RecordBatch.from_arrays([pa.array(list(c), type=t) for c, t in zip(columns, _TYPES)], names=_NAMES)
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in _NAMES]
+    return pa.RecordBatch.from_arrays([pa.array(list(c), type=t) for c, t in zip(columns, _TYPES, strict=True)],
+                                      names=_NAMES)
 
 
 def _weights(users: np.ndarray, replicates: int, seed: int) -> np.ndarray:
@@ -117,11 +118,11 @@ def _categories_fn(replicates: int, seed: int):
         df = pd.concat(frames, ignore_index=True)
         codes = df.groupby([SLICE, "category"], sort=False, dropna=False).ngroup().to_numpy()
         first = df.assign(_g=codes).drop_duplicates("_g").sort_values("_g")
-        keys = list(zip(first[SLICE], first["category"]))  # key of each group code, in code order
+        keys = list(zip(first[SLICE], first["category"], strict=True))  # key of each group code, in code order
         sums, _ = item_replicates(codes, len(keys), df["c"].to_numpy(dtype=np.float64),
                                   _weights(df[USER].to_numpy(), replicates, seed))
         rows = [(slice_value, f"cat:{category}", r, None, None, float(v))
-                for (slice_value, category), row in zip(keys, sums) for r, v in enumerate(row)]
+                for (slice_value, category), row in zip(keys, sums, strict=True) for r, v in enumerate(row)]
         yield _batch(rows)
 
     return categories
@@ -186,7 +187,10 @@ def health_bootstrap_intervals(boot: BootstrapSums, slice_value: str, values: Ma
     reps = boot.replicates
     zero = np.zeros(reps)
     s = boot.sums.get(slice_value, {})
-    get = lambda name: s.get(name, zero)  # noqa: E731 (a short local reader)
+
+    def get(name: str) -> np.ndarray:
+        return s.get(name, zero)
+
     replicates = {("personalization", "global"): personalization_replicates(get("overlap"), get("pairs"),
                                                                            get("users"))}
     if n_clickers is not None:

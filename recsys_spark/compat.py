@@ -17,7 +17,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-_BOUNDS = {
+_BOUNDS: dict[type[T.DataType], tuple[int, int]] = {  # integral target -> its range
     T.ByteType: (-(2**7), 2**7 - 1),
     T.ShortType: (-(2**15), 2**15 - 1),
     T.IntegerType: (-(2**31), 2**31 - 1),

@@ -221,7 +221,8 @@ class OfflineConfig:
         if self.calibration_bins < 1:
             raise ConfigError(f"config key offline.calibration_bins: expected at least 1, got {self.calibration_bins}")
         if not 0 < self.sampled_gamma <= 1:
-            raise ConfigError(f"config key offline.sampled_gamma: expected a number in (0, 1], got {self.sampled_gamma}")
+            raise ConfigError(
+                f"config key offline.sampled_gamma: expected a number in (0, 1], got {self.sampled_gamma}")
         if not 0 < self.confidence < 1:
             raise ConfigError(f"config key offline.confidence: expected a number in (0, 1), got {self.confidence}")
         from recsys_spark.kernels.offline import parse_distortion, parse_range
@@ -408,7 +409,8 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
     if choices and result not in choices:
         raise ConfigError(f"config key {dotted}: expected one of {', '.join(choices)}, got {value!r}")
     if isinstance(result, (int, float)) and not isinstance(result, bool):
-        zero_ok = key[0] in ("rules", "validation", "experiments", "offline", "stats")  # thresholds and tolerances may be 0
+        # thresholds and tolerances may be 0
+        zero_ok = key[0] in ("rules", "validation", "experiments", "offline", "stats")
         if result < 0 or (result == 0 and not zero_ok):
             raise ConfigError(f"config key {dotted}: expected a {'non-negative' if zero_ok else 'positive'} "
                               f"number, got {value!r}")

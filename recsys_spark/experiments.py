@@ -33,7 +33,7 @@ import numpy as np
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsys_spark import templates, fs
+from recsys_spark import fs, templates
 from recsys_spark.config import Config
 from recsys_spark.errors import ConfigError, MissingInputError
 from recsys_spark.kernels.experiments import (
@@ -192,7 +192,8 @@ def _spec_sums(spec: MetricSpec, cuped: bool) -> list[Column]:
         def c(expr: Column, part: str) -> Column:
             return F.sum(F.when(with_x, expr).otherwise(F.lit(0.0))).alias(f"{name}|{part}")
 
-        out += [c(expr, part) for expr, part in zip((F.lit(1.0), y, y * y, x, x * x, x * y), COVARIATE_PARTS)]
+        out += [c(expr, part)
+                for expr, part in zip((F.lit(1.0), y, y * y, x, x * x, x * y), COVARIATE_PARTS, strict=True)]
     return out
 
 

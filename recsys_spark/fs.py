@@ -105,6 +105,7 @@ def read_small(spark: SparkSession, path: str) -> str:
             return handle.read()
     fs, hpath = _path(spark, path)
     jvm = spark.sparkContext._jvm
+    assert jvm is not None, "the SparkContext is stopped"
     stream = fs.open(hpath)
     try:
         return str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))

@@ -623,7 +623,8 @@ def experiment_arms(pop: Population, seed: int) -> dict[str, np.ndarray]:
 
 def with_experiment_effects(pop: Population, seed: int) -> Population:
     """The population whose treatment users of each experiment click with a shifted logit."""
-    shift = sum(effect * arm for (_, _, effect), arm in zip(EXPERIMENTS, experiment_arms(pop, seed).values()))
+    arms = experiment_arms(pop, seed).values()  # one per experiment, in EXPERIMENTS order
+    shift = sum(effect * arm for (_, _, effect), arm in zip(EXPERIMENTS, arms, strict=True))
     return dataclasses.replace(pop, click_bias=pop.click_bias + shift)
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -515,11 +516,11 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     slice needs a pass over it first (its cut-offs).
     """
     inputs, valid = day.inputs, day.valid
-    late, n_late = None, 0
     window = cfg.attribution.window_minutes
     clicks = valid.clicks
-    if day.history.late_clicks is not None:
-        late = late_events(day, window, cfg.validation.time_zone).persist(CACHE_LEVEL)
+    late, n_late = late_events(day, window, cfg.validation.time_zone), 0  # None without a next-day partition
+    if late is not None:
+        late = late.persist(CACHE_LEVEL)
         n_late = late.count()
         clicks = clicks.unionByName(late, allowMissingColumns=True)
     deduplicated = (deduplicate_exposures(valid.exposures)
@@ -603,15 +604,15 @@ def rules_stage(labelled: Labelled, day: Day, cfg: Config) -> list[RuleResult]:
     click_reasons = {k: v for k, v in valid.click_counts.items() if k != "rows"}
     counts = {"exposure_rows": valid.exposure_counts["rows"], "bad_score": valid.exposure_counts.get("bad_score", 0),
               "valid_events": valid.valid_events, "click_rows": valid.click_counts["rows"],
-              "rejected_exposures": sum(exposure_reasons.values()), "exposure_reasons": exposure_reasons,
-              "rejected_clicks": sum(click_reasons.values()), "click_reasons": click_reasons,
-              "unweighted_events": dict(valid.unweighted_events), **labelled.labels}
+              "rejected_exposures": sum(exposure_reasons.values()), "rejected_clicks": sum(click_reasons.values()),
+              **labelled.labels}
     return scan_rules(
         labelled.exposures, counts, has_catalog=day.inputs.slices.catalog is not None,
         has_score=day.inputs.has_score, blacklist_items=cfg.rules.blacklist_items,
         blacklist_categories=cfg.rules.blacklist_categories, bot_requests_per_user=cfg.rules.bot_requests_per_user,
         thresholds=threshold_settings(cfg), previous_exposure_rows=day.history.previous_rows,
-        rejected_exposures=valid.rejected_exposures)
+        rejected_exposures=valid.rejected_exposures, exposure_reasons=exposure_reasons, click_reasons=click_reasons,
+        unweighted_events=dict(valid.unweighted_events))
 
 
 def threshold_settings(cfg: Config) -> dict[str, float]:

@@ -20,7 +20,7 @@ score column, no previous day, empty blacklist) are left out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -67,7 +67,7 @@ def _examples(df: DataFrame, condition: Column, key: Column) -> list[str]:
 
 def scan_rules(
     exposures: DataFrame,
-    counts: dict[str, int],
+    counts: Mapping[str, int],
     *,
     has_catalog: bool,
     has_score: bool,
@@ -77,6 +77,9 @@ def scan_rules(
     thresholds: dict[str, float],
     previous_exposure_rows: int | None,
     rejected_exposures: DataFrame | None = None,
+    exposure_reasons: Mapping[str, int] | None = None,
+    click_reasons: Mapping[str, int] | None = None,
+    unweighted_events: Mapping[str, int] | None = None,
 ) -> list[RuleResult]:
     """Evaluate every rule that applies; see the module docstring for the definitions.
 
@@ -85,8 +88,13 @@ def scan_rules(
     holds what earlier stages counted: ``exposure_rows``, ``bad_score``,
     ``duplicate_exposures``, ``orphan_events``, ``valid_events``,
     ``empty_responses``.  ``has_catalog``: the items table exists (else the
-    catalog rules are left out).
+    catalog rules are left out).  ``exposure_reasons`` / ``click_reasons``:
+    set-aside rows per reject reason; ``unweighted_events``: valid events per
+    event name without a weight (each None: nothing counted).
     """
+    exposure_reasons = exposure_reasons or {}
+    click_reasons = click_reasons or {}
+    unweighted_events = unweighted_events or {}
     item_row = F.col(ITEM).isNotNull()
     blacklisted = F.col(ITEM).isin(list(blacklist_items)) if blacklist_items else F.lit(False)
     out_of_range = (F.col(SCORE) < 0) | (F.col(SCORE) > 1) if has_score else F.lit(False)
@@ -124,14 +132,13 @@ def scan_rules(
                         F.concat_ws(":", REQUEST, ITEM)) if bad and rejected_exposures is not None else [])
         results.append(hard("non_finite_score", bad, counts["exposure_rows"], ex))
 
-    results.append(feedback_rule(counts))
+    results.append(feedback_rule(counts, unweighted_events))
     results.append(soft("rejected_exposure_rate", counts.get("rejected_exposures", 0), counts["exposure_rows"],
-                        thresholds["max_rejected_rate"], _reasons(counts.get("exposure_reasons", {}))))
+                        thresholds["max_rejected_rate"], _reasons(exposure_reasons)))
     results.append(soft("rejected_click_rate", counts.get("rejected_clicks", 0), counts.get("click_rows", 0),
-                        thresholds["max_rejected_rate"], _reasons(counts.get("click_reasons", {}))))
-    unweighted = counts.get("unweighted_events", {})
-    results.append(soft("unweighted_event_rate", sum(unweighted.values()), counts["valid_events"],
-                        thresholds["max_unweighted_event_rate"], _reasons(unweighted)))
+                        thresholds["max_rejected_rate"], _reasons(click_reasons)))
+    results.append(soft("unweighted_event_rate", sum(unweighted_events.values()), counts["valid_events"],
+                        thresholds["max_unweighted_event_rate"], _reasons(unweighted_events)))
     results.append(soft("duplicate_exposure_rate", counts["duplicate_exposures"], counts["exposure_rows"],
                         thresholds["max_duplicate_rate"]))
     results.append(soft("orphan_event_rate", counts["orphan_events"], counts["valid_events"],
@@ -151,25 +158,25 @@ def scan_rules(
     return results
 
 
-def _reasons(counts: dict[str, int]) -> list[str]:
+def _reasons(counts: Mapping[str, int]) -> list[str]:
     """The largest counts as "name: n" examples."""
     top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:N_EXAMPLES]
     return [f"{name}: {n}" for name, n in top]
 
 
-def feedback_rule(counts: dict) -> RuleResult:
+def feedback_rule(counts: Mapping[str, int], unweighted_events: Mapping[str, int]) -> RuleResult:
     """Hard: at least one exposure got feedback (relevance > 0).  Without it CTR is 0 and every ranking
     metric null -- a broken feed, not a day to report as ok.  The example says which case it is."""
     if counts.get("relevant_exposures", 0) > 0:
         return hard("no_feedback", 0, 1)
     events = counts.get("valid_events", 0) + counts.get("late_events", 0)
-    unweighted = sum(counts.get("unweighted_events", {}).values())
+    unweighted = sum(unweighted_events.values())
     if counts.get("click_rows", 0) == 0:
         why = "no feedback events in the clicks partition"
     elif events == 0:
         why = "every feedback event was set aside by validation"
     elif unweighted >= counts.get("valid_events", 0):
-        names = ", ".join(sorted(counts.get("unweighted_events", {}))[:N_EXAMPLES])
+        names = ", ".join(sorted(unweighted_events)[:N_EXAMPLES])
         why = f"no event name has a weight in labels.event_weights (names seen: {names})"
     else:
         why = "no event matched an exposure"

@@ -96,7 +96,7 @@ class DailyOutput:
     def _lock_text(self) -> str:
         now = time.time()
         return json.dumps({"run_id": self.run_id, "host": socket.gethostname(), "pid": os.getpid(),
-                           "started": dt.datetime.fromtimestamp(now, dt.UTC).isoformat(),
+                           "started": dt.datetime.fromtimestamp(now, dt.timezone.utc).isoformat(),
                            "epoch": now})
 
     def _holder(self) -> dict | None:

@@ -43,8 +43,8 @@ class Page:
 def _run(binary: str, args: list[str], url: str) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory() as profile:
         env = {**os.environ, "HOME": profile}
-        return subprocess.run([binary, *FLAGS, f"--user-data-dir={profile}", *args, url], capture_output=True, check=False,
-                              text=True, timeout=120, env=env)
+        return subprocess.run([binary, *FLAGS, f"--user-data-dir={profile}", *args, url], capture_output=True,
+                              check=False, text=True, timeout=120, env=env)
 
 
 def load(path: Path, width: int = 1200, height: int = 1600, scale: float = 0.5) -> Page:

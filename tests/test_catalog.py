@@ -66,7 +66,8 @@ def test_config_keys_load(tmp_path):
     from recsys_spark.config import load_config
 
     cfg = load_config(None, ['input.columns={user_id = "uid", item_id = "iid"}', "input.partition_column=ds",
-                             'input.partition_format="%Y%m%d"', "output.catalog=eval_db", "output.table_format=iceberg"])
+                             'input.partition_format="%Y%m%d"', "output.catalog=eval_db",
+                             "output.table_format=iceberg"])
     assert dict(cfg.input.columns) == {"user_id": "uid", "item_id": "iid"}
     assert InputSettings.of(cfg.input) == InputSettings("ds", "%Y%m%d", {"user_id": "uid", "item_id": "iid"})
     assert (cfg.output.catalog, cfg.output.table_format, cfg.output.write_mode) == ("eval_db", "iceberg", "auto")

@@ -66,8 +66,8 @@ def _orphans_by_hand(root: Path) -> int:
     clicks = pd.read_parquet(root / "clicks" / f"dt={DATE}")
     shown = exposures[exposures.item_id.notna()]
     keyed = clicks[clicks.request_id.notna()]
-    pairs = set(zip(shown.request_id, shown.item_id))
-    keyed_orphans = sum((r, i) not in pairs for r, i in zip(keyed.request_id, keyed.item_id))
+    pairs = set(zip(shown.request_id, shown.item_id, strict=True))
+    keyed_orphans = sum((r, i) not in pairs for r, i in zip(keyed.request_id, keyed.item_id, strict=True))
     loose = clicks[clicks.request_id.isna()].reset_index(names="event_no")
     candidates = loose.merge(shown[["user_id", "session_id", "item_id", "ts"]],
                              on=["user_id", "session_id", "item_id"], suffixes=("", "_exp"))
@@ -129,7 +129,8 @@ def test_backfill_runs_every_date_and_reports_the_failed_ones(generated):
                "--set", "metrics.k=[10]")
     assert proc.returncode == 9, proc.stderr
     assert "2026-11-19: failed: missing input" in proc.stderr
-    assert re.search(rf"^{DATE}: (ok|soft_rule_failed|hard_rule_violated)  auc_global=", proc.stdout, re.M)  # not stopped by 11-19
+    # not stopped by 11-19
+    assert re.search(rf"^{DATE}: (ok|soft_rule_failed|hard_rule_violated)  auc_global=", proc.stdout, re.M)
     assert (out / "summary" / f"dt={DATE}" / "_SUCCESS").exists()
     assert not (out / "metrics" / "dt=2026-11-19").exists()
     assert "1 of 2 dates failed: 2026-11-19" in proc.stderr

@@ -46,7 +46,7 @@ def _day_rows(day: dt.date, cup_index: int):
                 clicks.append((uid, f"s-{uid}", request, f"i{p}", t0 + dt.timedelta(minutes=1)))
 
     for arm, (impressions, n_clicks) in CTR.items():  # today only: no covariate, the plain delta method
-        for i, (n, c) in enumerate(zip(impressions, n_clicks)):
+        for i, (n, c) in enumerate(zip(impressions, n_clicks, strict=True)):
             if day == DAY:
                 user(f"ctr-{arm}-{i}", n, c)
     for arm, values in CUP.items():

@@ -159,7 +159,7 @@ def test_cuped_row_and_unadjusted_golden():
 
     def sums(y, x):
         return {**_mean_sums(spec.name, y), **{f"{spec.name}|{p}": v for p, v in zip(
-            ("cn", "cy", "cyy", "cx", "cxx", "cxy"), CovariateStats.from_values(y, x).as_tuple())}}
+            ("cn", "cy", "cyy", "cx", "cxx", "cxy"), CovariateStats.from_values(y, x).as_tuple(), strict=True)}}
 
     plain = compare(sums(YC, XC), sums(YT, XT), spec)
     assert plain["method"] == "welch" and plain["delta"] == pytest.approx(1.3333333333)

@@ -71,7 +71,7 @@ def test_summary_is_strict_json():
 def test_day_bounds_are_instants_in_the_configured_zone():
     from recsys_spark.validate import day_bounds
     start, end = day_bounds(dt.date(2026, 11, 20), 0, "Asia/Shanghai")
-    utc = dt.UTC
+    utc = dt.timezone.utc
     assert start == dt.datetime(2026, 11, 19, 16, 0, tzinfo=utc) and end == dt.datetime(2026, 11, 20, 16, 0, tzinfo=utc)
     start, end = day_bounds(dt.date(2026, 11, 20), 60, "UTC")
     assert (start.utcoffset(), end - start) == (dt.timedelta(0), dt.timedelta(hours=26))

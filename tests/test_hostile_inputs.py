@@ -24,7 +24,7 @@ from recsys_spark.pipeline import evaluate_day
 pytestmark = pytest.mark.spark
 
 DAY = dt.date(2026, 11, 20)
-UTC = dt.UTC
+UTC = dt.timezone.utc
 NOON = dt.datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 TS = pa.timestamp("us", tz="UTC")
 EXPOSURE_SCHEMA = pa.schema([("user_id", pa.string()), ("session_id", pa.string()), ("request_id", pa.string()),
@@ -43,7 +43,7 @@ CLICKS = [("u1", "s1", "r1", "b", LATER, "click"), ("u2", "s2", "r2", "a", LATER
 
 def write(path: Path, rows: list[tuple], schema: pa.Schema) -> None:
     path.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist([dict(zip(schema.names, r)) for r in rows], schema=schema)
+    table = pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema)
     pq.write_table(table, path / "part-00000.parquet")
 
 

@@ -7,14 +7,13 @@ import math
 
 import numpy as np
 import pytest
+from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 from scipy import stats as st
 
 from recsys_spark.aggregate import aggregate_users
 from recsys_spark.kernels.intervals import business_intervals, health_intervals, ratio_stats
 from recsys_spark.kernels.moments import user_table_moments
 from recsys_spark.kernels.stats import RatioStats, delta_interval
-
-from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 
 Z95 = 1.959963984540054
 
@@ -219,10 +218,11 @@ def _brute_force_replicates(replicates: int, seed: int):
     from health_reference import gini_per_item as gini
     from health_reference import novelty_per_item as novelty
     from health_reference import personalization_pairs
+
     from recsys_spark.kernels.stats import poisson_weights
 
     users = sorted({u for u, *_ in PAIRS})
-    w = dict(zip(users, poisson_weights(np.array(users), replicates, seed)))
+    w = dict(zip(users, poisson_weights(np.array(users), replicates, seed), strict=True))
     out = {"personalization": [], "novelty": [], "gini": []}
     for r in range(replicates):
         sets = [{i for u2, i, *_ in PAIRS if u2 == u} for u in users for _ in range(w[u][r])]
@@ -236,8 +236,13 @@ def _brute_force_replicates(replicates: int, seed: int):
 
 
 def test_bootstrap_kernels_equal_copying_users():
-    from recsys_spark.kernels.bootstrap import (gini_replicates, histogram_rows, item_replicates,
-                                                novelty_replicates, personalization_replicates)
+    from recsys_spark.kernels.bootstrap import (
+        gini_replicates,
+        histogram_rows,
+        item_replicates,
+        novelty_replicates,
+        personalization_replicates,
+    )
     from recsys_spark.kernels.stats import poisson_weights
 
     reps, seed = 30, 5
@@ -299,22 +304,22 @@ def test_bootstrap_item_coverage_counts_catalog_items_that_stay_exposed():
 
 def test_bootstrap_category_diversity_weights_each_users_category_counts():
     import pyarrow as pa
+    from health_reference import normalised_entropy
 
     from recsys_spark.bootstrap import BootstrapSums, _categories_fn, health_bootstrap_intervals
-    from health_reference import normalised_entropy
     from recsys_spark.kernels.stats import poisson_weights
 
     # (slice, user, category, exposures); K = 3 categories
     rows = [("all", "u1", "x", 3), ("all", "u1", "y", 1), ("all", "u2", "x", 1), ("all", "u3", "z", 2),
             ("all", "u3", None, 1)]
-    batch = pa.RecordBatch.from_pylist([dict(zip(["slice", "user_id", "category", "c"], r)) for r in rows])
+    batch = pa.RecordBatch.from_pylist([dict(zip(["slice", "user_id", "category", "c"], r, strict=True)) for r in rows])
     boot = BootstrapSums(20)
     for out in _categories_fn(20, 9)(iter([batch.slice(0, 2), batch.slice(2)])):  # two batches, one task
-        for s, name, r, _, _, v in zip(*[c.to_pylist() for c in out.columns]):
+        for s, name, r, _, _, v in zip(*[c.to_pylist() for c in out.columns], strict=True):
             boot.sums.setdefault(s, {}).setdefault(name, np.zeros(20))[r] += v
     got = health_bootstrap_intervals(boot, "all", {("category_diversity", "global"): 0.9}, None, None, 0.95,
                                      n_categories=3)[("category_diversity", "global")]
-    w = dict(zip(["u1", "u2", "u3"], poisson_weights(np.array(["u1", "u2", "u3"]), 20, 9).astype(float)))
+    w = dict(zip(["u1", "u2", "u3"], poisson_weights(np.array(["u1", "u2", "u3"]), 20, 9).astype(float), strict=True))
     brute = []
     for r in range(20):
         counts = {}
@@ -365,7 +370,8 @@ def test_spark_auc_bootstrap_matches_sklearn(spark):
     scores = np.round(rng.normal(0, 2, n), 1)
     relevance = (rng.random(n) < 0.4).astype(float)
     users = [f"u{i % 25}" for i in range(n)]
-    frame = spark.createDataFrame([("all", u, float(sc), float(r)) for u, sc, r in zip(users, scores, relevance)],
+    frame = spark.createDataFrame([("all", u, float(sc), float(r))
+                                   for u, sc, r in zip(users, scores, relevance, strict=True)],
                                   "slice string, user_id string, score double, relevance double").repartition(3)
     got = auc_bootstrap(frame, 10, 2)["all"]
     w = poisson_weights(np.array(users), 10, 2).astype(float)

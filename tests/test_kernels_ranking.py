@@ -41,7 +41,10 @@ def test_ndcg_worked_example_linear_and_exponential_gain():
     idcg_lin = 10 / 1 + 7 / math.log2(3) + 5 / 2 + 2 / math.log2(5) + 1 / math.log2(6)
     assert ndcg_at_k(rel, 5, "linear") == pytest.approx(dcg_lin / idcg_lin)
     assert round(ndcg_at_k(rel, 5, "linear"), 4) == 0.8509
-    g = lambda r: 2**r - 1  # noqa: E731
+
+    def g(r):
+        return 2**r - 1
+
     dcg_exp = g(7) + g(2) / math.log2(3) + g(5) / 2 + g(10) / math.log2(5) + g(1) / math.log2(6)
     idcg_exp = g(10) + g(7) / math.log2(3) + g(5) / 2 + g(2) / math.log2(5) + g(1) / math.log2(6)
     assert ndcg_at_k(rel, 5, "exponential") == pytest.approx(dcg_exp / idcg_exp)

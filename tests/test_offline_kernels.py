@@ -247,7 +247,7 @@ def test_sampled_ranks_with_ties_match_brute_force():
     target = rng.random(300) < 0.1
     idx, m, above, ties = S.sampled_ranks(user, score, target)
     assert sorted(idx.tolist()) == np.flatnonzero(target).tolist()
-    for i, mm, a, t in zip(idx, m, above, ties):
+    for i, mm, a, t in zip(idx, m, above, ties, strict=True):
         negs = score[(user == user[i]) & ~target]
         assert (mm, a, t) == (len(negs), (negs > score[i]).sum(), (negs == score[i]).sum())
 
@@ -353,6 +353,7 @@ def test_offline_generator_writes_every_input_and_a_loadable_config(tmp_path):
     assert (per_user["sum"] == 1).all() and (per_user["size"] == 100).all()  # one target, 99 negatives
     train = pq.read_table(cfg.train).to_pandas()
     truth = pq.read_table(cfg.truth).to_pandas()
-    assert not set(zip(train.user_id, train.item_id)) & set(zip(truth.user_id, truth.item_id))  # a real split
+    train_pairs = set(zip(train.user_id, train.item_id, strict=True))
+    assert not train_pairs & set(zip(truth.user_id, truth.item_id, strict=True))  # a real split
     assert counts["items"] == 400
     assert generate(tmp_path / "again", users=50, items=400, seed=3) == counts  # one seed, the same data

@@ -125,7 +125,10 @@ def test_bad_rows_are_set_aside_counted_and_written(spark, violated):
 
 def test_a_failing_rerun_keeps_the_previous_good_output(spark, inputs, violated, monkeypatch):
     out, _ = violated
-    files = lambda: sorted(p.name for p in (out / "metrics" / f"dt={DAY}").iterdir())  # noqa: E731
+
+    def files():
+        return sorted(p.name for p in (out / "metrics" / f"dt={DAY}").iterdir())
+
     before = files()
 
     def fail(*args, **kwargs):  # after user_metrics and metrics are staged

@@ -126,7 +126,7 @@ def test_headline_is_the_pipelines():
 def test_embedded_trend_data_equals_the_parquet_values(root, page):
     trend = page.data["data-trend-ndcg-10-user-avg"]
     assert trend["dt"] == ["2026-11-02", "2026-11-03", "2026-11-04", "2026-11-05"]
-    for day, got, low, high in zip(trend["dt"], trend["value"], trend["ci_low"], trend["ci_high"]):
+    for day, got, low, high in zip(trend["dt"], trend["value"], trend["ci_low"], trend["ci_high"], strict=True):
         if day == fx.MISSING:
             assert got is None and low is None and high is None
             continue

@@ -120,7 +120,8 @@ def test_evaluate_report_writes_the_days_report(run, spark, tmp_path):
     assert Path(path).read_text(encoding="utf-8").count('<svg class="chart"') == 22
 
 
-@pytest.mark.skipif(__import__("browser").chromium() is None, reason="Chromium not installed (apt-get install chromium)")
+@pytest.mark.skipif(__import__("browser").chromium() is None,
+                    reason="Chromium not installed (apt-get install chromium)")
 def test_chromium_renders_the_real_report(run, html, tmp_path):
     from test_report_browser import check_page
 

@@ -138,7 +138,7 @@ def test_delta_se_follows_units_not_rows():
     doubled = delta_interval(RatioStats.from_values(2 * x, 2 * y))
     assert doubled.value == pytest.approx(by_user.value) and doubled.se == pytest.approx(by_user.se)
     # treating each impression as its own unit (x in {0,1}, y = 1) gives a different, smaller SE
-    clicks = np.concatenate([np.r_[np.ones(int(c)), np.zeros(int(i - c))] for c, i in zip(x, y)])
+    clicks = np.concatenate([np.r_[np.ones(int(c)), np.zeros(int(i - c))] for c, i in zip(x, y, strict=True)])
     per_impression = delta_interval(RatioStats.from_values(clicks, np.ones_like(clicks)))
     assert per_impression.value == pytest.approx(by_user.value)
     assert per_impression.se != pytest.approx(by_user.se, rel=0.01)

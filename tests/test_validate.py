@@ -14,9 +14,10 @@ BOUNDS = day_bounds(DAY, 60)
 
 
 def test_day_bounds_widen_the_day_by_the_tolerance():
-    utc = dt.UTC
+    utc = dt.timezone.utc
     start, end = day_bounds(dt.date(2026, 11, 20), 30)
-    assert start == dt.datetime(2026, 11, 19, 23, 30, tzinfo=utc) and end == dt.datetime(2026, 11, 21, 0, 30, tzinfo=utc)
+    assert start == dt.datetime(2026, 11, 19, 23, 30, tzinfo=utc)
+    assert end == dt.datetime(2026, 11, 21, 0, 30, tzinfo=utc)
     assert day_bounds(dt.date(2026, 11, 20), 0) == (dt.datetime(2026, 11, 20, tzinfo=utc),
                                                     dt.datetime(2026, 11, 21, tzinfo=utc))
 

@@ -249,8 +249,8 @@ def check_summary(output_root: str, date: str) -> dict[str, Any]:
     location = f"{output_root.rstrip('/')}/summary/dt={date}/summary.json"
     try:
         summary = json.loads(read_text(location))
-    except FileNotFoundError:
-        raise AirflowFailException(f"no summary for {date} at {location}: the evaluate task did not write it")
+    except FileNotFoundError as err:
+        raise AirflowFailException(f"no summary for {date} at {location}: the evaluate task did not write it") from err
     failed = hard_violations(summary)
     if failed:
         raise AirflowFailException(f"{date}: hard business rules violated: {', '.join(failed)} "

@@ -55,7 +55,7 @@ def histogram_rows(e: np.ndarray, in_catalog: np.ndarray) -> list[tuple[int, boo
     for r in range(e.shape[1]):
         for flag in (True, False):
             values, items = np.unique(e[in_catalog == flag, r], return_counts=True)
-            out += [(r, flag, float(v), float(m)) for v, m in zip(values, items)]
+            out += [(r, flag, float(v), float(m)) for v, m in zip(values, items, strict=True)]
     return out
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,7 +137,7 @@ class CovariateStats:
         return cls(float(len(y)), float(y.sum()), float(y @ y), float(x.sum()), float(x @ x), float(x @ y))
 
     def merge(self, other: CovariateStats) -> CovariateStats:
-        return CovariateStats(*(a + b for a, b in zip(self.as_tuple(), other.as_tuple())))
+        return CovariateStats(*(a + b for a, b in zip(self.as_tuple(), other.as_tuple(), strict=True)))
 
     def as_tuple(self) -> tuple[float, ...]:
         return (self.n, self.sum_y, self.sum_yy, self.sum_x, self.sum_xx, self.sum_xy)
@@ -397,9 +397,18 @@ def _clean(v: float | None) -> float | None:
     return None if v is None or not math.isfinite(v) else float(v)
 
 
+def _sums_of(sums: Mapping[str, float], spec: MetricSpec) -> Callable[[str], float]:
+    """part -> the arm's sum ``<metric>|<part>`` as a float, 0.0 when absent or null."""
+
+    def g(part: str) -> float:
+        return float(sums.get(f"{spec.name}|{part}") or 0.0)
+
+    return g
+
+
 def arm_stats(sums: Mapping[str, float], spec: MetricSpec) -> MeanStats | RatioStats:
     """The metric's sufficient statistics from the named sums of one arm."""
-    g = lambda part: float(sums.get(f"{spec.name}|{part}") or 0.0)
+    g = _sums_of(sums, spec)
     if spec.kind == "mean":
         return MeanStats(g("n"), g("x"), g("xx"))
     f = spec.den_factor
@@ -408,7 +417,7 @@ def arm_stats(sums: Mapping[str, float], spec: MetricSpec) -> MeanStats | RatioS
 
 def covariate_stats(sums: Mapping[str, float], spec: MetricSpec) -> tuple[CovariateStats, MeanStats]:
     """(users with a covariate, users without one) of a mean metric of one arm."""
-    g = lambda part: float(sums.get(f"{spec.name}|{part}") or 0.0)
+    g = _sums_of(sums, spec)
     have = CovariateStats(*(g(p) for p in COVARIATE_PARTS))
     missing = MeanStats(g("n") - have.n, g("x") - have.sum_y, g("xx") - have.sum_yy)
     return have, missing
@@ -416,7 +425,7 @@ def covariate_stats(sums: Mapping[str, float], spec: MetricSpec) -> tuple[Covari
 
 def ratio_covariate_stats(sums: Mapping[str, float], spec: MetricSpec) -> tuple[RatioCovariateStats, int]:
     """(moments of (x, y, u, v), users with pre-period data) of a ratio metric of one arm."""
-    g = lambda part: float(sums.get(f"{spec.name}|{part}") or 0.0)
+    g = _sums_of(sums, spec)
     f = spec.den_factor
     sx, sy, su, sv = g("x"), f * g("y"), g("u"), f * g("v")
     xx, yy, uu, vv = g("xx"), f * f * g("yy"), g("uu"), f * f * g("vv")
@@ -500,6 +509,6 @@ def analyse_experiment(experiment: str, sums: Mapping[tuple[str, str], Mapping[s
                                    aggregation=spec.aggregation, slice=slice_value, **r))
         p = np.array([np.nan if r["p_value"] is None else r["p_value"] for r in family], dtype=np.float64)
         adjusted = adjust_p(list(p), correction) if len(p) else p
-        for r, pa in zip(family, adjusted):
+        for r, pa in zip(family, adjusted, strict=True):
             rows.append(ResultRow(p_adjusted=_clean(float(pa)), **r))
     return rows

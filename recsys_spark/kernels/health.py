@@ -16,7 +16,7 @@ distinct counts, at most sqrt(2 * exposures) (the distinct positive counts
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 Row = tuple[str, str, float | None, int, float | None]
 
 
-def _histogram(values: Sequence[float], items: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _histogram(values: ArrayLike, items: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Histogram sorted by value ascending, runs of zero items dropped."""
     values = np.asarray(values, dtype=np.float64)
     items = np.asarray(items, dtype=np.float64)
@@ -38,7 +38,7 @@ def _histogram(values: Sequence[float], items: Sequence[float]) -> tuple[np.ndar
     return values[keep][order], items[keep][order]
 
 
-def gini_from_histogram(values: Sequence[float], items: Sequence[float]) -> float:
+def gini_from_histogram(values: ArrayLike, items: ArrayLike) -> float:
     """Gini coefficient of exposures over items, from a histogram of counts.
 
     Items sorted by count ascending (rank i = 1..n), p_i = c_i / T with
@@ -77,7 +77,7 @@ def gini_from_histogram(values: Sequence[float], items: Sequence[float]) -> floa
     return float(np.sum(values * items * (2 * before + items - n)) / ((n - 1) * total))
 
 
-def lorenz_curve(values: Sequence[float], items: Sequence[float], max_points: int) -> tuple[np.ndarray, np.ndarray]:
+def lorenz_curve(values: ArrayLike, items: ArrayLike, max_points: int) -> tuple[np.ndarray, np.ndarray]:
     """Points of the Lorenz curve of exposures over items, exact vertices only.
 
     Items sorted by count ascending; the curve joins the n + 1 vertices
@@ -225,7 +225,7 @@ def novelty(log_sum: float, exposures: float, n_clickers: int) -> float:
     return math.log2(n_clickers + 1) - log_sum / exposures
 
 
-def popularity_thresholds(values: Sequence[float], items: Sequence[float], head_share: float,
+def popularity_thresholds(values: ArrayLike, items: ArrayLike, head_share: float,
                           tail_share: float) -> tuple[float, float]:
     """(head_min, tail_max): an item is ``head`` when its count >= head_min, ``tail`` when <= tail_max.
 
@@ -297,7 +297,10 @@ def health_values(stats: Mapping[str, float], hist: Mapping[tuple[float, bool], 
     (rows, (x, y)): rows of (metric, aggregation, value, n, se).
     """
     s = {k: (v or 0) for k, v in stats.items()}
-    get = lambda name: s.get(name, 0)  # noqa: E731
+
+    def get(name: str) -> float:
+        return s.get(name, 0)
+
     rows: list[Row] = []
     pv, uv = int(get("pv")), int(get("uv"))
     rows += [
@@ -327,8 +330,8 @@ def health_values(stats: Mapping[str, float], hist: Mapping[tuple[float, bool], 
 
     if n_categories is not None:
         cat_n = get("cat_n")
-        rows.append(("category_diversity", "global", _nan_to_none(category_diversity(cat_n, get("cat_s"), n_categories)),
-                     int(cat_n), None))
+        rows.append(("category_diversity", "global",
+                     _nan_to_none(category_diversity(cat_n, get("cat_s"), n_categories)), int(cat_n), None))
         # the per-list and per-user entropies H come summed from Spark (sum H, sum H^2): their mean and
         # standard error, divided by ln K; K <= 1 makes every diversity 0 (see category_diversity)
         log_k = math.log(n_categories) if n_categories > 1 else 0.0

@@ -62,7 +62,10 @@ def ratio_stats(stats: Mapping[str, float | None], n: str, x: str, y: str | None
     product of x and y is read as ``"x*y"`` (or Σx when y is 1, or Σx when y
     indicates x > 0: then x y = x).  ``scale`` divides x (entropy by ln K).
     """
-    g = lambda name: _get(stats, name)  # noqa: E731 (a short local reader)
+
+    def g(name: str) -> float:
+        return _get(stats, name)
+
     users = g(n)
     sx = g(x)
     sxx = sx if x_indicator else g(f"{x}*{x}")

@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 from scipy import special, stats
 
 #: metrics of a single target, by name: function of (rank array, k, catalog size) -> values
@@ -93,7 +94,7 @@ def rank_distribution(n: int, m: int, ranks: np.ndarray, replace: bool = False) 
     return np.where(ok, np.exp(np.where(ok, logp, 0.0)), 0.0)
 
 
-def _log_choose(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _log_choose(a: npt.ArrayLike, b: npt.ArrayLike) -> np.ndarray:
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     return special.gammaln(a + 1) - special.gammaln(b + 1) - special.gammaln(np.maximum(a - b, 0) + 1)
 
@@ -232,7 +233,7 @@ def tables_for(n: int, ms: Sequence[int], ks: Sequence[int], gamma: float,
             continue
         fitted = [(name, k) for name, k in metric_names(ks) if name != "auc"]
         tables = {column(name, k, "corrected"): t
-                  for (name, k), t in zip(fitted, correction_tables(fitted, n, m, gamma, replace))}
+                  for (name, k), t in zip(fitted, correction_tables(fitted, n, m, gamma, replace), strict=True)}
         tables[column("auc", None, "corrected")] = metric_at_rank("auc", np.arange(1, m + 2), m + 1)
         out[m] = tables
     return out

@@ -24,7 +24,7 @@ See ``docs/statistics.md`` for the formulas, their units and the edge cases.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -342,6 +342,7 @@ def ratio_difference(control: RatioStats, treatment: RatioStats, confidence: flo
     variances, which is what GrowthBook's gbstats reports (REFERENCES.md golden values).
     """
     vc, vt = control.var_ratio, treatment.var_ratio
+    p_of: Callable[[float], float]  # statistic -> two-sided p
     if quantile == "normal":
         df, q, p_of = None, _z(confidence), _p_z
     elif quantile == "welch":

@@ -76,7 +76,7 @@ def aggregate(users: DataFrame, specs: Sequence[Mean | Ratio], confidence: float
     """Rows of the long metrics table (``schema.METRICS_DDL`` order) for ``specs`` over ``users``."""
     if not specs:
         return []
-    row = users.agg(*[e for i, s in enumerate(specs) for e in _exprs(i, s)]).first()
+    row = users.agg(*[e for i, s in enumerate(specs) for e in _exprs(i, s)]).collect()[0]  # no grouping: one row
     out = []
     for i, spec in enumerate(specs):
         n = row[f"s{i}_n"] or 0

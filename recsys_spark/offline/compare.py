@@ -69,21 +69,22 @@ def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, 
         d, x = F.when(both, y - x), F.when(both, x)
         exprs += [F.count(d).alias(f"n{i}"), F.sum(d).alias(f"sd{i}"), F.sum(d * d).alias(f"sdd{i}"),
                   F.sum(x).alias(f"sa{i}"), F.sum(x * x).alias(f"saa{i}")]
-    row = joined.agg(F.count("*").alias("users"), *exprs).first() if columns else None
     results = []
-    for i, col in enumerate(columns):
-        n = float(row[f"n{i}"] or 0)
-        diff = MeanStats(n, float(row[f"sd{i}"] or 0.0), float(row[f"sdd{i}"] or 0.0))
-        ctrl = MeanStats(n, float(row[f"sa{i}"] or 0.0), float(row[f"saa{i}"] or 0.0))
-        results.append((col, n, ctrl, diff, paired_t(diff, ctrl, cfg.offline.confidence)))
+    if columns:
+        row = joined.agg(F.count("*").alias("users"), *exprs).collect()[0]  # no grouping: one row
+        for i, col in enumerate(columns):
+            n = float(row[f"n{i}"] or 0)
+            diff = MeanStats(n, float(row[f"sd{i}"] or 0.0), float(row[f"sdd{i}"] or 0.0))
+            ctrl = MeanStats(n, float(row[f"sa{i}"] or 0.0), float(row[f"saa{i}"] or 0.0))
+            results.append((col, n, ctrl, diff, paired_t(diff, ctrl, cfg.offline.confidence)))
     method = cfg.offline.multiple_testing
-    adjusted = adjust_p([r[4].p_value for r in results], method) if results else []
+    adjusted: list[float] = adjust_p([r[4].p_value for r in results], method).tolist() if results else []
 
     def clean(v):
         return None if v is None or not math.isfinite(v) else float(v)
 
     rows = []
-    for (col, n, ctrl, diff, c), p_adj in zip(results, adjusted):
+    for (col, n, ctrl, diff, c), p_adj in zip(results, adjusted, strict=True):
         metric, k = split_column(col)
         rows.append((col, metric, k, int(n), clean(ctrl.mean), clean(ctrl.mean + diff.mean) if n else None,
                      clean(c.delta), clean(c.se), clean(c.ci_low), clean(c.ci_high), clean(c.rel_delta),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -32,12 +33,12 @@ from recsys_spark.errors import ConfigError, SchemaError
 from recsys_spark.kernels import health
 from recsys_spark.kernels import offline as K
 from recsys_spark.kernels import sampled as S
+from recsys_spark.kernels.ranking import Gain
 from recsys_spark.offline.aggregate import Mean, Ratio, aggregate, point
-from recsys_spark.schema import METRICS_DDL
 from recsys_spark.offline.output import RunOutput
 from recsys_spark.pooled_auc import exact_auc
 from recsys_spark.read import ColumnSpec, conform, read_parquet
-from recsys_spark.schema import CATEGORY, ITEM, RELEVANCE, SCORE, SLICE, USER
+from recsys_spark.schema import CATEGORY, ITEM, METRICS_DDL, RELEVANCE, SCORE, SLICE, USER
 
 RANK = "rank"
 LABEL = "label"
@@ -248,7 +249,7 @@ def rating_tables(ratings: DataFrame, cfg: Config) -> tuple[DataFrame, DataFrame
     value_range = K.parse_range(cfg.offline.rating_range)
     ratings = ratings.where(F.col(RATING).isNotNull() & F.col(PREDICTION).isNotNull())
     if value_range is None:
-        lo_hi = ratings.agg(F.min(RATING), F.max(RATING)).first()
+        lo_hi = ratings.agg(F.min(RATING), F.max(RATING)).collect()[0]  # no grouping: one row
         value_range = (float(lo_hi[0]), float(lo_hi[1])) if lo_hi[0] is not None and lo_hi[0] < lo_hi[1] else None
     table = K.parse_distortion(cfg.offline.distortion)
     rounding = cfg.offline.round_predictions
@@ -370,7 +371,7 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
         ranked, c = clean_lists(inputs["recommendations"], train, cfg.offline.exclude_train_items)
         counts.update(c)
         rows = list_rows(ranked, inputs["truth"], train, items)
-        gain = cfg.metrics.ndcg_gain
+        gain = cast(Gain, cfg.metrics.ndcg_gain)  # config checked it is one of Gain's values
         users = per_user(rows, K.LIST_INPUT, K.list_columns(ks), lambda f: K.score_lists(f, ks, gain),
                          _partitions(spark, c["recommendation_rows"]))
         user_frames.append(users)
@@ -493,7 +494,7 @@ def _user_counts(users: DataFrame, evaluations: Sequence[str]) -> dict[str, int]
         exprs += [F.sum("ratings_d_missing").alias("ratings_distortion_pairs_not_in_table")]
     if "sampled" in evaluations:
         exprs += [F.sum("n_targets").alias("sampled_targets")]
-    row = users.agg(*exprs).first().asDict()
+    row = users.agg(*exprs).collect()[0].asDict()  # no grouping: one row
     return {k: int(v or 0) for k, v in row.items()}
 
 

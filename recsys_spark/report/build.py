@@ -507,7 +507,7 @@ def offline_section(data: RunData, m: Metrics, *, overfit_gap: float, online_gap
             series += [svg.Series(f"{model} train", train, color=color, dashed=True),
                        svg.Series(f"{model} test", test, color=color)]
             payload["models"][model] = {"train": train, "test": test}
-            for d, tr, te, on in zip(days, train, test, online):
+            for d, tr, te, on in zip(days, train, test, online, strict=True):
                 if tr is None and te is None:
                     continue
                 table.append({"dt": d, "model": model, "train": tr, "test": te, "online": on,
@@ -526,7 +526,7 @@ def offline_section(data: RunData, m: Metrics, *, overfit_gap: float, online_gap
     xm, ym = parse_metric_key(x_key), parse_metric_key(y_key)
     xs_all = [m.value(d, ALL, *xm) for d in days]
     ys_all = [m.value(d, ALL, *ym) for d in days]
-    pairs = [(d, x, y) for d, x, y in zip(days, xs_all, ys_all) if x is not None and y is not None]
+    pairs = [(d, x, y) for d, x, y in zip(days, xs_all, ys_all, strict=True) if x is not None and y is not None]
     fit = fit_line([p[1] for p in pairs], [p[2] for p in pairs], level=level)
     x_label, y_label = metric_label(*xm), metric_label(*ym)
     verdict = ("" if fit.n >= min_days else

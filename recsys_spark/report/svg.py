@@ -190,7 +190,7 @@ class Series:
 def _segments(xs: Sequence[float], ys: Sequence[float | None]) -> list[list[tuple[float, float]]]:
     """Runs of consecutive points with a value (a None ends a run: gaps are never bridged)."""
     out: list[list[tuple[float, float]]] = [[]]
-    for x, y in zip(xs, ys):
+    for x, y in zip(xs, ys, strict=True):
         if y is None or not math.isfinite(y):
             if out[-1]:
                 out.append([])
@@ -267,7 +267,7 @@ def line_chart(xs: Sequence[float], series: Sequence[Series], *, title: str, x_l
             plot.add(f'<polyline class="line" points="{points}" fill="none" stroke="{s.color}" '
                      f'stroke-width="2"{dash}/>')
         if markers:
-            for i, (x, y) in enumerate(zip(xs, s.ys)):
+            for i, (x, y) in enumerate(zip(xs, s.ys, strict=True)):
                 if y is None or not math.isfinite(y):
                     continue
                 name = point_names[i] if point_names else (x_labels[i] if x_labels else fmt(x))
@@ -291,7 +291,7 @@ def lorenz_chart(x: Sequence[float], y: Sequence[float], *, title: str, size: fl
              f'y2="{_f(plot.y(1))}" stroke="{GREY}" stroke-dasharray="4 3"/>')
     plot.add(f'<text class="note" x="{_f(plot.x(0.52))}" y="{_f(plot.y(0.58))}" transform="rotate(-45 '
              f'{_f(plot.x(0.52))} {_f(plot.y(0.58))})" text-anchor="middle">equality</text>')
-    pts = " ".join(f"{_f(plot.x(a))},{_f(plot.y(b))}" for a, b in zip(x, y))
+    pts = " ".join(f"{_f(plot.x(a))},{_f(plot.y(b))}" for a, b in zip(x, y, strict=True))
     area = f"{_f(plot.x(0))},{_f(plot.y(0))} {pts} {_f(plot.x(1))},{_f(plot.y(1))}"
     plot.add(f'<polygon points="{area}" fill="{PALETTE[0]}" fill-opacity="0.12" stroke="none"/>')
     plot.add(f'<polyline class="line" points="{pts}" fill="none" stroke="{PALETTE[0]}" stroke-width="2.2"/>')
@@ -364,7 +364,7 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], *, title: str, wid
     plot.x_axis(ticks, None, "rows", grid=True)
     if not labels:
         plot.add(f'<text class="note" x="{_f(label_width + 6)}" y="{_f(plot.top + 14)}">nothing set aside</text>')
-    for i, (label, v) in enumerate(zip(labels, values)):
+    for i, (label, v) in enumerate(zip(labels, values, strict=True)):
         y0 = plot.top + row_height * i + 3
         color = colors[i] if colors else PALETTE[0]
         plot.add(f'<text class="row-label" x="{_f(label_width - 8)}" y="{_f(y0 + 7)}" text-anchor="end" '
@@ -399,8 +399,8 @@ def day_bars(x_labels: Sequence[str], stacks: Sequence[Series], *, title: str, g
             v = s.ys[i] or 0.0
             if v:
                 plot.add(f'<rect x="{_f(plot.x(i) - bar / 2)}" y="{_f(plot.y(base + v))}" width="{_f(bar)}" '
-                         f'height="{_f(plot.y(base) - plot.y(base + v))}" fill="{s.color}"><title>{escape(x_labels[i])} '
-                         f'{escape(s.name)}: {fmt(v)}</title></rect>')
+                         f'height="{_f(plot.y(base) - plot.y(base + v))}" fill="{s.color}">'
+                         f'<title>{escape(x_labels[i])} {escape(s.name)}: {fmt(v)}</title></rect>')
             base += v
         if base == 0:
             plot.add(f'<text class="ok-mark" x="{_f(plot.x(i))}" y="{_f(plot.y(0) - 4)}" text-anchor="middle">0</text>')
@@ -424,7 +424,7 @@ def scatter_fit(xs: Sequence[float], ys: Sequence[float], names: Sequence[str], 
         plot.add(f'<line class="fit" x1="{_f(plot.x(a))}" y1="{_f(plot.y(intercept + slope * a))}" '
                  f'x2="{_f(plot.x(b))}" y2="{_f(plot.y(intercept + slope * b))}" stroke="{PALETTE[1]}" '
                  f'stroke-width="2"><title>fit: y = {fmt(intercept)} + {fmt(slope)} x</title></line>')
-    for x, y, name in zip(xs, ys, names):
+    for x, y, name in zip(xs, ys, names, strict=True):
         plot.add(f'<circle class="point" cx="{_f(plot.x(x))}" cy="{_f(plot.y(y))}" r="4" fill="{PALETTE[0]}" '
                  f'fill-opacity="0.85"><title>{escape(name)}: x = {fmt(x)}, y = {fmt(y)}</title></circle>')
     return plot.svg(title)

@@ -107,8 +107,11 @@ def main() -> int:
                  f"{totals['equivalent']} | {totals['not run']} | "
                  f"**{100 * totals['killed'] / judged:.1f} %** |" if judged else "| all | - |")
     lines += ["", "## Survivors", "", "| mutant | original | mutated | equivalent because |", "|---|---|---|---|"]
+
+    def cell(s: str) -> str:  # a Markdown table cell: escape the column separator
+        return s.replace("|", "\\|")
+
     for key, old, new, reason in sorted(survivors, key=lambda s: (s[3] is not None, s[0])):
-        cell = lambda s: s.replace("|", "\\|")
         lines.append(f"| {key.replace('recsys_spark.kernels.', '')} | `{cell(old)}` | `{cell(new)}` | "
                      f"{reason or '**not equivalent: not yet killed**'} |")
     OUT.parent.mkdir(parents=True, exist_ok=True)

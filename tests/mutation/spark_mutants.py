@@ -103,13 +103,16 @@ MUTANTS = [
            "(F.col(RELEVANCE) >= 0).alias(_POSITIVE)", T_BOUNDED, "every exposure positive"),
     Mutant("pooled-tie-across-batches", POOLED, "if values[0] == pending[0]:", "if False:", T_BOUNDED,
            "a score tied across a batch boundary counted as two runs"),
-    Mutant("pooled-last-run-dropped", POOLED, "last = [u_from_histogram([pending[1]], [pending[2]])] if pending else []",
+    Mutant("pooled-last-run-dropped", POOLED,
+           "last = [u_from_histogram([pending[1]], [pending[2]])] if pending else []",
            "last = []", T_BOUNDED, "the last run of each bin left out"),
     Mutant("pooled-bins-reversed", POOLED, "key=lambda r: (tuple(r[k] for k in keys), r[_BIN])",
            "key=lambda r: (tuple(r[k] for k in keys), -r[_BIN])", T_BOUNDED, "bins merged in descending order"),
     # --- rules.py --------------------------------------------------------------------------------------------
-    Mutant("rules-soft-threshold-strict", RULES, "rate is None or rate <= threshold", "rate is None or rate < threshold",
-           ("tests/test_operations.py::test_rule_verdicts_at_their_boundaries",), "a rate exactly at its threshold fails"),
+    Mutant("rules-soft-threshold-strict", RULES, "rate is None or rate <= threshold",
+           "rate is None or rate < threshold",
+           ("tests/test_operations.py::test_rule_verdicts_at_their_boundaries",),
+           "a rate exactly at its threshold fails"),
     Mutant("rules-score-range-low", RULES, "(F.col(SCORE) < 0) | (F.col(SCORE) > 1)",
            "(F.col(SCORE) <= 0) | (F.col(SCORE) > 1)", T_OPS, "score 0 counted out of range"),
     Mutant("rules-duplicate-copies", RULES, "duplicated = item_row & (F.col(COPIES) > 1)",
@@ -159,8 +162,9 @@ def run_one(m: Mutant, work: Path) -> tuple[str, float, str]:
     if not probe.stdout.startswith(str(root)):
         return "error", 0.0, f"the mutated copy is not the one imported: {probe.stdout.strip()}"
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-P", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not cluster",
-                           *m.tests], env=env, cwd=REPO, capture_output=True, text=True, check=False)
+    proc = subprocess.run([sys.executable, "-P", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                           "-m", "not cluster", *m.tests], env=env, cwd=REPO, capture_output=True, text=True,
+                          check=False)
     took = time.perf_counter() - started
     shutil.rmtree(root, ignore_errors=True)
     last = (proc.stdout.strip().splitlines() or [""])[-1]
