@@ -104,7 +104,7 @@ TASKS = {
     "mllib_auc": "MLlib `BinaryClassificationEvaluator`, default numBins=1000",
     "mllib_auc_exact": "MLlib `BinaryClassificationEvaluator`, numBins=0",
     "mllib_same_output": "MLlib for our metric stage's output: lists + 4 `*AtK` metrics at each of the 5 default k "
-                         "+ exact AUC (derived†)",
+    "+ exact AUC (derived†)",
     "plain": "plain per-user `groupBy(user_id).applyInPandas` (AUC, NDCG@10, AP@10)",
 }
 ROUND_TASKS = ("floor", "job", "metrics", "mllib_ranking", "mllib_auc", "mllib_auc_exact")
@@ -130,8 +130,13 @@ def parse_size(text: str) -> tuple[str, int]:
 
 def ensure_day(data_root: Path, rows: int, seed: int, heavy_user_exposures: int = 0) -> Path:
     """Generate one day of ``rows`` exposures under ``data_root`` unless it is already there."""
-    params = {"date": DATE.isoformat(), "exposures": rows, "seed": seed,
-              "heavy_user_exposures": heavy_user_exposures, "generator": generate.__name__}
+    params = {
+        "date": DATE.isoformat(),
+        "exposures": rows,
+        "seed": seed,
+        "heavy_user_exposures": heavy_user_exposures,
+        "generator": generate.__name__,
+    }
     root = data_root / (f"{rows}-seed{seed}" + (f"-heavy{heavy_user_exposures}" if heavy_user_exposures else ""))
     marker = root / "_bench.json"
     if marker.exists() and json.loads(marker.read_text()).get("params") == params:
@@ -164,24 +169,28 @@ class Day:
 
     def read(self) -> tuple[DataFrame, DataFrame]:
         paths = {t: f"{self.input_root}/{t}/dt={DATE.isoformat()}" for t in ("exposures", "clicks")}
-        exposures = conform(read_parquet(self.spark, paths["exposures"], "exposures partition"),
-                            EXPOSURE_COLUMNS, paths["exposures"])
-        clicks = conform(read_parquet(self.spark, paths["clicks"], "clicks partition"), CLICK_COLUMNS,
-                         paths["clicks"])
+        exposures = conform(
+            read_parquet(self.spark, paths["exposures"], "exposures partition"), EXPOSURE_COLUMNS, paths["exposures"]
+        )
+        clicks = conform(read_parquet(self.spark, paths["clicks"], "clicks partition"), CLICK_COLUMNS, paths["clicks"])
         return exposures, clicks
 
     def join(self) -> DataFrame:
         exposures, clicks = self.read()
-        return join_feedback(deduplicate_exposures(exposures), clicks, self.cfg.attribution.window_minutes,
-                             self.cfg.labels.event_weights, self.cfg.labels.click_event)
+        return join_feedback(
+            deduplicate_exposures(exposures),
+            clicks,
+            self.cfg.attribution.window_minutes,
+            self.cfg.labels.event_weights,
+            self.cfg.labels.click_event,
+        )
 
     # the floor ---------------------------------------------------------------------------
     def floor(self) -> None:
         # the duplicate count is part of the deduplication the job does (the summary reports it); left
         # unused, Spark prunes it from the main branch only, and the attribution's candidates no longer
         # share the main branch's deduplicating shuffle (see label.resolve_session_events)
-        _noop(labelled_exposures(self.join()).groupBy(USER)
-              .agg(F.count(F.lit(1)), F.sum(RELEVANCE), F.sum(COPIES)))
+        _noop(labelled_exposures(self.join()).groupBy(USER).agg(F.count(F.lit(1)), F.sum(RELEVANCE), F.sum(COPIES)))
 
     # the labelled exposures the metric stage and the peers start from, cached as in the job
     def cache_labelled(self) -> None:
@@ -203,8 +212,9 @@ class Day:
         """The labelled exposures partitioned by user and persisted, as the label stage hands them on;
         the caller unpersists them."""
         assert self.joined is not None, "cache_labelled() first"
-        partitions = bucket_count(self.exposures, self.cfg.execution.rows_per_bucket,
-                                  self.spark.sparkContext.defaultParallelism)
+        partitions = bucket_count(
+            self.exposures, self.cfg.execution.rows_per_bucket, self.spark.sparkContext.defaultParallelism
+        )
         return partition_by_user(labelled_exposures(self.joined), partitions)
 
     def metric_stage(self) -> None:
@@ -238,8 +248,7 @@ class Day:
         try:
             lists.count()
             built = time.perf_counter()
-            self.last["mllib_ranking"] = {
-                m: RankingEvaluator(metricName=m, k=K).evaluate(lists) for m in MLLIB_METRICS}
+            self.last["mllib_ranking"] = {m: RankingEvaluator(metricName=m, k=K).evaluate(lists) for m in MLLIB_METRICS}
             # one evaluation is one pass over the cached lists, whatever k: the parts that price
             # MLlib's version of our output (see same_output_seconds)
             self.last["mllib_parts"] = (built - started, (time.perf_counter() - built) / len(MLLIB_METRICS))
@@ -249,8 +258,9 @@ class Day:
     def mllib_auc(self, bins: int) -> float:
         from pyspark.ml.evaluation import BinaryClassificationEvaluator
 
-        frame = self.ranked().select(F.col(SCORE).alias("rawPrediction"),
-                                     (F.col(RELEVANCE) > 0).cast("double").alias("label"))
+        frame = self.ranked().select(
+            F.col(SCORE).alias("rawPrediction"), (F.col(RELEVANCE) > 0).cast("double").alias("label")
+        )
         evaluator = BinaryClassificationEvaluator(metricName="areaUnderROC", numBins=bins)
         return evaluator.evaluate(frame)
 
@@ -259,9 +269,13 @@ class Day:
         if one_in > 1:  # a subsample of whole users
             ranked = ranked.where(F.pmod(F.xxhash64(USER), F.lit(one_in)) == 0)
         path = f"{self.work}/plain_user_metrics"
-        (ranked.select(USER, LIST_ID, ITEM, POSITION, SCORE, RELEVANCE)
-         .groupBy(USER).applyInPandas(plain_user_metrics, PLAIN_SCHEMA)
-         .write.mode("overwrite").parquet(path))
+        (
+            ranked.select(USER, LIST_ID, ITEM, POSITION, SCORE, RELEVANCE)
+            .groupBy(USER)
+            .applyInPandas(plain_user_metrics, PLAIN_SCHEMA)
+            .write.mode("overwrite")
+            .parquet(path)
+        )
         self.last["plain_path"] = path
 
     def run(self, task: str, plain_one_in: int = 1) -> None:
@@ -304,14 +318,22 @@ def ranking_lists(ranked: DataFrame) -> DataFrame:
     leaves them out of its averages (MLlib would count them as 0).
     """
     code = F.regexp_extract(F.col(ITEM), r"(\d+)$", 1).cast("double")
-    entry = F.struct((-F.col(SCORE)).alias("s"), F.col(POSITION).alias("p"), F.col(ITEM).alias("i"),
-                     code.alias("c"), F.col(RELEVANCE).alias("r"))
-    return (ranked
-            .groupBy(LIST_ID)
-            .agg(F.sort_array(F.collect_list(entry)).alias("l"))
-            .select(F.transform("l", lambda x: x["c"]).alias("prediction"),
-                    F.transform(F.filter("l", lambda x: x["r"] > 0), lambda x: x["c"]).alias("label"))
-            .where(F.size("label") > 0))
+    entry = F.struct(
+        (-F.col(SCORE)).alias("s"),
+        F.col(POSITION).alias("p"),
+        F.col(ITEM).alias("i"),
+        code.alias("c"),
+        F.col(RELEVANCE).alias("r"),
+    )
+    return (
+        ranked.groupBy(LIST_ID)
+        .agg(F.sort_array(F.collect_list(entry)).alias("l"))
+        .select(
+            F.transform("l", lambda x: x["c"]).alias("prediction"),
+            F.transform(F.filter("l", lambda x: x["r"] > 0), lambda x: x["c"]).alias("label"),
+        )
+        .where(F.size("label") > 0)
+    )
 
 
 PLAIN_SCHEMA = "user_id string, auc double, ndcg_at_10 double, map_at_10 double"
@@ -338,15 +360,20 @@ def plain_user_metrics(frame: pd.DataFrame) -> pd.DataFrame:
         top = rel[:K]
         discount = 1.0 / np.log2(np.arange(2, len(top) + 2))
         ideal = np.sort(rel)[::-1][:K]
-        ndcgs.append(float(((2 ** top - 1) * discount).sum() / ((2 ** ideal - 1) * discount[:len(ideal)]).sum()))
+        ndcgs.append(float(((2**top - 1) * discount).sum() / ((2**ideal - 1) * discount[: len(ideal)]).sum()))
         hit = top > 0
         precision = np.cumsum(hit) / np.arange(1, len(hit) + 1)
         aps.append(float((precision * hit).sum() / min(n_relevant, K)))
     labels = frame[RELEVANCE].to_numpy() > 0
     auc = roc_auc_score(labels, frame[SCORE].to_numpy()) if 0 < labels.sum() < len(labels) else math.nan
-    return pd.DataFrame({"user_id": [frame[USER].iloc[0]], "auc": [auc],
-                         "ndcg_at_10": [np.mean(ndcgs) if ndcgs else math.nan],
-                         "map_at_10": [np.mean(aps) if aps else math.nan]})
+    return pd.DataFrame(
+        {
+            "user_id": [frame[USER].iloc[0]],
+            "auc": [auc],
+            "ndcg_at_10": [np.mean(ndcgs) if ndcgs else math.nan],
+            "map_at_10": [np.mean(aps) if aps else math.nan],
+        }
+    )
 
 
 # --- agreement and structure ------------------------------------------------------------------
@@ -378,26 +405,39 @@ def per_user_checks(spark: SparkSession, size: str, users_path: str, plain_path:
     peer = spark.read.parquet(plain_path)
     pairs = {"auc": "auc", "ndcg_at_10": "ndcg", "map_at_10": "map"}  # the peer's column: ours (at k = 10)
     joined = ours.select(USER, *[F.col(o).alias(f"o_{c}") for c, o in pairs.items()]).join(
-        peer.select(USER, *[F.col(c).alias(f"p_{c}") for c in pairs]), on=USER, how="inner")
+        peer.select(USER, *[F.col(c).alias(f"p_{c}") for c in pairs]), on=USER, how="inner"
+    )
     aggs = [F.count(F.lit(1)).alias("n")]
     for c in pairs:
         o, p = F.col(f"o_{c}"), F.col(f"p_{c}")
         both = ~_missing(o) & ~_missing(p)
-        aggs += [F.max(F.when(both, F.abs(o - p))).alias(f"{c}__diff"),
-                 F.sum(F.when(_missing(o) != _missing(p), 1).otherwise(0)).alias(f"{c}__mismatch"),
-                 F.sum(F.when(both, 1).otherwise(0)).alias(f"{c}__n")]
+        aggs += [
+            F.max(F.when(both, F.abs(o - p))).alias(f"{c}__diff"),
+            F.sum(F.when(_missing(o) != _missing(p), 1).otherwise(0)).alias(f"{c}__mismatch"),
+            F.sum(F.when(both, 1).otherwise(0)).alias(f"{c}__n"),
+        ]
     row = joined.agg(*aggs).first()
     peer_users = peer.count()
     checks = []
     for c, label in (("auc", "per-user AUC"), ("ndcg_at_10", "per-user NDCG@10"), ("map_at_10", "per-user AP@10")):
-        checks.append(Check(size, label, "plain applyInPandas (scikit-learn AUC)" if c == "auc"
-                            else "plain applyInPandas", row[f"{c}__n"] or 0, row[f"{c}__diff"], TOLERANCE,
-                            note, (row[f"{c}__mismatch"] or 0) + (peer_users - row["n"])))
+        checks.append(
+            Check(
+                size,
+                label,
+                "plain applyInPandas (scikit-learn AUC)" if c == "auc" else "plain applyInPandas",
+                row[f"{c}__n"] or 0,
+                row[f"{c}__diff"],
+                TOLERANCE,
+                note,
+                (row[f"{c}__mismatch"] or 0) + (peer_users - row["n"]),
+            )
+        )
     return checks
 
 
 def aggregate_checks(size: str, ours: dict, mllib: dict, auc_binned: float, auc_exact: float) -> list[Check]:
     """Our list averages and global AUC against MLlib's evaluators."""
+
     def value(metric: str, k: int | None, aggregation: str) -> float:
         return ours.get((metric, k, aggregation))
 
@@ -407,20 +447,62 @@ def aggregate_checks(size: str, ours: dict, mllib: dict, auc_binned: float, auc_
 
     same = "same definition; MLlib mean over lists with a relevant item"
     return [
-        check("NDCG@10, mean over lists", value("ndcg", K, "list_avg"), "RankingEvaluator ndcgAtK",
-              mllib["ndcgAtK"], TOLERANCE, same + " (MLlib's NDCG is binary; our relevance is 0/1 here)"),
-        check("AP@10, mean over lists", value("map", K, "list_avg"), "RankingEvaluator meanAveragePrecisionAtK",
-              mllib["meanAveragePrecisionAtK"], TOLERANCE, same + "; both divide by min(R, k)"),
-        check("precision@10, mean over lists", value("precision", K, "list_avg"), "RankingEvaluator precisionAtK",
-              mllib["precisionAtK"], TOLERANCE, same + "; both divide by k"),
-        check("recall@10, mean over lists", value("recall", K, "list_avg"), "RankingEvaluator recallAtK",
-              mllib["recallAtK"], TOLERANCE, same),
-        check(f"AP@{K}, mean over lists", value("map", K, "list_avg"), "RankingEvaluator meanAveragePrecision",
-              mllib["meanAveragePrecision"], None, "differs: MLlib's MAP has no cut-off and divides by R"),
-        check("global AUC (exact)", value("auc", None, "global"), "BinaryClassificationEvaluator numBins=0",
-              auc_exact, TOLERANCE, "same definition: ties count 1/2"),
-        check("global AUC (exact)", value("auc", None, "global"), "BinaryClassificationEvaluator numBins=1000",
-              auc_binned, None, "differs: MLlib bins the scores (approximate AUC)"),
+        check(
+            "NDCG@10, mean over lists",
+            value("ndcg", K, "list_avg"),
+            "RankingEvaluator ndcgAtK",
+            mllib["ndcgAtK"],
+            TOLERANCE,
+            same + " (MLlib's NDCG is binary; our relevance is 0/1 here)",
+        ),
+        check(
+            "AP@10, mean over lists",
+            value("map", K, "list_avg"),
+            "RankingEvaluator meanAveragePrecisionAtK",
+            mllib["meanAveragePrecisionAtK"],
+            TOLERANCE,
+            same + "; both divide by min(R, k)",
+        ),
+        check(
+            "precision@10, mean over lists",
+            value("precision", K, "list_avg"),
+            "RankingEvaluator precisionAtK",
+            mllib["precisionAtK"],
+            TOLERANCE,
+            same + "; both divide by k",
+        ),
+        check(
+            "recall@10, mean over lists",
+            value("recall", K, "list_avg"),
+            "RankingEvaluator recallAtK",
+            mllib["recallAtK"],
+            TOLERANCE,
+            same,
+        ),
+        check(
+            f"AP@{K}, mean over lists",
+            value("map", K, "list_avg"),
+            "RankingEvaluator meanAveragePrecision",
+            mllib["meanAveragePrecision"],
+            None,
+            "differs: MLlib's MAP has no cut-off and divides by R",
+        ),
+        check(
+            "global AUC (exact)",
+            value("auc", None, "global"),
+            "BinaryClassificationEvaluator numBins=0",
+            auc_exact,
+            TOLERANCE,
+            "same definition: ties count 1/2",
+        ),
+        check(
+            "global AUC (exact)",
+            value("auc", None, "global"),
+            "BinaryClassificationEvaluator numBins=1000",
+            auc_binned,
+            None,
+            "differs: MLlib bins the scores (approximate AUC)",
+        ),
     ]
 
 
@@ -477,12 +559,22 @@ class Report:
                 r = metrics.median / floor.median
                 out.append((f"{size}: metric stage <= 2x floor", r <= 2, f"{r:.2f}x"))
             if metrics and mllib:
-                out.append((f"{size}: metric stage < MLlib RankingEvaluator", metrics.median < mllib.median,
-                            f"{metrics.median:.2f} s vs {mllib.median:.2f} s"))
+                out.append(
+                    (
+                        f"{size}: metric stage < MLlib RankingEvaluator",
+                        metrics.median < mllib.median,
+                        f"{metrics.median:.2f} s vs {mllib.median:.2f} s",
+                    )
+                )
             same = self.timing(size, "mllib_same_output")
             if metrics and same:
-                out.append((f"{size}: (not a target) metric stage vs MLlib for the same output",
-                            metrics.median < same.median, f"{metrics.median:.2f} s vs {same.median:.2f} s (derived)"))
+                out.append(
+                    (
+                        f"{size}: (not a target) metric stage vs MLlib for the same output",
+                        metrics.median < same.median,
+                        f"{metrics.median:.2f} s vs {same.median:.2f} s (derived)",
+                    )
+                )
             if floor and job:
                 r = job.median / floor.median
                 out.append((f"{size}: whole job <= 4x floor", r <= 4, f"{r:.2f}x"))
@@ -493,8 +585,13 @@ class Report:
                 if a and b:
                     r = b.median / a.median
                     rows = b.rows / a.rows
-                    out.append((f"{large}/{small} time ({task}) <= {25 * rows / 20:.0f}x", r <= 25 * rows / 20,
-                                f"{r:.1f}x for {rows:.0f}x rows"))
+                    out.append(
+                        (
+                            f"{large}/{small} time ({task}) <= {25 * rows / 20:.0f}x",
+                            r <= 25 * rows / 20,
+                            f"{r:.1f}x for {rows:.0f}x rows",
+                        )
+                    )
         return out
 
     def linearity_pair(self) -> tuple[str | None, str | None]:
@@ -504,8 +601,7 @@ class Report:
     def markdown(self) -> str:
         sizes = self.sizes
         rows = {s: next(t.rows for t in self.timings if t.size == s) for s in sizes}
-        lines = [f"Machine: {self.machine['summary']}", "",
-                 f"Reproduce: `{self.command}`", ""]
+        lines = [f"Machine: {self.machine['summary']}", "", f"Reproduce: `{self.command}`", ""]
         head = "| task | " + " | ".join(f"{s}: s | {s}: M rows/s | {s}: x floor" for s in sizes)
         small, large = self.linearity_pair()
         if small:
@@ -521,36 +617,56 @@ class Report:
                     cells += ["–", "–", "–"]
                     continue
                 mark = "*" if t.scale > 1 else ""
-                cells += [f"{t.median:.2f}{mark}", f"{rows[s] / t.median / 1e6:.2f}",
-                          f"{t.median / floor.median:.2f}" if floor else "–"]
+                cells += [
+                    f"{t.median:.2f}{mark}",
+                    f"{rows[s] / t.median / 1e6:.2f}",
+                    f"{t.median / floor.median:.2f}" if floor else "–",
+                ]
             if small:
                 a, b = self.timing(small, task), self.timing(large, task)
                 cells.append(f"{b.median / a.median:.1f}x" if a and b else "–")
             lines.append("| " + " | ".join(cells) + " |")
         repeats = max((len(t.seconds) for t in self.timings if t.task != "plain"), default=0)
-        lines += ["", f"Median of {repeats} interleaved repeat(s) (each round runs every task once, so a noisy "
-                  "machine slows them alike), after a warm-up round at the first size and an untimed read of each "
-                  "later day; rows = exposure rows of the day; x floor = median / the floor's median at the same "
-                  "size."]
+        lines += [
+            "",
+            f"Median of {repeats} interleaved repeat(s) (each round runs every task once, so a noisy "
+            "machine slows them alike), after a warm-up round at the first size and an untimed read of each "
+            "later day; rows = exposure rows of the day; x floor = median / the floor's median at the same "
+            "size.",
+        ]
         plain = [t for t in self.timings if t.task == "plain"]
         if plain:
-            desc = ", ".join(f"{t.size}: " + ("all users" if t.scale == 1 else f"1 user in {t.scale}, time x{t.scale}")
-                             for t in plain)
-            lines.append(f"The plain per-user UDF ran once per size ({desc}); * marks a time scaled up "
-                         "from a subsample.")
+            desc = ", ".join(
+                f"{t.size}: " + ("all users" if t.scale == 1 else f"1 user in {t.scale}, time x{t.scale}")
+                for t in plain
+            )
+            lines.append(
+                f"The plain per-user UDF ran once per size ({desc}); * marks a time scaled up from a subsample."
+            )
         if any(t.task == "mllib_same_output" for t in self.timings):
-            lines.append("† derived from the rounds' own timings, not run: MLlib's list building + 20 times its mean "
-                         "time per `RankingEvaluator` evaluation (one pass over the cached lists, whatever k) + its "
-                         "`numBins=0` AUC. Our stage also gives MRR, hit rate, per-user AUC, GAUC and the per-user "
-                         "table, which MLlib has no evaluator for.")
-        lines += ["", "Not installable here (not run; seconds measured elsewhere on local[2], from "
-                  "REFERENCES.md, at 1M / 5M / 20M): " + "; ".join(
-                      f"{name}: {' / '.join(f'{v:.2f}' for v in values)}" for name, values in CITED) + "."]
+            lines.append(
+                "† derived from the rounds' own timings, not run: MLlib's list building + 20 times its mean "
+                "time per `RankingEvaluator` evaluation (one pass over the cached lists, whatever k) + its "
+                "`numBins=0` AUC. Our stage also gives MRR, hit rate, per-user AUC, GAUC and the per-user "
+                "table, which MLlib has no evaluator for."
+            )
+        lines += [
+            "",
+            "Not installable here (not run; seconds measured elsewhere on local[2], from "
+            "REFERENCES.md, at 1M / 5M / 20M): "
+            + "; ".join(f"{name}: {' / '.join(f'{v:.2f}' for v in values)}" for name, values in CITED)
+            + ".",
+        ]
         lines += ["", "| target | met | measured |", "|---|---|---|"]
         for target, met, evidence in self.targets():
             lines.append(f"| {target} | {'yes' if met else 'NO'} | {evidence} |")
-        lines += ["", "Agreement (max |ours − peer|; tolerance 1e-9 where the definitions coincide):", "",
-                  "| size | ours | peer | compared | max abs diff | verdict | note |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "Agreement (max |ours − peer|; tolerance 1e-9 where the definitions coincide):",
+            "",
+            "| size | ours | peer | compared | max abs diff | verdict | note |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for c in self.checks:
             verdict = ("same" if c.ok else "DISAGREE") if c.tolerance is not None else "differs (shown)"
             if c.mismatched:
@@ -560,20 +676,34 @@ class Report:
         lines += ["", "Plan: " + "; ".join(f"{k}: {v}" for k, v in self.structure.items())]
         if self.skew:
             k = self.skew
-            lines += ["", f"Memory under skew: a day of {k['rows']} exposure rows where one user ({k['user']}) has "
-                      f"{k['heavy_rows']} of them, whole job in {k['master']} with driver memory "
-                      f"{k['driver_memory']} and execution.max_user_rows={k['max_user_rows']}: status {k['status']} "
-                      f"in {k['seconds']:.1f} s; users on the bounded path: {k['users_over_row_bound']}; the heavy "
-                      f"user's AUC {k['auc']:.12f} vs scikit-learn on its labelled rows {k['expected_auc']:.12f} "
-                      f"(|diff| {k['auc_diff']:.1e}); peak RSS: largest Python worker {k['peak_python_worker_mib']} "
-                      f"MiB, JVM {k['peak_jvm_mib']} MiB.", "", "Summary note: " + "; ".join(k["notes"])]
+            lines += [
+                "",
+                f"Memory under skew: a day of {k['rows']} exposure rows where one user ({k['user']}) has "
+                f"{k['heavy_rows']} of them, whole job in {k['master']} with driver memory "
+                f"{k['driver_memory']} and execution.max_user_rows={k['max_user_rows']}: status {k['status']} "
+                f"in {k['seconds']:.1f} s; users on the bounded path: {k['users_over_row_bound']}; the heavy "
+                f"user's AUC {k['auc']:.12f} vs scikit-learn on its labelled rows {k['expected_auc']:.12f} "
+                f"(|diff| {k['auc_diff']:.1e}); peak RSS: largest Python worker {k['peak_python_worker_mib']} "
+                f"MiB, JVM {k['peak_jvm_mib']} MiB.",
+                "",
+                "Summary note: " + "; ".join(k["notes"]),
+            ]
         return "\n".join(lines) + "\n"
 
     def to_json(self) -> str:
-        return json.dumps({"skew": self.skew, "timings": [asdict(t) | {"median": t.median} for t in self.timings],
-                           "checks": [asdict(c) | {"ok": c.ok} for c in self.checks],
-                           "structure": self.structure, "machine": self.machine, "command": self.command,
-                           "targets": self.targets()}, indent=1, default=str)
+        return json.dumps(
+            {
+                "skew": self.skew,
+                "timings": [asdict(t) | {"median": t.median} for t in self.timings],
+                "checks": [asdict(c) | {"ok": c.ok} for c in self.checks],
+                "structure": self.structure,
+                "machine": self.machine,
+                "command": self.command,
+                "targets": self.targets(),
+            },
+            indent=1,
+            default=str,
+        )
 
 
 def machine_info(spark: SparkSession) -> dict[str, Any]:
@@ -586,18 +716,25 @@ def machine_info(spark: SparkSession) -> dict[str, Any]:
     mem_gib = None
     with contextlib.suppress(OSError, ValueError, IndexError):
         kib = int(Path("/proc/meminfo").read_text().split("MemTotal:")[1].split()[0])
-        mem_gib = round(kib / 2 ** 20, 1)
+        mem_gib = round(kib / 2**20, 1)
     conf = spark.sparkContext.getConf()
     info = {
-        "cpu": cpu, "cores": os.cpu_count(), "memory_gib": mem_gib, "os": platform.platform(terse=True),
-        "python": platform.python_version(), "pyspark": spark.version,
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": mem_gib,
+        "os": platform.platform(terse=True),
+        "python": platform.python_version(),
+        "pyspark": spark.version,
         "java": spark.sparkContext._jvm.java.lang.System.getProperty("java.version"),  # noqa: SLF001
-        "master": spark.sparkContext.master, "driver_memory": conf.get("spark.driver.memory", "1g"),
+        "master": spark.sparkContext.master,
+        "driver_memory": conf.get("spark.driver.memory", "1g"),
         "loadavg_start": _loadavg(),
     }
-    info["summary"] = (f"{info['cpu']}, {info['cores']} cores, {mem_gib} GiB, {info['os']}; Python "
-                       f"{info['python']}, PySpark {info['pyspark']}, Java {info['java']}; "
-                       f"{info['master']}, driver memory {info['driver_memory']}")
+    info["summary"] = (
+        f"{info['cpu']}, {info['cores']} cores, {mem_gib} GiB, {info['os']}; Python "
+        f"{info['python']}, PySpark {info['pyspark']}, Java {info['java']}; "
+        f"{info['master']}, driver memory {info['driver_memory']}"
+    )
     return info
 
 
@@ -634,7 +771,7 @@ class MemoryWatch:
             self._stop.wait(self.interval)
 
     def mib(self, kind: str) -> int | None:
-        return round(self.peak[kind] / 2 ** 20) if kind in self.peak else None
+        return round(self.peak[kind] / 2**20) if kind in self.peak else None
 
 
 def _descendants(root: int) -> list[tuple[int, str]]:
@@ -662,8 +799,15 @@ def _rss(pid: int) -> int:
     return 0
 
 
-def run_skew(spark: SparkSession, cfg: Config, root: str | Path, rows: int = 1_000_000,
-             heavy_rows: int = 2_000_000, seed: int = 7, say: Callable[[str], None] = print) -> dict[str, Any]:
+def run_skew(
+    spark: SparkSession,
+    cfg: Config,
+    root: str | Path,
+    rows: int = 1_000_000,
+    heavy_rows: int = 2_000_000,
+    seed: int = 7,
+    say: Callable[[str], None] = print,
+) -> dict[str, Any]:
     """The whole job on a day where one user has ``heavy_rows`` exposures; memory watched, heavy AUC checked.
 
     The check pulls the heavy user's labelled (score, clicked) pairs to the
@@ -684,26 +828,43 @@ def run_skew(spark: SparkSession, cfg: Config, root: str | Path, rows: int = 1_0
             status = "hard_rule_violated"
         seconds = time.perf_counter() - started
     summary = json.loads((output / "summary" / f"dt={DATE.isoformat()}" / "summary.json").read_text())
-    ours = (spark.read.parquet(str(output / "user_metrics" / f"dt={DATE.isoformat()}"))
-            .where((F.col(SLICE) == ALL) & (F.col(USER) == user)).first())
+    ours = (
+        spark.read.parquet(str(output / "user_metrics" / f"dt={DATE.isoformat()}"))
+        .where((F.col(SLICE) == ALL) & (F.col(USER) == user))
+        .first()
+    )
     day = Day(spark, cfg, "skew", str(input_root), str(root / "work" / "skew-check"))
-    pairs = (labelled_exposures(day.join()).where((F.col(USER) == user) & F.col(ITEM).isNotNull())
-             .select(SCORE, (F.col(RELEVANCE) > 0).alias("y")).toPandas())
+    pairs = (
+        labelled_exposures(day.join())
+        .where((F.col(USER) == user) & F.col(ITEM).isNotNull())
+        .select(SCORE, (F.col(RELEVANCE) > 0).alias("y"))
+        .toPandas()
+    )
     expected = float(roc_auc_score(pairs["y"], pairs[SCORE]))
     conf = spark.sparkContext.getConf()
     result = {
         "rows": int(json.loads((input_root / "_bench.json").read_text())["summary"]["days"][0]["exposure_rows"]),
-        "heavy_rows": len(pairs), "user": user, "status": status, "seconds": seconds,
-        "master": spark.sparkContext.master, "driver_memory": conf.get("spark.driver.memory", "1g"),
+        "heavy_rows": len(pairs),
+        "user": user,
+        "status": status,
+        "seconds": seconds,
+        "master": spark.sparkContext.master,
+        "driver_memory": conf.get("spark.driver.memory", "1g"),
         "max_user_rows": cfg.execution.max_user_rows,
         "users_over_row_bound": summary["data_quality"].get("users_over_row_bound"),
-        "auc": ours["auc"], "expected_auc": expected, "auc_diff": abs(ours["auc"] - expected),
-        "n_exposures": ours["n_exposures"], "peak_python_worker_mib": watch.mib("python_worker"),
-        "peak_jvm_mib": watch.mib("jvm"), "notes": [n for n in summary.get("notes", []) if "max_user_rows" in n],
+        "auc": ours["auc"],
+        "expected_auc": expected,
+        "auc_diff": abs(ours["auc"] - expected),
+        "n_exposures": ours["n_exposures"],
+        "peak_python_worker_mib": watch.mib("python_worker"),
+        "peak_jvm_mib": watch.mib("jvm"),
+        "notes": [n for n in summary.get("notes", []) if "max_user_rows" in n],
     }
-    say(f"[skew] {status} in {seconds:.1f} s; heavy user AUC {result['auc']} vs {expected} "
+    say(
+        f"[skew] {status} in {seconds:.1f} s; heavy user AUC {result['auc']} vs {expected} "
         f"({result['n_exposures']} exposures); peak Python worker {result['peak_python_worker_mib']} MiB, "
-        f"JVM {result['peak_jvm_mib']} MiB")
+        f"JVM {result['peak_jvm_mib']} MiB"
+    )
     return result
 
 
@@ -717,9 +878,15 @@ _SAY = functools.partial(print, flush=True)
 SWEEP = ((200_000, 10_000), (50_000, 10_000), (800_000, 10_000), (200_000, 2_000), (200_000, 50_000))
 
 
-def run_sweep(spark: SparkSession, configs: dict[tuple[int, int], Config], root: str | Path, rows: int,
-              repeats: int = 2, seed: int = 7, say: Callable[[str], None] = _SAY,
-              ) -> list[dict[str, Any]]:
+def run_sweep(
+    spark: SparkSession,
+    configs: dict[tuple[int, int], Config],
+    root: str | Path,
+    rows: int,
+    repeats: int = 2,
+    seed: int = 7,
+    say: Callable[[str], None] = _SAY,
+) -> list[dict[str, Any]]:
     """The metric stage on one day under each (rows_per_bucket, arrow_batch_rows) of ``configs``.
 
     Rounds are interleaved (each runs every setting once) after an untimed one; the Arrow batch size
@@ -741,32 +908,54 @@ def run_sweep(spark: SparkSession, configs: dict[tuple[int, int], Config], root:
                 day.uncache_labelled()
                 if round_no:
                     seconds[key].append(took)
-                say(f"[sweep] {'round ' + str(round_no) if round_no else 'warm-up'} rows_per_bucket={key[0]} "
-                    f"arrow_batch_rows={key[1]}: {took:.2f} s")
+                say(
+                    f"[sweep] {'round ' + str(round_no) if round_no else 'warm-up'} rows_per_bucket={key[0]} "
+                    f"arrow_batch_rows={key[1]}: {took:.2f} s"
+                )
     finally:
         spark.conf.set(ARROW_BATCH_KEY, before)
-    return [{"rows_per_bucket": b, "arrow_batch_rows": a, "seconds": s, "median": statistics.median(s)}
-            for (b, a), s in seconds.items()]
+    return [
+        {"rows_per_bucket": b, "arrow_batch_rows": a, "seconds": s, "median": statistics.median(s)}
+        for (b, a), s in seconds.items()
+    ]
 
 
 def sweep_markdown(results: list[dict[str, Any]], rows: int, machine: dict[str, Any], command: str) -> str:
     """The sweep as a table; the first row (the defaults) is the reference."""
     reference = results[0]["median"]
-    lines = [f"Machine: {machine['summary']}", "", f"Reproduce: `{command}`", "",
-             f"Metric stage on a day of {rows} exposures, median of {len(results[0]['seconds'])} interleaved "
-             "rounds after an untimed one.", "",
-             "| execution.rows_per_bucket | execution.arrow_batch_rows | s | × defaults |", "|---|---|---|---|"]
+    lines = [
+        f"Machine: {machine['summary']}",
+        "",
+        f"Reproduce: `{command}`",
+        "",
+        f"Metric stage on a day of {rows} exposures, median of {len(results[0]['seconds'])} interleaved "
+        "rounds after an untimed one.",
+        "",
+        "| execution.rows_per_bucket | execution.arrow_batch_rows | s | × defaults |",
+        "|---|---|---|---|",
+    ]
     for r in results:
-        lines.append(f"| {r['rows_per_bucket']} | {r['arrow_batch_rows']} | {r['median']:.2f} | "
-                     f"{r['median'] / reference:.2f} |")
+        lines.append(
+            f"| {r['rows_per_bucket']} | {r['arrow_batch_rows']} | {r['median']:.2f} | {r['median'] / reference:.2f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 # --- the run ------------------------------------------------------------------------------------
-def run_bench(spark: SparkSession, cfg: Config, sizes: Sequence[tuple[str, int]], root: str | Path,
-              repeats: int = 3, warmup: int = 1, seed: int = 7, plain_max_rows: int = 1_000_000,
-              command: str = "", say: Callable[[str], None] = _SAY,
-              tasks: Sequence[str] = tuple(TASKS), on_size: Callable[[Report], None] | None = None) -> Report:
+def run_bench(
+    spark: SparkSession,
+    cfg: Config,
+    sizes: Sequence[tuple[str, int]],
+    root: str | Path,
+    repeats: int = 3,
+    warmup: int = 1,
+    seed: int = 7,
+    plain_max_rows: int = 1_000_000,
+    command: str = "",
+    say: Callable[[str], None] = _SAY,
+    tasks: Sequence[str] = tuple(TASKS),
+    on_size: Callable[[Report], None] | None = None,
+) -> Report:
     """Generate (or reuse) each day, time every task, check agreement; return the report.
 
     ``tasks`` limits what runs (for tuning); agreement is checked only with all of them.
@@ -804,9 +993,12 @@ def run_bench(spark: SparkSession, cfg: Config, sizes: Sequence[tuple[str, int]]
                     seconds[task].append(took)
                     if task == "mllib_auc_exact" and "mllib_parts" in day.last:
                         seconds.setdefault("mllib_same_output", []).append(
-                            same_output_seconds(*day.last["mllib_parts"], len(cfg.metrics.k), took))
-                say(f"[{size}] {'round ' + str(round_no - warmup * first + 1) if timed else 'warm-up'} {task}: "
-                    f"{took:.2f} s")
+                            same_output_seconds(*day.last["mllib_parts"], len(cfg.metrics.k), took)
+                        )
+                say(
+                    f"[{size}] {'round ' + str(round_no - warmup * first + 1) if timed else 'warm-up'} {task}: "
+                    f"{took:.2f} s"
+                )
             day.uncache_labelled()
         timings += [Timing(size, day.rows, task, s) for task, s in seconds.items()]
 
@@ -824,13 +1016,20 @@ def run_bench(spark: SparkSession, cfg: Config, sizes: Sequence[tuple[str, int]]
                 day.metric_stage()
             note = "all users" if one_in == 1 else f"users with xxhash64(user_id) % {one_in} == 0"
             checks += per_user_checks(spark, size, day.last["users_path"], day.last["plain_path"], note)
-            checks += aggregate_checks(size, day.last["metrics"], day.last["mllib_ranking"],
-                                       day.last["mllib_auc"], day.last["mllib_auc_exact"])
+            checks += aggregate_checks(
+                size, day.last["metrics"], day.last["mllib_ranking"], day.last["mllib_auc"], day.last["mllib_auc_exact"]
+            )
             by_user = day.user_partitions()
-            users = UserMetrics(ranking_input(by_user, cfg.ranking.list_unit, has_score=True), cfg.metrics.k,
-                                cfg.metrics.ndcg_gain, None, cfg.execution.max_user_rows)
-            structure.setdefault("shuffles of labelled exposures in the per-user stage",
-                                 shuffles_before_cache(users.frame))
+            users = UserMetrics(
+                ranking_input(by_user, cfg.ranking.list_unit, has_score=True),
+                cfg.metrics.k,
+                cfg.metrics.ndcg_gain,
+                None,
+                cfg.execution.max_user_rows,
+            )
+            structure.setdefault(
+                "shuffles of labelled exposures in the per-user stage", shuffles_before_cache(users.frame)
+            )
             by_user.unpersist()
         finally:
             day.uncache_labelled()
@@ -857,22 +1056,38 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first (default 1)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--root", default="build/bench", help="data, work files and report (default build/bench)")
-    parser.add_argument("--plain-max-rows", type=parse_size, default=("1M", 1_000_000),
-                        help="above this, the plain per-user UDF runs on a user subsample (default 1M)")
+    parser.add_argument(
+        "--plain-max-rows",
+        type=parse_size,
+        default=("1M", 1_000_000),
+        help="above this, the plain per-user UDF runs on a user subsample (default 1M)",
+    )
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--config", help="TOML settings file for the job (default: built-in defaults)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one job setting")
-    parser.add_argument("--skew-rows", type=parse_size, default=("2M", 2_000_000),
-                        help="the skew check: one user with this many exposures (default 2M), 0 to skip")
-    parser.add_argument("--skew-base", type=parse_size, default=("1M", 1_000_000),
-                        help="the skew check: exposures of everyone else (default 1M)")
+    parser.add_argument(
+        "--skew-rows",
+        type=parse_size,
+        default=("2M", 2_000_000),
+        help="the skew check: one user with this many exposures (default 2M), 0 to skip",
+    )
+    parser.add_argument(
+        "--skew-base",
+        type=parse_size,
+        default=("1M", 1_000_000),
+        help="the skew check: exposures of everyone else (default 1M)",
+    )
     parser.add_argument("--only", help=f"comma-separated tasks to run, no agreement checks ({', '.join(TASKS)})")
-    parser.add_argument("--sweep", action="store_true",
-                        help="instead: time the metric stage at the first size under a few rows_per_bucket and "
-                             "arrow_batch_rows settings (build/bench/sweep.md)")
-    parser.add_argument("--smoke", action="store_true",
-                        help=f"seconds: one {SMOKE_ROWS // 1000}k-row day, one repeat, no warm-up")
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="instead: time the metric stage at the first size under a few rows_per_bucket and "
+        "arrow_batch_rows settings (build/bench/sweep.md)",
+    )
+    parser.add_argument(
+        "--smoke", action="store_true", help=f"seconds: one {SMOKE_ROWS // 1000}k-row day, one repeat, no warm-up"
+    )
     return parser
 
 
@@ -888,15 +1103,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         skew_cfg, skew = load_config(args.config, [*args.set, "execution.max_user_rows=1000"]), (SMOKE_ROWS, 5000)
     else:
         sizes, repeats, warmup = [parse_size(s) for s in args.sizes.split(",")], args.repeats, args.warmup
-    settings = job_settings(cfg.execution.arrow_batch_rows,
-                            {"spark.driver.memory": args.driver_memory, "spark.ui.enabled": "false", **cfg.spark})
+    settings = job_settings(
+        cfg.execution.arrow_batch_rows,
+        {"spark.driver.memory": args.driver_memory, "spark.ui.enabled": "false", **cfg.spark},
+    )
     spark = build_session("recsys-spark-bench", args.master, settings, log_level="ERROR")
     command = "python -m benchmarks.bench " + " ".join(argv if argv is not None else sys.argv[1:])
     if args.sweep:
         try:
             size, rows = sizes[0]
-            configs = {(b, a): load_config(args.config, [*args.set, f"execution.rows_per_bucket={b}",
-                                                         f"execution.arrow_batch_rows={a}"]) for b, a in SWEEP}
+            configs = {
+                (b, a): load_config(
+                    args.config, [*args.set, f"execution.rows_per_bucket={b}", f"execution.arrow_batch_rows={a}"]
+                )
+                for b, a in SWEEP
+            }
             results = run_sweep(spark, configs, args.root, rows, repeats, args.seed)
             text = sweep_markdown(results, rows, machine_info(spark), command.strip())
         finally:
@@ -908,8 +1129,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         tasks = args.only.split(",") if args.only else tuple(TASKS)
-        report = run_bench(spark, cfg, sizes, args.root, repeats, warmup, args.seed, args.plain_max_rows[1],
-                           command.strip(), tasks=tasks, on_size=lambda partial: save(partial, Path(args.root)))
+        report = run_bench(
+            spark,
+            cfg,
+            sizes,
+            args.root,
+            repeats,
+            warmup,
+            args.seed,
+            args.plain_max_rows[1],
+            command.strip(),
+            tasks=tasks,
+            on_size=lambda partial: save(partial, Path(args.root)),
+        )
         if skew[1]:
             report.skew = run_skew(spark, skew_cfg, args.root, skew[0], skew[1], args.seed)
     finally:
@@ -919,8 +1151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if failed:
         print(f"{len(failed)} agreement check(s) failed", file=sys.stderr)
     if report.skew and not (report.skew["auc_diff"] <= TOLERANCE and report.skew["users_over_row_bound"] == 1):
-        print("skew check failed: the heavy user's AUC is not exact or it did not take the bounded path",
-              file=sys.stderr)
+        print(
+            "skew check failed: the heavy user's AUC is not exact or it did not take the bounded path", file=sys.stderr
+        )
         failed.append(report.skew)
     return 1 if failed else 0
 

@@ -41,9 +41,13 @@ def main() -> None:
     rng = np.random.default_rng(0)
     n, length = args.users, args.list
     items = np.argsort(rng.random((n, args.items)), axis=1)[:, : length + 3]
-    lists = pd.DataFrame({"user_id": np.repeat([f"u{u}" for u in range(n)], length),
-                          "item_id": items[:, :length].ravel().astype(str),
-                          "rank": np.tile(np.arange(1, length + 1), n).astype(float)})
+    lists = pd.DataFrame(
+        {
+            "user_id": np.repeat([f"u{u}" for u in range(n)], length),
+            "item_id": items[:, :length].ravel().astype(str),
+            "rank": np.tile(np.arange(1, length + 1), n).astype(float),
+        }
+    )
     # truth: 1-3 items per user, drawn from the list's items and 3 items outside it
     t_user, t_item = [], []
     for_truth = rng.integers(1, 4, n)
@@ -53,8 +57,11 @@ def main() -> None:
         t_item += items[u, pick].astype(str).tolist()
     truth = pd.DataFrame({"user_id": t_user, "item_id": t_item})
 
-    spark = build_session(master=args.master, settings={"spark.sql.shuffle.partitions": "4",
-                                                        "spark.ui.enabled": "false"}, log_level="ERROR")
+    spark = build_session(
+        master=args.master,
+        settings={"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"},
+        log_level="ERROR",
+    )
     tmp = tempfile.mkdtemp()
     spark.createDataFrame(lists).write.parquet(f"{tmp}/lists")
     spark.createDataFrame(truth).write.parquet(f"{tmp}/truth")
@@ -65,8 +72,13 @@ def main() -> None:
         recs = spark.read.parquet(f"{tmp}/lists").withColumn("score", F.lit(None).cast("double"))
         tr = spark.read.parquet(f"{tmp}/truth").withColumn("relevance", F.lit(1.0))
         ranked, _ = clean_lists(recs, None, False)
-        users = per_user(list_rows(ranked, tr, None, None), K.LIST_INPUT, K.list_columns([k]),
-                         lambda f: K.score_lists(f, [k], "linear"), 4).cache()
+        users = per_user(
+            list_rows(ranked, tr, None, None),
+            K.LIST_INPUT,
+            K.list_columns([k]),
+            lambda f: K.score_lists(f, [k], "linear"),
+            4,
+        ).cache()
         rows = aggregate(users, list_specs([k]), cfg.offline.confidence)
         users.unpersist()
         return {(r[0], r[1]): r[4] for r in rows if r[2] == "user_avg"}
@@ -79,8 +91,12 @@ def main() -> None:
         pairs = pred.join(lab, "user_id").select(F.col("p.item_id").alias("p"), "t").rdd.map(lambda r: (r[0], r[1]))
         pairs = pairs.cache()
         m = RankingMetrics(pairs)
-        out = {("precision", k): m.precisionAt(k), ("recall", k): m.recallAt(k), ("ndcg", k): m.ndcgAt(k),
-               ("map", k): m.meanAveragePrecisionAt(k)}
+        out = {
+            ("precision", k): m.precisionAt(k),
+            ("recall", k): m.recallAt(k),
+            ("ndcg", k): m.ndcgAt(k),
+            ("map", k): m.meanAveragePrecisionAt(k),
+        }
         pairs.unpersist()
         return out
 
@@ -97,8 +113,10 @@ def main() -> None:
     for key, value in b.items():
         assert abs(a[key] - value) < 1e-9, (key, a[key], value)
     med = {name: float(np.median(v)) for name, v in times.items()}
-    print(f"users={n} rows={n * length} k={k}: ours {med['ours']:.2f} s (with intervals), MLlib {med['mllib']:.2f} s; "
-          f"ratio ours/MLlib = {med['ours'] / med['mllib']:.2f}; agreement on P, R, NDCG, MAP @ {k}: < 1e-9")
+    print(
+        f"users={n} rows={n * length} k={k}: ours {med['ours']:.2f} s (with intervals), MLlib {med['mllib']:.2f} s; "
+        f"ratio ours/MLlib = {med['ours'] / med['mllib']:.2f}; agreement on P, R, NDCG, MAP @ {k}: < 1e-9"
+    )
     spark.stop()
 
 

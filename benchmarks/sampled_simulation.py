@@ -15,8 +15,9 @@ import numpy as np
 from recsys_spark.kernels import sampled as S
 
 
-def scenario(n: int, m: int, users: int, law: str, gamma: float,
-             seed: int = 1) -> dict[str, tuple[float, float, float]]:
+def scenario(
+    n: int, m: int, users: int, law: str, gamma: float, seed: int = 1
+) -> dict[str, tuple[float, float, float]]:
     rng = np.random.default_rng(seed)
     if law == "log-uniform":  # a decent model: targets spread over orders of magnitude of rank
         r = np.exp(rng.uniform(0, math.log(n), users))
@@ -38,7 +39,12 @@ def scenario(n: int, m: int, users: int, law: str, gamma: float,
 if __name__ == "__main__":
     print("| n | m | rank law | gamma | metric | exact | naive | corrected |")
     print("|---|---|---|---|---|---|---|---|")
-    for n, m, law, gamma in ((2000, 99, "log-uniform", 0.01), (2000, 99, "strong", 0.01), (2000, 99, "weak", 0.01),
-                             (20000, 99, "log-uniform", 0.01), (20000, 99, "log-uniform", 0.1)):
+    for n, m, law, gamma in (
+        (2000, 99, "log-uniform", 0.01),
+        (2000, 99, "strong", 0.01),
+        (2000, 99, "weak", 0.01),
+        (20000, 99, "log-uniform", 0.01),
+        (20000, 99, "log-uniform", 0.1),
+    ):
         for col, (exact, naive, corrected) in scenario(n, m, 20000, law, gamma).items():
             print(f"| {n} | {m} | {law} | {gamma} | {col} | {exact:.4f} | {naive:.4f} | {corrected:.4f} |")

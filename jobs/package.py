@@ -144,8 +144,19 @@ def build_executor_venv(dest: Path = EXECUTOR_VENV, requirements: Sequence[str] 
         shutil.rmtree(dest, ignore_errors=True)
         # sys.executable may itself be a venv's python: venv uses the base interpreter
         subprocess.run([sys.executable, "-m", "venv", str(dest)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        "--no-input", *requirements], check=True)
+        subprocess.run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-input",
+                *requirements,
+            ],
+            check=True,
+        )
         marker.write_text(wanted)
     return python
 
@@ -170,8 +181,10 @@ def pack_env(venv: Path = EXECUTOR_VENV, dest: Path = ENV_ARCHIVE, python_prefix
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python jobs/package.py", description=__doc__.split("\n")[0])
     parser.add_argument("what", choices=("zip", "env"), help="zip: dist/recsys_spark.zip; env: dist/env.tar.gz")
-    parser.add_argument("--python-prefix", help="env: where Python 3.11 lives on the cluster nodes "
-                        "(default: this interpreter's base prefix)")
+    parser.add_argument(
+        "--python-prefix",
+        help="env: where Python 3.11 lives on the cluster nodes (default: this interpreter's base prefix)",
+    )
     args = parser.parse_args(argv)
     if args.what == "zip":
         path = build_zip()
@@ -179,8 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         path = pack_env(build_executor_venv().parent.parent, python_prefix=args.python_prefix)
         prefix = args.python_prefix or sys.base_prefix
-        print(f"wrote {path.relative_to(REPO)} ({path.stat().st_size / 1e6:.0f} MB); "
-              f"its python links to {prefix}/bin/python3.11, which every node needs")
+        print(
+            f"wrote {path.relative_to(REPO)} ({path.stat().st_size / 1e6:.0f} MB); "
+            f"its python links to {prefix}/bin/python3.11, which every node needs"
+        )
     return 0
 
 

@@ -52,15 +52,36 @@ class MetricRow:
 
     def with_interval(self, interval: Interval) -> MetricRow:
         """This row with ``interval``'s se, bounds and method (its value is kept)."""
-        return MetricRow(self.metric, self.k, self.aggregation, self.slice, self.value, self.n, interval.se,
-                         interval.ci_low, interval.ci_high, interval.method)
+        return MetricRow(
+            self.metric,
+            self.k,
+            self.aggregation,
+            self.slice,
+            self.value,
+            self.n,
+            interval.se,
+            interval.ci_low,
+            interval.ci_high,
+            interval.method,
+        )
 
 
-def interval_row(metric: str, k: int | None, aggregation: str, slice_value: str, interval: Interval,
-                 n: int) -> MetricRow:
+def interval_row(
+    metric: str, k: int | None, aggregation: str, slice_value: str, interval: Interval, n: int
+) -> MetricRow:
     """A metrics row whose value, se and bounds come from ``interval``."""
-    return MetricRow(metric, k, aggregation, slice_value, interval.value, n, interval.se, interval.ci_low,
-                     interval.ci_high, interval.method)
+    return MetricRow(
+        metric,
+        k,
+        aggregation,
+        slice_value,
+        interval.value,
+        n,
+        interval.se,
+        interval.ci_low,
+        interval.ci_high,
+        interval.method,
+    )
 
 
 def _list_metric_columns(ks: Sequence[int]) -> list[tuple[str, int | None]]:
@@ -80,8 +101,10 @@ def _totals_of(ks: Sequence[int]):
         rows = [(s, partition, *row) for s, m in by_slice.items() for row in m.to_rows()]
         types = (pa.string(), pa.int64(), pa.string(), pa.string(), pa.float64())
         columns = zip(*rows, strict=True) if rows else ([],) * len(types)
-        yield pa.RecordBatch.from_arrays([pa.array(list(c), type=t) for c, t in zip(columns, types, strict=True)],
-                                         names=[SLICE, "partial", "part", "name", "value"])
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(list(c), type=t) for c, t in zip(columns, types, strict=True)],
+            names=[SLICE, "partial", "part", "name", "value"],
+        )
 
     return totals
 
@@ -107,11 +130,14 @@ def _totals(m: Moments, ks: Sequence[int]) -> dict[str, Any]:
     """Every sum and count the long table needs, by name."""
     # counts are ints, means and sums floats, absent means None: read by name right below
     agg: dict[str, Any] = {
-        "users": int(m.sums["users"]), "lists": int(m.sums["n_lists"]),
-        "lists_ranked": int(m.sums["n_lists_ranked"]), "relevant": int(m.sums["n_relevant"]),
+        "users": int(m.sums["users"]),
+        "lists": int(m.sums["n_lists"]),
+        "lists_ranked": int(m.sums["n_lists_ranked"]),
+        "relevant": int(m.sums["n_relevant"]),
         "exposures": int(m.sums["n_exposures"]),
         "users_without_ranked_list": int(m.sums["users_without_ranked_list"]),
-        "auc__wsum": m.wsum["auc"] if m.n["auc"] else None, "auc__w": m.w["auc"] if m.n["auc"] else None,
+        "auc__wsum": m.wsum["auc"] if m.n["auc"] else None,
+        "auc__w": m.w["auc"] if m.n["auc"] else None,
     }
     for name in m.n:
         agg[f"{name}__mean"] = m.mean[name] if m.n[name] else None
@@ -133,8 +159,14 @@ def _t(m: Moments, col: str, confidence: float) -> Interval:
 
 def weighted_ratio_stats(m: Moments, col: str) -> RatioStats:
     """Σ(x w) / Σw as a ratio of per-user sums: x w the numerator, w the denominator, over users with x."""
-    return RatioStats(m.n.get(col, 0.0), m.wsum.get(col, 0.0), m.w.get(col, 0.0), m.wsq.get(col, 0.0),
-                      m.w2.get(col, 0.0), m.xw2.get(col, 0.0))
+    return RatioStats(
+        m.n.get(col, 0.0),
+        m.wsum.get(col, 0.0),
+        m.w.get(col, 0.0),
+        m.wsq.get(col, 0.0),
+        m.w2.get(col, 0.0),
+        m.xw2.get(col, 0.0),
+    )
 
 
 def _weighted(m: Moments, col: str, confidence: float) -> Interval:
@@ -144,13 +176,23 @@ def _weighted(m: Moments, col: str, confidence: float) -> Interval:
 def _sum_ratio(m: Moments, num: str, den: str, scale: float = 1.0) -> RatioStats:
     """Σ num / (scale Σ den) over every user of the slice, from the plain sums and their products."""
     s = m.sums
-    return RatioStats(s["users"], s[num], scale * s[den], s[f"{num}*{num}"], scale * scale * s[f"{den}*{den}"],
-                      scale * s[f"{num}*{den}"])
+    return RatioStats(
+        s["users"],
+        s[num],
+        scale * s[den],
+        s[f"{num}*{num}"],
+        scale * scale * s[f"{den}*{den}"],
+        scale * s[f"{num}*{den}"],
+    )
 
 
-def aggregate_users(users: DataFrame | Mapping[str, Moments], ks: Sequence[int],
-                    pooled: Mapping[str, UPartial], confidence: float = 0.95,
-                    auc_replicates: Mapping[str, np.ndarray] | None = None) -> tuple[list[MetricRow], dict]:
+def aggregate_users(
+    users: DataFrame | Mapping[str, Moments],
+    ks: Sequence[int],
+    pooled: Mapping[str, UPartial],
+    confidence: float = 0.95,
+    auc_replicates: Mapping[str, np.ndarray] | None = None,
+) -> tuple[list[MetricRow], dict]:
     """(metric rows, per-slice counts) from the per-user table (or its {slice: Moments}) and the pooled AUC.
 
     ``auc_replicates``: {slice: pooled AUC per bootstrap replicate} (:func:`bootstrap.auc_bootstrap`),
@@ -174,32 +216,50 @@ def aggregate_users(users: DataFrame | Mapping[str, Moments], ks: Sequence[int],
         part = pooled.get(s)
         if part is not None:
             value = part.auc
-            row = MetricRow("auc", None, "global", s, None if math.isnan(value) else value,
-                            int(part.n_pos + part.n_neg))
+            row = MetricRow(
+                "auc", None, "global", s, None if math.isnan(value) else value, int(part.n_pos + part.n_neg)
+            )
             if auc_replicates is not None and s in auc_replicates and row.value is not None:
                 row = row.with_interval(bootstrap_interval(row.value, auc_replicates[s], confidence))
             rows.append(row)
         m = moments[s]
         n_auc = agg["auc__n"]
         rows.append(interval_row("auc", None, "user_avg", s, _t(m, "auc", confidence), n_auc))
-        rows.append(interval_row("auc", None, "impression_weighted", s, _weighted(m, "auc", confidence),
-                                 int(agg["auc__w"] or 0)))
+        rows.append(
+            interval_row(
+                "auc", None, "impression_weighted", s, _weighted(m, "auc", confidence), int(agg["auc__w"] or 0)
+            )
+        )
         for metric, k in _list_metric_columns(ks):
             col = metric_name(metric, k)
             rows.append(interval_row(metric, k, "user_avg", s, _t(m, col, confidence), agg[f"{col}__n"]))
-            rows.append(interval_row(metric, k, "list_avg", s, _weighted(m, col, confidence),
-                                     agg["lists_ranked"] or 0))
+            rows.append(interval_row(metric, k, "list_avg", s, _weighted(m, col, confidence), agg["lists_ranked"] or 0))
         for k in ks:
             lists = agg["lists_ranked"] or 0
-            rows.append(interval_row("precision", k, "global", s, delta_interval(
-                _sum_ratio(m, metric_name("hits", k), "n_lists_ranked", scale=k), confidence), lists))
-            rows.append(interval_row("recall", k, "global", s, delta_interval(
-                _sum_ratio(m, metric_name("hits", k), "n_relevant"), confidence), agg["relevant"] or 0))
+            rows.append(
+                interval_row(
+                    "precision",
+                    k,
+                    "global",
+                    s,
+                    delta_interval(_sum_ratio(m, metric_name("hits", k), "n_lists_ranked", scale=k), confidence),
+                    lists,
+                )
+            )
+            rows.append(
+                interval_row(
+                    "recall",
+                    k,
+                    "global",
+                    s,
+                    delta_interval(_sum_ratio(m, metric_name("hits", k), "n_relevant"), confidence),
+                    agg["relevant"] or 0,
+                )
+            )
     return rows, counts
 
 
 def metrics_frame(spark: SparkSession, rows: Iterable[MetricRow]) -> DataFrame:
     """The long metrics table as a (small) DataFrame."""
-    data = [(r.metric, r.k, r.aggregation, r.slice, r.value, r.n, r.se, r.ci_low, r.ci_high, r.ci_method)
-            for r in rows]
+    data = [(r.metric, r.k, r.aggregation, r.slice, r.value, r.n, r.se, r.ci_low, r.ci_high, r.ci_method) for r in rows]
     return spark.createDataFrame(data, METRICS_DDL)

@@ -53,8 +53,9 @@ _NAMES = ["slice", "name", "replicate", "key", "flag", "value"]
 
 def _batch(rows: list[tuple]) -> pa.RecordBatch:
     columns = list(zip(*rows, strict=True)) if rows else [() for _ in _NAMES]
-    return pa.RecordBatch.from_arrays([pa.array(list(c), type=t) for c, t in zip(columns, _TYPES, strict=True)],
-                                      names=_NAMES)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(list(c), type=t) for c, t in zip(columns, _TYPES, strict=True)], names=_NAMES
+    )
 
 
 def _weights(users: np.ndarray, replicates: int, seed: int) -> np.ndarray:
@@ -98,11 +99,17 @@ def _items_fn(replicates: int, seed: int):
         rows: list[tuple] = []
         for slice_value, at in attrs.groupby(SLICE, sort=False).indices.items():
             es, cs = e[at], c[at]
-            for name, values in (("overlap", (cs * (cs - 1.0)).sum(0)), ("pairs", cs.sum(0)),
-                                 ("exposures", es.sum(0)), ("novelty_log", (es * log_k[at, None]).sum(0))):
+            for name, values in (
+                ("overlap", (cs * (cs - 1.0)).sum(0)),
+                ("pairs", cs.sum(0)),
+                ("exposures", es.sum(0)),
+                ("novelty_log", (es * log_k[at, None]).sum(0)),
+            ):
                 rows += [(slice_value, name, r, None, None, float(v)) for r, v in enumerate(values)]
-            rows += [(slice_value, "hist", r, count, flag, n_items)
-                     for r, flag, count, n_items in histogram_rows(es, in_catalog[at])]
+            rows += [
+                (slice_value, "hist", r, count, flag, n_items)
+                for r, flag, count, n_items in histogram_rows(es, in_catalog[at])
+            ]
         yield _batch(rows)
 
     return items
@@ -110,6 +117,7 @@ def _items_fn(replicates: int, seed: int):
 
 def _categories_fn(replicates: int, seed: int):
     """(slice, user, category, c) rows, partitioned by user -> per (slice, category) Σ_u w_ur c_uc."""
+
     def categories(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         frames = [b.to_pandas() for b in batches if b.num_rows]
         if not frames:
@@ -119,10 +127,14 @@ def _categories_fn(replicates: int, seed: int):
         codes = df.groupby([SLICE, "category"], sort=False, dropna=False).ngroup().to_numpy()
         first = df.assign(_g=codes).drop_duplicates("_g").sort_values("_g")
         keys = list(zip(first[SLICE], first["category"], strict=True))  # key of each group code, in code order
-        sums, _ = item_replicates(codes, len(keys), df["c"].to_numpy(dtype=np.float64),
-                                  _weights(df[USER].to_numpy(), replicates, seed))
-        rows = [(slice_value, f"cat:{category}", r, None, None, float(v))
-                for (slice_value, category), row in zip(keys, sums, strict=True) for r, v in enumerate(row)]
+        sums, _ = item_replicates(
+            codes, len(keys), df["c"].to_numpy(dtype=np.float64), _weights(df[USER].to_numpy(), replicates, seed)
+        )
+        rows = [
+            (slice_value, f"cat:{category}", r, None, None, float(v))
+            for (slice_value, category), row in zip(keys, sums, strict=True)
+            for r, v in enumerate(row)
+        ]
         yield _batch(rows)
 
     return categories
@@ -137,26 +149,32 @@ class BootstrapSums:
     hist: dict[str, dict[int, dict[tuple[float, bool], float]]] = field(default_factory=dict)
 
 
-def bootstrap_sums(pairs: DataFrame, popularity: DataFrame | None, replicates: int, seed: int,
-                   categories: DataFrame | None = None) -> BootstrapSums:
+def bootstrap_sums(
+    pairs: DataFrame, popularity: DataFrame | None, replicates: int, seed: int, categories: DataFrame | None = None
+) -> BootstrapSums:
     """The replicate sums of every slice from the (slice, user, item, n, in_catalog) pairs (partitioned by user),
     and of the (slice, user, category, c) exposure counts when given (global category diversity)."""
     users = pairs.select(SLICE, USER).mapInArrow(_users_fn(replicates, seed), _SCHEMA)
     if categories is not None:
-        users = users.unionByName(categories.select(SLICE, USER, "category", "c")
-                                  .mapInArrow(_categories_fn(replicates, seed), _SCHEMA))
+        users = users.unionByName(
+            categories.select(SLICE, USER, "category", "c").mapInArrow(_categories_fn(replicates, seed), _SCHEMA)
+        )
     if popularity is not None:
         clickers = popularity.groupBy(ITEM).agg(F.count_distinct(USER).cast("double").alias("k"))
         with_k = pairs.join(clickers, on=ITEM, how="left")
     else:
         with_k = pairs.withColumn("k", F.lit(None).cast("double"))
-    items = (with_k
-             .select(SLICE, USER, ITEM, F.col("n").cast("double").alias("n"), "in_catalog", "k")
-             .repartition(ITEM)
-             .mapInArrow(_items_fn(replicates, seed), _SCHEMA))
-    rows = (users.unionByName(items)
-            .groupBy("slice", "name", "replicate", "key", "flag").agg(F.sum("value").alias("value"))
-            .collect())
+    items = (
+        with_k.select(SLICE, USER, ITEM, F.col("n").cast("double").alias("n"), "in_catalog", "k")
+        .repartition(ITEM)
+        .mapInArrow(_items_fn(replicates, seed), _SCHEMA)
+    )
+    rows = (
+        users.unionByName(items)
+        .groupBy("slice", "name", "replicate", "key", "flag")
+        .agg(F.sum("value").alias("value"))
+        .collect()
+    )
     out = BootstrapSums(replicates)
     for row in rows:
         s, name, r = row["slice"], row["name"], row["replicate"]
@@ -175,10 +193,16 @@ def _normalised_entropy(counts: np.ndarray, n_categories: int) -> float:
     return category_diversity(n, float(np.sum(c * np.log(c))), n_categories) if n > 0 else float("nan")
 
 
-def health_bootstrap_intervals(boot: BootstrapSums, slice_value: str, values: Mapping[tuple[str, str], float | None],
-                               n_clickers: int | None, catalog_zeros: float | None,
-                               confidence: float, catalog_items: int | None = None,
-                               n_categories: int | None = None) -> dict[tuple[str, str], Interval]:
+def health_bootstrap_intervals(
+    boot: BootstrapSums,
+    slice_value: str,
+    values: Mapping[tuple[str, str], float | None],
+    n_clickers: int | None,
+    catalog_zeros: float | None,
+    confidence: float,
+    catalog_items: int | None = None,
+    n_categories: int | None = None,
+) -> dict[tuple[str, str], Interval]:
     """{(metric, aggregation): Interval} of gini, personalization, novelty and item coverage of one slice.
 
     ``values``: the day's values of those rows (the interval is centred on them).  Item coverage in a
@@ -191,8 +215,7 @@ def health_bootstrap_intervals(boot: BootstrapSums, slice_value: str, values: Ma
     def get(name: str) -> np.ndarray:
         return s.get(name, zero)
 
-    replicates = {("personalization", "global"): personalization_replicates(get("overlap"), get("pairs"),
-                                                                           get("users"))}
+    replicates = {("personalization", "global"): personalization_replicates(get("overlap"), get("pairs"), get("users"))}
     if n_clickers is not None:
         replicates[("novelty", "global")] = novelty_replicates(get("novelty_log"), get("exposures"), n_clickers)
     exposed, catalog = gini_replicates(boot.hist.get(slice_value, {}), reps, catalog_zeros)
@@ -203,7 +226,8 @@ def health_bootstrap_intervals(boot: BootstrapSums, slice_value: str, values: Ma
     if cats and n_categories is not None:
         counts = np.vstack(cats)  # (categories, R)
         replicates[("category_diversity", "global")] = np.array(
-            [_normalised_entropy(counts[:, r], n_categories) for r in range(reps)])
+            [_normalised_entropy(counts[:, r], n_categories) for r in range(reps)]
+        )
     if catalog_items:
         hist = boot.hist.get(slice_value, {})
         covered = np.array([sum(m for (v, cat), m in hist.get(r, {}).items() if cat and v > 0) for r in range(reps)])
@@ -221,6 +245,7 @@ AUC_BINS = 64
 
 def _auc_fn(replicates: int, seed: int):
     """Rows sorted by score -> per (slice, score range) the weighted (U, P, N) of every replicate."""
+
     def partials(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         state: dict[tuple[str, int], WeightedU] = {}
         for batch in batches:
@@ -252,15 +277,18 @@ def auc_bootstrap(ranked: DataFrame, replicates: int, seed: int) -> dict[str, np
     import math
 
     score_bin = F.least(F.floor((F.atan(F.col(SCORE)) / math.pi + 0.5) * AUC_BINS), F.lit(AUC_BINS - 1)).cast("int")
-    rows = (ranked
-            .select(SLICE, USER, score_bin.alias("_bin"), F.col(SCORE), (F.col(RELEVANCE) > 0).alias("_positive"))
-            .repartition(SLICE, "_bin")
-            .sortWithinPartitions(SCORE)
-            .mapInArrow(_auc_fn(replicates, seed), _SCHEMA)
-            .collect())
+    rows = (
+        ranked.select(SLICE, USER, score_bin.alias("_bin"), F.col(SCORE), (F.col(RELEVANCE) > 0).alias("_positive"))
+        .repartition(SLICE, "_bin")
+        .sortWithinPartitions(SCORE)
+        .mapInArrow(_auc_fn(replicates, seed), _SCHEMA)
+        .collect()
+    )
     parts: dict[str, dict[int, dict[str, np.ndarray]]] = {}
     for row in rows:
         by_name = parts.setdefault(row["slice"], {}).setdefault(int(row["key"]), {})
         by_name.setdefault(row["name"], np.zeros(replicates))[row["replicate"]] = row["value"]
-    return {s: merge_weighted_u([(b["auc_u"], b["auc_pos"], b["auc_neg"]) for _, b in sorted(bins.items())])
-            for s, bins in parts.items()}
+    return {
+        s: merge_weighted_u([(b["auc_u"], b["auc_pos"], b["auc_neg"]) for _, b in sorted(bins.items())])
+        for s, bins in parts.items()
+    }

@@ -149,15 +149,17 @@ def rename_columns(df: DataFrame, columns: Mapping[str, str]) -> DataFrame:
 
 # --- outputs ----------------------------------------------------------------------------------
 #: the one-row ``summary`` table (besides the run columns and dt)
-SUMMARY_SCHEMA = T.StructType([
-    T.StructField("status", T.StringType()),
-    T.StructField("hard_rule_violated", T.BooleanType()),
-    T.StructField("failed_rules", T.ArrayType(T.StringType())),
-    T.StructField("headline", T.MapType(T.StringType(), T.DoubleType())),
-    T.StructField("exposure_rows", T.LongType()),
-    T.StructField("click_rows", T.LongType()),
-    T.StructField("summary_json", T.StringType()),
-])
+SUMMARY_SCHEMA = T.StructType(
+    [
+        T.StructField("status", T.StringType()),
+        T.StructField("hard_rule_violated", T.BooleanType()),
+        T.StructField("failed_rules", T.ArrayType(T.StringType())),
+        T.StructField("headline", T.MapType(T.StringType(), T.DoubleType())),
+        T.StructField("exposure_rows", T.LongType()),
+        T.StructField("click_rows", T.LongType()),
+        T.StructField("summary_json", T.StringType()),
+    ]
+)
 
 
 def split_slice(slice_col: Column) -> tuple[Column, Column]:
@@ -174,9 +176,12 @@ def enrich(df: DataFrame, day: str, run_id: str, config_hash: str, version: str)
     if SLICE in out.columns:
         name, value = split_slice(F.col(SLICE))
         out = out.withColumn("slice_name", name).withColumn("slice_value", value)
-    return (out.withColumn("run_id", F.lit(run_id)).withColumn("config_hash", F.lit(config_hash))
-            .withColumn("recsys_spark_version", F.lit(version))
-            .withColumn(PARTITION, F.lit(day).cast(T.DateType())))
+    return (
+        out.withColumn("run_id", F.lit(run_id))
+        .withColumn("config_hash", F.lit(config_hash))
+        .withColumn("recsys_spark_version", F.lit(version))
+        .withColumn(PARTITION, F.lit(day).cast(T.DateType()))
+    )
 
 
 def summary_frame(spark: SparkSession, summary: Mapping[str, Any]) -> DataFrame:
@@ -185,9 +190,15 @@ def summary_frame(spark: SparkSession, summary: Mapping[str, Any]) -> DataFrame:
     hard = any(r.get("severity") == "hard" and not r.get("passed") for r in rules)
     headline = {k: (None if v is None else float(v)) for k, v in summary.get("headline", {}).items()}
     rows = summary.get("input_rows", {})
-    row = (summary.get("status"), hard or summary.get("status") == "hard_rule_violated",
-           [r["rule"] for r in rules if not r.get("passed")], headline, rows.get("exposures"), rows.get("clicks"),
-           json.dumps(summary, sort_keys=False, default=str))
+    row = (
+        summary.get("status"),
+        hard or summary.get("status") == "hard_rule_violated",
+        [r["rule"] for r in rules if not r.get("passed")],
+        headline,
+        rows.get("exposures"),
+        rows.get("clicks"),
+        json.dumps(summary, sort_keys=False, default=str),
+    )
     return spark.createDataFrame([row], SUMMARY_SCHEMA)
 
 
@@ -208,8 +219,9 @@ def create_table_ddl(table: str, schema: T.StructType, table_format: str = "parq
     PARTITIONED BY (`dt`)
     """
     columns = ",\n".join(f"  `{f.name}` {_ddl_type(f.dataType)}" for f in schema.fields)
-    return (f"CREATE TABLE IF NOT EXISTS {quote(table)} (\n{columns})\nUSING {table_format}\n"
-            f"PARTITIONED BY (`{PARTITION}`)")
+    return (
+        f"CREATE TABLE IF NOT EXISTS {quote(table)} (\n{columns})\nUSING {table_format}\nPARTITIONED BY (`{PARTITION}`)"
+    )
 
 
 def _ddl_type(data_type: T.DataType) -> str:
@@ -228,16 +240,24 @@ def _align(spark: SparkSession, table: str, df: DataFrame) -> DataFrame:
     names = {f.name.lower() for f in existing.fields}
     new = [f for f in df.schema.fields if f.name.lower() not in names]
     if new:
-        spark.sql(f"ALTER TABLE {quote(table)} ADD COLUMNS ("
-                  + ", ".join(f"`{f.name}` {_ddl_type(f.dataType)}" for f in new) + ")")
+        spark.sql(
+            f"ALTER TABLE {quote(table)} ADD COLUMNS ("
+            + ", ".join(f"`{f.name}` {_ddl_type(f.dataType)}" for f in new)
+            + ")"
+        )
         existing = spark.table(table).schema
     have = {c.lower(): c for c in df.columns}
-    return df.select(*[(F.col(have[f.name.lower()]) if f.name.lower() in have else F.lit(None))
-                       .cast(f.dataType).alias(f.name) for f in existing.fields])
+    return df.select(
+        *[
+            (F.col(have[f.name.lower()]) if f.name.lower() in have else F.lit(None)).cast(f.dataType).alias(f.name)
+            for f in existing.fields
+        ]
+    )
 
 
-def write_partition(spark: SparkSession, table: str, df: DataFrame, table_format: str = "parquet",
-                    mode: str = "auto") -> None:
+def write_partition(
+    spark: SparkSession, table: str, df: DataFrame, table_format: str = "parquet", mode: str = "auto"
+) -> None:
     """Replace the partitions of ``table`` that ``df`` holds (one day), creating the table first.
 
     ``mode``: ``insert_overwrite`` (``INSERT OVERWRITE`` with dynamic partition overwrite: Hive
@@ -270,13 +290,26 @@ def published_tables(spark: SparkSession, output_root: str, day: str) -> list[st
     root = output_root.rstrip("/")
     if not fs.exists(spark, root):
         return []
-    return sorted(name for name in fs.children(spark, root)
-                  if not name.startswith(("_", ".")) and name != "summary"
-                  and fs.exists(spark, f"{root}/{name}/{PARTITION}={day}"))
+    return sorted(
+        name
+        for name in fs.children(spark, root)
+        if not name.startswith(("_", "."))
+        and name != "summary"
+        and fs.exists(spark, f"{root}/{name}/{PARTITION}={day}")
+    )
 
 
-def publish(spark: SparkSession, catalog: str, output_root: str, day: str, summary: Mapping[str, Any],
-            run_id: str, config_hash: str, table_format: str = "parquet", mode: str = "auto") -> list[str]:
+def publish(
+    spark: SparkSession,
+    catalog: str,
+    output_root: str,
+    day: str,
+    summary: Mapping[str, Any],
+    run_id: str,
+    config_hash: str,
+    table_format: str = "parquet",
+    mode: str = "auto",
+) -> list[str]:
     """Publish the day's committed outputs as ``{catalog}.{table}`` partitions; summary last.
 
     Reads each table back from ``{output_root}/{table}/dt={day}`` (already committed, so the
@@ -297,6 +330,11 @@ def publish(spark: SparkSession, catalog: str, output_root: str, day: str, summa
         written.append(name)
     name = f"{catalog}.summary"
     with log.stage("publish_summary", {}, table=name, date=day):
-        write_partition(spark, name, enrich(summary_frame(spark, summary), day, run_id, config_hash, __version__),
-                        table_format, mode)
+        write_partition(
+            spark,
+            name,
+            enrich(summary_frame(spark, summary), day, run_id, config_hash, __version__),
+            table_format,
+            mode,
+        )
     return [*written, name]

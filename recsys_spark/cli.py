@@ -41,8 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--input-root", required=True, help="root of the input tables")
     ev.add_argument("--output-root", required=True, help="root of the output tables")
     ev.add_argument("--config", help="TOML settings file (default: built-in defaults, as conf/default.toml)")
-    ev.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override one setting, VALUE in TOML (repeatable): --set metrics.k=[5,10]")
+    ev.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one setting, VALUE in TOML (repeatable): --set metrics.k=[5,10]",
+    )
     ev.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's when submitted)")
     ev.add_argument("--verbose", action="store_true", help="full tracebacks and INFO logs")
     ev.add_argument("--report", action="store_true", help="then write the HTML report ending on the last day")
@@ -85,6 +90,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command == "experiment":
             from recsys_spark.experiments import window_command
+
             return window_command(args)
         if args.command in ("offline", "offline-compare"):
             from recsys_spark.offline.cli import main as offline_main
@@ -98,6 +104,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     except JobError as exc:
         if verbose:
             import traceback
+
             traceback.print_exc()
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -107,9 +114,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - last resort: still one line, with the root cause
         if verbose:
             import traceback
+
             traceback.print_exc()
-        print(f"{PROG}: error: unexpected {type(exc).__name__}: {root_cause(exc, 500)} (rerun with --verbose)",
-              file=sys.stderr)
+        print(
+            f"{PROG}: error: unexpected {type(exc).__name__}: {root_cause(exc, 500)} (rerun with --verbose)",
+            file=sys.stderr,
+        )
         return 1
 
 
@@ -124,10 +134,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     from recsys_spark.pipeline import HEADLINE, _headline_name, evaluate_day
     from recsys_spark.session import build_session, job_settings
 
-    settings = {"spark.sql.session.timeZone": cfg.validation.time_zone,
-                **job_settings(cfg.execution.arrow_batch_rows, cfg.spark)}
-    spark = build_session(master=args.master, settings=settings,
-                          log_level="INFO" if args.verbose else cfg.execution.log_level)
+    settings = {
+        "spark.sql.session.timeZone": cfg.validation.time_zone,
+        **job_settings(cfg.execution.arrow_batch_rows, cfg.spark),
+    }
+    spark = build_session(
+        master=args.master, settings=settings, log_level="INFO" if args.verbose else cfg.execution.log_level
+    )
     failed: list[str] = []
     try:
         for day in dates:
@@ -137,8 +150,11 @@ def _evaluate(args: argparse.Namespace) -> int:
                 if len(dates) == 1:
                     raise
                 failed.append(day.isoformat())
-                reason = str(exc) if isinstance(exc, JobError) else \
-                    f"unexpected {type(exc).__name__}: {root_cause(exc, 500)}"
+                reason = (
+                    str(exc)
+                    if isinstance(exc, JobError)
+                    else f"unexpected {type(exc).__name__}: {root_cause(exc, 500)}"
+                )
                 print(f"{day}: failed: {reason}", file=sys.stderr)
                 if args.fail_fast:
                     break
@@ -149,6 +165,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     finally:
         if args.report:
             from recsys_spark.report.cli import write_day_report
+
             write_day_report(spark, cfg, args.output_root, dates[-1])
         spark.stop()
     if failed:
@@ -159,8 +176,9 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _print_headline(day: dt.date, summary: dict, headline, name) -> None:
     values = summary["headline"]
-    parts = [f"{name(m, k, a)}={values[name(m, k, a)]:.4f}" for m, k, a in headline
-             if values.get(name(m, k, a)) is not None]
+    parts = [
+        f"{name(m, k, a)}={values[name(m, k, a)]:.4f}" for m, k, a in headline if values.get(name(m, k, a)) is not None
+    ]
     quality = summary["data_quality"]
     failed = [r["rule"] for r in summary.get("rules", []) if not r["passed"]]
     print(f"{day}: {summary['status']}  " + "  ".join(parts))
@@ -168,10 +186,12 @@ def _print_headline(day: dt.date, summary: dict, headline, name) -> None:
         print(f"{day}: provisional: the next day's clicks are not there yet (late feedback); rerun to complete it")
     if failed:
         print(f"{day}: rules failed: {', '.join(failed)} (see rule_checks/dt={day})")
-    print(f"{day}: rows exposures={summary['input_rows']['exposures']} clicks={summary['input_rows']['clicks']} "
-          f"duplicates={quality['duplicate_exposures']} orphan_events={quality['orphan_events']} "
-          f"lists_without_relevant={quality.get('lists_without_relevant')} "
-          f"users_without_auc={quality.get('users_without_auc')}")
+    print(
+        f"{day}: rows exposures={summary['input_rows']['exposures']} clicks={summary['input_rows']['clicks']} "
+        f"duplicates={quality['duplicate_exposures']} orphan_events={quality['orphan_events']} "
+        f"lists_without_relevant={quality.get('lists_without_relevant')} "
+        f"users_without_auc={quality.get('users_without_auc')}"
+    )
 
 
 def main() -> NoReturn:
@@ -180,4 +200,3 @@ def main() -> NoReturn:
 
 if __name__ == "__main__":
     main()
-

@@ -100,8 +100,10 @@ class SlicesConfig:
     def __post_init__(self) -> None:
         head, tail = self.popularity_head_share, self.popularity_tail_share
         if not (head < 1 and tail < 1 and head + tail <= 1):
-            raise ConfigError("config keys slices.popularity_head_share and slices.popularity_tail_share: "
-                              f"expected shares below 1 that add up to at most 1, got {head} and {tail}")
+            raise ConfigError(
+                "config keys slices.popularity_head_share and slices.popularity_tail_share: "
+                f"expected shares below 1 that add up to at most 1, got {head} and {tail}"
+            )
 
 
 @dataclass(frozen=True)
@@ -116,8 +118,10 @@ class ValidationConfig:
         try:
             ZoneInfo(self.time_zone)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ConfigError(f"config key validation.time_zone: unknown time zone {self.time_zone!r} "
-                              "(an IANA name such as UTC or Asia/Shanghai)") from None
+            raise ConfigError(
+                f"config key validation.time_zone: unknown time zone {self.time_zone!r} "
+                "(an IANA name such as UTC or Asia/Shanghai)"
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -152,8 +156,10 @@ class OutputConfig:
         import re
 
         if self.catalog and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?", self.catalog):
-            raise ConfigError(f"config key output.catalog: expected a database name such as eval_db (or "
-                              f"catalog.database), got {self.catalog!r}")
+            raise ConfigError(
+                f"config key output.catalog: expected a database name such as eval_db (or "
+                f"catalog.database), got {self.catalog!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -164,8 +170,16 @@ class ExperimentsConfig:
     control: str = "control"
     correction: str = "holm"
     metrics: tuple[str, ...] = (
-        "auc_user_avg", "auc_impression_weighted", "ndcg@10_user_avg", "map@10_user_avg", "mrr_user_avg",
-        "precision@10_global", "recall@10_global", "hit_rate@10_user_avg", "exposure_ctr_global", "pv_ctr_global",
+        "auc_user_avg",
+        "auc_impression_weighted",
+        "ndcg@10_user_avg",
+        "map@10_user_avg",
+        "mrr_user_avg",
+        "precision@10_global",
+        "recall@10_global",
+        "hit_rate@10_user_avg",
+        "exposure_ctr_global",
+        "pv_ctr_global",
         "pv_failure_rate_global",
     )
     srm_p_threshold: float = 0.001
@@ -178,8 +192,9 @@ class ExperimentsConfig:
         from recsys_spark.kernels.experiments import CORRECTIONS, parse_metric
 
         if self.correction not in CORRECTIONS:
-            raise ConfigError(f"config key experiments.correction: expected one of {', '.join(CORRECTIONS)}, "
-                              f"got {self.correction!r}")
+            raise ConfigError(
+                f"config key experiments.correction: expected one of {', '.join(CORRECTIONS)}, got {self.correction!r}"
+            )
         if self.srm_severity not in ("soft", "hard"):
             raise ConfigError(f"config key experiments.srm_severity: expected soft or hard, got {self.srm_severity!r}")
         for name in self.metrics:
@@ -191,8 +206,10 @@ class ExperimentsConfig:
             if "/" not in key:
                 raise ConfigError(f"config key experiments.weights: expected EXPERIMENT/VARIANT keys, got {key!r}")
         if not 0 < self.power < 1 or not 0 < self.srm_p_threshold < 1:
-            raise ConfigError("config keys experiments.power and experiments.srm_p_threshold: expected a number "
-                              f"between 0 and 1, got {self.power} and {self.srm_p_threshold}")
+            raise ConfigError(
+                "config keys experiments.power and experiments.srm_p_threshold: expected a number "
+                f"between 0 and 1, got {self.power} and {self.srm_p_threshold}"
+            )
 
 
 @dataclass(frozen=True)
@@ -222,7 +239,8 @@ class OfflineConfig:
             raise ConfigError(f"config key offline.calibration_bins: expected at least 1, got {self.calibration_bins}")
         if not 0 < self.sampled_gamma <= 1:
             raise ConfigError(
-                f"config key offline.sampled_gamma: expected a number in (0, 1], got {self.sampled_gamma}")
+                f"config key offline.sampled_gamma: expected a number in (0, 1], got {self.sampled_gamma}"
+            )
         if not 0 < self.confidence < 1:
             raise ConfigError(f"config key offline.confidence: expected a number in (0, 1), got {self.confidence}")
         from recsys_spark.kernels.offline import parse_distortion, parse_range
@@ -252,12 +270,14 @@ class ReportConfig:
 
     def __post_init__(self) -> None:
         if not 0 < self.regression_level < 1:
-            raise ConfigError(f"config key report.regression_level: expected a number in (0, 1), "
-                              f"got {self.regression_level}")
+            raise ConfigError(
+                f"config key report.regression_level: expected a number in (0, 1), got {self.regression_level}"
+            )
         for key in ("regression_x", "regression_y"):
             if ":" not in getattr(self, key):
-                raise ConfigError(f"config key report.{key}: expected METRIC[@K]:AGGREGATION, "
-                                  f"got {getattr(self, key)!r}")
+                raise ConfigError(
+                    f"config key report.{key}: expected METRIC[@K]:AGGREGATION, got {getattr(self, key)!r}"
+                )
 
 
 @dataclass(frozen=True)
@@ -412,8 +432,9 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
         # thresholds and tolerances may be 0
         zero_ok = key[0] in ("rules", "validation", "experiments", "offline", "stats")
         if result < 0 or (result == 0 and not zero_ok):
-            raise ConfigError(f"config key {dotted}: expected a {'non-negative' if zero_ok else 'positive'} "
-                              f"number, got {value!r}")
+            raise ConfigError(
+                f"config key {dotted}: expected a {'non-negative' if zero_ok else 'positive'} number, got {value!r}"
+            )
     return result
 
 

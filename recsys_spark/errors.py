@@ -61,12 +61,30 @@ BACKFILL_FAILED = 9
 
 _PATH = re.compile(r"((?:file|hdfs|s3a?|gs|abfss?|wasbs?):/[^\s,;'\"\]\)]+|/[^\s,;'\"\]\)]*\.(?:parquet|crc|json))")
 #: words that mark an exception as "the input cannot be read" (corrupt, truncated, not Parquet)
-_UNREADABLE = ("not a parquet file", "parquetdecodingexception", "org.apache.parquet.io", "checksum",
-               "eofexception", "could not read footer", "cannot_read_file_footer", "failed_read_file", "corrupt",
-               "filenotfoundexception", "decompress", "truncated")
+_UNREADABLE = (
+    "not a parquet file",
+    "parquetdecodingexception",
+    "org.apache.parquet.io",
+    "checksum",
+    "eofexception",
+    "could not read footer",
+    "cannot_read_file_footer",
+    "failed_read_file",
+    "corrupt",
+    "filenotfoundexception",
+    "decompress",
+    "truncated",
+)
 #: ... unless the chain says it is a computation that failed (a bug or bad values, not bad files)
-_COMPUTATION = ("arithmeticexception", "arithmetic_overflow", "cast_overflow", "nullpointerexception",
-                "pythonexception", "outofmemoryerror", "cast_invalid_input")
+_COMPUTATION = (
+    "arithmeticexception",
+    "arithmetic_overflow",
+    "cast_overflow",
+    "nullpointerexception",
+    "pythonexception",
+    "outofmemoryerror",
+    "cast_invalid_input",
+)
 
 
 def exception_chain(exc: BaseException) -> list[str]:

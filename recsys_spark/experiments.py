@@ -54,8 +54,12 @@ from recsys_spark.schema import ALL, CLICKED, ITEM, REQUEST, SLICE, USER
 from recsys_spark.write import DailyOutput
 
 EXPERIMENT, VARIANT, LAYER, VARIANTS = "experiment", "variant", "layer", "variants"
-ASSIGNMENT_COLUMNS = (ColumnSpec(USER, "id"), ColumnSpec(EXPERIMENT, "string"), ColumnSpec(VARIANT, "string"),
-                      ColumnSpec(LAYER, "string", required=False))
+ASSIGNMENT_COLUMNS = (
+    ColumnSpec(USER, "id"),
+    ColumnSpec(EXPERIMENT, "string"),
+    ColumnSpec(VARIANT, "string"),
+    ColumnSpec(LAYER, "string", required=False),
+)
 USERS_TABLE, RESULTS_TABLE, CHECKS_TABLE = "experiment_users", "experiments", "experiment_checks"
 BUSINESS_SUMS = ("exposures", "clicked", "requests", "empty_requests")
 CHECKS_SCHEMA = "experiment string, check string, statistic double, p_value double, passed boolean, detail string"
@@ -92,13 +96,20 @@ def read_user_values(spark: SparkSession, path: str, ks: Sequence[int]) -> DataF
 
     has_auc = F.col("auc").isNotNull() & ~F.isnan("auc")
     rows = users.select(
-        SLICE, USER, "k", lists.alias("lists_ranked"), F.col("n_relevant").cast("double").alias("relevant"),
+        SLICE,
+        USER,
+        "k",
+        lists.alias("lists_ranked"),
+        F.col("n_relevant").cast("double").alias("relevant"),
         F.when(has_auc, F.col("auc") * F.col("n_exposures")).otherwise(F.lit(0.0)).alias("auc_sum"),
         F.when(has_auc, F.col("n_exposures").cast("double")).otherwise(F.lit(0.0)).alias("auc_exposures"),
-        over_lists("mrr").alias(user_sum_column("mrr")), F.col("hits").cast("double").alias("hits"),
-        *[over_lists(m).alias(m) for m in LIST_METRICS])
-    per_user = [F.max(c).alias(c) for c in ("lists_ranked", "relevant", "auc_sum", "auc_exposures",
-                                             user_sum_column("mrr"))]
+        over_lists("mrr").alias(user_sum_column("mrr")),
+        F.col("hits").cast("double").alias("hits"),
+        *[over_lists(m).alias(m) for m in LIST_METRICS],
+    )
+    per_user = [
+        F.max(c).alias(c) for c in ("lists_ranked", "relevant", "auc_sum", "auc_exposures", user_sum_column("mrr"))
+    ]
     per_k: list[Column] = []
     for k in ks:
         per_k.append(at_k(k, "hits").alias(f"hits_at_{k}"))
@@ -114,14 +125,15 @@ def user_business_sums(by_user: DataFrame) -> DataFrame:
     with no item.
     """
     shown = F.col(ITEM).isNotNull()
-    per_request = (by_user
-                   .groupBy(SLICE, USER, REQUEST)
-                   .agg(F.count(ITEM).alias("n"), F.count(F.when(shown & F.col(CLICKED), 1)).alias("c")))
-    return (per_request
-            .groupBy(SLICE, USER)
-            .agg(F.sum("n").cast("double").alias("exposures"), F.sum("c").cast("double").alias("clicked"),
-                 F.count(F.lit(1)).cast("double").alias("requests"),
-                 F.count(F.when(F.col("n") == 0, 1)).cast("double").alias("empty_requests")))
+    per_request = by_user.groupBy(SLICE, USER, REQUEST).agg(
+        F.count(ITEM).alias("n"), F.count(F.when(shown & F.col(CLICKED), 1)).alias("c")
+    )
+    return per_request.groupBy(SLICE, USER).agg(
+        F.sum("n").cast("double").alias("exposures"),
+        F.sum("c").cast("double").alias("clicked"),
+        F.count(F.lit(1)).cast("double").alias("requests"),
+        F.count(F.when(F.col("n") == 0, 1)).cast("double").alias("empty_requests"),
+    )
 
 
 def read_assignments(spark: SparkSession, path: str) -> DataFrame:
@@ -132,13 +144,14 @@ def read_assignments(spark: SparkSession, path: str) -> DataFrame:
 
 def user_variants(assignments: DataFrame) -> DataFrame:
     """(user_id, variants): map experiment -> variant, null for a user with several variants of it."""
-    per_experiment = (assignments
-                      .groupBy(USER, EXPERIMENT)
-                      .agg(F.array_distinct(F.collect_list(VARIANT)).alias("vs"))
-                      .select(USER, EXPERIMENT, F.when(F.size("vs") == 1, F.col("vs")[0]).alias(VARIANT)))
-    return (per_experiment
-            .groupBy(USER)
-            .agg(F.map_from_entries(F.collect_list(F.struct(EXPERIMENT, VARIANT))).alias(VARIANTS)))
+    per_experiment = (
+        assignments.groupBy(USER, EXPERIMENT)
+        .agg(F.array_distinct(F.collect_list(VARIANT)).alias("vs"))
+        .select(USER, EXPERIMENT, F.when(F.size("vs") == 1, F.col("vs")[0]).alias(VARIANT))
+    )
+    return per_experiment.groupBy(USER).agg(
+        F.map_from_entries(F.collect_list(F.struct(EXPERIMENT, VARIANT))).alias(VARIANTS)
+    )
 
 
 def user_day_table(by_user: DataFrame, user_values: DataFrame, assignments: DataFrame | None) -> DataFrame:
@@ -148,14 +161,13 @@ def user_day_table(by_user: DataFrame, user_values: DataFrame, assignments: Data
     kept with zero list sums: they count in the experiment all the same.
     """
     sums = [c for c in user_values.columns if c not in (SLICE, USER)]
-    table = (user_business_sums(by_user)
-             .join(user_values, on=[SLICE, USER], how="left")
-             .fillna(0.0, subset=sums))
-    variants = (user_variants(assignments) if assignments is not None
-                else by_user.sparkSession.createDataFrame([], f"{USER} string, {VARIANTS} map<string,string>"))
-    return (table
-            .join(variants, on=USER, how="left")
-            .select(SLICE, USER, VARIANTS, *BUSINESS_SUMS, *sums))
+    table = user_business_sums(by_user).join(user_values, on=[SLICE, USER], how="left").fillna(0.0, subset=sums)
+    variants = (
+        user_variants(assignments)
+        if assignments is not None
+        else by_user.sparkSession.createDataFrame([], f"{USER} string, {VARIANTS} map<string,string>")
+    )
+    return table.join(variants, on=USER, how="left").select(SLICE, USER, VARIANTS, *BUSINESS_SUMS, *sums)
 
 
 # --- sufficient statistics ---------------------------------------------------------------------
@@ -173,14 +185,22 @@ def _spec_sums(spec: MetricSpec, cuped: bool) -> list[Column]:
         return F.sum(F.when(has, expr).otherwise(F.lit(0.0))).alias(f"{name}|{part}")
 
     if spec.kind == "ratio":
-        out = [s(F.lit(1.0), "n"), s(num, "x"), s(den, "y"), s(num * num, "xx"), s(den * den, "yy"),
-               s(num * den, "xy")]
+        out = [s(F.lit(1.0), "n"), s(num, "x"), s(den, "y"), s(num * num, "xx"), s(den * den, "yy"), s(num * den, "xy")]
         if cuped:  # pre-period numerator u and denominator v, 0 without pre-period rows
             u = F.coalesce(F.col(f"_cov_{spec.num}"), F.lit(0.0))
             v = F.coalesce(F.col(f"_cov_{spec.den}"), F.lit(0.0))
-            out += [s(F.when(v > 0, 1.0).otherwise(0.0), "cn"), s(u, "u"), s(v, "v"), s(u * u, "uu"),
-                    s(v * v, "vv"), s(num * u, "xu"), s(num * v, "xv"), s(den * u, "yu"), s(den * v, "yv"),
-                    s(u * v, "uv")]
+            out += [
+                s(F.when(v > 0, 1.0).otherwise(0.0), "cn"),
+                s(u, "u"),
+                s(v, "v"),
+                s(u * u, "uu"),
+                s(v * v, "vv"),
+                s(num * u, "xu"),
+                s(num * v, "xv"),
+                s(den * u, "yu"),
+                s(den * v, "yv"),
+                s(u * v, "uv"),
+            ]
         return out
     y = _div(num, den)
     out = [s(F.lit(1.0), "n"), s(y, "x"), s(y * y, "xx")]
@@ -192,8 +212,9 @@ def _spec_sums(spec: MetricSpec, cuped: bool) -> list[Column]:
         def c(expr: Column, part: str) -> Column:
             return F.sum(F.when(with_x, expr).otherwise(F.lit(0.0))).alias(f"{name}|{part}")
 
-        out += [c(expr, part)
-                for expr, part in zip((F.lit(1.0), y, y * y, x, x * x, x * y), COVARIATE_PARTS, strict=True)]
+        out += [
+            c(expr, part) for expr, part in zip((F.lit(1.0), y, y * y, x, x * x, x * y), COVARIATE_PARTS, strict=True)
+        ]
     return out
 
 
@@ -231,12 +252,18 @@ def with_covariates(rows: DataFrame, previous: DataFrame | None, specs: Sequence
     pre = previous.select(SLICE, USER, F.col(VARIANTS).alias("_pre_variants"), *names)
     before = F.col("_pre_variants").isNull() | ~F.map_contains_key("_pre_variants", F.col(EXPERIMENT))
     others = [c for c in rows.columns if c not in (EXPERIMENT, SLICE, USER)]
-    return (rows
-            .join(pre.select(SLICE, USER, "_pre_variants", *[F.col(c).alias(f"_pre_{c}") for c in names]),
-                  on=[SLICE, USER], how="left")
-            .groupBy(EXPERIMENT, SLICE, USER)
-            .agg(*[F.first(c).alias(c) for c in others],
-                 *[F.sum(F.when(before, F.col(f"_pre_{c}"))).alias(f"_cov_{c}") for c in names]))
+    return (
+        rows.join(
+            pre.select(SLICE, USER, "_pre_variants", *[F.col(c).alias(f"_pre_{c}") for c in names]),
+            on=[SLICE, USER],
+            how="left",
+        )
+        .groupBy(EXPERIMENT, SLICE, USER)
+        .agg(
+            *[F.first(c).alias(c) for c in others],
+            *[F.sum(F.when(before, F.col(f"_pre_{c}"))).alias(f"_cov_{c}") for c in names],
+        )
+    )
 
 
 def read_user_tables(spark: SparkSession, output_root: str, days: Iterable[dt.date]) -> tuple[DataFrame | None, list]:
@@ -271,14 +298,26 @@ def srm_check(experiment: str, users: Mapping[str, int], weights: Mapping[str, f
     r = srm_test([users.get(v, 0) for v in variants], w)
     split = ", ".join(f"{v}={users.get(v, 0)}" for v in variants)
     plan = ", ".join(f"{v}={planned.get(v, 0.0):g}" for v in variants) if planned else "equal"
-    return Check(experiment, "srm", r.statistic, r.p_value, bool(r.p_value >= threshold),
-                 f"users {split}; planned {plan}; fails below p={threshold:g}")
+    return Check(
+        experiment,
+        "srm",
+        r.statistic,
+        r.p_value,
+        bool(r.p_value >= threshold),
+        f"users {split}; planned {plan}; fails below p={threshold:g}",
+    )
 
 
 def multiple_assignment_check(experiment: str, excluded: int, counted: int) -> Check:
     share = excluded / (excluded + counted) if excluded + counted else 0.0
-    return Check(experiment, "multiple_assignment", float(excluded), None, excluded == 0,
-                 f"{excluded} user(s) with several variants excluded ({share:.4%} of assigned exposed users)")
+    return Check(
+        experiment,
+        "multiple_assignment",
+        float(excluded),
+        None,
+        excluded == 0,
+        f"{excluded} user(s) with several variants excluded ({share:.4%} of assigned exposed users)",
+    )
 
 
 def layer_checks(rows: DataFrame, layers: Mapping[str, str], threshold: float) -> list[Check]:
@@ -292,28 +331,48 @@ def layer_checks(rows: DataFrame, layers: Mapping[str, str], threshold: float) -
         return []
     spark = rows.sparkSession
     layer_of = spark.createDataFrame(sorted(layers.items()), f"{EXPERIMENT} string, {LAYER} string")
-    cells = (rows.where((F.col(SLICE) == ALL) & F.col(VARIANT).isNotNull())
-             .join(F.broadcast(layer_of), on=EXPERIMENT, how="inner")
-             .groupBy(USER, LAYER)
-             .agg(F.count(F.lit(1)).alias("m"), F.first(F.concat_ws("/", EXPERIMENT, VARIANT)).alias("cell"))
-             .where(F.col("m") == 1).drop("m"))
+    cells = (
+        rows.where((F.col(SLICE) == ALL) & F.col(VARIANT).isNotNull())
+        .join(F.broadcast(layer_of), on=EXPERIMENT, how="inner")
+        .groupBy(USER, LAYER)
+        .agg(F.count(F.lit(1)).alias("m"), F.first(F.concat_ws("/", EXPERIMENT, VARIANT)).alias("cell"))
+        .where(F.col("m") == 1)
+        .drop("m")
+    )
     a, b = cells.alias("a"), cells.alias("b")
-    pairs = (a.join(b, on=(F.col(f"a.{USER}") == F.col(f"b.{USER}")) & (F.col(f"a.{LAYER}") < F.col(f"b.{LAYER}")),
-                    how="inner")
-             .groupBy(F.col(f"a.{LAYER}").alias("la"), F.col("a.cell").alias("ca"),
-                      F.col(f"b.{LAYER}").alias("lb"), F.col("b.cell").alias("cb"))
-             .count().collect())
+    pairs = (
+        a.join(
+            b, on=(F.col(f"a.{USER}") == F.col(f"b.{USER}")) & (F.col(f"a.{LAYER}") < F.col(f"b.{LAYER}")), how="inner"
+        )
+        .groupBy(
+            F.col(f"a.{LAYER}").alias("la"),
+            F.col("a.cell").alias("ca"),
+            F.col(f"b.{LAYER}").alias("lb"),
+            F.col("b.cell").alias("cb"),
+        )
+        .count()
+        .collect()
+    )
     out = []
     for i, la in enumerate(names):
-        for lb in names[i + 1:]:
+        for lb in names[i + 1 :]:
             counts = {(r["ca"], r["cb"]): r["count"] for r in pairs if r["la"] == la and r["lb"] == lb}
             ra, cb = sorted({k[0] for k in counts}), sorted({k[1] for k in counts})
             table = np.array([[counts.get((x, y), 0) for y in cb] for x in ra], dtype=np.float64).reshape(
-                len(ra), len(cb))
+                len(ra), len(cb)
+            )
             r = independence_test(table)
-            out.append(Check(None, "layer_independence", r.statistic, r.p_value, bool(r.p_value >= threshold),
-                             f"layers {la} x {lb}: {int(table.sum())} users in both, {len(ra)}x{len(cb)} cells, "
-                             f"df={r.df}; fails below p={threshold:g}"))
+            out.append(
+                Check(
+                    None,
+                    "layer_independence",
+                    r.statistic,
+                    r.p_value,
+                    bool(r.p_value >= threshold),
+                    f"layers {la} x {lb}: {int(table.sum())} users in both, {len(ra)}x{len(cb)} cells, "
+                    f"df={r.df}; fails below p={threshold:g}",
+                )
+            )
     return out
 
 
@@ -336,11 +395,14 @@ def _specs(cfg: Config, available_ks: Sequence[int]) -> tuple[list[MetricSpec], 
     specs = [parse_metric(m) for m in cfg.experiments.metrics]
     kept = [s for s in specs if s.k is None or s.k in available_ks]
     left = [s.name for s in specs if s not in kept]
-    notes = [f"experiments.metrics {left} left out: their cut-off is not in metrics.k {list(available_ks)}"] if left \
-        else []
+    notes = (
+        [f"experiments.metrics {left} left out: their cut-off is not in metrics.k {list(available_ks)}"] if left else []
+    )
     if not kept:
-        raise ConfigError(f"config key experiments.metrics: no metric can be tested with metrics.k "
-                          f"{list(available_ks)}: {list(cfg.experiments.metrics)}")
+        raise ConfigError(
+            f"config key experiments.metrics: no metric can be tested with metrics.k "
+            f"{list(available_ks)}: {list(cfg.experiments.metrics)}"
+        )
     return kept, notes
 
 
@@ -349,8 +411,9 @@ def _confidence(cfg: Config) -> float:
     return float(getattr(getattr(cfg, "stats", None), "confidence", 0.95))
 
 
-def analyse(rows: DataFrame, cfg: Config, specs: Sequence[MetricSpec], cuped: bool,
-            layers: Mapping[str, str] | None) -> tuple[list[ResultRow], list[Check], dict[str, Any]]:
+def analyse(
+    rows: DataFrame, cfg: Config, specs: Sequence[MetricSpec], cuped: bool, layers: Mapping[str, str] | None
+) -> tuple[list[ResultRow], list[Check], dict[str, Any]]:
     """Result rows, checks and the summary section from exploded per-user rows (one per experiment, slice, user)."""
     ex = cfg.experiments
     sums = arm_sums(rows, specs, cuped)
@@ -368,16 +431,22 @@ def analyse(rows: DataFrame, cfg: Config, specs: Sequence[MetricSpec], cuped: bo
         results += rows_of
         alpha = 1 - confidence
         section[name] = {
-            "users": users, "excluded_multiple_variants": excluded, "control": ex.control,
-            "srm_p_value": srm.p_value, "srm_passed": srm.passed,
+            "users": users,
+            "excluded_multiple_variants": excluded,
+            "control": ex.control,
+            "srm_p_value": srm.p_value,
+            "srm_passed": srm.passed,
             "control_missing": ex.control not in users,
-            "significant": [_brief(r) for r in rows_of if r.slice == ALL and r.p_adjusted is not None
-                            and r.p_adjusted < alpha],
+            "significant": [
+                _brief(r) for r in rows_of if r.slice == ALL and r.p_adjusted is not None and r.p_adjusted < alpha
+            ],
         }
         if cuped:
             section[name]["users_with_covariate"] = {
                 r.metric + (f"@{r.k}" if r.k else "") + "_" + r.aggregation: r.covariate_n
-                for r in rows_of if r.slice == ALL and r.covariate_n is not None}
+                for r in rows_of
+                if r.slice == ALL and r.covariate_n is not None
+            }
     if layers:
         checks += layer_checks(rows, layers, ex.srm_p_threshold)
     return results, checks, section
@@ -385,8 +454,14 @@ def analyse(rows: DataFrame, cfg: Config, specs: Sequence[MetricSpec], cuped: bo
 
 def _brief(r: ResultRow) -> dict[str, Any]:
     name = f"{r.metric}{'@' + str(r.k) if r.k else ''}_{r.aggregation}"
-    return {"variant": r.variant, "metric": name, "rel_delta": r.rel_delta, "rel_ci_low": r.rel_ci_low,
-            "rel_ci_high": r.rel_ci_high, "p_adjusted": r.p_adjusted}
+    return {
+        "variant": r.variant,
+        "metric": name,
+        "rel_delta": r.rel_delta,
+        "rel_ci_low": r.rel_ci_low,
+        "rel_ci_high": r.rel_ci_high,
+        "p_adjusted": r.p_adjusted,
+    }
 
 
 def results_frame(spark: SparkSession, rows: Sequence[ResultRow]) -> DataFrame:
@@ -394,23 +469,30 @@ def results_frame(spark: SparkSession, rows: Sequence[ResultRow]) -> DataFrame:
 
 
 def checks_frame(spark: SparkSession, checks: Sequence[Check]) -> DataFrame:
-    return spark.createDataFrame([(c.experiment, c.check, c.statistic, c.p_value, c.passed, c.detail)
-                                  for c in checks], CHECKS_SCHEMA)
+    return spark.createDataFrame(
+        [(c.experiment, c.check, c.statistic, c.p_value, c.passed, c.detail) for c in checks], CHECKS_SCHEMA
+    )
 
 
 def srm_rules(checks: Sequence[Check], severity: str, threshold: float) -> list[RuleResult]:
     """An SRM check as a business rule ``experiment_srm:<experiment>`` (its ``rate`` is the p-value:
     unlike other rules it passes at or above the threshold)."""
-    return [RuleResult(f"experiment_srm:{c.experiment}", severity, 0 if c.passed else 1, c.p_value, threshold,
-                       c.passed, [c.detail]) for c in checks if c.check == "srm"]
+    return [
+        RuleResult(
+            f"experiment_srm:{c.experiment}", severity, 0 if c.passed else 1, c.p_value, threshold, c.passed, [c.detail]
+        )
+        for c in checks
+        if c.check == "srm"
+    ]
 
 
 def previous_days(date: dt.date, days: int) -> list[dt.date]:
     return [date - dt.timedelta(days=i) for i in range(days, 0, -1)]
 
 
-def experiment_stage(spark: SparkSession, cfg: Config, date: dt.date, input_root: str, by_user: DataFrame,
-                     out: DailyOutput) -> ExperimentResult:
+def experiment_stage(
+    spark: SparkSession, cfg: Config, date: dt.date, input_root: str, by_user: DataFrame, out: DailyOutput
+) -> ExperimentResult:
     """The day's experiments: stage ``experiment_users``, ``experiments`` and ``experiment_checks``.
 
     Call after the metric stage has staged ``user_metrics`` (read back from
@@ -421,20 +503,29 @@ def experiment_stage(spark: SparkSession, cfg: Config, date: dt.date, input_root
     path = templates.resolve(ex.assignments, input_root, date, "assignments")
     if not fs.exists(spark, path):
         note = f"no assignments table at {path}: experiments skipped"
-        return ExperimentResult({"status": "skipped", "assignments": path, "note": note}, notes=[note],
-                                info={"skipped": True})
+        return ExperimentResult(
+            {"status": "skipped", "assignments": path, "note": note}, notes=[note], info={"skipped": True}
+        )
     specs, notes = _specs(cfg, cfg.metrics.k)
     assignments = read_assignments(spark, path)
-    layers = ({r[EXPERIMENT]: r[LAYER] for r in assignments.where(F.col(LAYER).isNotNull())
-               .select(EXPERIMENT, LAYER).distinct().collect()} if LAYER in assignments.columns else {})
+    layers = (
+        {
+            r[EXPERIMENT]: r[LAYER]
+            for r in assignments.where(F.col(LAYER).isNotNull()).select(EXPERIMENT, LAYER).distinct().collect()
+        }
+        if LAYER in assignments.columns
+        else {}
+    )
     values = read_user_values(spark, out.staged_path("user_metrics"), cfg.metrics.k)
     staged = out.stage(USERS_TABLE, user_day_table(by_user, values, assignments))
     rows = explode_variants(spark.read.parquet(staged))
     cuped = ex.cuped_days > 0
     if cuped:
         previous, found = read_user_tables(spark, out.root, previous_days(date, ex.cuped_days))
-        notes.append(f"CUPED covariate from {len(found)} of the {ex.cuped_days} previous day(s)' {USERS_TABLE} "
-                     f"tables{': none found, no adjustment' if not found else ''}")
+        notes.append(
+            f"CUPED covariate from {len(found)} of the {ex.cuped_days} previous day(s)' {USERS_TABLE} "
+            f"tables{': none found, no adjustment' if not found else ''}"
+        )
         rows = with_covariates(rows, previous, specs)
     results, checks, section = analyse(rows, cfg, specs, cuped, layers)
     out.stage(RESULTS_TABLE, results_frame(spark, results).coalesce(1))
@@ -442,12 +533,20 @@ def experiment_stage(spark: SparkSession, cfg: Config, date: dt.date, input_root
     failed = [str(c.experiment) for c in checks if c.check == "srm" and not c.passed]
     if failed:
         notes.append(f"sample-ratio mismatch in {', '.join(failed)}: their results are not to be trusted")
-    summary = {"status": "srm_failed" if failed else "ok", "assignments": path, "experiments": section,
-               "checks_failed": [f"{c.check}:{c.experiment or c.detail.split(':')[0]}" for c in checks
-                                 if not c.passed]}
-    return ExperimentResult(summary, srm_rules(checks, ex.srm_severity, ex.srm_p_threshold), notes,
-                            {"experiments": len(section), "rows": len(results), "srm_failed": failed},
-                            results, checks)
+    summary = {
+        "status": "srm_failed" if failed else "ok",
+        "assignments": path,
+        "experiments": section,
+        "checks_failed": [f"{c.check}:{c.experiment or c.detail.split(':')[0]}" for c in checks if not c.passed],
+    }
+    return ExperimentResult(
+        summary,
+        srm_rules(checks, ex.srm_severity, ex.srm_p_threshold),
+        notes,
+        {"experiments": len(section), "rows": len(results), "srm_failed": failed},
+        results,
+        checks,
+    )
 
 
 # --- window ------------------------------------------------------------------------------------
@@ -456,13 +555,21 @@ def window_users(users: DataFrame, experiment: str) -> DataFrame:
     null when the user had several variants (or several on one day) within the window."""
     rows = explode_variants(users, experiment)
     sums = [c for c in rows.columns if c not in (SLICE, USER, EXPERIMENT, VARIANT)]
-    return (rows
-            .groupBy(EXPERIMENT, SLICE, USER)
-            .agg(F.array_distinct(F.collect_list(VARIANT)).alias("vs"),
-                 F.max(F.col(VARIANT).isNull().cast("int")).alias("several"),
-                 *[F.sum(c).alias(c) for c in sums])
-            .select(EXPERIMENT, SLICE, USER,
-                    F.when((F.size("vs") == 1) & (F.col("several") == 0), F.col("vs")[0]).alias(VARIANT), *sums))
+    return (
+        rows.groupBy(EXPERIMENT, SLICE, USER)
+        .agg(
+            F.array_distinct(F.collect_list(VARIANT)).alias("vs"),
+            F.max(F.col(VARIANT).isNull().cast("int")).alias("several"),
+            *[F.sum(c).alias(c) for c in sums],
+        )
+        .select(
+            EXPERIMENT,
+            SLICE,
+            USER,
+            F.when((F.size("vs") == 1) & (F.col("several") == 0), F.col("vs")[0]).alias(VARIANT),
+            *sums,
+        )
+    )
 
 
 def _replace(spark: SparkSession, df: DataFrame, final: str) -> None:
@@ -473,8 +580,9 @@ def _replace(spark: SparkSession, df: DataFrame, final: str) -> None:
     fs.rename(spark, tmp, final)
 
 
-def run_window(spark: SparkSession, cfg: Config, experiment: str, start: dt.date, end: dt.date,
-               output_root: str) -> dict[str, Any]:
+def run_window(
+    spark: SparkSession, cfg: Config, experiment: str, start: dt.date, end: dt.date, output_root: str
+) -> dict[str, Any]:
     """``recsys-spark experiment``: the experiment over [start, end] from the daily ``experiment_users``.
 
     Writes ``{output_root}/experiment_window/experiment=NAME/window=S_E/`` (the
@@ -484,17 +592,18 @@ def run_window(spark: SparkSession, cfg: Config, experiment: str, start: dt.date
     days = [start + dt.timedelta(days=i) for i in range((end - start).days + 1)]
     users, found = read_user_tables(spark, output_root, days)
     if users is None:
-        raise MissingInputError(f"no {USERS_TABLE} partition between {start} and {end} under {output_root} "
-                                "(daily runs with an assignments table write them)")
-    written_ks = sorted(int(c[len("hits_at_"):]) for c in users.columns if c.startswith("hits_at_"))
+        raise MissingInputError(
+            f"no {USERS_TABLE} partition between {start} and {end} under {output_root} "
+            "(daily runs with an assignments table write them)"
+        )
+    written_ks = sorted(int(c[len("hits_at_") :]) for c in users.columns if c.startswith("hits_at_"))
     specs, notes = _specs(cfg, written_ks)
     rows = window_users(users, experiment)
     cuped = cfg.experiments.cuped_days > 0
     notes.append(f"{len(found)} of {len(days)} day(s) found")
     if cuped:
         previous, pre_found = read_user_tables(spark, output_root, previous_days(start, cfg.experiments.cuped_days))
-        notes.append(f"CUPED covariate from {len(pre_found)} of the {cfg.experiments.cuped_days} day(s) before "
-                     f"{start}")
+        notes.append(f"CUPED covariate from {len(pre_found)} of the {cfg.experiments.cuped_days} day(s) before {start}")
         rows = with_covariates(rows, previous, specs)
     rows = rows.persist()
     try:
@@ -502,15 +611,24 @@ def run_window(spark: SparkSession, cfg: Config, experiment: str, start: dt.date
     finally:
         rows.unpersist()
     if experiment not in section:
-        raise MissingInputError(f"experiment {experiment!r} has no assigned user with an exposure between "
-                                f"{start} and {end} in {output_root}/{USERS_TABLE}")
+        raise MissingInputError(
+            f"experiment {experiment!r} has no assigned user with an exposure between "
+            f"{start} and {end} in {output_root}/{USERS_TABLE}"
+        )
     root, window = output_root.rstrip("/"), f"experiment={experiment}/window={start}_{end}"
     _replace(spark, results_frame(spark, results).coalesce(1), f"{root}/experiment_window/{window}")
     _replace(spark, checks_frame(spark, checks).coalesce(1), f"{root}/experiment_window_checks/{window}")
     failed = [c.experiment for c in checks if c.check == "srm" and not c.passed]
-    return {"status": "srm_failed" if failed else "ok", "experiment": experiment, "start": start.isoformat(),
-            "end": end.isoformat(), "days_found": [d.isoformat() for d in found], "notes": notes,
-            "experiments": section, "rows": len(results)}
+    return {
+        "status": "srm_failed" if failed else "ok",
+        "experiment": experiment,
+        "start": start.isoformat(),
+        "end": end.isoformat(),
+        "days_found": [d.isoformat() for d in found],
+        "notes": notes,
+        "experiments": section,
+        "rows": len(results),
+    }
 
 
 def window_command(args: Any) -> int:
@@ -524,15 +642,20 @@ def window_command(args: Any) -> int:
         raise UsageError(f"--end {args.end} is before --start {args.start}")
     cfg = load_config(args.config, args.set)
     log.setup_logging(args.verbose)
-    spark = build_session(master=args.master, settings=job_settings(cfg.execution.arrow_batch_rows, cfg.spark),
-                          log_level="INFO" if args.verbose else cfg.execution.log_level)
+    spark = build_session(
+        master=args.master,
+        settings=job_settings(cfg.execution.arrow_batch_rows, cfg.spark),
+        log_level="INFO" if args.verbose else cfg.execution.log_level,
+    )
     try:
         section = run_window(spark, cfg, args.experiment, args.start, args.end, args.output_root)
     finally:
         spark.stop()
     label = f"{args.start}..{args.end}"
-    print(f"{label}: {section['status']}  experiment={args.experiment} days={len(section['days_found'])} "
-          f"rows={section['rows']}")
+    print(
+        f"{label}: {section['status']}  experiment={args.experiment} days={len(section['days_found'])} "
+        f"rows={section['rows']}"
+    )
     for line in experiment_lines(label, section):
         print(line)
     return 0
@@ -548,12 +671,19 @@ def experiment_lines(label: str, section: Mapping[str, Any] | None) -> list[str]
     lines = []
     for name, e in sorted(section.get("experiments", {}).items()):
         users = " ".join(f"{v}={n}" for v, n in sorted(e["users"].items()))
-        srm = (f"SRM ok (p={e['srm_p_value']:.3g})" if e["srm_passed"] else
-               f"SRM FAILED (p={e['srm_p_value']:.3g}): results not to be trusted")
-        sig = ", ".join(f"{s['variant']} {s['metric']} {s['rel_delta']:+.1%} "
-                        f"[{s['rel_ci_low']:+.1%}, {s['rel_ci_high']:+.1%}] p_adj={s['p_adjusted']:.2g}"
-                        for s in e["significant"] if s["rel_delta"] is not None and s["rel_ci_low"] is not None)
+        srm = (
+            f"SRM ok (p={e['srm_p_value']:.3g})"
+            if e["srm_passed"]
+            else f"SRM FAILED (p={e['srm_p_value']:.3g}): results not to be trusted"
+        )
+        sig = ", ".join(
+            f"{s['variant']} {s['metric']} {s['rel_delta']:+.1%} "
+            f"[{s['rel_ci_low']:+.1%}, {s['rel_ci_high']:+.1%}] p_adj={s['p_adjusted']:.2g}"
+            for s in e["significant"]
+            if s["rel_delta"] is not None and s["rel_ci_low"] is not None
+        )
         excluded = f" excluded={e['excluded_multiple_variants']}" if e["excluded_multiple_variants"] else ""
-        lines.append(f"{label}: experiment {name}: {srm}; users {users}{excluded}; "
-                     f"{sig or 'no significant difference'}")
+        lines.append(
+            f"{label}: experiment {name}: {srm}; users {users}{excluded}; {sig or 'no significant difference'}"
+        )
     return lines

@@ -15,6 +15,7 @@ def _path(spark: SparkSession, path: str):
 def exists(spark: SparkSession, path: str) -> bool:
     if path.startswith("table:"):  # [catalog hook, issue 17] a table (partition) instead of a path
         from recsys_spark import catalog
+
         return catalog.exists(spark, path)
     fs, hpath = _path(spark, path)
     return bool(fs.exists(hpath))
@@ -58,9 +59,9 @@ def age_seconds(spark: SparkSession, path: str) -> float:
 def local_path(path: str) -> str | None:
     """The local file-system path of ``path`` (no scheme, or ``file:``), else None."""
     if path.startswith("file://"):
-        return path[len("file://"):]
+        return path[len("file://") :]
     if path.startswith("file:"):
-        return path[len("file:"):]
+        return path[len("file:") :]
     return None if "://" in path else path
 
 

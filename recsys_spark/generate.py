@@ -109,9 +109,26 @@ PLATFORMS = ("ios", "android", "web")
 PLATFORM_P = (0.45, 0.40, 0.15)
 EVENTS = ("click", "purchase")
 CATEGORIES = (
-    "fashion", "electronics", "home", "beauty", "sports", "books", "toys", "grocery",
-    "garden", "automotive", "music", "movies", "games", "health", "pets", "office",
-    "jewelry", "travel", "baby", "tools",
+    "fashion",
+    "electronics",
+    "home",
+    "beauty",
+    "sports",
+    "books",
+    "toys",
+    "grocery",
+    "garden",
+    "automotive",
+    "music",
+    "movies",
+    "games",
+    "health",
+    "pets",
+    "office",
+    "jewelry",
+    "travel",
+    "baby",
+    "tools",
 )
 COUNTRIES = ("US", "IN", "BR", "GB", "DE", "FR", "MX", "ID", "JP", "CA", "ES", "IT", "PL", "TR", "NG")
 
@@ -322,8 +339,9 @@ class DayLogs(NamedTuple):
     stats: dict[str, int]
 
 
-def _requests_per_user(rng: np.random.Generator, pop: Population, day: dt.date,
-                       n_exposures: int, heavy_user_exposures: int) -> np.ndarray:
+def _requests_per_user(
+    rng: np.random.Generator, pop: Population, day: dt.date, n_exposures: int, heavy_user_exposures: int
+) -> np.ndarray:
     active = pop.first_seen <= (day - EPOCH).days
     weight = pop.activity * rng.lognormal(0.0, DAILY_ACTIVITY_SIGMA, pop.n_users) * active
     if heavy_user_exposures:
@@ -343,8 +361,9 @@ def _group_index(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return owner, np.arange(len(owner)) - starts[owner]
 
 
-def draw_requests(rng: np.random.Generator, pop: Population, day: dt.date,
-                  n_exposures: int, heavy_user_exposures: int = 0) -> Requests:
+def draw_requests(
+    rng: np.random.Generator, pop: Population, day: dt.date, n_exposures: int, heavy_user_exposures: int = 0
+) -> Requests:
     """Requests, sessions and their timestamps for one day."""
     per_user = _requests_per_user(rng, pop, day, n_exposures, heavy_user_exposures)
     sessions = np.minimum(rng.choice(3, pop.n_users, p=SESSION_COUNT_P) + 1, per_user)
@@ -356,12 +375,18 @@ def draw_requests(rng: np.random.Generator, pop: Population, day: dt.date,
     own = rng.random(n_sessions) < 0.8
     platform = np.where(own, pop.platform[session_user], rng.choice(len(PLATFORMS), n_sessions, p=PLATFORM_P))
     order = np.argsort(ts, kind="stable")
-    return Requests(user=user[order].astype(np.int32), session=session[order].astype(np.int64),
-                    ts=ts[order], session_platform=platform.astype(np.int8), n_sessions=n_sessions)
+    return Requests(
+        user=user[order].astype(np.int32),
+        session=session[order].astype(np.int64),
+        ts=ts[order],
+        session_platform=platform.astype(np.int8),
+        n_sessions=n_sessions,
+    )
 
 
-def _time_of_day(rng: np.random.Generator, session: np.ndarray, user_sessions: np.ndarray,
-                 session_rank: np.ndarray) -> np.ndarray:
+def _time_of_day(
+    rng: np.random.Generator, session: np.ndarray, user_sessions: np.ndarray, session_rank: np.ndarray
+) -> np.ndarray:
     """Microseconds into the day of each request (requests grouped by session, in order).
 
     The k-th of a user's s sessions lies in the k-th s-th of the day; requests of a session are
@@ -416,8 +441,7 @@ def _distinct_items(rng: np.random.Generator, pop: Population, request: np.ndarr
     raise RuntimeError("could not draw distinct items; catalog too small")
 
 
-def _sorted_scores(rng: np.random.Generator, request: np.ndarray, starts: np.ndarray,
-                   rows: np.ndarray) -> np.ndarray:
+def _sorted_scores(rng: np.random.Generator, request: np.ndarray, starts: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Scores in (0, 1), decreasing along each list (uniform order statistics via spacings)."""
     spacing = rng.standard_exponential(len(request))
     total = np.cumsum(spacing)
@@ -475,16 +499,18 @@ def draw_clicks(rng: np.random.Generator, pop: Population, req: Requests, lists:
     user_bias = pop.click_bias[req.user[lists.request]]
     noise = rng.normal(0.0, CLICK_NOISE_SIGMA, len(logit))
     p = _sigmoid(CLICK_INTERCEPT + CLICK_SCORE_SLOPE * logit + user_bias + noise)
-    p /= lists.position ** POSITION_BIAS_EXPONENT
+    p /= lists.position**POSITION_BIAS_EXPONENT
     row = np.flatnonzero((rng.random(len(p)) < p) & lists.shown)
     shown_ts = req.ts[lists.request[row]]
     click_ts = shown_ts + _delays_us(rng, len(row), CLICK_DELAY_MEDIAN_S, 1.1, MAX_CLICK_DELAY_S)
     kept = click_ts < day_end  # later clicks land in the next day's partition
     row, shown_ts, click_ts = row[kept], shown_ts[kept], click_ts[kept]
     buys = rng.random(len(row)) < PURCHASE_RATE
-    buy_ts = np.minimum(click_ts[buys] + _delays_us(rng, int(np.count_nonzero(buys)), PURCHASE_DELAY_MEDIAN_S, 0.8,
-                                                    MAX_PURCHASE_DELAY_S),
-                        shown_ts[buys] + MAX_PURCHASE_DELAY_S * US_PER_S)
+    buy_ts = np.minimum(
+        click_ts[buys]
+        + _delays_us(rng, int(np.count_nonzero(buys)), PURCHASE_DELAY_MEDIAN_S, 0.8, MAX_PURCHASE_DELAY_S),
+        shown_ts[buys] + MAX_PURCHASE_DELAY_S * US_PER_S,
+    )
     buy_kept = buy_ts < day_end
     rows = np.concatenate([row, row[buys][buy_kept]])
     ts = np.concatenate([click_ts, buy_ts[buy_kept]])
@@ -499,12 +525,20 @@ def draw_clicks(rng: np.random.Generator, pop: Population, req: Requests, lists:
     ts = np.concatenate([ts, orphan.ts])
     event = np.concatenate([event, orphan.event])
     order = np.argsort(ts, kind="stable")
-    return Clicks(user=user[order], session=session[order], request=request[order], item=item[order],
-                  ts=ts[order], event=event[order], orphans=orphan.orphans)
+    return Clicks(
+        user=user[order],
+        session=session[order],
+        request=request[order],
+        item=item[order],
+        ts=ts[order],
+        event=event[order],
+        orphans=orphan.orphans,
+    )
 
 
-def _orphan_clicks(rng: np.random.Generator, pop: Population, req: Requests, lists: Lists,
-                   n_clicks: int, day_end: int) -> Clicks:
+def _orphan_clicks(
+    rng: np.random.Generator, pop: Population, req: Requests, lists: Lists, n_clicks: int, day_end: int
+) -> Clicks:
     """Clicks that match no exposure: a never-served request_id, or a cold item on a served request."""
     served = lists.request[lists.shown & (lists.position == 1)]
     n = rng.binomial(n_clicks, ORPHAN_CLICK_RATE / (1 - ORPHAN_CLICK_RATE)) if len(served) else 0
@@ -514,8 +548,15 @@ def _orphan_clicks(rng: np.random.Generator, pop: Population, req: Requests, lis
     request[fake] = len(req.user) + np.arange(np.count_nonzero(fake))
     item = np.where(fake, pop.sample_items(rng, n), pop.cold_items[rng.integers(0, len(pop.cold_items), n)])
     delay = _delays_us(rng, n, CLICK_DELAY_MEDIAN_S, 1.1, MAX_CLICK_DELAY_S)
-    return Clicks(user=req.user[base], session=req.session[base], request=request, item=item.astype(np.int32),
-                  ts=np.minimum(req.ts[base] + delay, day_end - 1), event=np.zeros(n, dtype=np.int8), orphans=n)
+    return Clicks(
+        user=req.user[base],
+        session=req.session[base],
+        request=request,
+        item=item.astype(np.int32),
+        ts=np.minimum(req.ts[base] + delay, day_end - 1),
+        event=np.zeros(n, dtype=np.int8),
+        orphans=n,
+    )
 
 
 class DayIds(NamedTuple):
@@ -576,8 +617,14 @@ def _click_table(clicks: Clicks, ids: DayIds) -> pa.Table:
     )
 
 
-def generate_day(pop: Population, day: dt.date, n_exposures: int, seed: int,
-                 heavy_user_exposures: int = 0, batch_rows: int = MAX_ROWS_PER_FILE) -> DayLogs:
+def generate_day(
+    pop: Population,
+    day: dt.date,
+    n_exposures: int,
+    seed: int,
+    heavy_user_exposures: int = 0,
+    batch_rows: int = MAX_ROWS_PER_FILE,
+) -> DayLogs:
     """Exposures and clicks of one day as Arrow tables (exposures in batches of <= batch_rows)."""
     rng = np.random.default_rng([seed, 1, day.toordinal()])
     req = draw_requests(rng, pop, day, n_exposures, heavy_user_exposures)
@@ -586,8 +633,12 @@ def generate_day(pop: Population, day: dt.date, n_exposures: int, seed: int,
     ids = _day_ids(pop, req, max(len(req.user), int(clicks.request.max(initial=-1)) + 1), day)
     n_rows = len(lists.request)
     with ThreadPoolExecutor(max_workers=_threads()) as pool:  # arrow and numpy release the GIL
-        batches = list(pool.map(lambda lo: _exposure_batch(req, lists, ids, lo, min(lo + batch_rows, n_rows)),
-                                range(0, n_rows, batch_rows)))
+        batches = list(
+            pool.map(
+                lambda lo: _exposure_batch(req, lists, ids, lo, min(lo + batch_rows, n_rows)),
+                range(0, n_rows, batch_rows),
+            )
+        )
     stats = {
         "exposure_rows": n_rows,
         "exposures": int(np.count_nonzero(lists.shown)),
@@ -601,13 +652,13 @@ def generate_day(pop: Population, day: dt.date, n_exposures: int, seed: int,
         "null_request_id": int(np.count_nonzero(clicks.request < 0)),
         "orphan_clicks": clicks.orphans,
     }
-    return DayLogs(pa.Table.from_batches(batches, schema=EXPOSURE_SCHEMA),
-                   _click_table(clicks, ids), stats)
+    return DayLogs(pa.Table.from_batches(batches, schema=EXPOSURE_SCHEMA), _click_table(clicks, ids), stats)
 
 
 # --- A/B assignments ------------------------------------------------------------------------
-ASSIGNMENT_SCHEMA = pa.schema([("user_id", pa.string()), ("experiment", pa.string()), ("variant", pa.string()),
-                               ("layer", pa.string())])
+ASSIGNMENT_SCHEMA = pa.schema(
+    [("user_id", pa.string()), ("experiment", pa.string()), ("variant", pa.string()), ("layer", pa.string())]
+)
 #: (layer, experiment, logit shift of the treatment's click probability): two orthogonal layers, one
 #: experiment with a real effect on clicks and one A/A (the same model in both arms)
 EXPERIMENTS = (("ranking", "ranker_v2", 0.3), ("ui", "ui_aa", 0.0))
@@ -617,8 +668,10 @@ MULTIPLE_ASSIGNMENT_RATE = 0.002  # users logged in both arms of ui_aa (an assig
 def experiment_arms(pop: Population, seed: int) -> dict[str, np.ndarray]:
     """Per experiment, True for the users in ``treatment``: a 50/50 split per layer, independent across
     layers (each layer its own random stream) and the same every day."""
-    return {name: np.random.default_rng([seed, 3, i]).random(pop.n_users) < 0.5
-            for i, (_, name, _) in enumerate(EXPERIMENTS)}
+    return {
+        name: np.random.default_rng([seed, 3, i]).random(pop.n_users) < 0.5
+        for i, (_, name, _) in enumerate(EXPERIMENTS)
+    }
 
 
 def with_experiment_effects(pop: Population, seed: int) -> Population:
@@ -643,9 +696,17 @@ def assignments_table(pop: Population, day: dt.date, seed: int) -> pa.Table:
             extra = np.flatnonzero(exists & doubled)
             rows.append((extra, ~treated[extra]))
         for index, arm in rows:
-            parts.append(pa.table([users.take(pa.array(index)), pa.array([name] * len(index), pa.string()),
-                                   _labels(("control", "treatment"), arm.astype(np.int8)),
-                                   pa.array([layer] * len(index), pa.string())], schema=ASSIGNMENT_SCHEMA))
+            parts.append(
+                pa.table(
+                    [
+                        users.take(pa.array(index)),
+                        pa.array([name] * len(index), pa.string()),
+                        _labels(("control", "treatment"), arm.astype(np.int8)),
+                        pa.array([layer] * len(index), pa.string()),
+                    ],
+                    schema=ASSIGNMENT_SCHEMA,
+                )
+            )
     return pa.concat_tables(parts)
 
 
@@ -673,8 +734,9 @@ def write_table(table: pa.Table, directory: Path, max_rows_per_file: int = MAX_R
     starts = range(0, max(table.num_rows, 1), max_rows_per_file)
 
     def write_part(part: int) -> None:
-        pq.write_table(table.slice(starts[part], max_rows_per_file), staging / f"part-{part:05d}.parquet",
-                       compression="snappy")
+        pq.write_table(
+            table.slice(starts[part], max_rows_per_file), staging / f"part-{part:05d}.parquet", compression="snappy"
+        )
 
     with ThreadPoolExecutor(max_workers=_threads()) as pool:
         list(pool.map(write_part, range(len(starts))))
@@ -683,10 +745,19 @@ def write_table(table: pa.Table, directory: Path, max_rows_per_file: int = MAX_R
     return len(starts)
 
 
-def write_days(output_root: str | Path, date: str | dt.date, days: int = 1, users: int | None = None,
-               exposures: int | None = None, items: int | None = None, seed: int = 7,
-               heavy_user_exposures: int = 0, max_rows_per_file: int = MAX_ROWS_PER_FILE,
-               log: bool = False, experiments: bool = False) -> dict:
+def write_days(
+    output_root: str | Path,
+    date: str | dt.date,
+    days: int = 1,
+    users: int | None = None,
+    exposures: int | None = None,
+    items: int | None = None,
+    seed: int = 7,
+    heavy_user_exposures: int = 0,
+    max_rows_per_file: int = MAX_ROWS_PER_FILE,
+    log: bool = False,
+    experiments: bool = False,
+) -> dict:
     """Write ``days`` consecutive days ending at ``date`` plus the users and items tables.
 
     Returns the sizes and, per day, the counts of ``generate_day``.  With ``experiments``, also
@@ -713,8 +784,12 @@ def write_days(output_root: str | Path, date: str | dt.date, days: int = 1, user
         write_table(logs.clicks, root / "clicks" / partition, max_rows_per_file)
         if experiments:
             write_table(assignments_table(pop, day, seed), root / "assignments" / partition)
-        counts = {"date": day.isoformat(), **logs.stats, "exposure_files": files,
-                  "seconds": round(time.perf_counter() - started, 2)}
+        counts = {
+            "date": day.isoformat(),
+            **logs.stats,
+            "exposure_files": files,
+            "seconds": round(time.perf_counter() - started, 2),
+        }
         summary["days"].append(counts)
         if log:
             print(" ".join(f"{key}={value}" for key, value in counts.items()), flush=True)
@@ -727,6 +802,7 @@ def _count(minimum: int) -> Callable[[str], int]:
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}")
         return value
+
     return parse
 
 
@@ -734,30 +810,59 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m recsys_spark.generate", description=__doc__.split("\n")[0])
     parser.add_argument("--date", required=True, type=dt.date.fromisoformat, help="last day, YYYY-MM-DD")
     parser.add_argument("--output-root", required=True, type=Path)
-    parser.add_argument("--users", type=_count(1), help=f"user population (default {DEFAULT_USERS}, "
-                        f"or exposures / {EXPOSURES_PER_USER})")
-    parser.add_argument("--exposures", type=_count(0), help=f"target exposures per day "
-                        f"(default {EXPOSURES_PER_USER} x users)")
+    parser.add_argument(
+        "--users",
+        type=_count(1),
+        help=f"user population (default {DEFAULT_USERS}, or exposures / {EXPOSURES_PER_USER})",
+    )
+    parser.add_argument(
+        "--exposures", type=_count(0), help=f"target exposures per day (default {EXPOSURES_PER_USER} x users)"
+    )
     parser.add_argument("--days", type=_count(1), default=1, help="consecutive days ending at --date")
     parser.add_argument("--items", type=_count(100), help=f"catalog size (default max({MIN_ITEMS}, users / 2))")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--heavy-user-exposures", type=_count(0), default=0,
-                        help="give user u000000 exactly this many exposures per day")
-    parser.add_argument("--max-rows-per-file", type=_count(1), default=MAX_ROWS_PER_FILE,
-                        help=f"rows per part file (default {MAX_ROWS_PER_FILE})")
-    parser.add_argument("--no-experiments", dest="experiments", action="store_false",
-                        help="no assignments table and no treatment effect")
+    parser.add_argument(
+        "--heavy-user-exposures",
+        type=_count(0),
+        default=0,
+        help="give user u000000 exactly this many exposures per day",
+    )
+    parser.add_argument(
+        "--max-rows-per-file",
+        type=_count(1),
+        default=MAX_ROWS_PER_FILE,
+        help=f"rows per part file (default {MAX_ROWS_PER_FILE})",
+    )
+    parser.add_argument(
+        "--no-experiments",
+        dest="experiments",
+        action="store_false",
+        help="no assignments table and no treatment effect",
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
-    summary = write_days(args.output_root, args.date, args.days, args.users, args.exposures, args.items,
-                         args.seed, args.heavy_user_exposures, args.max_rows_per_file, log=True,
-                         experiments=args.experiments)
-    print(f"wrote {len(summary['days'])} day(s), {summary['users']} users, {summary['catalog_items']} "
-          f"catalog items to {args.output_root} in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+    summary = write_days(
+        args.output_root,
+        args.date,
+        args.days,
+        args.users,
+        args.exposures,
+        args.items,
+        args.seed,
+        args.heavy_user_exposures,
+        args.max_rows_per_file,
+        log=True,
+        experiments=args.experiments,
+    )
+    print(
+        f"wrote {len(summary['days'])} day(s), {summary['users']} users, {summary['catalog_items']} "
+        f"catalog items to {args.output_root} in {time.perf_counter() - started:.1f}s",
+        file=sys.stderr,
+    )
     return 0
 
 

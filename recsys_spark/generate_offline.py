@@ -41,8 +41,14 @@ def _ids(prefix: str, numbers: np.ndarray) -> pa.Array:
     return pa.array([f"{prefix}{n:06d}" for n in numbers.tolist()], pa.string())
 
 
-def generate(output_root: str | Path, users: int = 2000, items: int = 1000, categories: int = 20, seed: int = 7,
-             interactions: int = 20) -> dict:
+def generate(
+    output_root: str | Path,
+    users: int = 2000,
+    items: int = 1000,
+    categories: int = 20,
+    seed: int = 7,
+    interactions: int = 20,
+) -> dict:
     """Write every offline input under ``output_root``; return row counts."""
     root = Path(output_root)
     rng = np.random.default_rng(seed)
@@ -79,8 +85,16 @@ def generate(output_root: str | Path, users: int = 2000, items: int = 1000, cate
     tr_u, tr_i = rows[~is_test], cols[~is_test]
     write("train", pa.table({"user_id": user_ids.take(pa.array(tr_u)), "item_id": item_ids.take(pa.array(tr_i))}))
     relevance = np.where(rng.random(len(test_u)) < 0.3, 2.0, 1.0)  # graded truth: some interactions count double
-    write("truth", pa.table({"user_id": user_ids.take(pa.array(test_u)), "item_id": item_ids.take(pa.array(test_i)),
-                             "relevance": relevance}))
+    write(
+        "truth",
+        pa.table(
+            {
+                "user_id": user_ids.take(pa.array(test_u)),
+                "item_id": item_ids.take(pa.array(test_i)),
+                "relevance": relevance,
+            }
+        ),
+    )
 
     has_test = np.bincount(test_u, minlength=users) > 0
     for model, noise in MODELS.items():
@@ -99,9 +113,17 @@ def generate(output_root: str | Path, users: int = 2000, items: int = 1000, cate
         lu, li = np.r_[lu, lu[dup]], np.r_[li, li[dup]]
         rank = np.r_[rank, np.full(dup.sum(), TOP_K + 1)]
         sc = score[lu, li]
-        write(f"recommendations/model={model}", pa.table({
-            "user_id": user_ids.take(pa.array(lu)), "item_id": item_ids.take(pa.array(li)),
-            "score": sc, "rank": rank.astype(np.int32)}))
+        write(
+            f"recommendations/model={model}",
+            pa.table(
+                {
+                    "user_id": user_ids.take(pa.array(lu)),
+                    "item_id": item_ids.take(pa.array(li)),
+                    "score": sc,
+                    "rank": rank.astype(np.int32),
+                }
+            ),
+        )
 
         # pointwise predictions on test rows and 4 random non-interactions per test row
         neg_u = np.repeat(test_u, 4)
@@ -110,17 +132,33 @@ def generate(output_root: str | Path, users: int = 2000, items: int = 1000, cate
         pu, pi = np.r_[test_u, neg_u[keep]], np.r_[test_i, neg_i[keep]]
         label = np.r_[np.ones(len(test_u)), np.zeros(keep.sum())]
         logit = 0.9 * score[pu, pi] - 2.2
-        write(f"predictions/model={model}", pa.table({
-            "user_id": user_ids.take(pa.array(pu)), "item_id": item_ids.take(pa.array(pi)),
-            "score": 1.0 / (1.0 + np.exp(-logit)), "label": label.astype(np.int32)}))
+        write(
+            f"predictions/model={model}",
+            pa.table(
+                {
+                    "user_id": user_ids.take(pa.array(pu)),
+                    "item_id": item_ids.take(pa.array(pi)),
+                    "score": 1.0 / (1.0 + np.exp(-logit)),
+                    "label": label.astype(np.int32),
+                }
+            ),
+        )
 
         # ratings of the test interactions on a 1..5 scale; the model predicts from its noisy score
         latent = 3.0 + 0.8 * affinity[test_u, test_i]
         rating = np.clip(np.floor(latent + rng_normal(seed, len(test_u)) + 0.5), 1, 5)
         prediction = 3.0 + 0.8 * score[test_u, test_i]
-        write(f"ratings/model={model}", pa.table({
-            "user_id": user_ids.take(pa.array(test_u)), "item_id": item_ids.take(pa.array(test_i)),
-            "rating": rating, "prediction": prediction}))
+        write(
+            f"ratings/model={model}",
+            pa.table(
+                {
+                    "user_id": user_ids.take(pa.array(test_u)),
+                    "item_id": item_ids.take(pa.array(test_i)),
+                    "rating": rating,
+                    "prediction": prediction,
+                }
+            ),
+        )
 
         # sampled: one target per user with test items, 99 negatives the user never touched
         srng = np.random.default_rng(seed + 17)  # the same targets and negatives for both models
@@ -132,9 +170,17 @@ def generate(output_root: str | Path, users: int = 2000, items: int = 1000, cate
         su_list = np.r_[for_users, np.repeat(for_users, NEGATIVES)]
         si_list = np.r_[first_test[for_users], negatives.ravel()]
         tg_list = np.r_[np.ones(len(for_users), bool), np.zeros(len(for_users) * NEGATIVES, bool)]
-        write(f"sampled/model={model}", pa.table({
-            "user_id": user_ids.take(pa.array(su_list)), "item_id": item_ids.take(pa.array(si_list)),
-            "score": score[su_list, si_list], "is_target": tg_list}))
+        write(
+            f"sampled/model={model}",
+            pa.table(
+                {
+                    "user_id": user_ids.take(pa.array(su_list)),
+                    "item_id": item_ids.take(pa.array(si_list)),
+                    "score": score[su_list, si_list],
+                    "is_target": tg_list,
+                }
+            ),
+        )
 
     absolute = root.resolve()
     (root / "offline.toml").write_text(
@@ -148,8 +194,9 @@ def generate(output_root: str | Path, users: int = 2000, items: int = 1000, cate
         f'ratings = "{absolute}/ratings/model={{run}}"\n'
         f'sampled = "{absolute}/sampled/model={{run}}"\n'
         'rating_range = "1,5"\n'
-        'round_predictions = true\n'
-        'distortion = {"5,1" = 6, "4,1" = 4, "5,2" = 4, "1,5" = 3, "1,4" = 2}\n')
+        "round_predictions = true\n"
+        'distortion = {"5,1" = 6, "4,1" = 4, "5,2" = 4, "1,5" = 3, "1,4" = 2}\n'
+    )
     return counts
 
 

@@ -45,10 +45,11 @@ def deduplicate_exposures(exposures: DataFrame) -> DataFrame:
     """
     others = [c for c in exposures.columns if c not in (REQUEST, ITEM, POSITION, TS)]
     keep = F.min(F.struct(POSITION, TS, *others)).alias("_kept")
-    return (exposures
-            .groupBy(REQUEST, ITEM)
-            .agg(keep, F.count(F.lit(1)).alias(COPIES))
-            .select(REQUEST, ITEM, *[F.col(f"_kept.{c}").alias(c) for c in (POSITION, TS, *others)], COPIES))
+    return (
+        exposures.groupBy(REQUEST, ITEM)
+        .agg(keep, F.count(F.lit(1)).alias(COPIES))
+        .select(REQUEST, ITEM, *[F.col(f"_kept.{c}").alias(c) for c in (POSITION, TS, *others)], COPIES)
+    )
 
 
 def weigh_events(clicks: DataFrame, weights: Mapping[str, float], click_event: str) -> DataFrame:
@@ -67,11 +68,11 @@ def resolve_session_events(events: DataFrame, exposures: DataFrame, window_minut
     Returns (request_id, item_id, weight, is_click, n) with a null request_id
     for events that found no exposure in the window.
     """
-    grouped = (events
-               .where(F.col(REQUEST).isNull())
-               .groupBy(USER, SESSION, ITEM, TS)
-               .agg(F.max("weight").alias("weight"), F.max("is_click").alias("is_click"),
-                    F.count(F.lit(1)).alias("n")))
+    grouped = (
+        events.where(F.col(REQUEST).isNull())
+        .groupBy(USER, SESSION, ITEM, TS)
+        .agg(F.max("weight").alias("weight"), F.max("is_click").alias("is_click"), F.count(F.lit(1)).alias("n"))
+    )
     # No filter on the grouping keys of ``exposures`` here (not even the item_id IS NOT NULL a plain
     # equality would imply): Spark pushes such a filter below the deduplication, which then runs
     # twice, once per branch, with a second full shuffle of the exposures.  Written this way the
@@ -79,25 +80,37 @@ def resolve_session_events(events: DataFrame, exposures: DataFrame, window_minut
     # is referenced so that it is not pruned from this branch's copy), and an empty response (null
     # item) still matches no event, since the event's item must be non-null.
     candidates = exposures.where(F.col(COPIES) > 0).select(
-        USER, SESSION, ITEM, F.col(REQUEST).alias("_req"), F.col(TS).alias("_exp_ts"))
+        USER, SESSION, ITEM, F.col(REQUEST).alias("_req"), F.col(TS).alias("_exp_ts")
+    )
     window = F.expr(f"INTERVAL {int(round(window_minutes * 60))} SECONDS")
     joined = grouped.join(
         candidates,
-        on=[grouped[USER] == candidates[USER], grouped[SESSION] == candidates[SESSION],
-            grouped[ITEM].isNotNull(), grouped[ITEM].eqNullSafe(candidates[ITEM]),
-            candidates["_exp_ts"] <= grouped[TS], candidates["_exp_ts"] >= grouped[TS] - window],
+        on=[
+            grouped[USER] == candidates[USER],
+            grouped[SESSION] == candidates[SESSION],
+            grouped[ITEM].isNotNull(),
+            grouped[ITEM].eqNullSafe(candidates[ITEM]),
+            candidates["_exp_ts"] <= grouped[TS],
+            candidates["_exp_ts"] >= grouped[TS] - window,
+        ],
         how="left",
     )
     latest = F.max(F.when(F.col("_req").isNotNull(), F.struct("_exp_ts", "_req")))
-    return (joined
-            .groupBy(grouped[USER], grouped[SESSION], grouped[ITEM], grouped[TS])
-            .agg(latest.alias("_match"), F.max("weight").alias("weight"),
-                 F.max("is_click").alias("is_click"), F.max("n").alias("n"))
-            .select(F.col("_match._req").alias(REQUEST), ITEM, "weight", "is_click", "n"))
+    return (
+        joined.groupBy(grouped[USER], grouped[SESSION], grouped[ITEM], grouped[TS])
+        .agg(
+            latest.alias("_match"),
+            F.max("weight").alias("weight"),
+            F.max("is_click").alias("is_click"),
+            F.max("n").alias("n"),
+        )
+        .select(F.col("_match._req").alias(REQUEST), ITEM, "weight", "is_click", "n")
+    )
 
 
-def join_feedback(exposures: DataFrame, clicks: DataFrame, window_minutes: float,
-                  weights: Mapping[str, float], click_event: str) -> DataFrame:
+def join_feedback(
+    exposures: DataFrame, clicks: DataFrame, window_minutes: float, weights: Mapping[str, float], click_event: str
+) -> DataFrame:
     """Deduplicated exposures joined with their feedback; orphan events kept as rows.
 
     Output: the exposure columns plus ``relevance``, ``clicked``, ``n_events``
@@ -106,22 +119,28 @@ def join_feedback(exposures: DataFrame, clicks: DataFrame, window_minutes: float
     the labelled exposures.
     """
     events = weigh_events(clicks, weights, click_event)
-    direct = (events.where(F.col(REQUEST).isNotNull())
-              .select(REQUEST, ITEM, "weight", "is_click", F.lit(1).cast("long").alias("n")))
+    direct = events.where(F.col(REQUEST).isNotNull()).select(
+        REQUEST, ITEM, "weight", "is_click", F.lit(1).cast("long").alias("n")
+    )
     # session events that found no exposure keep a null request_id: they never
     # match in the join below and come out as orphan rows
     by_session = resolve_session_events(events, exposures, window_minutes)
-    attributed = (direct.unionByName(by_session)
-                  .groupBy(REQUEST, ITEM)
-                  .agg(F.max("weight").alias(RELEVANCE), F.max("is_click").alias(CLICKED),
-                       F.sum("n").alias(N_EVENTS)))
-    return (exposures.withColumn(EXPOSED, F.lit(True))
-            .join(attributed, on=[REQUEST, ITEM], how="full")
-            .select(*[F.col(c) for c in exposures.columns],
-                    F.coalesce(EXPOSED, F.lit(False)).alias(EXPOSED),
-                    F.coalesce(RELEVANCE, F.lit(0.0)).alias(RELEVANCE),
-                    F.coalesce(CLICKED, F.lit(False)).alias(CLICKED),
-                    F.coalesce(N_EVENTS, F.lit(0)).cast("long").alias(N_EVENTS)))
+    attributed = (
+        direct.unionByName(by_session)
+        .groupBy(REQUEST, ITEM)
+        .agg(F.max("weight").alias(RELEVANCE), F.max("is_click").alias(CLICKED), F.sum("n").alias(N_EVENTS))
+    )
+    return (
+        exposures.withColumn(EXPOSED, F.lit(True))
+        .join(attributed, on=[REQUEST, ITEM], how="full")
+        .select(
+            *[F.col(c) for c in exposures.columns],
+            F.coalesce(EXPOSED, F.lit(False)).alias(EXPOSED),
+            F.coalesce(RELEVANCE, F.lit(0.0)).alias(RELEVANCE),
+            F.coalesce(CLICKED, F.lit(False)).alias(CLICKED),
+            F.coalesce(N_EVENTS, F.lit(0)).cast("long").alias(N_EVENTS),
+        )
+    )
 
 
 def label_counts(labelled: DataFrame, events: int) -> dict[str, int]:
@@ -143,12 +162,18 @@ def label_counts(labelled: DataFrame, events: int) -> dict[str, int]:
     ).collect()[0]  # an aggregation without grouping: always one row
     counts = {k: int(v or 0) for k, v in row.asDict().items()}
     counts["orphan_events"] = events - counts["attributed_events"]
-    order = ("exposures", "empty_responses", "duplicate_exposures", "attributed_events", "orphan_events",
-             "relevant_exposures", "clicked_exposures")
+    order = (
+        "exposures",
+        "empty_responses",
+        "duplicate_exposures",
+        "attributed_events",
+        "orphan_events",
+        "relevant_exposures",
+        "clicked_exposures",
+    )
     return {k: counts[k] for k in order}
 
 
 def labelled_exposures(joined: DataFrame) -> DataFrame:
     """The exposure rows of a :func:`join_feedback` result (empty responses included)."""
     return joined.where(F.col(EXPOSED)).drop(EXPOSED)
-

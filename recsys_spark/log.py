@@ -52,7 +52,8 @@ class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         fields = getattr(record, "fields", None)
         body: dict[str, Any] = {
-            "ts": dt.datetime.fromtimestamp(record.created, dt.timezone.utc).isoformat(timespec="milliseconds")
+            "ts": dt.datetime.fromtimestamp(record.created, dt.timezone.utc)
+            .isoformat(timespec="milliseconds")
             .replace("+00:00", "Z"),
             "level": record.levelname,
         }
@@ -156,8 +157,9 @@ class _Progress(threading.Thread):
 
 
 @contextmanager
-def stage(name: str, timings: dict[str, float], progress_seconds: float | None = None,
-          **fields: Any) -> Iterator[dict[str, Any]]:
+def stage(
+    name: str, timings: dict[str, float], progress_seconds: float | None = None, **fields: Any
+) -> Iterator[dict[str, Any]]:
     """Time a stage: a ``stage_start`` line, ``progress`` lines while it runs, a ``stage_end`` line.
 
     The caller may add counts to the yielded dict; they go into ``stage_end``. ``stage_end`` is

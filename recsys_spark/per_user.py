@@ -85,8 +85,25 @@ def partition_by_user(sliced: DataFrame, partitions: int) -> DataFrame:
     shuffle of exposure rows).  The caller unpersists it.  Empty responses
     (null item) stay: health and the counts use them.
     """
-    keep = [c for c in (SLICE, USER, SESSION, REQUEST, ITEM, POSITION, SCORE, RELEVANCE, CLICKED, COPIES, N_EVENTS,
-                        ITEM_CATEGORY, IN_CATALOG) if c in sliced.columns]
+    keep = [
+        c
+        for c in (
+            SLICE,
+            USER,
+            SESSION,
+            REQUEST,
+            ITEM,
+            POSITION,
+            SCORE,
+            RELEVANCE,
+            CLICKED,
+            COPIES,
+            N_EVENTS,
+            ITEM_CATEGORY,
+            IN_CATALOG,
+        )
+        if c in sliced.columns
+    ]
     return sliced.select(*keep).repartition(partitions, USER).persist(CACHE_LEVEL)
 
 
@@ -98,10 +115,9 @@ def ranking_input(labelled: DataFrame, list_unit: str, has_score: bool) -> DataF
     list_id = {"request": F.col(REQUEST), "session": F.col(SESSION), "user": F.lit("")}[list_unit]
     score = F.col(SCORE) if has_score else -F.col(POSITION).cast("double")
     slice_col = F.col(SLICE) if SLICE in labelled.columns else F.lit(ALL)
-    return (labelled
-            .where(F.col(ITEM).isNotNull())
-            .select(slice_col.alias(SLICE), USER, list_id.alias(LIST_ID), ITEM, POSITION,
-                    score.alias(SCORE), RELEVANCE))
+    return labelled.where(F.col(ITEM).isNotNull()).select(
+        slice_col.alias(SLICE), USER, list_id.alias(LIST_ID), ITEM, POSITION, score.alias(SCORE), RELEVANCE
+    )
 
 
 def bucket_count(rows: int, rows_per_bucket: int, parallelism: int) -> int:
@@ -131,12 +147,17 @@ class _PassTotalsParam(AccumulatorParam):
         return a.merge(b)
 
 
-_ARROW_SCHEMA = pa.schema([(name, {"string": pa.string(), "int": pa.int32(), "long": pa.int64(),
-                                     "double": pa.float64()}[kind]) for name, kind in USER_METRICS_COLUMNS])
+_ARROW_SCHEMA = pa.schema(
+    [
+        (name, {"string": pa.string(), "int": pa.int32(), "long": pa.int64(), "double": pa.float64()}[kind])
+        for name, kind in USER_METRICS_COLUMNS
+    ]
+)
 
 
-def _score_partitions(rows: DataFrame, ks: tuple[int, ...], gain: str, max_user_rows: int | None,
-                      totals=None) -> DataFrame:
+def _score_partitions(
+    rows: DataFrame, ks: tuple[int, ...], gain: str, max_user_rows: int | None, totals=None
+) -> DataFrame:
     """``mapInArrow``: each partition (whole users) -> one row per (slice, user), in one kernel call.
 
     With ``max_user_rows``, users past it are set aside; with ``totals`` (an
@@ -164,8 +185,11 @@ def _score_partitions(rows: DataFrame, ks: tuple[int, ...], gain: str, max_user_
                     batch = batch.filter(pc.invert(pc.is_in(batch.column(USER), pa.array(sorted(over), pa.string()))))
             if batch.num_rows:
                 kept.append(batch)
-        frame = (pa.Table.from_batches(kept).select(columns).to_pandas(strings_to_categorical=True) if kept
-                 else pd.DataFrame(columns=columns))
+        frame = (
+            pa.Table.from_batches(kept).select(columns).to_pandas(strings_to_categorical=True)
+            if kept
+            else pd.DataFrame(columns=columns)
+        )
         del kept
         result = score_users(frame, ks, cast(Gain, gain))  # config checked it is one of Gain's values
         del frame
@@ -199,8 +223,16 @@ class UserMetrics:
     summary says about set-aside users.
     """
 
-    def __init__(self, ranked: DataFrame, ks: Sequence[int], gain: str, partitions: int | None,
-                 max_user_rows: int, rows_per_bucket: int = 200_000, list_unit: str = "request") -> None:
+    def __init__(
+        self,
+        ranked: DataFrame,
+        ks: Sequence[int],
+        gain: str,
+        partitions: int | None,
+        max_user_rows: int,
+        rows_per_bucket: int = 200_000,
+        list_unit: str = "request",
+    ) -> None:
         """``partitions``: hash-partition ``ranked`` by user into that many; None when it already is
         (built on :func:`partition_by_user`: then the pass reads it in place, no shuffle)."""
         self.ranked, self.ks, self.gain = ranked, tuple(ks), gain
@@ -223,8 +255,10 @@ class UserMetrics:
         rows = self.ranked.where(F.col(USER).isin(sorted(heavy)))
         parts = max(1, math.ceil(sum(heavy.values()) / self.rows_per_bucket))
         merged = _merge_parts(_score_partitions(rows.repartition(parts, USER, LIST_ID), self.ks, self.gain, None))
-        aucs = [(key[0], key[1], None if math.isnan(part.auc) else part.auc)
-                for key, part in exact_auc(rows, (SLICE, USER)).items()]
+        aucs = [
+            (key[0], key[1], None if math.isnan(part.auc) else part.auc)
+            for key, part in exact_auc(rows, (SLICE, USER)).items()
+        ]
         spark = self.ranked.sparkSession
         auc = spark.createDataFrame(aucs, f"{SLICE} string, {USER} string, auc double")
         names = [name for name, _ in USER_METRICS_COLUMNS]
@@ -245,10 +279,14 @@ class UserMetrics:
         heavy = self.set_aside
         if not heavy:
             return []
-        out = [f"{len(heavy)} user(s) with more than execution.max_user_rows={self.max_user_rows} rows "
-               f"({sum(heavy.values())} rows) took the bounded path: lists scored in sub-partitions, AUC from a "
-               "Spark-side sort; values are exact"]
+        out = [
+            f"{len(heavy)} user(s) with more than execution.max_user_rows={self.max_user_rows} rows "
+            f"({sum(heavy.values())} rows) took the bounded path: lists scored in sub-partitions, AUC from a "
+            "Spark-side sort; values are exact"
+        ]
         if self.list_unit != "request":
-            out.append(f"list_unit={self.list_unit}: a list of a set-aside user is scored whole in one Python call; "
-                       f"a list longer than {self.max_user_rows} rows holds that many rows in memory")
+            out.append(
+                f"list_unit={self.list_unit}: a list of a set-aside user is scored whole in one Python call; "
+                f"a list longer than {self.max_user_rows} rows holds that many rows in memory"
+            )
         return out

@@ -95,8 +95,12 @@ class InputPaths:
     def resolve(cls, cfg: Config, input_root: str, date: str) -> InputPaths:
         # [catalog hook, issue 17] {date:%Y%m%d} formats and table:NAME inputs (recsys_spark/templates.py)
         options = templates.InputSettings.of(cfg.input)
-        return cls(*(templates.resolve(getattr(cfg.input, kind), input_root, date, kind, options)
-                     for kind in ("exposures", "clicks", "items", "users")))
+        return cls(
+            *(
+                templates.resolve(getattr(cfg.input, kind), input_root, date, kind, options)
+                for kind in ("exposures", "clicks", "items", "users")
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -268,8 +272,17 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
             if cfg.validation.write_rejected:
                 out.stage("rejected", rejected_rows(valid.rejected_exposures, valid.rejected_clicks))
         with log.stage("write", timings):
-            summary = build_summary(cfg, iso, paths, valid.exposure_counts, valid.click_counts, labelled.labels,
-                                    metrics.unit_counts.get(ALL, {}), rows, timings)
+            summary = build_summary(
+                cfg,
+                iso,
+                paths,
+                valid.exposure_counts,
+                valid.click_counts,
+                labelled.labels,
+                metrics.unit_counts.get(ALL, {}),
+                rows,
+                timings,
+            )
             summary["data_quality"]["unweighted_events"] = dict(valid.unweighted_events)
             summary["data_quality"]["items_in_several_categories"] = valid.catalog_conflicts[0]
             summary["rules"] = as_dicts(rule_results)
@@ -280,19 +293,30 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
             out.stage_text(SUMMARY, "summary.json", summary_json(summary))
             out.commit()
         if cfg.output.catalog:  # [catalog hook, issue 17] publish the committed day to catalog tables
-            catalog.publish(spark, cfg.output.catalog, output_root, iso, summary, log.run_id(), cfg.fingerprint(),
-                            cfg.output.table_format, cfg.output.write_mode)
+            catalog.publish(
+                spark,
+                cfg.output.catalog,
+                output_root,
+                iso,
+                summary,
+                log.run_id(),
+                cfg.fingerprint(),
+                cfg.output.table_format,
+                cfg.output.write_mode,
+            )
     except BaseException:
         out.abort()
         raise
     finally:
         if labelled is not None:
             labelled.unpersist()
-    log.event("done", date=iso, status=summary["status"],
-              **{k: summary["headline"][k] for k in list(summary["headline"])[:4]})
+    log.event(
+        "done", date=iso, status=summary["status"], **{k: summary["headline"][k] for k in list(summary["headline"])[:4]}
+    )
     if failed_hard and cfg.rules.fail_on_hard:
-        raise HardRuleViolation(f"{iso}: hard business rules violated: {', '.join(failed_hard)} "
-                                f"(outputs written; see rule_checks/dt={iso})")
+        raise HardRuleViolation(
+            f"{iso}: hard business rules violated: {', '.join(failed_hard)} (outputs written; see rule_checks/dt={iso})"
+        )
     return summary
 
 
@@ -310,8 +334,10 @@ def day_notes(day: Day, out: DailyOutput) -> list[str]:
     notes = []
     n, examples = day.valid.catalog_conflicts
     if n:
-        notes.append(f"{n} items are listed under several categories in the items table; each keeps its "
-                     f"smallest category (e.g. {', '.join(examples)})")
+        notes.append(
+            f"{n} items are listed under several categories in the items table; each keeps its "
+            f"smallest category (e.g. {', '.join(examples)})"
+        )
     if day.valid.unweighted_events:
         names = ", ".join(f"{k} ({v})" for k, v in day.valid.unweighted_events.items())
         notes.append(f"events whose name has no weight in labels.event_weights (they weigh 0): {names}")
@@ -357,8 +383,9 @@ def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
     return Inputs(exposures, clicks, slice_inputs, SCORE in exposures.columns, items)
 
 
-def history_paths(template: str, input_root: str, date: dt.date, days: int,
-                  kind: str = "exposures") -> list[tuple[dt.date, str]]:
+def history_paths(
+    template: str, input_root: str, date: dt.date, days: int, kind: str = "exposures"
+) -> list[tuple[dt.date, str]]:
     """(date, location) of the ``days`` days before ``date``, most recent first (date formats and
     ``table:`` inputs as for the day itself, :func:`templates.resolve`)."""
     days_before = [date - dt.timedelta(days=back) for back in range(1, days + 1)]
@@ -379,20 +406,23 @@ def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.dat
     """
     tolerance, zone = cfg.validation.ts_tolerance_minutes, cfg.validation.time_zone
     notes: list[str] = []
-    (prev_day, prev_path), = history_paths(cfg.input.exposures, input_root, date, 1)
+    ((prev_day, prev_path),) = history_paths(cfg.input.exposures, input_root, date, 1)
     previous, previous_rows = None, None
     if fs.exists(spark, prev_path):
         try:
             raw = read_parquet(spark, prev_path, "previous exposures partition")
             previous_rows = raw.count()  # from the Parquet footers: a corrupt or truncated file fails here
             conformed = conform(raw, EXPOSURE_COLUMNS, prev_path)
-            tagged = tag_rows(conformed, exposure_checks(SCORE in conformed.columns,
-                                                         day_bounds(prev_day, tolerance, zone)))
+            tagged = tag_rows(
+                conformed, exposure_checks(SCORE in conformed.columns, day_bounds(prev_day, tolerance, zone))
+            )
             previous = split_rows(tagged)[0].where(F.col(ITEM).isNotNull()).select(USER, ITEM).distinct()
         except Exception as exc:  # noqa: BLE001 - an earlier day is an optional input
             previous, previous_rows = None, None
-            notes.append(f"update_rate and exposure_change skipped: the previous day's exposures cannot be used "
-                         f"({_problem(exc)})")
+            notes.append(
+                f"update_rate and exposure_change skipped: the previous day's exposures cannot be used "
+                f"({_problem(exc)})"
+            )
     else:
         notes.append(f"update_rate skipped: no exposures partition for the previous day {prev_day} ({prev_path})")
 
@@ -412,17 +442,24 @@ def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.dat
     popularity = None
     if frames:
         popularity = click_events(frames, cfg.labels.click_event)
-        notes.insert(0, f"novelty: item popularity from the clicks of {len(frames)} of the {len(click_paths)} "
-                        f"previous days ({min(used)}..{max(used)})")
+        notes.insert(
+            0,
+            f"novelty: item popularity from the clicks of {len(frames)} of the {len(click_paths)} "
+            f"previous days ({min(used)}..{max(used)})",
+        )
     else:
-        notes.insert(0, f"novelty: no clicks partition in the {len(click_paths)} previous days; "
-                        "item popularity from the same day's clicks")
+        notes.insert(
+            0,
+            f"novelty: no clicks partition in the {len(click_paths)} previous days; "
+            "item popularity from the same day's clicks",
+        )
     late, provisional = read_late_clicks(spark, cfg, input_root, date, notes)
     return History(previous, previous_rows, popularity, late, provisional, tuple(notes))
 
 
-def read_late_clicks(spark: SparkSession, cfg: Config, input_root: str, date: dt.date,
-                     notes: list[str]) -> tuple[DataFrame | None, bool]:
+def read_late_clicks(
+    spark: SparkSession, cfg: Config, input_root: str, date: dt.date, notes: list[str]
+) -> tuple[DataFrame | None, bool]:
     """The next day's clicks of its first ``attribution.window_minutes`` (a click at 00:05 on an
     exposure shown at 23:58), and whether the day is provisional (that partition is not there yet,
     or cannot be read: a rerun once it exists completes the day)."""
@@ -432,14 +469,18 @@ def read_late_clicks(spark: SparkSession, cfg: Config, input_root: str, date: dt
     if window <= 0:
         return None, False
     if not fs.exists(spark, path):
-        notes.append(f"provisional: no clicks partition for {next_day} yet ({path}); feedback after midnight on "
-                     f"the last {window:g} minutes of exposures is missing; rerun the day once it exists")
+        notes.append(
+            f"provisional: no clicks partition for {next_day} yet ({path}); feedback after midnight on "
+            f"the last {window:g} minutes of exposures is missing; rerun the day once it exists"
+        )
         return None, True
     try:
         clicks = conform(read_parquet(spark, path, "next day's clicks partition"), CLICK_COLUMNS, path)
     except Exception as exc:  # noqa: BLE001 - the next day is an optional input
-        notes.append(f"provisional: the clicks of {next_day} cannot be read ({_problem(exc)}); feedback after "
-                     "midnight is missing")
+        notes.append(
+            f"provisional: the clicks of {next_day} cannot be read ({_problem(exc)}); feedback after "
+            "midnight is missing"
+        )
         return None, True
     start = day_start(next_day, cfg.validation.time_zone)
     bounds = (start, start + dt.timedelta(minutes=window))
@@ -454,12 +495,15 @@ def late_events(day: Day, window_minutes: float, time_zone: str) -> DataFrame | 
     if late is None:
         return None
     end = day_start(day.date + dt.timedelta(days=1), time_zone)
-    tail = day.valid.exposures.where((F.col(TS) >= instant(end - dt.timedelta(minutes=window_minutes)))
-                                     & F.col(ITEM).isNotNull())
+    tail = day.valid.exposures.where(
+        (F.col(TS) >= instant(end - dt.timedelta(minutes=window_minutes))) & F.col(ITEM).isNotNull()
+    )
     direct = late.where(F.col(REQUEST).isNotNull()).join(
-        F.broadcast(tail.select(REQUEST, ITEM).distinct()), on=[REQUEST, ITEM], how="left_semi")
+        F.broadcast(tail.select(REQUEST, ITEM).distinct()), on=[REQUEST, ITEM], how="left_semi"
+    )
     by_session = late.where(F.col(REQUEST).isNull()).join(
-        F.broadcast(tail.select(USER, SESSION, ITEM).distinct()), on=[USER, SESSION, ITEM], how="left_semi")
+        F.broadcast(tail.select(USER, SESSION, ITEM).distinct()), on=[USER, SESSION, ITEM], how="left_semi"
+    )
     return direct.unionByName(by_session)
 
 
@@ -479,15 +523,26 @@ def validate_inputs(spark: SparkSession, inputs: Inputs, cfg: Config, date: dt.d
     exposures = tag_rows(inputs.exposures, exposure_checks(inputs.has_score, bounds))
     clicks = tag_rows(inputs.clicks, click_checks(bounds))
     exposure_counts, _ = count_rows(exposures, "exposures partition", paths.exposures)
-    click_counts, unweighted = count_rows(clicks, "clicks partition", paths.clicks,
-                                          by=unweighted_name(clicks, cfg.labels.event_weights,
-                                                             cfg.labels.click_event))
+    click_counts, unweighted = count_rows(
+        clicks,
+        "clicks partition",
+        paths.clicks,
+        by=unweighted_name(clicks, cfg.labels.event_weights, cfg.labels.click_event),
+    )
     if exposure_counts["rows"] == 0:
         raise EmptyInputError(f"empty input exposures partition (0 rows): {paths.exposures}")
     good_exposures, rejected_exposures = split_rows(exposures)
     good_clicks, rejected_clicks = split_rows(clicks)
-    return Validated(good_exposures, good_clicks, rejected_exposures, rejected_clicks, exposure_counts, click_counts,
-                     unweighted, catalog_conflicts(inputs.items))
+    return Validated(
+        good_exposures,
+        good_clicks,
+        rejected_exposures,
+        rejected_clicks,
+        exposure_counts,
+        click_counts,
+        unweighted,
+        catalog_conflicts(inputs.items),
+    )
 
 
 def unweighted_name(clicks: DataFrame, weights: Mapping[str, float], click_event: str) -> Column:
@@ -523,40 +578,68 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
         late = late.persist(CACHE_LEVEL)
         n_late = late.count()
         clicks = clicks.unionByName(late, allowMissingColumns=True)
-    deduplicated = (deduplicate_exposures(valid.exposures)
-                    .transform(add_slice_columns, inputs.slices, day.date, cfg.slices.new_user_days))
+    deduplicated = deduplicate_exposures(valid.exposures).transform(
+        add_slice_columns, inputs.slices, day.date, cfg.slices.new_user_days
+    )
     joined = join_feedback(deduplicated, clicks, window, cfg.labels.event_weights, cfg.labels.click_event)
     cutoffs = None
     if "popularity" in cfg.slices.names:
         joined = joined.persist(CACHE_LEVEL)
-        cutoffs = popularity_cutoffs(labelled_exposures(joined), cfg.slices.popularity_head_share,
-                                     cfg.slices.popularity_tail_share)
+        cutoffs = popularity_cutoffs(
+            labelled_exposures(joined), cfg.slices.popularity_head_share, cfg.slices.popularity_tail_share
+        )
     sliced = explode_slices(labelled_exposures(joined), inputs.slices.dims, cutoffs)
     # each exposure comes once under "all" and at most once more per slice dimension; the valid rows
     # (before deduplication) bound the exposures
-    partitions = bucket_count(valid.valid_exposure_rows * (1 + len(cfg.slices.names)), cfg.execution.rows_per_bucket,
-                              spark.sparkContext.defaultParallelism)
+    partitions = bucket_count(
+        valid.valid_exposure_rows * (1 + len(cfg.slices.names)),
+        cfg.execution.rows_per_bucket,
+        spark.sparkContext.defaultParallelism,
+    )
     by_user = partition_by_user(sliced, partitions)
     labels = label_counts(all_slice(by_user), valid.valid_events + n_late)  # builds the user partitions
     labels["late_events"] = n_late
-    return Labelled(joined, labels, sliced, cutoffs, by_user,
-                    ranking_input(by_user, cfg.ranking.list_unit, inputs.has_score), partitions, late)
+    return Labelled(
+        joined,
+        labels,
+        sliced,
+        cutoffs,
+        by_user,
+        ranking_input(by_user, cfg.ranking.list_unit, inputs.has_score),
+        partitions,
+        late,
+    )
 
 
 def metric_stage(labelled: Labelled, cfg: Config, out: DailyOutput) -> Metrics:
     """Per-user table (staged as ``user_metrics``) in one pass, then every aggregate from its sums."""
     ks = cfg.metrics.k
-    users = UserMetrics(labelled.ranked, ks, cfg.metrics.ndcg_gain, None, cfg.execution.max_user_rows,
-                        cfg.execution.rows_per_bucket, cfg.ranking.list_unit)
+    users = UserMetrics(
+        labelled.ranked,
+        ks,
+        cfg.metrics.ndcg_gain,
+        None,
+        cfg.execution.max_user_rows,
+        cfg.execution.rows_per_bucket,
+        cfg.ranking.list_unit,
+    )
     staged_users = out.stage("user_metrics", users.frame)  # the one pass over labelled exposures
     heavy = users.heavy_frame()  # users past execution.max_user_rows, if any: bounded path
     if heavy is not None:
         heavy.write.mode("append").parquet(staged_users)
     pooled = pooled_auc(labelled.ranked)
-    replicates = (auc_bootstrap(labelled.ranked, cfg.stats.bootstrap_replicates, cfg.stats.seed)
-                  if cfg.stats.bootstrap_replicates else None)
-    rows, unit_counts = aggregate_users(users.moments(), ks, pooled, cfg.stats.confidence,  # sums from the pass
-                                        replicates)
+    replicates = (
+        auc_bootstrap(labelled.ranked, cfg.stats.bootstrap_replicates, cfg.stats.seed)
+        if cfg.stats.bootstrap_replicates
+        else None
+    )
+    rows, unit_counts = aggregate_users(
+        users.moments(),
+        ks,
+        pooled,
+        cfg.stats.confidence,  # sums from the pass
+        replicates,
+    )
     unit_counts.setdefault(ALL, {}).update(users.counts())
     return Metrics(rows, unit_counts, users.notes(), labelled.partitions)
 
@@ -583,16 +666,28 @@ def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config)
     """Health and business indicators per slice, with the previous day (update rate) and the
     clicks of the last ``health.novelty_days`` days (novelty) when they exist."""
     history = day.history
-    popularity = (history.popularity if history.popularity is not None
-                  else click_events([day.valid.clicks], cfg.labels.click_event))
-    health = evaluate_health(spark, labelled.by_user, day.inputs.slices.dims, day.inputs.slices.catalog,
-                             min_list_length=cfg.health.min_list_length, lorenz_points=cfg.health.lorenz_points,
-                             popularity=popularity, previous=history.previous, cutoffs=labelled.cutoffs,
-                             items_path=day.paths.items, confidence=cfg.stats.confidence,
-                             bootstrap_replicates=cfg.stats.bootstrap_replicates, seed=cfg.stats.seed)
+    popularity = (
+        history.popularity
+        if history.popularity is not None
+        else click_events([day.valid.clicks], cfg.labels.click_event)
+    )
+    health = evaluate_health(
+        spark,
+        labelled.by_user,
+        day.inputs.slices.dims,
+        day.inputs.slices.catalog,
+        min_list_length=cfg.health.min_list_length,
+        lorenz_points=cfg.health.lorenz_points,
+        popularity=popularity,
+        previous=history.previous,
+        cutoffs=labelled.cutoffs,
+        items_path=day.paths.items,
+        confidence=cfg.stats.confidence,
+        bootstrap_replicates=cfg.stats.bootstrap_replicates,
+        seed=cfg.stats.seed,
+    )
     if labelled.cutoffs is not None:
-        health.info.update(popularity_head_min=labelled.cutoffs.head_min,
-                           popularity_tail_max=labelled.cutoffs.tail_max)
+        health.info.update(popularity_head_min=labelled.cutoffs.head_min, popularity_tail_max=labelled.cutoffs.tail_max)
     health.notes += list(history.notes)
     return health
 
@@ -602,17 +697,30 @@ def rules_stage(labelled: Labelled, day: Day, cfg: Config) -> list[RuleResult]:
     valid = day.valid
     exposure_reasons = {k: v for k, v in valid.exposure_counts.items() if k != "rows"}
     click_reasons = {k: v for k, v in valid.click_counts.items() if k != "rows"}
-    counts = {"exposure_rows": valid.exposure_counts["rows"], "bad_score": valid.exposure_counts.get("bad_score", 0),
-              "valid_events": valid.valid_events, "click_rows": valid.click_counts["rows"],
-              "rejected_exposures": sum(exposure_reasons.values()), "rejected_clicks": sum(click_reasons.values()),
-              **labelled.labels}
+    counts = {
+        "exposure_rows": valid.exposure_counts["rows"],
+        "bad_score": valid.exposure_counts.get("bad_score", 0),
+        "valid_events": valid.valid_events,
+        "click_rows": valid.click_counts["rows"],
+        "rejected_exposures": sum(exposure_reasons.values()),
+        "rejected_clicks": sum(click_reasons.values()),
+        **labelled.labels,
+    }
     return scan_rules(
-        labelled.exposures, counts, has_catalog=day.inputs.slices.catalog is not None,
-        has_score=day.inputs.has_score, blacklist_items=cfg.rules.blacklist_items,
-        blacklist_categories=cfg.rules.blacklist_categories, bot_requests_per_user=cfg.rules.bot_requests_per_user,
-        thresholds=threshold_settings(cfg), previous_exposure_rows=day.history.previous_rows,
-        rejected_exposures=valid.rejected_exposures, exposure_reasons=exposure_reasons, click_reasons=click_reasons,
-        unweighted_events=dict(valid.unweighted_events))
+        labelled.exposures,
+        counts,
+        has_catalog=day.inputs.slices.catalog is not None,
+        has_score=day.inputs.has_score,
+        blacklist_items=cfg.rules.blacklist_items,
+        blacklist_categories=cfg.rules.blacklist_categories,
+        bot_requests_per_user=cfg.rules.bot_requests_per_user,
+        thresholds=threshold_settings(cfg),
+        previous_exposure_rows=day.history.previous_rows,
+        rejected_exposures=valid.rejected_exposures,
+        exposure_reasons=exposure_reasons,
+        click_reasons=click_reasons,
+        unweighted_events=dict(valid.unweighted_events),
+    )
 
 
 def threshold_settings(cfg: Config) -> dict[str, float]:
@@ -621,14 +729,25 @@ def threshold_settings(cfg: Config) -> dict[str, float]:
 
 def rejected_rows(exposures: DataFrame, clicks: DataFrame) -> DataFrame:
     """Set-aside rows of both inputs in one table: source, reason, and the row as JSON."""
+
     def tidy(df: DataFrame, source: str) -> DataFrame:
         payload = F.to_json(F.struct(*[c for c in df.columns if c != REASON]))
         return df.select(F.lit(source).alias("source"), F.col(REASON).alias("reason"), payload.alias("row"))
+
     return tidy(exposures, "exposures").unionByName(tidy(clicks, "clicks"))
 
 
-def build_summary(cfg: Config, day: str, paths: InputPaths, exposure_counts: dict, click_counts: dict,
-                  labels: dict, unit_counts: dict, rows: list, timings: dict) -> dict[str, Any]:
+def build_summary(
+    cfg: Config,
+    day: str,
+    paths: InputPaths,
+    exposure_counts: dict,
+    click_counts: dict,
+    labels: dict,
+    unit_counts: dict,
+    rows: list,
+    timings: dict,
+) -> dict[str, Any]:
     """The one file a scheduler or an alert reads: headline metrics and data-quality counts."""
     by_key = {(r.metric, r.k, r.aggregation): r.value for r in rows if r.slice == ALL}
     headline = {_headline_name(m, k, a): by_key.get((m, k, a)) for m, k, a in HEADLINE}

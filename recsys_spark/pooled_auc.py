@@ -96,12 +96,12 @@ def _partials(keys: Sequence[str]):
                     entry[1] = merge_u([entry[1], u_from_histogram(pos[:-1], neg[:-1])])
         for key, entry in state.items():
             flush(key, entry)
-        columns: list[Sequence[Any]] = (list(zip(*rows, strict=True)) if rows
-                                        else [[] for _ in range(len(keys) + 4)])
+        columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [[] for _ in range(len(keys) + 4)]
         names_out = [*keys, _BIN, "u", "n_pos", "n_neg"]
         types = [pa.string()] * len(keys) + [pa.int32()] + [pa.float64()] * 3
-        yield pa.RecordBatch.from_arrays([pa.array(c, type=t) for c, t in zip(columns, types, strict=True)],
-                                         names=names_out)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(c, type=t) for c, t in zip(columns, types, strict=True)], names=names_out
+        )
 
     return partials
 
@@ -136,12 +136,13 @@ def exact_auc(rows: DataFrame, keys: Sequence[str]) -> dict[tuple, UPartial]:
     schema = ", ".join(f"`{k}` string" for k in keys) + f", {_BIN} int, " + _PARTIAL
     positive = (F.col(RELEVANCE) > 0).alias(_POSITIVE)
     score_bin = F.least(F.floor((F.atan(F.col(SCORE)) / math.pi + 0.5) * BINS), F.lit(BINS - 1)).cast("int")
-    partials = (rows
-                .select(*keys, score_bin.alias(_BIN), F.col(SCORE), positive)
-                .repartition(*keys, _BIN)
-                .sortWithinPartitions(SCORE)
-                .mapInArrow(_partials(keys), schema)
-                .collect())
+    partials = (
+        rows.select(*keys, score_bin.alias(_BIN), F.col(SCORE), positive)
+        .repartition(*keys, _BIN)
+        .sortWithinPartitions(SCORE)
+        .mapInArrow(_partials(keys), schema)
+        .collect()
+    )
     by_key: dict[tuple, list[UPartial]] = {}
     for row in sorted(partials, key=lambda r: (tuple(r[k] for k in keys), r[_BIN])):
         by_key.setdefault(tuple(row[k] for k in keys), []).append(UPartial(row["u"], row["n_pos"], row["n_neg"]))

@@ -55,6 +55,7 @@ def read_parquet(spark: SparkSession, path: str, what: str) -> DataFrame:
     """
     # [catalog hook, issue 17] table:NAME[col=value] inputs and input.columns (recsys_spark/catalog.py)
     from recsys_spark import catalog
+
     return catalog.read_input(spark, path, what, _read_parquet_files)
 
 
@@ -71,9 +72,14 @@ def _read_parquet_files(spark: SparkSession, path: str, what: str) -> DataFrame:
             spark.conf.set(NANOS_AS_LONG, "true")
             df = spark.read.parquet(path)
             zone = "utc" if "NANOS,true" in str(exc).replace(" ", "") else "local"
-            return df.select(*[F.col(f.name).alias(f.name, metadata={NANOS: zone})
-                               if isinstance(f.dataType, T.LongType) else F.col(f.name)
-                               for f in df.schema.fields])
+            return df.select(
+                *[
+                    F.col(f.name).alias(f.name, metadata={NANOS: zone})
+                    if isinstance(f.dataType, T.LongType)
+                    else F.col(f.name)
+                    for f in df.schema.fields
+                ]
+            )
         finally:
             spark.conf.set(NANOS_AS_LONG, "true")
     except AnalysisException as exc:
@@ -109,8 +115,7 @@ def conform(df: DataFrame, columns: Sequence[ColumnSpec], path: str, keep: Seque
             continue
         if not isinstance(source, _ACCEPTS[spec.kind]):
             raise SchemaError(
-                f"column {spec.name!r} in {path} has type {source.simpleString()}, "
-                f"which cannot be read as {spec.kind}"
+                f"column {spec.name!r} in {path} has type {source.simpleString()}, which cannot be read as {spec.kind}"
             )
         selected.append(_cast(F.col(spec.name), source, spec.kind).alias(spec.name))
     for name in keep:
@@ -136,9 +141,8 @@ def _cast(col: Column, source: T.DataType, kind: str) -> Column:
         # 2.0 is 2; 2.5, NaN, inf and 1e20 become null (then bad_position), never an overflow under ANSI:
         # fmod instead of floor (floor(inf) overflows a bigint), the cast guarded by the range
         value = col.cast(T.DoubleType())
-        whole = ~F.isnan(value) & (F.abs(value) < 2.0 ** 31) & ((value % 1) == 0)
+        whole = ~F.isnan(value) & (F.abs(value) < 2.0**31) & ((value % 1) == 0)
         return F.when(whole, value.cast(T.IntegerType()))
     if kind == "int" and not isinstance(source, T.IntegerType):
         return compat.try_cast(col, T.IntegerType())
     return col.cast(_TARGET[kind])
-

@@ -52,8 +52,7 @@ def hard(rule: str, violations: int, total: int, examples: list[str] | None = No
 
 def soft(rule: str, violations: int, total: int, threshold: float, examples: list[str] | None = None) -> RuleResult:
     rate = _rate(violations, total)
-    return RuleResult(rule, "soft", int(violations), rate, threshold, rate is None or rate <= threshold,
-                      examples or [])
+    return RuleResult(rule, "soft", int(violations), rate, threshold, rate is None or rate <= threshold, examples or [])
 
 
 def _examples(df: DataFrame, condition: Column, key: Column) -> list[str]:
@@ -100,8 +99,11 @@ def scan_rules(
     out_of_range = (F.col(SCORE) < 0) | (F.col(SCORE) > 1) if has_score else F.lit(False)
     duplicated = item_row & (F.col(COPIES) > 1)
     missing = item_row & ~F.col(IN_CATALOG) if has_catalog else F.lit(False)
-    banned = (item_row & F.col(IN_CATALOG) & F.col(ITEM_CATEGORY).isin(list(blacklist_categories))
-              if has_catalog and blacklist_categories else F.lit(False))
+    banned = (
+        item_row & F.col(IN_CATALOG) & F.col(ITEM_CATEGORY).isin(list(blacklist_categories))
+        if has_catalog and blacklist_categories
+        else F.lit(False)
+    )
     agg = exposures.agg(
         F.sum(item_row.cast("long")).alias("exposures"),
         F.sum((item_row & blacklisted).cast("long")).alias("blacklisted"),
@@ -116,41 +118,87 @@ def scan_rules(
     if blacklist_items:
         ex = _examples(exposures, item_row & blacklisted, F.col(ITEM)) if agg["blacklisted"] else []
         results.append(hard("blacklisted_item", agg["blacklisted"] or 0, n_exp, ex))
-    ex = (_examples(exposures, duplicated, F.concat_ws(":", REQUEST, ITEM)) if agg["duplicated_pairs"] else [])
-    results.append(soft("duplicate_item_in_request", agg["duplicated_pairs"] or 0, n_exp,
-                        thresholds["max_duplicate_item_rate"], ex))
+    ex = _examples(exposures, duplicated, F.concat_ws(":", REQUEST, ITEM)) if agg["duplicated_pairs"] else []
+    results.append(
+        soft(
+            "duplicate_item_in_request", agg["duplicated_pairs"] or 0, n_exp, thresholds["max_duplicate_item_rate"], ex
+        )
+    )
     if has_catalog:
         ex = _examples(exposures, missing, F.col(ITEM)) if agg["missing"] else []
-        results.append(soft("item_missing_from_catalog", agg["missing"] or 0, n_exp,
-                            thresholds["max_missing_item_rate"], ex))
+        results.append(
+            soft("item_missing_from_catalog", agg["missing"] or 0, n_exp, thresholds["max_missing_item_rate"], ex)
+        )
         if blacklist_categories:
             ex = _examples(exposures, banned, F.concat_ws(":", ITEM_CATEGORY, ITEM)) if agg["banned"] else []
             results.append(hard("blacklisted_category", agg["banned"] or 0, n_exp, ex))
     if has_score:
         bad = counts.get("bad_score", 0)
-        ex = (_examples(rejected_exposures, F.col("reject_reason") == "bad_score",
-                        F.concat_ws(":", REQUEST, ITEM)) if bad and rejected_exposures is not None else [])
+        ex = (
+            _examples(rejected_exposures, F.col("reject_reason") == "bad_score", F.concat_ws(":", REQUEST, ITEM))
+            if bad and rejected_exposures is not None
+            else []
+        )
         results.append(hard("non_finite_score", bad, counts["exposure_rows"], ex))
 
     results.append(feedback_rule(counts, unweighted_events))
-    results.append(soft("rejected_exposure_rate", counts.get("rejected_exposures", 0), counts["exposure_rows"],
-                        thresholds["max_rejected_rate"], _reasons(exposure_reasons)))
-    results.append(soft("rejected_click_rate", counts.get("rejected_clicks", 0), counts.get("click_rows", 0),
-                        thresholds["max_rejected_rate"], _reasons(click_reasons)))
-    results.append(soft("unweighted_event_rate", sum(unweighted_events.values()), counts["valid_events"],
-                        thresholds["max_unweighted_event_rate"], _reasons(unweighted_events)))
-    results.append(soft("duplicate_exposure_rate", counts["duplicate_exposures"], counts["exposure_rows"],
-                        thresholds["max_duplicate_rate"]))
-    results.append(soft("orphan_event_rate", counts["orphan_events"], counts["valid_events"],
-                        thresholds["max_orphan_rate"]))
+    results.append(
+        soft(
+            "rejected_exposure_rate",
+            counts.get("rejected_exposures", 0),
+            counts["exposure_rows"],
+            thresholds["max_rejected_rate"],
+            _reasons(exposure_reasons),
+        )
+    )
+    results.append(
+        soft(
+            "rejected_click_rate",
+            counts.get("rejected_clicks", 0),
+            counts.get("click_rows", 0),
+            thresholds["max_rejected_rate"],
+            _reasons(click_reasons),
+        )
+    )
+    results.append(
+        soft(
+            "unweighted_event_rate",
+            sum(unweighted_events.values()),
+            counts["valid_events"],
+            thresholds["max_unweighted_event_rate"],
+            _reasons(unweighted_events),
+        )
+    )
+    results.append(
+        soft(
+            "duplicate_exposure_rate",
+            counts["duplicate_exposures"],
+            counts["exposure_rows"],
+            thresholds["max_duplicate_rate"],
+        )
+    )
+    results.append(
+        soft("orphan_event_rate", counts["orphan_events"], counts["valid_events"], thresholds["max_orphan_rate"])
+    )
     bots, requests = _per_user_requests(exposures, bot_requests_per_user, thresholds["max_bot_user_rate"])
-    results.append(soft("empty_response_rate", counts["empty_responses"], requests,
-                        thresholds["max_empty_response_rate"]))
+    results.append(
+        soft("empty_response_rate", counts["empty_responses"], requests, thresholds["max_empty_response_rate"])
+    )
     if has_score:
-        ex = (_examples(exposures, item_row & out_of_range, F.concat_ws(":", REQUEST, ITEM))
-              if agg["out_of_range"] else [])
-        results.append(soft("score_out_of_range_rate", agg["out_of_range"] or 0, n_exp,
-                            thresholds["max_score_out_of_range_rate"], ex))
+        ex = (
+            _examples(exposures, item_row & out_of_range, F.concat_ws(":", REQUEST, ITEM))
+            if agg["out_of_range"]
+            else []
+        )
+        results.append(
+            soft(
+                "score_out_of_range_rate",
+                agg["out_of_range"] or 0,
+                n_exp,
+                thresholds["max_score_out_of_range_rate"],
+                ex,
+            )
+        )
     results.append(bots)
     if previous_exposure_rows is not None:
         change = abs(counts["exposure_rows"] - previous_exposure_rows)
@@ -186,8 +234,11 @@ def feedback_rule(counts: Mapping[str, int], unweighted_events: Mapping[str, int
 def _per_user_requests(exposures: DataFrame, max_requests: int, threshold: float) -> tuple[RuleResult, int]:
     """(the bot rule, number of requests) from one aggregation of requests per user."""
     per_user = exposures.groupBy(USER).agg(F.count_distinct(REQUEST).alias("requests"))
-    row = per_user.agg(F.count(F.lit(1)).alias("users"), F.sum("requests").alias("requests"),
-                       F.sum((F.col("requests") > max_requests).cast("long")).alias("bots")).collect()[0]
+    row = per_user.agg(
+        F.count(F.lit(1)).alias("users"),
+        F.sum("requests").alias("requests"),
+        F.sum((F.col("requests") > max_requests).cast("long")).alias("bots"),
+    ).collect()[0]
     bots = row["bots"] or 0
     ex = _examples(per_user, F.col("requests") > max_requests, F.col(USER)) if bots else []
     return soft("bot_user_rate", bots, row["users"] or 0, threshold, ex), int(row["requests"] or 0)

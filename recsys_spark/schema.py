@@ -95,13 +95,17 @@ LIST_ID = "list_id"
 
 # --- output tables --------------------------------------------------------------------------------
 #: metrics/dt=D: the long table of every aggregate (docs/metrics.md)
-METRICS_DDL = ("metric string, k int, aggregation string, slice string, value double, n long, se double, "
-               "ci_low double, ci_high double, ci_method string")
+METRICS_DDL = (
+    "metric string, k int, aggregation string, slice string, value double, n long, se double, "
+    "ci_low double, ci_high double, ci_method string"
+)
 #: lorenz/dt=D: the Lorenz curve of exposures over catalog items, per slice
 LORENZ_DDL = "slice string, x double, y double"
 #: rule_checks/dt=D: one row per business rule evaluated (docs/operations.md)
-RULE_CHECKS_DDL = ("rule string, severity string, violations long, rate double, threshold double, "
-                   "passed boolean, examples array<string>")
+RULE_CHECKS_DDL = (
+    "rule string, severity string, violations long, rate double, threshold double, "
+    "passed boolean, examples array<string>"
+)
 #: rejected/dt=D (with validation.write_rejected): the set-aside rows
 REJECTED_DDL = "source string, reason string, row string"
 

@@ -91,8 +91,12 @@ class SliceDims:
         return bool(self.user) or "user_type" in self.names
 
 
-def resolve_slices(names: Sequence[str], exposure_columns: Sequence[str], item_columns: Sequence[str] | None,
-                   user_columns: Sequence[str] | None) -> SliceDims:
+def resolve_slices(
+    names: Sequence[str],
+    exposure_columns: Sequence[str],
+    item_columns: Sequence[str] | None,
+    user_columns: Sequence[str] | None,
+) -> SliceDims:
     """Sort the configured names into derived / exposures / items / users dimensions.
 
     ``item_columns`` / ``user_columns`` are None when that table does not
@@ -115,10 +119,15 @@ def resolve_slices(names: Sequence[str], exposure_columns: Sequence[str], item_c
         elif user_columns is not None and name in user_columns:
             user.append(name)
         else:
-            looked = ["exposures"] + (["items table"] if item_columns is not None else []) + \
-                     (["users table"] if user_columns is not None else [])
-            raise SchemaError(f"slice {name!r} is not a derived slice ({', '.join(DERIVED_SLICES)}) "
-                              f"nor a column of the {', '.join(looked)}")
+            looked = (
+                ["exposures"]
+                + (["items table"] if item_columns is not None else [])
+                + (["users table"] if user_columns is not None else [])
+            )
+            raise SchemaError(
+                f"slice {name!r} is not a derived slice ({', '.join(DERIVED_SLICES)}) "
+                f"nor a column of the {', '.join(looked)}"
+            )
     return SliceDims(tuple(names), tuple(exposure), tuple(item), tuple(user))
 
 
@@ -146,19 +155,25 @@ def _one_row_per(df: DataFrame, key: str) -> DataFrame:
     others = [c for c in df.columns if c != key]
     if not others:
         return df.select(key).distinct()
-    return (df.groupBy(key)
-            .agg(F.min(F.struct(*others)).alias("_row"))
-            .select(key, *[F.col(f"_row.{c}").alias(c) for c in others]))
+    return (
+        df.groupBy(key)
+        .agg(F.min(F.struct(*others)).alias("_row"))
+        .select(key, *[F.col(f"_row.{c}").alias(c) for c in others])
+    )
 
 
-def read_slice_inputs(spark: SparkSession, names: Sequence[str], exposure_columns: Sequence[str],
-                      items_path: str, users_path: str) -> SliceInputs:
+def read_slice_inputs(
+    spark: SparkSession, names: Sequence[str], exposure_columns: Sequence[str], items_path: str, users_path: str
+) -> SliceInputs:
     """Read the items table (always, when it exists) and the users table (when a slice needs it)."""
     raw_items = _optional(spark, items_path, "items table")
     raw_users = _optional(spark, users_path, "users table") if _may_need_users(names, exposure_columns) else None
-    dims = resolve_slices(names, exposure_columns,
-                          None if raw_items is None else raw_items.columns,
-                          None if raw_users is None else raw_users.columns)
+    dims = resolve_slices(
+        names,
+        exposure_columns,
+        None if raw_items is None else raw_items.columns,
+        None if raw_users is None else raw_users.columns,
+    )
     catalog = None
     if raw_items is not None:
         keep = [c for c in dims.item if c != CATEGORY]
@@ -185,9 +200,9 @@ def _value(name: str, dims: SliceDims, date: dt.date, new_user_days: int) -> Col
         return F.when(F.dayofweek(TS).isin(1, 7), F.lit("weekend")).otherwise(F.lit("weekday"))
     if name == "user_type":
         age = F.datediff(F.lit(date.isoformat()).cast("date"), F.to_date(F.col(f"_u_{FIRST_SEEN}")))
-        return (F.when(age.isNull(), F.lit(UNKNOWN))
-                .when(age < new_user_days, F.lit("new"))
-                .otherwise(F.lit("returning")))
+        return (
+            F.when(age.isNull(), F.lit(UNKNOWN)).when(age < new_user_days, F.lit("new")).otherwise(F.lit("returning"))
+        )
     if name in dims.exposure:
         return F.coalesce(F.col(name).cast("string"), F.lit(UNKNOWN))
     if name in dims.item:
@@ -208,13 +223,18 @@ def add_slice_columns(exposures: DataFrame, inputs: SliceInputs, date: dt.date, 
     dims = inputs.dims
     df = exposures
     if inputs.catalog is not None:
-        catalog = inputs.catalog.select(ITEM, F.col(CATEGORY).alias(f"{ITEM_PREFIX}{CATEGORY}"),
-                                        F.lit(True).alias(IN_CATALOG),
-                                        *[F.col(c).alias(f"{ITEM_PREFIX}{c}") for c in dims.item if c != CATEGORY])
+        catalog = inputs.catalog.select(
+            ITEM,
+            F.col(CATEGORY).alias(f"{ITEM_PREFIX}{CATEGORY}"),
+            F.lit(True).alias(IN_CATALOG),
+            *[F.col(c).alias(f"{ITEM_PREFIX}{c}") for c in dims.item if c != CATEGORY],
+        )
         df = df.join(catalog, on=ITEM, how="left")
-        category = (F.when(F.col(ITEM).isNull(), F.lit(None).cast("string"))
-                    .when(F.col(IN_CATALOG).isNull(), F.lit(UNKNOWN))
-                    .otherwise(F.coalesce(F.col(f"{ITEM_PREFIX}{CATEGORY}"), F.lit(UNKNOWN))))
+        category = (
+            F.when(F.col(ITEM).isNull(), F.lit(None).cast("string"))
+            .when(F.col(IN_CATALOG).isNull(), F.lit(UNKNOWN))
+            .otherwise(F.coalesce(F.col(f"{ITEM_PREFIX}{CATEGORY}"), F.lit(UNKNOWN)))
+        )
         in_catalog = F.when(F.col(ITEM).isNotNull(), F.coalesce(F.col(IN_CATALOG), F.lit(False)))
     else:
         category = F.lit(None).cast("string")
@@ -223,13 +243,15 @@ def add_slice_columns(exposures: DataFrame, inputs: SliceInputs, date: dt.date, 
         users = inputs.users.select(USER, *[F.col(c).alias(f"_u_{c}") for c in inputs.users.columns if c != USER])
         df = df.join(users, on=USER, how="left")
     df = df.withColumn(ITEM_CATEGORY, category)
-    values = [_value(name, dims, date, new_user_days).alias(slice_column(name))
-              for name in dims.names if name != "popularity"]
+    values = [
+        _value(name, dims, date, new_user_days).alias(slice_column(name)) for name in dims.names if name != "popularity"
+    ]
     extra = []
     if "popularity" in dims.names:
         extra.append(F.count(ITEM).over(Window.partitionBy(ITEM)).alias(ITEM_EXPOSURES))
-    return df.select(*[F.col(c) for c in exposures.columns], F.col(ITEM_CATEGORY), in_catalog.alias(IN_CATALOG),
-                     *values, *extra)
+    return df.select(
+        *[F.col(c) for c in exposures.columns], F.col(ITEM_CATEGORY), in_catalog.alias(IN_CATALOG), *values, *extra
+    )
 
 
 @dataclass(frozen=True)
@@ -247,9 +269,9 @@ def popularity_cutoffs(labelled: DataFrame, head_share: float, tail_share: float
     has c rows per item, so items = rows / c.  The histogram has at most
     sqrt(2 * exposures) rows.
     """
-    hist = (labelled.where(F.col(ITEM).isNotNull())
-            .groupBy(ITEM_EXPOSURES).agg(F.count(F.lit(1)).alias("rows"))
-            .collect())
+    hist = (
+        labelled.where(F.col(ITEM).isNotNull()).groupBy(ITEM_EXPOSURES).agg(F.count(F.lit(1)).alias("rows")).collect()
+    )
     values = [float(r[ITEM_EXPOSURES]) for r in hist]
     items = [r["rows"] / r[ITEM_EXPOSURES] for r in hist]
     head_min, tail_max = popularity_thresholds(values, items, head_share, tail_share)
@@ -257,9 +279,11 @@ def popularity_cutoffs(labelled: DataFrame, head_share: float, tail_share: float
 
 
 def popularity_bucket(count: Column, cutoffs: PopularityCutoffs) -> Column:
-    return (F.when(count >= cutoffs.head_min, F.lit("head"))
-            .when(count <= cutoffs.tail_max, F.lit("tail"))
-            .otherwise(F.lit("mid")))
+    return (
+        F.when(count >= cutoffs.head_min, F.lit("head"))
+        .when(count <= cutoffs.tail_max, F.lit("tail"))
+        .otherwise(F.lit("mid"))
+    )
 
 
 def explode_slices(labelled: DataFrame, dims: SliceDims, cutoffs: PopularityCutoffs | None = None) -> DataFrame:

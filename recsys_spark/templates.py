@@ -33,8 +33,11 @@ class InputSettings:
 
     @classmethod
     def of(cls, input_cfg: Any) -> InputSettings:
-        return cls(getattr(input_cfg, "partition_column", "dt"), getattr(input_cfg, "partition_format", "%Y-%m-%d"),
-                   dict(getattr(input_cfg, "columns", {}) or {}))
+        return cls(
+            getattr(input_cfg, "partition_column", "dt"),
+            getattr(input_cfg, "partition_format", "%Y-%m-%d"),
+            dict(getattr(input_cfg, "columns", {}) or {}),
+        )
 
 
 def is_table(location: str) -> bool:
@@ -57,8 +60,10 @@ def check_template(template: str, key: str) -> None:
         raise ConfigError(f"config key {key}: bad template {template!r}: {exc}") from None
     for name, spec in fields:
         if name not in PLACEHOLDERS or (name == "input_root" and spec):
-            raise ConfigError(f"config key {key}: unknown placeholder {{{name}{':' + spec if spec else ''}}} in "
-                              f"{template!r} (expected {{input_root}}, {{date}} or {{date:FORMAT}})")
+            raise ConfigError(
+                f"config key {key}: unknown placeholder {{{name}{':' + spec if spec else ''}}} in "
+                f"{template!r} (expected {{input_root}}, {{date}} or {{date:FORMAT}})"
+            )
     if is_table(template) and not TABLE_SPEC.match(template):
         raise ConfigError(f"config key {key}: expected table:NAME or table:NAME[column=value], got {template!r}")
 
@@ -76,8 +81,9 @@ def partitioned_template(template: str, kind: str, settings: InputSettings) -> s
     return template
 
 
-def resolve(template: str, input_root: str, date: dt.date | str, kind: str = "exposures",
-            options: InputSettings | None = None) -> str:
+def resolve(
+    template: str, input_root: str, date: dt.date | str, kind: str = "exposures", options: InputSettings | None = None
+) -> str:
     """The input location of ``date``: a path, or ``table:NAME[col=value]`` (``options``: the run's settings).
 
     >>> resolve("{input_root}/exposures/ds={date:%Y%m%d}", "/lake/", dt.date(2026, 11, 20))
@@ -89,8 +95,6 @@ def resolve(template: str, input_root: str, date: dt.date | str, kind: str = "ex
     check_template(template, f"input.{kind}")
     filled = partitioned_template(template, kind, options or settings())
     return filled.format(input_root=input_root.rstrip("/"), date=day)
-
-
 
 
 _settings: list[InputSettings] = [InputSettings()]

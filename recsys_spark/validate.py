@@ -69,8 +69,7 @@ def exposure_checks(has_score: bool, bounds: TsBounds) -> list[Check]:
     ]
     if has_score:
         score = F.col(SCORE)
-        checks.append(("bad_score", item_row & (score.isNull() | F.isnan(score)
-                                                | (F.abs(score) == float("inf")))))
+        checks.append(("bad_score", item_row & (score.isNull() | F.isnan(score) | (F.abs(score) == float("inf")))))
     return checks
 
 
@@ -96,8 +95,9 @@ def split_rows(tagged: DataFrame) -> tuple[DataFrame, DataFrame]:
     return good, tagged.where(F.col(REASON).isNotNull())
 
 
-def count_rows(tagged: DataFrame, what: str, path: str, by: Column | None = None
-               ) -> tuple[dict[str, int], dict[str, int]]:
+def count_rows(
+    tagged: DataFrame, what: str, path: str, by: Column | None = None
+) -> tuple[dict[str, int], dict[str, int]]:
     """Rows read and rejected per reason, in one pass: ({"rows": n, "<reason>": n, ...}, by_counts).
 
     ``by`` (optional): a string column; ``by_counts`` counts the *kept* rows per non-null value of it

@@ -80,11 +80,13 @@ class DailyOutput:
                     raise ConcurrentRunError(
                         f"{self.date}: another run ({holder.get('run_id')}, pid {holder.get('pid')} on "
                         f"{holder.get('host')}, started {holder.get('started')}) is writing this date to "
-                        f"{self.root}; wait for it, or delete {self.lock} if that run is dead")
+                        f"{self.root}; wait for it, or delete {self.lock} if that run is dead"
+                    )
                 fs.delete(self.spark, self.lock)  # a dead run's lock (or unreadable): take it over
             else:
-                raise ConcurrentRunError(f"{self.date}: could not take the lock {self.lock} (another run "
-                                         "took it at the same moment)")
+                raise ConcurrentRunError(
+                    f"{self.date}: could not take the lock {self.lock} (another run took it at the same moment)"
+                )
         except ConcurrentRunError:
             self._tidy_root()
             raise
@@ -95,9 +97,15 @@ class DailyOutput:
 
     def _lock_text(self) -> str:
         now = time.time()
-        return json.dumps({"run_id": self.run_id, "host": socket.gethostname(), "pid": os.getpid(),
-                           "started": dt.datetime.fromtimestamp(now, dt.timezone.utc).isoformat(),
-                           "epoch": now})
+        return json.dumps(
+            {
+                "run_id": self.run_id,
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "started": dt.datetime.fromtimestamp(now, dt.timezone.utc).isoformat(),
+                "epoch": now,
+            }
+        )
 
     def _holder(self) -> dict | None:
         try:
@@ -171,8 +179,11 @@ class DailyOutput:
         """Tables of the output root that hold this date (a partition ``dt=D``)."""
         if not fs.exists(self.spark, self.root):
             return []
-        return [name for name in fs.children(self.spark, self.root)
-                if not name.startswith(("_", ".")) and fs.exists(self.spark, self.final_path(name))]
+        return [
+            name
+            for name in fs.children(self.spark, self.root)
+            if not name.startswith(("_", ".")) and fs.exists(self.spark, self.final_path(name))
+        ]
 
     def commit(self) -> None:
         """Replace this date's partition of every table the date has: the staged ones, and any other

@@ -18,9 +18,18 @@ from pathlib import Path
 
 import numpy as np
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-         "--enable-logging=stderr", "--v=0"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--hide-scrollbars",
+    "--enable-logging=stderr",
+    "--v=0",
+]
 #: what Chromium writes to stderr for a page's console errors and failed loads
 CONSOLE_ERROR = re.compile(r"CONSOLE[:(]\d+|Uncaught|net::ERR_|Failed to load resource|Refused to", re.IGNORECASE)
 
@@ -43,8 +52,14 @@ class Page:
 def _run(binary: str, args: list[str], url: str) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory() as profile:
         env = {**os.environ, "HOME": profile}
-        return subprocess.run([binary, *FLAGS, f"--user-data-dir={profile}", *args, url], capture_output=True,
-                              check=False, text=True, timeout=120, env=env)
+        return subprocess.run(
+            [binary, *FLAGS, f"--user-data-dir={profile}", *args, url],
+            capture_output=True,
+            check=False,
+            text=True,
+            timeout=120,
+            env=env,
+        )
 
 
 def load(path: Path, width: int = 1200, height: int = 1600, scale: float = 0.5) -> Page:
@@ -59,8 +74,11 @@ def load(path: Path, width: int = 1200, height: int = 1600, scale: float = 0.5) 
     dumped = _run(binary, ["--dump-dom"], url)
     with tempfile.TemporaryDirectory() as tmp:
         shot = Path(tmp) / "shot.png"
-        taken = _run(binary, [f"--window-size={width},{height}", f"--force-device-scale-factor={scale}",
-                              f"--screenshot={shot}"], url)
+        taken = _run(
+            binary,
+            [f"--window-size={width},{height}", f"--force-device-scale-factor={scale}", f"--screenshot={shot}"],
+            url,
+        )
         png = shot.read_bytes() if shot.exists() else b""
     errors = [line for run in (dumped, taken) for line in run.stderr.splitlines() if CONSOLE_ERROR.search(line)]
     return Page(dumped.stdout, errors, png)
@@ -71,8 +89,8 @@ def decode_png(data: bytes) -> np.ndarray:
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     pos, idat, header = 8, [], None
     while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + length]
         if kind == b"IHDR":
             header = struct.unpack(">IIBBBBB", body)
         elif kind == b"IDAT":
@@ -97,12 +115,12 @@ def decode_png(data: bytes) -> np.ndarray:
             cur = np.zeros_like(line)
             for x in range(width):
                 s = slice(x * channels, (x + 1) * channels)
-                left = cur[s.start - channels:s.stop - channels] if x else np.zeros(channels, dtype=np.int32)
+                left = cur[s.start - channels : s.stop - channels] if x else np.zeros(channels, dtype=np.int32)
                 up = prev[s]
                 if kind == 3:
                     cur[s] = (line[s] + (left + up) // 2) & 255
                 else:
-                    upleft = prev[s.start - channels:s.stop - channels] if x else np.zeros(channels, dtype=np.int32)
+                    upleft = prev[s.start - channels : s.stop - channels] if x else np.zeros(channels, dtype=np.int32)
                     p = left + up - upleft
                     pa, pb, pc = np.abs(p - left), np.abs(p - up), np.abs(p - upleft)
                     pred = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, up, upleft))

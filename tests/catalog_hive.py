@@ -38,15 +38,28 @@ def setup(root: Path) -> None:
     spark.sql("CREATE DATABASE IF NOT EXISTS logs")
     from pyspark.sql import functions as F
 
-    exposures = (spark.read.parquet(str(root / "in" / "exposures"))
-                 .withColumnRenamed("user_id", "uid").withColumn("dt", F.col("dt").cast("date")))
+    exposures = (
+        spark.read.parquet(str(root / "in" / "exposures"))
+        .withColumnRenamed("user_id", "uid")
+        .withColumn("dt", F.col("dt").cast("date"))
+    )
     exposures.write.partitionBy("dt").format("parquet").saveAsTable("logs.rec_exposures")
 
-    clicks = (spark.read.parquet(str(root / "in" / "clicks")).withColumnRenamed("user_id", "uid")
-              .withColumn("ds", F.date_format(F.col("dt").cast("date"), "yyyyMMdd")).drop("dt"))
+    clicks = (
+        spark.read.parquet(str(root / "in" / "clicks"))
+        .withColumnRenamed("user_id", "uid")
+        .withColumn("ds", F.date_format(F.col("dt").cast("date"), "yyyyMMdd"))
+        .drop("dt")
+    )
     clicks.write.partitionBy("ds").format("parquet").saveAsTable("logs.rec_clicks")
-    print(json.dumps({"exposure_partitions": [r[0] for r in spark.sql("SHOW PARTITIONS logs.rec_exposures").collect()],
-                      "click_partitions": [r[0] for r in spark.sql("SHOW PARTITIONS logs.rec_clicks").collect()]}))
+    print(
+        json.dumps(
+            {
+                "exposure_partitions": [r[0] for r in spark.sql("SHOW PARTITIONS logs.rec_exposures").collect()],
+                "click_partitions": [r[0] for r in spark.sql("SHOW PARTITIONS logs.rec_clicks").collect()],
+            }
+        )
+    )
     spark.stop()
 
 
@@ -54,16 +67,26 @@ def query(root: Path) -> None:
     spark = session(root)
     out: dict = {"tables": sorted(r.tableName for r in spark.sql("SHOW TABLES IN eval_db").collect())}
     for table in out["tables"]:
-        rows = spark.sql(f"SELECT CAST(dt AS STRING) AS dt, run_id, count(*) AS n FROM eval_db.{table} "
-                         "GROUP BY dt, run_id ORDER BY dt, run_id").collect()
+        rows = spark.sql(
+            f"SELECT CAST(dt AS STRING) AS dt, run_id, count(*) AS n FROM eval_db.{table} "
+            "GROUP BY dt, run_id ORDER BY dt, run_id"
+        ).collect()
         out[table] = [r.asDict() for r in rows]
         out[f"{table}_partitions"] = [r[0] for r in spark.sql(f"SHOW PARTITIONS eval_db.{table}").collect()]
         out[f"{table}_columns"] = {f.name: f.dataType.simpleString() for f in spark.table(f"eval_db.{table}").schema}
-    out["slices"] = [r.asDict() for r in spark.sql(
-        "SELECT DISTINCT slice, slice_name, slice_value FROM eval_db.metrics ORDER BY slice").collect()]
-    out["summary_rows"] = [r.asDict() for r in spark.sql(
-        "SELECT CAST(dt AS STRING) AS dt, status, exposure_rows, headline['auc_global'] AS auc, config_hash, "
-        "recsys_spark_version FROM eval_db.summary ORDER BY dt").collect()]
+    out["slices"] = [
+        r.asDict()
+        for r in spark.sql(
+            "SELECT DISTINCT slice, slice_name, slice_value FROM eval_db.metrics ORDER BY slice"
+        ).collect()
+    ]
+    out["summary_rows"] = [
+        r.asDict()
+        for r in spark.sql(
+            "SELECT CAST(dt AS STRING) AS dt, status, exposure_rows, headline['auc_global'] AS auc, config_hash, "
+            "recsys_spark_version FROM eval_db.summary ORDER BY dt"
+        ).collect()
+    ]
     from recsys_spark import catalog
 
     frame = catalog.table_frame(spark, "table:logs.rec_exposures[dt=2026-11-20]")

@@ -19,9 +19,17 @@ MISSING = "2026-11-04"
 WEEK_BEFORE = "2026-10-29"
 START, END = "2026-11-02", "2026-11-05"
 
-METRICS_SCHEMA = pa.schema([("metric", pa.string()), ("k", pa.int32()), ("aggregation", pa.string()),
-                            ("slice", pa.string()), ("value", pa.float64()), ("n", pa.int64()),
-                            ("se", pa.float64())])
+METRICS_SCHEMA = pa.schema(
+    [
+        ("metric", pa.string()),
+        ("k", pa.int32()),
+        ("aggregation", pa.string()),
+        ("slice", pa.string()),
+        ("value", pa.float64()),
+        ("n", pa.int64()),
+        ("se", pa.float64()),
+    ]
+)
 CI_FIELDS = [("ci_low", pa.float64()), ("ci_high", pa.float64()), ("ci_method", pa.string())]
 
 
@@ -30,8 +38,7 @@ def metric_rows(i: int) -> list[dict]:
     rows = []
 
     def add(metric, k, agg, slice_, value, n, se=None):
-        rows.append({"metric": metric, "k": k, "aggregation": agg, "slice": slice_, "value": value, "n": n,
-                     "se": se})
+        rows.append({"metric": metric, "k": k, "aggregation": agg, "slice": slice_, "value": value, "n": n, "se": se})
 
     for s, shift in (("all", 0.0), ("platform=ios", 0.03), ("platform=web", -0.04)):
         add("auc", None, "global", s, 0.70 + 0.01 * i + shift, 5000)
@@ -42,10 +49,10 @@ def metric_rows(i: int) -> list[dict]:
             add("ndcg", k, "user_avg", s, 0.3 + 0.03 * k + 0.01 * i + shift, 300, 0.02)
             add("map", k, "user_avg", s, 0.25 + 0.02 * k + shift, 300, 0.02)
             add("precision", k, "user_avg", s, 0.4 / k + shift / 10, 300, 0.01)
-            add("recall", k, "user_avg", s, min(1.0, 0.2 * k ** 0.5) + shift / 10, 300, 0.01)
-            add("hit_rate", k, "user_avg", s, min(1.0, 0.3 * k ** 0.5) + shift / 10, 300, 0.01)
+            add("recall", k, "user_avg", s, min(1.0, 0.2 * k**0.5) + shift / 10, 300, 0.01)
+            add("hit_rate", k, "user_avg", s, min(1.0, 0.3 * k**0.5) + shift / 10, 300, 0.01)
             add("precision", k, "global", s, 0.38 / k, 500)
-            add("recall", k, "global", s, min(1.0, 0.21 * k ** 0.5), 600)
+            add("recall", k, "global", s, min(1.0, 0.21 * k**0.5), 600)
         add("exposure_ctr", None, "global", s, 0.04 + 0.002 * i + shift / 10, 6000)
         add("uv_ctr", None, "global", s, 1.2 + 0.1 * i + shift, 200)
         add("pv_failure_rate", None, "global", s, 0.01, 600)
@@ -75,27 +82,59 @@ def write_metrics(root: Path, day: str, i: int, with_ci: bool) -> pd.DataFrame:
 
 def write_day(root: Path, day: str, i: int, with_ci: bool) -> None:
     write_metrics(root, day, i, with_ci)
-    lorenz = pd.DataFrame({"slice": ["all"] * 5, "x": [0.0, 0.25, 0.5, 0.75, 1.0],
-                           "y": [0.0, 0.05, 0.15, 0.35 - 0.01 * i, 1.0]})
+    lorenz = pd.DataFrame(
+        {"slice": ["all"] * 5, "x": [0.0, 0.25, 0.5, 0.75, 1.0], "y": [0.0, 0.05, 0.15, 0.35 - 0.01 * i, 1.0]}
+    )
     (root / "lorenz" / f"dt={day}").mkdir(parents=True)
     pq.write_table(pa.Table.from_pandas(lorenz, preserve_index=False), root / "lorenz" / f"dt={day}" / "part-0.parquet")
     failed = i == 1  # the second day fails a hard rule
     rules = [
-        {"rule": "duplicate_item_in_request", "severity": "hard", "violations": 3 if failed else 0,
-         "rate": 0.001 if failed else 0.0, "threshold": 0.0, "passed": not failed, "examples": []},
-        {"rule": "orphan_event_rate", "severity": "soft", "violations": 4, "rate": 0.06, "threshold": 0.05,
-         "passed": False, "examples": []},
-        {"rule": "bot_user_rate", "severity": "soft", "violations": 0, "rate": 0.0, "threshold": 0.001,
-         "passed": True, "examples": []},
+        {
+            "rule": "duplicate_item_in_request",
+            "severity": "hard",
+            "violations": 3 if failed else 0,
+            "rate": 0.001 if failed else 0.0,
+            "threshold": 0.0,
+            "passed": not failed,
+            "examples": [],
+        },
+        {
+            "rule": "orphan_event_rate",
+            "severity": "soft",
+            "violations": 4,
+            "rate": 0.06,
+            "threshold": 0.05,
+            "passed": False,
+            "examples": [],
+        },
+        {
+            "rule": "bot_user_rate",
+            "severity": "soft",
+            "violations": 0,
+            "rate": 0.0,
+            "threshold": 0.001,
+            "passed": True,
+            "examples": [],
+        },
     ]
     (root / "rule_checks" / f"dt={day}").mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rules), root / "rule_checks" / f"dt={day}" / "part-0.parquet")
-    summary = {"date": day, "status": "hard_rule_violated" if failed else "ok",
-               "headline": {}, "input_rows": {"exposures": 6000 + i, "clicks": 300},
-               "data_quality": {"rejected_exposures": {"null_key": 2 + i, "ts_outside_day": 1},
-                                "rejected_clicks": {"null_key": 1}, "duplicate_exposures": 3,
-                                "orphan_events": 4, "users": 300, "lists": 600},
-               "rules": rules, "notes": [f"a note of {day}"]}
+    summary = {
+        "date": day,
+        "status": "hard_rule_violated" if failed else "ok",
+        "headline": {},
+        "input_rows": {"exposures": 6000 + i, "clicks": 300},
+        "data_quality": {
+            "rejected_exposures": {"null_key": 2 + i, "ts_outside_day": 1},
+            "rejected_clicks": {"null_key": 1},
+            "duplicate_exposures": 3,
+            "orphan_events": 4,
+            "users": 300,
+            "lists": 600,
+        },
+        "rules": rules,
+        "notes": [f"a note of {day}"],
+    }
     (root / "summary" / f"dt={day}").mkdir(parents=True)
     (root / "summary" / f"dt={day}" / "summary.json").write_text(json.dumps(summary))
     (root / "summary" / f"dt={day}" / "_SUCCESS").write_text("")
@@ -112,26 +151,78 @@ EXPERIMENTS = [
 def write_experiments(root: Path, day: str, srm_passed: bool = False) -> pd.DataFrame:
     rows = []
     for exp, variant, metric, k, agg, value, control, rel, lo, hi, p in EXPERIMENTS:
-        rows.append({"experiment": exp, "variant": variant, "metric": metric, "k": k, "aggregation": agg,
-                     "slice": "all", "value": value, "n": 1000, "control_value": control, "control_n": 1010,
-                     "delta": value - control, "ci_low": (value - control) - 0.01,
-                     "ci_high": (value - control) + 0.01, "rel_delta": rel, "rel_ci_low": lo, "rel_ci_high": hi,
-                     "p_value": p, "p_adjusted": min(1.0, 2 * p), "method": "delta", "mde": 0.03})
+        rows.append(
+            {
+                "experiment": exp,
+                "variant": variant,
+                "metric": metric,
+                "k": k,
+                "aggregation": agg,
+                "slice": "all",
+                "value": value,
+                "n": 1000,
+                "control_value": control,
+                "control_n": 1010,
+                "delta": value - control,
+                "ci_low": (value - control) - 0.01,
+                "ci_high": (value - control) + 0.01,
+                "rel_delta": rel,
+                "rel_ci_low": lo,
+                "rel_ci_high": hi,
+                "p_value": p,
+                "p_adjusted": min(1.0, 2 * p),
+                "method": "delta",
+                "mde": 0.03,
+            }
+        )
     frame = pd.DataFrame(rows)
-    schema = pa.schema([("experiment", pa.string()), ("variant", pa.string()), ("metric", pa.string()),
-                        ("k", pa.int32()), ("aggregation", pa.string()), ("slice", pa.string()),
-                        ("value", pa.float64()), ("n", pa.int64()), ("control_value", pa.float64()),
-                        ("control_n", pa.int64()), ("delta", pa.float64()), ("ci_low", pa.float64()),
-                        ("ci_high", pa.float64()), ("rel_delta", pa.float64()), ("rel_ci_low", pa.float64()),
-                        ("rel_ci_high", pa.float64()), ("p_value", pa.float64()), ("p_adjusted", pa.float64()),
-                        ("method", pa.string()), ("mde", pa.float64())])
+    schema = pa.schema(
+        [
+            ("experiment", pa.string()),
+            ("variant", pa.string()),
+            ("metric", pa.string()),
+            ("k", pa.int32()),
+            ("aggregation", pa.string()),
+            ("slice", pa.string()),
+            ("value", pa.float64()),
+            ("n", pa.int64()),
+            ("control_value", pa.float64()),
+            ("control_n", pa.int64()),
+            ("delta", pa.float64()),
+            ("ci_low", pa.float64()),
+            ("ci_high", pa.float64()),
+            ("rel_delta", pa.float64()),
+            ("rel_ci_low", pa.float64()),
+            ("rel_ci_high", pa.float64()),
+            ("p_value", pa.float64()),
+            ("p_adjusted", pa.float64()),
+            ("method", pa.string()),
+            ("mde", pa.float64()),
+        ]
+    )
     (root / "experiments" / f"dt={day}").mkdir(parents=True)
-    pq.write_table(pa.Table.from_pandas(frame, schema=schema, preserve_index=False),
-                   root / "experiments" / f"dt={day}" / "part-0.parquet")
-    checks = [{"experiment": "exp_ranker", "check": "srm", "statistic": 0.05, "p_value": 0.82, "passed": True,
-               "detail": "1000 vs 1010, expected 50/50"},
-              {"experiment": "exp_srm", "check": "srm", "statistic": 42.0, "p_value": 1e-10, "passed": srm_passed,
-               "detail": "1000 vs 1300, expected 50/50"}]
+    pq.write_table(
+        pa.Table.from_pandas(frame, schema=schema, preserve_index=False),
+        root / "experiments" / f"dt={day}" / "part-0.parquet",
+    )
+    checks = [
+        {
+            "experiment": "exp_ranker",
+            "check": "srm",
+            "statistic": 0.05,
+            "p_value": 0.82,
+            "passed": True,
+            "detail": "1000 vs 1010, expected 50/50",
+        },
+        {
+            "experiment": "exp_srm",
+            "check": "srm",
+            "statistic": 42.0,
+            "p_value": 1e-10,
+            "passed": srm_passed,
+            "detail": "1000 vs 1300, expected 50/50",
+        },
+    ]
     (root / "experiment_checks" / f"dt={day}").mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(checks), root / "experiment_checks" / f"dt={day}" / "part-0.parquet")
     return frame
@@ -142,8 +233,10 @@ def write_offline_auc(path: Path) -> pd.DataFrame:
     is far above online on 11-05 (0.95 - online)."""
     rows = []
     for day, train, test in (("2026-11-02", 0.74, 0.72), ("2026-11-03", 0.83, 0.73), ("2026-11-05", 0.96, 0.95)):
-        rows += [{"dt": day, "model": "m1", "split": "train", "auc": train},
-                 {"dt": day, "model": "m1", "split": "test", "auc": test}]
+        rows += [
+            {"dt": day, "model": "m1", "split": "train", "auc": train},
+            {"dt": day, "model": "m1", "split": "test", "auc": test},
+        ]
     frame = pd.DataFrame(rows)
     frame.to_csv(path, index=False)
     return frame

@@ -24,19 +24,35 @@ NAN = np.nan
 _USERS = [
     ("all", "a", 4, 1, 2, 1, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1),
     ("all", "b", 2, 1, 1, 1, 1.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0),
-    ("all", "c", 3, 0, 1, 0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, 0),    # no relevant list
+    ("all", "c", 3, 0, 1, 0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, 0),  # no relevant list
     ("all", "d", 6, 3, 3, 2, 0.75, 0.25, 0.5, 0.5, 1.0, 0.5, 1.0, 2),
-    ("p=1", "a", 4, 1, 2, 1, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1),   # one user: no se
+    ("p=1", "a", 4, 1, 2, 1, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1),  # one user: no se
 ]
-FRAME = pd.DataFrame(_USERS, columns=[
-    "slice", "user_id", "n_exposures", "n_relevant", "n_lists", "n_lists_ranked", "auc", "mrr", "ndcg",
-    "map", "precision", "recall", "hit_rate", "hits"]).assign(k=1)  # the per-user layout: one row per (user, k)
+FRAME = pd.DataFrame(
+    _USERS,
+    columns=[
+        "slice",
+        "user_id",
+        "n_exposures",
+        "n_relevant",
+        "n_lists",
+        "n_lists_ranked",
+        "auc",
+        "mrr",
+        "ndcg",
+        "map",
+        "precision",
+        "recall",
+        "hit_rate",
+        "hits",
+    ],
+).assign(k=1)  # the per-user layout: one row per (user, k)
 
 
 def _rows(moments, pooled=None, ks=KS):
     rows, counts = aggregate_users(moments, ks, pooled or {})
     by = {(r.slice, r.metric, r.k, r.aggregation): r for r in rows}
-    assert len(by) == len(rows)                       # one row per key
+    assert len(by) == len(rows)  # one row per key
     return by, counts
 
 
@@ -44,7 +60,7 @@ def test_impression_weighted_auc_weighs_each_user_by_exposures_not_equally():
     by, _ = _rows(user_table_moments(FRAME, KS))
     # users with an AUC: a 0.5 (4 exposures), b 1.0 (2), d 0.75 (6)
     gauc = by[("all", "auc", None, "impression_weighted")]
-    assert gauc.value == pytest.approx((0.5 * 4 + 1.0 * 2 + 0.75 * 6) / (4 + 2 + 6))   # 8.5 / 12, not 0.75
+    assert gauc.value == pytest.approx((0.5 * 4 + 1.0 * 2 + 0.75 * 6) / (4 + 2 + 6))  # 8.5 / 12, not 0.75
     # a ratio of per-user sums x = auc * exposures (2, 2, 4.5) over y = exposures (4, 2, 6), delta method:
     # residuals x - R y = -5/6, 7/12, 1/4; Var = (sum of squares / (n - 1)) / (n * mean(y)^2) = (79/72 / 2) / 48
     assert gauc.n == 12 and gauc.ci_method == "delta"
@@ -87,11 +103,17 @@ def test_global_precision_and_recall_pool_the_hits():
 def test_pooled_auc_row_and_counts():
     by, counts = _rows(user_table_moments(FRAME, KS), {"all": UPartial(3.0, 2.0, 2.0), "p=1": UPartial(0, 1, 0)})
     pooled = by[("all", "auc", None, "global")]
-    assert (pooled.value, pooled.n) == (0.75, 4)            # U / (P N) = 3 / 4 over 2 + 2 exposures
+    assert (pooled.value, pooled.n) == (0.75, 4)  # U / (P N) = 3 / 4 over 2 + 2 exposures
     assert by[("p=1", "auc", None, "global")].value is None  # one class only: undefined, not NaN
-    assert counts["all"] == {"users": 4, "users_with_auc": 3, "users_without_auc": 1,
-                             "users_without_relevant_list": 1, "lists": 7, "lists_with_relevant": 4,
-                             "lists_without_relevant": 3}
+    assert counts["all"] == {
+        "users": 4,
+        "users_with_auc": 3,
+        "users_without_auc": 1,
+        "users_without_relevant_list": 1,
+        "lists": 7,
+        "lists_with_relevant": 4,
+        "lists_without_relevant": 3,
+    }
     assert counts["p=1"]["users"] == 1 and counts["p=1"]["lists_without_relevant"] == 1
 
 

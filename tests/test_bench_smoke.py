@@ -16,8 +16,7 @@ pytestmark = pytest.mark.spark
 @pytest.fixture(scope="module")
 def report(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("bench")
-    return bench.run_bench(spark, load_config(None), [("3k", 3000)], root, repeats=1, warmup=0,
-                           say=lambda line: None)
+    return bench.run_bench(spark, load_config(None), [("3k", 3000)], root, repeats=1, warmup=0, say=lambda line: None)
 
 
 def test_every_task_is_timed_once(report):
@@ -32,13 +31,15 @@ def test_mllib_for_the_same_output_is_priced_from_its_timed_parts(report):
     assert bench.same_output_seconds(1.0, 0.5, 5, 2.0) == 1.0 + 20 * 0.5 + 2.0
     assert bench.same_output_seconds(0.0, 1.0, 3, 0.0) == 12.0
     assert bench.same_output_seconds(3.0, 0.0, 5, 0.0) == 3.0 and bench.same_output_seconds(0, 0, 5, 7.0) == 7.0
-    assert len(report.timing("3k", "mllib_same_output").seconds) == 1   # priced once per timed round
+    assert len(report.timing("3k", "mllib_same_output").seconds) == 1  # priced once per timed round
 
 
 def test_sweep_times_each_setting_and_restores_the_arrow_batch(spark, tmp_path):
     before = spark.conf.get(bench.ARROW_BATCH_KEY)
-    configs = {(b, a): load_config(None, [f"execution.rows_per_bucket={b}", f"execution.arrow_batch_rows={a}"])
-               for b, a in ((200_000, 10_000), (1_000, 3))}
+    configs = {
+        (b, a): load_config(None, [f"execution.rows_per_bucket={b}", f"execution.arrow_batch_rows={a}"])
+        for b, a in ((200_000, 10_000), (1_000, 3))
+    }
     results = bench.run_sweep(spark, configs, tmp_path, 3000, repeats=1, say=lambda line: None)
     assert [(r["rows_per_bucket"], r["arrow_batch_rows"]) for r in results] == list(configs)
     assert all(len(r["seconds"]) == 1 and r["median"] == r["seconds"][0] for r in results)
@@ -49,9 +50,15 @@ def test_sweep_times_each_setting_and_restores_the_arrow_batch(spark, tmp_path):
 def test_our_metrics_agree_with_the_peers_where_the_definitions_coincide(report):
     judged = {(c.ours, c.peer): c for c in report.checks if c.tolerance is not None}
     assert {ours for ours, _ in judged} == {
-        "per-user AUC", "per-user NDCG@10", "per-user AP@10", "NDCG@10, mean over lists",
-        "AP@10, mean over lists", "precision@10, mean over lists", "recall@10, mean over lists",
-        "global AUC (exact)"}
+        "per-user AUC",
+        "per-user NDCG@10",
+        "per-user AP@10",
+        "NDCG@10, mean over lists",
+        "AP@10, mean over lists",
+        "precision@10, mean over lists",
+        "recall@10, mean over lists",
+        "global AUC (exact)",
+    }
     failed = [c for c in judged.values() if not c.ok]
     assert not failed, failed
     assert all(c.n > 0 for c in judged.values())
@@ -60,8 +67,10 @@ def test_our_metrics_agree_with_the_peers_where_the_definitions_coincide(report)
 
 def test_differing_definitions_are_shown_not_judged(report):
     shown = [c for c in report.checks if c.tolerance is None]
-    assert {c.peer for c in shown} == {"RankingEvaluator meanAveragePrecision",
-                                       "BinaryClassificationEvaluator numBins=1000"}
+    assert {c.peer for c in shown} == {
+        "RankingEvaluator meanAveragePrecision",
+        "BinaryClassificationEvaluator numBins=1000",
+    }
     assert all(c.diff is not None for c in shown)
 
 

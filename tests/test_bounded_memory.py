@@ -31,9 +31,17 @@ def ranked(spark):
     for u in range(40):
         for lst in range(200 if u < 2 else int(rng.integers(1, 6))):
             for p in range(int(rng.integers(1, 8))):
-                rows.append(("all" if u % 3 else str(rng.choice(["all", "platform=ios"])), f"u{u}", f"r{u}-{lst}",
-                             f"i{rng.integers(0, 30)}", p + 1, float(np.round(rng.random(), 1)),
-                             float(rng.random() < 0.3)))
+                rows.append(
+                    (
+                        "all" if u % 3 else str(rng.choice(["all", "platform=ios"])),
+                        f"u{u}",
+                        f"r{u}-{lst}",
+                        f"i{rng.integers(0, 30)}",
+                        p + 1,
+                        float(np.round(rng.random(), 1)),
+                        float(rng.random() < 0.3),
+                    )
+                )
     frame = pd.DataFrame(rows, columns=["slice", "user_id", "list_id", "item_id", "position", "score", "relevance"])
     return spark.createDataFrame(frame.drop_duplicates(["slice", "list_id", "item_id"])).cache()
 
@@ -62,7 +70,7 @@ def _table(spark, ranked, bound, path):
 
 
 def test_users_over_the_bound_get_the_same_rows_and_aggregates(spark, ranked, tmp_path):
-    whole, expected = _table(spark, ranked, 10 ** 9, str(tmp_path / "whole"))
+    whole, expected = _table(spark, ranked, 10**9, str(tmp_path / "whole"))
     bounded, got = _table(spark, ranked, 300, str(tmp_path / "bounded"))
     assert whole.set_aside == {} and set(bounded.set_aside) == {"u0", "u1"}
     assert bounded.set_aside["u0"] == len(ranked.toPandas().query("user_id == 'u0'"))
@@ -75,8 +83,11 @@ def test_users_over_the_bound_get_the_same_rows_and_aggregates(spark, ranked, tm
     from_table, _ = aggregate_users(spark.read.parquet(str(tmp_path / "bounded")), KS, pooled)
     assert len(from_pass) == len(from_bounded) == len(from_table) > 0
     for a, b, c in zip(from_pass, from_bounded, from_table, strict=True):
-        assert (a.metric, a.k, a.aggregation, a.slice, a.n) == (b.metric, b.k, b.aggregation, b.slice, b.n) \
+        assert (
+            (a.metric, a.k, a.aggregation, a.slice, a.n)
+            == (b.metric, b.k, b.aggregation, b.slice, b.n)
             == (c.metric, c.k, c.aggregation, c.slice, c.n)
+        )
         for other in (b, c):
             assert (a.value is None and other.value is None) or other.value == pytest.approx(a.value, abs=1e-12)
             assert (a.se is None and other.se is None) or other.se == pytest.approx(a.se, abs=1e-12)
@@ -88,7 +99,7 @@ def test_the_pass_is_not_shuffled_before_it_is_written(ranked):
     by_user = ranked.repartition(4, "user_id").cache()
     try:
         by_user.count()
-        users = UserMetrics(by_user, KS, "exponential", None, 10 ** 9)
+        users = UserMetrics(by_user, KS, "exponential", None, 10**9)
         above_input = users.frame._jdf.queryExecution().executedPlan().toString().split("InMemoryTableScan")[0]
         assert "MapInArrow" in above_input and "Exchange" not in above_input, above_input
     finally:

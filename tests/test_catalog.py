@@ -24,28 +24,34 @@ HERE = Path(__file__).resolve().parent
 
 
 # --- templates (no Spark) ---------------------------------------------------------------------
-@pytest.mark.parametrize("template, kind, options, expected", [
-    ("{input_root}/exposures/dt={date}", "exposures", InputSettings(), "/lake/exposures/dt=2026-11-20"),
-    ("{input_root}/exposures/ds={date:%Y%m%d}", "exposures", InputSettings(), "/lake/exposures/ds=20261120"),
-    ("{input_root}/y={date:%Y}/m={date:%m}/d={date:%d}", "clicks", InputSettings(), "/lake/y=2026/m=11/d=20"),
-    ("table:logs.rec_exposures", "exposures", InputSettings(), "table:logs.rec_exposures[dt=2026-11-20]"),
-    ("table:logs.rec_clicks", "clicks", InputSettings("ds", "%Y%m%d"), "table:logs.rec_clicks[ds=20261120]"),
-    ("table:cat.logs.exp[day={date:%d.%m.%Y}]", "exposures", InputSettings(), "table:cat.logs.exp[day=20.11.2026]"),
-    ("table:dim.items", "items", InputSettings(), "table:dim.items"),  # not dated: read whole
-    ("table:dim.items[dt={date}]", "items", InputSettings(), "table:dim.items[dt=2026-11-20]"),
-])
+@pytest.mark.parametrize(
+    "template, kind, options, expected",
+    [
+        ("{input_root}/exposures/dt={date}", "exposures", InputSettings(), "/lake/exposures/dt=2026-11-20"),
+        ("{input_root}/exposures/ds={date:%Y%m%d}", "exposures", InputSettings(), "/lake/exposures/ds=20261120"),
+        ("{input_root}/y={date:%Y}/m={date:%m}/d={date:%d}", "clicks", InputSettings(), "/lake/y=2026/m=11/d=20"),
+        ("table:logs.rec_exposures", "exposures", InputSettings(), "table:logs.rec_exposures[dt=2026-11-20]"),
+        ("table:logs.rec_clicks", "clicks", InputSettings("ds", "%Y%m%d"), "table:logs.rec_clicks[ds=20261120]"),
+        ("table:cat.logs.exp[day={date:%d.%m.%Y}]", "exposures", InputSettings(), "table:cat.logs.exp[day=20.11.2026]"),
+        ("table:dim.items", "items", InputSettings(), "table:dim.items"),  # not dated: read whole
+        ("table:dim.items[dt={date}]", "items", InputSettings(), "table:dim.items[dt=2026-11-20]"),
+    ],
+)
 def test_resolve_fills_dates_and_table_partitions(template, kind, options, expected):
     assert resolve(template, "/lake/", DAY, kind, options) == expected
     assert resolve(template, "/lake", DAY.isoformat(), kind, options) == expected
 
 
-@pytest.mark.parametrize("template, needle", [
-    ("{input_root}/exposures/dt={day}", "unknown placeholder {day}"),
-    ("{root}/exposures", "unknown placeholder {root}"),
-    ("{input_root:x}/exposures", "unknown placeholder {input_root:x}"),
-    ("{input_root}/exposures/dt={date", "bad template"),
-    ("table:logs.exp[dt]", "expected table:NAME"),
-])
+@pytest.mark.parametrize(
+    "template, needle",
+    [
+        ("{input_root}/exposures/dt={day}", "unknown placeholder {day}"),
+        ("{root}/exposures", "unknown placeholder {root}"),
+        ("{input_root:x}/exposures", "unknown placeholder {input_root:x}"),
+        ("{input_root}/exposures/dt={date", "bad template"),
+        ("table:logs.exp[dt]", "expected table:NAME"),
+    ],
+)
 def test_bad_templates_are_config_errors_naming_the_key(template, needle):
     with pytest.raises(ConfigError, match="config key input.exposures") as err:
         resolve(template, "/lake", DAY, "exposures")
@@ -65,9 +71,16 @@ def test_resolve_uses_the_run_settings_when_none_are_given():
 def test_config_keys_load(tmp_path):
     from recsys_spark.config import load_config
 
-    cfg = load_config(None, ['input.columns={user_id = "uid", item_id = "iid"}', "input.partition_column=ds",
-                             'input.partition_format="%Y%m%d"', "output.catalog=eval_db",
-                             "output.table_format=iceberg"])
+    cfg = load_config(
+        None,
+        [
+            'input.columns={user_id = "uid", item_id = "iid"}',
+            "input.partition_column=ds",
+            'input.partition_format="%Y%m%d"',
+            "output.catalog=eval_db",
+            "output.table_format=iceberg",
+        ],
+    )
     assert dict(cfg.input.columns) == {"user_id": "uid", "item_id": "iid"}
     assert InputSettings.of(cfg.input) == InputSettings("ds", "%Y%m%d", {"user_id": "uid", "item_id": "iid"})
     assert (cfg.output.catalog, cfg.output.table_format, cfg.output.write_mode) == ("eval_db", "iceberg", "auto")
@@ -79,19 +92,28 @@ def test_config_keys_load(tmp_path):
 
 # --- Spark, the suite's session (no Hive) -------------------------------------------------------
 @pytest.mark.spark
-@pytest.mark.parametrize("ddl, spec", [
-    ("dt date", "table:v[dt=2026-11-20]"),
-    ("ds string", "table:v[ds=20261120]"),
-    ("ds int", "table:v[ds=20261120]"),
-])
+@pytest.mark.parametrize(
+    "ddl, spec",
+    [
+        ("dt date", "table:v[dt=2026-11-20]"),
+        ("ds string", "table:v[ds=20261120]"),
+        ("ds int", "table:v[ds=20261120]"),
+    ],
+)
 def test_partition_value_is_cast_to_the_columns_type(spark, ddl, spec):
     from recsys_spark import catalog
 
     column = ddl.split()[0]
-    values = {"dt date": ["2026-11-19", "2026-11-20"], "ds string": ["20261119", "20261120"],
-              "ds int": ["20261119", "20261120"]}[ddl]
-    (spark.createDataFrame([("a", values[0]), ("b", values[1]), ("c", values[1])], "uid string, raw string")
-     .selectExpr("uid", f"CAST(raw AS {ddl.split()[1]}) AS {column}").createOrReplaceTempView("v"))
+    values = {
+        "dt date": ["2026-11-19", "2026-11-20"],
+        "ds string": ["20261119", "20261120"],
+        "ds int": ["20261119", "20261120"],
+    }[ddl]
+    (
+        spark.createDataFrame([("a", values[0]), ("b", values[1]), ("c", values[1])], "uid string, raw string")
+        .selectExpr("uid", f"CAST(raw AS {ddl.split()[1]}) AS {column}")
+        .createOrReplaceTempView("v")
+    )
     rows = catalog.read_table(spark, spec, "exposures partition").collect()
     assert sorted(r.uid for r in rows) == ["b", "c"]
     assert catalog.exists(spark, spec)
@@ -127,23 +149,34 @@ def test_input_columns_are_renamed_and_the_mapping_wins(spark):
 def test_enrich_adds_run_columns_slice_parts_and_a_date(spark):
     from recsys_spark import catalog
 
-    df = spark.createDataFrame([("all", 1.0), ("platform=ios", 2.0), ("hour=7", 3.0), ("tag=a=b", 4.0)],
-                               "slice string, value double")
+    df = spark.createDataFrame(
+        [("all", 1.0), ("platform=ios", 2.0), ("hour=7", 3.0), ("tag=a=b", 4.0)], "slice string, value double"
+    )
     out = catalog.enrich(df, "2026-11-20", "run-1", "abc", "0.1.0")
     assert dict(out.dtypes)["dt"] == "date"
     assert out.columns[-1] == "dt"
-    rows = [(r.slice_name, r.slice_value, r.run_id, r.config_hash, r.recsys_spark_version, str(r.dt))
-            for r in out.collect()]
-    assert rows == [("all", "all", "run-1", "abc", "0.1.0", "2026-11-20"),
-                    ("platform", "ios", "run-1", "abc", "0.1.0", "2026-11-20"),
-                    ("hour", "7", "run-1", "abc", "0.1.0", "2026-11-20"),
-                    ("tag", "a=b", "run-1", "abc", "0.1.0", "2026-11-20")]
+    rows = [
+        (r.slice_name, r.slice_value, r.run_id, r.config_hash, r.recsys_spark_version, str(r.dt)) for r in out.collect()
+    ]
+    assert rows == [
+        ("all", "all", "run-1", "abc", "0.1.0", "2026-11-20"),
+        ("platform", "ios", "run-1", "abc", "0.1.0", "2026-11-20"),
+        ("hour", "7", "run-1", "abc", "0.1.0", "2026-11-20"),
+        ("tag", "a=b", "run-1", "abc", "0.1.0", "2026-11-20"),
+    ]
 
 
 # --- end to end: Hive metastore tables in, tables out ---------------------------------------------
 def _run(args: list[str], env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=HERE.parent, check=False,
-                          env={**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})})
+    proc = subprocess.run(
+        args,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=HERE.parent,
+        check=False,
+        env={**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})},
+    )
     assert proc.returncode == 0, f"{args}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}"
     return proc
 
@@ -155,16 +188,50 @@ def hive_run(tmp_path_factory):
     from catalog_hive import hive_settings
 
     root = tmp_path_factory.mktemp("hive")
-    _run([sys.executable, "-m", "recsys_spark.generate", "--date", "2026-11-20", "--days", "2", "--output-root",
-          str(root / "in"), "--users", "120", "--seed", "3"])
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "recsys_spark.generate",
+            "--date",
+            "2026-11-20",
+            "--days",
+            "2",
+            "--output-root",
+            str(root / "in"),
+            "--users",
+            "120",
+            "--seed",
+            "3",
+        ]
+    )
     setup = json.loads(_run([sys.executable, str(HERE / "catalog_hive.py"), "setup", str(root)]).stdout)
-    job = [sys.executable, "-m", "recsys_spark.cli", "evaluate", "--input-root", str(root / "in"),
-           "--output-root", str(root / "out"), "--master", "local[2]",
-           "--set", "input.exposures=table:logs.rec_exposures",
-           "--set", "input.clicks=table:logs.rec_clicks[ds={date:%Y%m%d}]",
-           "--set", 'input.columns={user_id = "uid"}',
-           "--set", "output.catalog=eval_db", "--set", "rules.fail_on_hard=false",
-           "--set", "spark.sql.shuffle.partitions=2", "--set", "metrics.k=[5]"]
+    job = [
+        sys.executable,
+        "-m",
+        "recsys_spark.cli",
+        "evaluate",
+        "--input-root",
+        str(root / "in"),
+        "--output-root",
+        str(root / "out"),
+        "--master",
+        "local[2]",
+        "--set",
+        "input.exposures=table:logs.rec_exposures",
+        "--set",
+        "input.clicks=table:logs.rec_clicks[ds={date:%Y%m%d}]",
+        "--set",
+        'input.columns={user_id = "uid"}',
+        "--set",
+        "output.catalog=eval_db",
+        "--set",
+        "rules.fail_on_hard=false",
+        "--set",
+        "spark.sql.shuffle.partitions=2",
+        "--set",
+        "metrics.k=[5]",
+    ]
     job += [arg for key, value in hive_settings(root).items() for arg in ("--set", f"{key}={value}")]
     first = _run([*job, "--start", "2026-11-19", "--end", "2026-11-20"], {"RECSYS_RUN_ID": "run-1"})
     second = _run([*job, "--date", "2026-11-20"], {"RECSYS_RUN_ID": "run-2"})
@@ -175,8 +242,10 @@ def hive_run(tmp_path_factory):
 @pytest.mark.spark
 @pytest.mark.hive
 def test_tables_in_tables_out(hive_run):
-    assert hive_run["setup"] == {"exposure_partitions": ["dt=2026-11-19", "dt=2026-11-20"],
-                                 "click_partitions": ["ds=20261119", "ds=20261120"]}
+    assert hive_run["setup"] == {
+        "exposure_partitions": ["dt=2026-11-19", "dt=2026-11-20"],
+        "click_partitions": ["ds=20261119", "ds=20261120"],
+    }
     facts = hive_run["facts"]
     assert {"metrics", "user_metrics", "lorenz", "rule_checks", "summary"} <= set(facts["tables"])
     for table in ("metrics", "user_metrics", "lorenz", "rule_checks", "summary"):

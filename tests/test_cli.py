@@ -31,18 +31,30 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, code: int, *needles
         assert needle in errors[0]
 
 
-@pytest.mark.parametrize("args, code, needle", [
-    (["evaluate", "--input-root", "i", "--output-root", "o"], 2, "--date"),
-    (["evaluate", "--date", "2026-13-01", "--input-root", "i", "--output-root", "o"], 2, "2026-13-01"),
-    (["evaluate", "--date", DATE], 2, "--input-root"),
-    (["frobnicate"], 2, "frobnicate"),
-    (["evaluate", "--start", "2026-11-05", "--end", "2026-11-01", "--input-root", "i", "--output-root", "o"], 2,
-     "before"),
-    (["evaluate", "--date", DATE, "--input-root", "i", "--output-root", "o", "--set", "metrics.kk=1"], 3,
-     "metrics.kk"),
-    (["evaluate", "--date", DATE, "--input-root", "i", "--output-root", "o", "--config", "/no/such.toml"], 3,
-     "/no/such.toml"),
-])
+@pytest.mark.parametrize(
+    "args, code, needle",
+    [
+        (["evaluate", "--input-root", "i", "--output-root", "o"], 2, "--date"),
+        (["evaluate", "--date", "2026-13-01", "--input-root", "i", "--output-root", "o"], 2, "2026-13-01"),
+        (["evaluate", "--date", DATE], 2, "--input-root"),
+        (["frobnicate"], 2, "frobnicate"),
+        (
+            ["evaluate", "--start", "2026-11-05", "--end", "2026-11-01", "--input-root", "i", "--output-root", "o"],
+            2,
+            "before",
+        ),
+        (
+            ["evaluate", "--date", DATE, "--input-root", "i", "--output-root", "o", "--set", "metrics.kk=1"],
+            3,
+            "metrics.kk",
+        ),
+        (
+            ["evaluate", "--date", DATE, "--input-root", "i", "--output-root", "o", "--config", "/no/such.toml"],
+            3,
+            "/no/such.toml",
+        ),
+    ],
+)
 def test_bad_arguments_exit_with_one_line_before_spark_starts(capsys, args, code, needle):
     assert run(args) == code
     err = capsys.readouterr().err
@@ -52,8 +64,23 @@ def test_bad_arguments_exit_with_one_line_before_spark_starts(capsys, args, code
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("cli")
-    subprocess.run([sys.executable, "-m", "recsys_spark.generate", "--date", DATE, "--output-root",
-                    str(root / "in"), "--users", "150", "--seed", "5"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "recsys_spark.generate",
+            "--date",
+            DATE,
+            "--output-root",
+            str(root / "in"),
+            "--users",
+            "150",
+            "--seed",
+            "5",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return root
 
 
@@ -69,19 +96,35 @@ def _orphans_by_hand(root: Path) -> int:
     pairs = set(zip(shown.request_id, shown.item_id, strict=True))
     keyed_orphans = sum((r, i) not in pairs for r, i in zip(keyed.request_id, keyed.item_id, strict=True))
     loose = clicks[clicks.request_id.isna()].reset_index(names="event_no")
-    candidates = loose.merge(shown[["user_id", "session_id", "item_id", "ts"]],
-                             on=["user_id", "session_id", "item_id"], suffixes=("", "_exp"))
-    fits = candidates[(candidates.ts_exp <= candidates.ts)
-                      & (candidates.ts - candidates.ts_exp <= pd.Timedelta(minutes=30))]
+    candidates = loose.merge(
+        shown[["user_id", "session_id", "item_id", "ts"]],
+        on=["user_id", "session_id", "item_id"],
+        suffixes=("", "_exp"),
+    )
+    fits = candidates[
+        (candidates.ts_exp <= candidates.ts) & (candidates.ts - candidates.ts_exp <= pd.Timedelta(minutes=30))
+    ]
     return keyed_orphans + len(loose) - fits.event_no.nunique()
 
 
 @pytest.mark.spark
 def test_cli_on_a_generated_day_writes_the_three_outputs(generated):
     out = generated / "out"
-    proc = cli("evaluate", "--date", DATE, "--input-root", str(generated / "in"), "--output-root", str(out),
-               "--master", "local[2]", "--set", "spark.spark.sql.shuffle.partitions=4",
-               "--set", "rules.fail_on_hard=false")  # generated days carry duplicates, as real logs do
+    proc = cli(
+        "evaluate",
+        "--date",
+        DATE,
+        "--input-root",
+        str(generated / "in"),
+        "--output-root",
+        str(out),
+        "--master",
+        "local[2]",
+        "--set",
+        "spark.spark.sql.shuffle.partitions=4",
+        "--set",
+        "rules.fail_on_hard=false",
+    )  # generated days carry duplicates, as real logs do
     assert proc.returncode == 0, proc.stderr
     assert list((out / "metrics" / f"dt={DATE}").glob("*.parquet"))
     assert list((out / "user_metrics" / f"dt={DATE}").glob("*.parquet"))
@@ -89,9 +132,13 @@ def test_cli_on_a_generated_day_writes_the_three_outputs(generated):
     # generated days may break hard rules (duplicates, uncatalogued items); with fail_on_hard off the run
     # succeeds, and stdout says which status and which rules
     failed = [r["rule"] for r in summary["rules"] if not r["passed"]]
-    assert summary["status"] == ("hard_rule_violated" if any(
-        r["severity"] == "hard" and not r["passed"] for r in summary["rules"]) else "soft_rule_failed" if failed
-        else "ok")
+    assert summary["status"] == (
+        "hard_rule_violated"
+        if any(r["severity"] == "hard" and not r["passed"] for r in summary["rules"])
+        else "soft_rule_failed"
+        if failed
+        else "ok"
+    )
     assert f"{DATE}: {summary['status']}  auc_global=" in proc.stdout
     assert (f"rules failed: {', '.join(failed)}" in proc.stdout) == bool(failed)
     assert 0.5 < summary["headline"]["auc_global"] < 1.0
@@ -115,8 +162,17 @@ def test_cli_on_a_generated_day_writes_the_three_outputs(generated):
 @pytest.mark.spark
 def test_missing_partition_is_one_line_and_exit_4_with_nothing_written(generated):
     out = generated / "out-missing"
-    proc = cli("evaluate", "--date", "2026-11-21", "--input-root", str(generated / "in"),
-               "--output-root", str(out), "--master", "local[1]")
+    proc = cli(
+        "evaluate",
+        "--date",
+        "2026-11-21",
+        "--input-root",
+        str(generated / "in"),
+        "--output-root",
+        str(out),
+        "--master",
+        "local[1]",
+    )
     assert_one_line_error(proc, 4, "missing input", "dt=2026-11-21")
     assert not out.exists()
 
@@ -124,9 +180,23 @@ def test_missing_partition_is_one_line_and_exit_4_with_nothing_written(generated
 @pytest.mark.spark
 def test_backfill_runs_every_date_and_reports_the_failed_ones(generated):
     out = generated / "out-backfill"
-    proc = cli("evaluate", "--start", "2026-11-19", "--end", DATE, "--input-root", str(generated / "in"),
-               "--output-root", str(out), "--master", "local[2]", "--set", "rules.fail_on_hard=false",
-               "--set", "metrics.k=[10]")
+    proc = cli(
+        "evaluate",
+        "--start",
+        "2026-11-19",
+        "--end",
+        DATE,
+        "--input-root",
+        str(generated / "in"),
+        "--output-root",
+        str(out),
+        "--master",
+        "local[2]",
+        "--set",
+        "rules.fail_on_hard=false",
+        "--set",
+        "metrics.k=[10]",
+    )
     assert proc.returncode == 9, proc.stderr
     assert "2026-11-19: failed: missing input" in proc.stderr
     # not stopped by 11-19

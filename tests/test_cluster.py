@@ -106,8 +106,11 @@ def _executor_logs(cluster: dict) -> str:
 
 def _clean_env(spark_home: Path, conf_dir: Path) -> dict[str, str]:
     """This environment without Spark/Python settings that could leak in, plus ours."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SPARK_", "PYSPARK_")) and k not in ("PYTHONPATH", "PYTHONHOME")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SPARK_", "PYSPARK_")) and k not in ("PYTHONPATH", "PYTHONHOME")
+    }
     env.update(SPARK_HOME=str(spark_home), SPARK_CONF_DIR=str(conf_dir), SPARK_LOCAL_IP="127.0.0.1")
     return env
 
@@ -156,19 +159,47 @@ def cluster(spark_home: Path, tmp_path_factory: pytest.TempPathFactory, request)
     def start(name: str, *args: str) -> Path:
         log = root / f"{name}.log"
         with open(log, "wb") as out:
-            procs.append(subprocess.Popen([spark_class, *args], stdout=out, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, env=env, cwd=root,
-                                          start_new_session=True, preexec_fn=_die_with_parent))
+            procs.append(
+                subprocess.Popen(
+                    [spark_class, *args],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env=env,
+                    cwd=root,
+                    start_new_session=True,
+                    preexec_fn=_die_with_parent,
+                )
+            )
         return log
 
-    master_log = start("master", "org.apache.spark.deploy.master.Master",
-                       "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(master_ui))
+    master_log = start(
+        "master",
+        "org.apache.spark.deploy.master.Master",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--webui-port",
+        str(master_ui),
+    )
     _wait_for(lambda state: state.get("status") == "ALIVE", master_ui, procs, master_log, "master ALIVE")
-    worker_log = start("worker", "org.apache.spark.deploy.worker.Worker", url,
-                       "--host", "127.0.0.1", "--cores", "1", "--memory", "1g",
-                       "--webui-port", str(worker_ui), "--work-dir", str(root / "work"))
-    _wait_for(lambda state: state.get("aliveworkers", 0) >= 1, master_ui, procs, worker_log,
-              "worker registered")
+    worker_log = start(
+        "worker",
+        "org.apache.spark.deploy.worker.Worker",
+        url,
+        "--host",
+        "127.0.0.1",
+        "--cores",
+        "1",
+        "--memory",
+        "1g",
+        "--webui-port",
+        str(worker_ui),
+        "--work-dir",
+        str(root / "work"),
+    )
+    _wait_for(lambda state: state.get("aliveworkers", 0) >= 1, master_ui, procs, worker_log, "worker registered")
     return {"url": url, "root": root, "work": root / "work"}
 
 
@@ -194,37 +225,63 @@ def input_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from recsys_spark.generate import main as generate
 
     root = tmp_path_factory.mktemp("input")
-    assert generate(["--date", DAY.isoformat(), "--output-root", str(root), "--users", str(USERS),
-                     "--seed", "7"]) in (0, None)
+    assert generate(["--date", DAY.isoformat(), "--output-root", str(root), "--users", str(USERS), "--seed", "7"]) in (
+        0,
+        None,
+    )
     return root
 
 
-def _submit(spark_home: Path, cluster: dict, artifacts: dict, day: dt.date, input_root: Path,
-            output_root: Path, *job_args: str) -> subprocess.CompletedProcess:
+def _submit(
+    spark_home: Path, cluster: dict, artifacts: dict, day: dt.date, input_root: Path, output_root: Path, *job_args: str
+) -> subprocess.CompletedProcess:
     """spark-submit the job as docs/operations.md says, from a directory outside the repo."""
     python = str(artifacts["python"])
     conf_dir = cluster["root"] / "submit-conf"  # empty: only what the command line names
     conf_dir.mkdir(exist_ok=True)
     cmd = [
         str(spark_home / "bin" / "spark-submit"),
-        "--master", cluster["url"],
+        "--master",
+        cluster["url"],
         "--load-spark-defaults",  # keep the cluster's own spark-defaults.conf (none here)
-        "--properties-file", str(REPO / "conf" / "spark-defaults.conf"),
-        "--driver-java-options", f"-Dlog4j.configurationFile=file:{REPO / 'conf' / 'log4j2.properties'}",
-        "--conf", f"spark.pyspark.python={python}",
-        "--conf", f"spark.pyspark.driver.python={python}",
-        "--conf", "spark.executor.memory=512m",
-        "--conf", "spark.sql.shuffle.partitions=2",  # --conf beats the properties file
-        "--conf", "spark.ui.enabled=false",
-        "--py-files", str(artifacts["zip"]),
+        "--properties-file",
+        str(REPO / "conf" / "spark-defaults.conf"),
+        "--driver-java-options",
+        f"-Dlog4j.configurationFile=file:{REPO / 'conf' / 'log4j2.properties'}",
+        "--conf",
+        f"spark.pyspark.python={python}",
+        "--conf",
+        f"spark.pyspark.driver.python={python}",
+        "--conf",
+        "spark.executor.memory=512m",
+        "--conf",
+        "spark.sql.shuffle.partitions=2",  # --conf beats the properties file
+        "--conf",
+        "spark.ui.enabled=false",
+        "--py-files",
+        str(artifacts["zip"]),
         str(REPO / "jobs" / "evaluate_daily.py"),
-        "evaluate", "--date", day.isoformat(),
-        "--input-root", str(input_root), "--output-root", str(output_root), *job_args,
+        "evaluate",
+        "--date",
+        day.isoformat(),
+        "--input-root",
+        str(input_root),
+        "--output-root",
+        str(output_root),
+        *job_args,
     ]
     cwd = cluster["root"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL, cwd=cwd, env=_clean_env(spark_home, conf_dir),
-                            start_new_session=True, preexec_fn=_die_with_parent)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
+        env=_clean_env(spark_home, conf_dir),
+        start_new_session=True,
+        preexec_fn=_die_with_parent,
+    )
     try:
         out, err = proc.communicate(timeout=SUBMIT_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -241,11 +298,24 @@ def _local_run(input_root: Path, output_root: Path, *job_args: str) -> subproces
     import sys
 
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONWARNINGS": "ignore"}
-    cmd = [sys.executable, "-m", "recsys_spark.cli", "evaluate", "--date", DAY.isoformat(),
-           "--input-root", str(input_root), "--output-root", str(output_root), "--master", "local[2]",
-           "--set", "spark.spark.sql.shuffle.partitions=2", *job_args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=SUBMIT_TIMEOUT, env=env, cwd=REPO,
-                          check=False)
+    cmd = [
+        sys.executable,
+        "-m",
+        "recsys_spark.cli",
+        "evaluate",
+        "--date",
+        DAY.isoformat(),
+        "--input-root",
+        str(input_root),
+        "--output-root",
+        str(output_root),
+        "--master",
+        "local[2]",
+        "--set",
+        "spark.spark.sql.shuffle.partitions=2",
+        *job_args,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=SUBMIT_TIMEOUT, env=env, cwd=REPO, check=False)
 
 
 def _assert_same_table(got_dir: Path, want_dir: Path) -> None:
@@ -265,11 +335,17 @@ def _assert_same_table(got_dir: Path, want_dir: Path) -> None:
 
 def test_the_executor_python_lacks_the_project(artifacts, tmp_path):
     """Else the cluster run below could not tell the zip from an installed package."""
-    probe = subprocess.run([str(artifacts["python"]), "-c", "import recsys_spark"], cwd=tmp_path,
-                           env={"PATH": os.environ.get("PATH", "")}, capture_output=True, text=True)
+    probe = subprocess.run(
+        [str(artifacts["python"]), "-c", "import recsys_spark"],
+        cwd=tmp_path,
+        env={"PATH": os.environ.get("PATH", "")},
+        capture_output=True,
+        text=True,
+    )
     assert probe.returncode != 0 and "No module named 'recsys_spark'" in probe.stderr
-    ok = subprocess.run([str(artifacts["python"]), "-c", "import pandas, pyarrow, numpy"], cwd=tmp_path,
-                        capture_output=True, text=True)
+    ok = subprocess.run(
+        [str(artifacts["python"]), "-c", "import pandas, pyarrow, numpy"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert ok.returncode == 0, ok.stderr
 
 
@@ -286,11 +362,12 @@ def test_spark_submit_runs_the_day_on_the_cluster(spark_home, cluster, artifacts
     output_root = tmp_path / "output"
     # the generator's day breaks two hard business rules on purpose (a repeated item, items
     # missing from the catalog): this test is about shipping the job, not about exit code 8
-    result = _submit(spark_home, cluster, artifacts, DAY, input_root, output_root,
-                     "--set", "rules.fail_on_hard=false")
+    result = _submit(spark_home, cluster, artifacts, DAY, input_root, output_root, "--set", "rules.fail_on_hard=false")
 
-    assert result.returncode == 0, (f"spark-submit exited {result.returncode}:\n{result.stdout[-3000:]}\n"
-                                    f"{result.stderr[-3000:]}\n{_executor_logs(cluster)}")
+    assert result.returncode == 0, (
+        f"spark-submit exited {result.returncode}:\n{result.stdout[-3000:]}\n"
+        f"{result.stderr[-3000:]}\n{_executor_logs(cluster)}"
+    )
     d = DAY.isoformat()
     for table in ("metrics", "user_metrics"):
         assert list((output_root / table / f"dt={d}").glob("*.parquet")), f"no {table}/dt={d}/*.parquet"

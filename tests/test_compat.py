@@ -15,15 +15,24 @@ pytestmark = pytest.mark.spark
 
 
 def test_try_cast_to_int_is_null_outside_the_range(spark, monkeypatch):
-    rows = [(1.0, 1), (2.5, 2), (3e9, 3_000_000_000), (-3e9, -3_000_000_000), (math.nan, 2**31 - 1),
-            (math.inf, -(2**31)), (None, None)]
+    rows = [
+        (1.0, 1),
+        (2.5, 2),
+        (3e9, 3_000_000_000),
+        (-3e9, -3_000_000_000),
+        (math.nan, 2**31 - 1),
+        (math.inf, -(2**31)),
+        (None, None),
+    ]
     df = spark.createDataFrame(rows, "d double, n long")
     expected_d = [1, 2, None, None, None, None, None]  # 2.5 truncates as cast does; out of range -> null
     expected_n = [1, 2, None, None, 2**31 - 1, -(2**31), None]
 
     def run():
-        out = df.select(compat.try_cast(F.col("d"), T.IntegerType()).alias("d"),
-                        compat.try_cast(F.col("n"), T.IntegerType()).alias("n")).collect()
+        out = df.select(
+            compat.try_cast(F.col("d"), T.IntegerType()).alias("d"),
+            compat.try_cast(F.col("n"), T.IntegerType()).alias("n"),
+        ).collect()
         return [r.d for r in out], [r.n for r in out]
 
     assert run() == (expected_d, expected_n)

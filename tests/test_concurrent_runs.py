@@ -32,18 +32,36 @@ def hold_lock(out: Path, pid: int, age_seconds: float = 0.0) -> None:
     lock = lock_file(out)
     lock.parent.mkdir(parents=True, exist_ok=True)
     epoch = time.time() - age_seconds
-    lock.write_text(json.dumps({"run_id": f"{DAY}-feedbeef", "host": socket.gethostname(), "pid": pid,
-                                "started": "then", "epoch": epoch}))
+    lock.write_text(
+        json.dumps(
+            {"run_id": f"{DAY}-feedbeef", "host": socket.gethostname(), "pid": pid, "started": "then", "epoch": epoch}
+        )
+    )
 
 
 def test_two_concurrent_runs_of_one_date_never_nest_or_mix_partitions(tmp_path):
     day_input(tmp_path)
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    command = [sys.executable, "-m", "recsys_spark.cli", "evaluate", "--date", str(DAY), "--input-root",
-               str(tmp_path / "in"), "--output-root", str(out), "--master", "local[1]", "--set", "metrics.k=[1]"]
-    runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-            for _ in range(2)]
+    command = [
+        sys.executable,
+        "-m",
+        "recsys_spark.cli",
+        "evaluate",
+        "--date",
+        str(DAY),
+        "--input-root",
+        str(tmp_path / "in"),
+        "--output-root",
+        str(out),
+        "--master",
+        "local[1]",
+        "--set",
+        "metrics.k=[1]",
+    ]
+    runs = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)
+    ]
     results = [(p.wait(timeout=900), p.stderr.read()) for p in runs]
     codes = sorted(code for code, _ in results)
     # either both ran one after the other, or the second one saw the first one's lock and said so
@@ -105,10 +123,12 @@ def test_a_killed_runs_staging_is_swept_by_age_never_a_live_runs(spark, tmp_path
 def test_a_rerun_replaces_every_table_of_the_date_even_those_it_no_longer_writes(spark, tmp_path):
     outside = (["u9", "s9", "r9", "a", 1, 0.5, dt.datetime(2026, 11, 25, tzinfo=dt.timezone.utc)],)
     from test_hostile_inputs import EXPOSURES
+
     day_input(tmp_path, exposures=EXPOSURES + [tuple(outside[0])])
     out = tmp_path / "out"
-    evaluate_day(spark, load_config(None, [*SETTINGS, "validation.write_rejected=true"]), DAY,
-                 str(tmp_path / "in"), str(out))
+    evaluate_day(
+        spark, load_config(None, [*SETTINGS, "validation.write_rejected=true"]), DAY, str(tmp_path / "in"), str(out)
+    )
     assert (out / "rejected" / f"dt={DAY}").is_dir()
     (out / "rejected" / "dt=2026-11-19").mkdir()  # another date: untouched
     evaluate_day(spark, load_config(None, SETTINGS), DAY, str(tmp_path / "in"), str(out))

@@ -28,9 +28,16 @@ def test_every_key_in_default_toml_is_commented():
 
 
 def test_set_reads_toml_values_and_bare_words():
-    cfg = load_config(None, ["metrics.k=[10, 5]", "labels.event_weights={click = 1, purchase = 3}",
-                             "metrics.ndcg_gain=linear", "attribution.window_minutes=15",
-                             "spark.spark.sql.shuffle.partitions=8"])
+    cfg = load_config(
+        None,
+        [
+            "metrics.k=[10, 5]",
+            "labels.event_weights={click = 1, purchase = 3}",
+            "metrics.ndcg_gain=linear",
+            "attribution.window_minutes=15",
+            "spark.spark.sql.shuffle.partitions=8",
+        ],
+    )
     assert cfg.metrics.k == (5, 10)
     assert dict(cfg.labels.event_weights) == {"click": 1.0, "purchase": 3.0}
     assert cfg.metrics.ndcg_gain == "linear"
@@ -51,16 +58,19 @@ def test_config_file_then_overrides(tmp_path):
     assert cfg.ranking.list_unit == "session" and cfg.metrics.k == (7,)
 
 
-@pytest.mark.parametrize("override, message", [
-    ("metrics.kk=[1]", "unknown config key: metrics.kk"),
-    ("nosuch.thing=1", "unknown config key: nosuch"),
-    ("metrics.k=ten", "config key metrics.k"),
-    ("metrics.k=[0, 5]", "config key metrics.k"),
-    ("ranking.list_unit=page", "config key ranking.list_unit"),
-    ("labels.event_weights={click = -1}", "config key labels.event_weights"),
-    ("attribution.window_minutes=0", "config key attribution.window_minutes"),
-    ("novalue", "--set expects KEY=VALUE"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("metrics.kk=[1]", "unknown config key: metrics.kk"),
+        ("nosuch.thing=1", "unknown config key: nosuch"),
+        ("metrics.k=ten", "config key metrics.k"),
+        ("metrics.k=[0, 5]", "config key metrics.k"),
+        ("ranking.list_unit=page", "config key ranking.list_unit"),
+        ("labels.event_weights={click = -1}", "config key labels.event_weights"),
+        ("attribution.window_minutes=0", "config key attribution.window_minutes"),
+        ("novalue", "--set expects KEY=VALUE"),
+    ],
+)
 def test_bad_settings_fail_naming_the_key(override, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
         load_config(None, [override])

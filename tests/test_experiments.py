@@ -30,8 +30,12 @@ CUP = {"control": ([3, 5, 2, 8, 4, 6], [2, 4, 2, 7, 3, 5]), "treatment": ([4, 7,
 # experiment "srm" (layer L1): 600 vs 400 users with one exposure each (planned 50/50); the same users are
 # in "lay" (layer L3): control 300 A / 300 B, treatment 100 A / 300 B
 SRM = {"control": 600, "treatment": 400}
-SETTINGS = ["metrics.k=[10]", "rules.fail_on_hard=false", "experiments.cuped_days=1",
-            'experiments.metrics=["exposure_ctr_global", "precision@10_user_avg"]']
+SETTINGS = [
+    "metrics.k=[10]",
+    "rules.fail_on_hard=false",
+    "experiments.cuped_days=1",
+    'experiments.metrics=["exposure_ctr_global", "precision@10_user_avg"]',
+]
 
 
 def _day_rows(day: dt.date, cup_index: int):
@@ -100,8 +104,7 @@ def _one(rows, **where):
 
 def test_ratio_metric_reproduces_the_delta_method_golden(spark, golden):
     root, _ = golden
-    row = _one(_rows(spark, f"{root}/out/experiments/dt={DAY}"), experiment="ctr", metric="exposure_ctr",
-               slice="all")
+    row = _one(_rows(spark, f"{root}/out/experiments/dt={DAY}"), experiment="ctr", metric="exposure_ctr", slice="all")
     assert row["method"] == "delta" and (row["n"], row["control_n"]) == (6, 6) and row["covariate_n"] == 0
     assert row["control_value"] == pytest.approx(0.1111111111, abs=1e-10)
     assert row["value"] == pytest.approx(0.1875)
@@ -116,12 +119,22 @@ def test_ratio_metric_reproduces_the_delta_method_golden(spark, golden):
 
 def test_cuped_reproduces_the_golden_from_the_previous_days_table(spark, golden):
     root, summaries = golden
-    row = _one(_rows(spark, f"{root}/out/experiments/dt={DAY}"), experiment="cup", metric="precision",
-               aggregation="user_avg", slice="all")
+    row = _one(
+        _rows(spark, f"{root}/out/experiments/dt={DAY}"),
+        experiment="cup",
+        metric="precision",
+        aggregation="user_avg",
+        slice="all",
+    )
     assert row["method"] == "welch_cuped" and row["covariate_n"] == 12
     # cupw ran yesterday too: its users' yesterday is not pre-treatment, so it gives no covariate
-    cupw = _one(_rows(spark, f"{root}/out/experiments/dt={DAY}"), experiment="cupw", metric="precision",
-                aggregation="user_avg", slice="all")
+    cupw = _one(
+        _rows(spark, f"{root}/out/experiments/dt={DAY}"),
+        experiment="cupw",
+        metric="precision",
+        aggregation="user_avg",
+        slice="all",
+    )
     assert cupw["method"] == "welch" and cupw["covariate_n"] == 0
     assert row["delta"] == pytest.approx(0.07630685675, abs=1e-10)
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((0.02309329785, 0.12952041566), abs=1e-9)
@@ -133,8 +146,9 @@ def test_cuped_reproduces_the_golden_from_the_previous_days_table(spark, golden)
 
 def test_holm_over_the_metrics_of_an_experiment(spark, golden):
     root, _ = golden
-    rows = [r for r in _rows(spark, f"{root}/out/experiments/dt={DAY}") if r["experiment"] == "cup"
-            and r["slice"] == "all"]
+    rows = [
+        r for r in _rows(spark, f"{root}/out/experiments/dt={DAY}") if r["experiment"] == "cup" and r["slice"] == "all"
+    ]
     assert len(rows) == 2  # two metrics x one treatment
     p = sorted(r["p_value"] for r in rows)
     adjusted = {r["p_value"]: r["p_adjusted"] for r in rows}
@@ -184,8 +198,11 @@ def test_window_counts_each_user_once(spark, golden):
     assert row["p_value"] == pytest.approx(0.3322826189, abs=1e-9)
     # two days: a user's precision is over its two lists, (y + x) / 20; not a mean of daily results
     run_window(spark, cfg, "cupw", PREVIOUS, DAY, f"{root}/out")
-    two = _one(_rows(spark, f"{root}/out/experiment_window/experiment=cupw/window={PREVIOUS}_{DAY}"),
-               metric="precision", slice="all")
+    two = _one(
+        _rows(spark, f"{root}/out/experiment_window/experiment=cupw/window={PREVIOUS}_{DAY}"),
+        metric="precision",
+        slice="all",
+    )
     (yc, xc), (yt, xt) = (np.array(v, float) for v in CUP["control"]), (np.array(v, float) for v in CUP["treatment"])
     ref = stats.ttest_ind((yt + xt) / 20, (yc + xc) / 20, equal_var=False)
     assert two["delta"] == pytest.approx(((yt + xt) / 20).mean() - ((yc + xc) / 20).mean())
@@ -204,8 +221,10 @@ def test_without_assignments_the_job_says_so(spark, tmp_path):
 
 
 def test_business_sums_stay_in_the_user_partitions(spark):
-    rows = spark.createDataFrame([("all", "u1", "r1", "a", True), ("all", "u1", "r2", None, False)],
-                                 f"{SLICE} string, {USER} string, request_id string, item_id string, clicked boolean")
+    rows = spark.createDataFrame(
+        [("all", "u1", "r1", "a", True), ("all", "u1", "r2", None, False)],
+        f"{SLICE} string, {USER} string, request_id string, item_id string, clicked boolean",
+    )
     by_user = rows.repartition(3, USER)
     plan = user_business_sums(by_user)._jdf.queryExecution().executedPlan().toString()
     assert plan.count("Exchange") == 1, plan  # the repartition by user only
@@ -222,21 +241,26 @@ def test_summary_is_json_with_the_experiment_section(golden):
 def test_experiment_command_parses_and_checks_its_window(capsys):
     from recsys_spark.cli import build_parser, run
 
-    args = build_parser().parse_args(["experiment", "--experiment", "x", "--start", "2026-11-01", "--end",
-                                      "2026-11-03", "--output-root", "o"])
+    args = build_parser().parse_args(
+        ["experiment", "--experiment", "x", "--start", "2026-11-01", "--end", "2026-11-03", "--output-root", "o"]
+    )
     assert (args.command, args.experiment, args.end - args.start) == ("experiment", "x", dt.timedelta(days=2))
-    assert run(["experiment", "--experiment", "x", "--start", "2026-11-03", "--end", "2026-11-01",
-                "--output-root", "o"]) == 2
+    assert (
+        run(["experiment", "--experiment", "x", "--start", "2026-11-03", "--end", "2026-11-01", "--output-root", "o"])
+        == 2
+    )
     assert "before --start" in capsys.readouterr().err
 
 
 def test_srm_severity_is_a_setting():
     from recsys_spark.experiments import Check, srm_rules
 
-    checks = [Check("e", "srm", 40.0, 2.5e-10, False, "users control=600, treatment=400"),
-              Check("e", "multiple_assignment", 0.0, None, True, "")]
-    soft, = srm_rules(checks, "soft", 0.001)
-    hard, = srm_rules(checks, "hard", 0.001)
+    checks = [
+        Check("e", "srm", 40.0, 2.5e-10, False, "users control=600, treatment=400"),
+        Check("e", "multiple_assignment", 0.0, None, True, ""),
+    ]
+    (soft,) = srm_rules(checks, "soft", 0.001)
+    (hard,) = srm_rules(checks, "hard", 0.001)
     assert (soft.rule, soft.severity, soft.passed, soft.rate) == ("experiment_srm:e", "soft", False, 2.5e-10)
     assert hard.severity == "hard"  # the pipeline then exits 8 after writing every output
     with pytest.raises(Exception, match="srm_severity"):

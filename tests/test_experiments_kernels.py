@@ -30,12 +30,15 @@ from recsys_spark.kernels.stats import MeanStats
 
 
 # --- SRM: golden p-values (REFERENCES.md, "Statistics for decisions") ------------------------------
-@pytest.mark.parametrize("observed, golden", [
-    ([600, 400], 2.5396285894708634e-10),
-    ([44000, 45000], 0.0008022781177678721),
-    ([10000, 10050], 0.7240042702094154),
-    ([5000, 5100, 4800], 0.00911360818807675),
-])
+@pytest.mark.parametrize(
+    "observed, golden",
+    [
+        ([600, 400], 2.5396285894708634e-10),
+        ([44000, 45000], 0.0008022781177678721),
+        ([10000, 10050], 0.7240042702094154),
+        ([5000, 5100, 4800], 0.00911360818807675),
+    ],
+)
 def test_srm_reproduces_golden_p_values(observed, golden):
     r = srm_test(observed)
     assert r.p_value == pytest.approx(golden, rel=1e-9)
@@ -83,8 +86,14 @@ def _mean_sums(name: str, x: np.ndarray) -> dict:
 
 
 def _ratio_sums(name: str, x: np.ndarray, y: np.ndarray) -> dict:
-    return {f"{name}|n": len(x), f"{name}|x": x.sum(), f"{name}|y": y.sum(), f"{name}|xx": x @ x,
-            f"{name}|yy": y @ y, f"{name}|xy": x @ y}
+    return {
+        f"{name}|n": len(x),
+        f"{name}|x": x.sum(),
+        f"{name}|y": y.sum(),
+        f"{name}|xx": x @ x,
+        f"{name}|yy": y @ y,
+        f"{name}|xy": x @ y,
+    }
 
 
 def test_mean_metric_row_is_scipy_welch():
@@ -106,8 +115,8 @@ def test_mean_metric_row_is_scipy_welch():
 
 def test_ratio_metric_row_reproduces_gbstats_golden():
     spec = parse_metric("exposure_ctr_global")
-    ci, cc = np.array([10, 5, 8, 12, 3, 7.]), np.array([1, 0, 2, 1, 0, 1.])
-    ti, tc = np.array([9, 6, 11, 4, 10, 8.]), np.array([2, 1, 2, 0, 3, 1.])
+    ci, cc = np.array([10, 5, 8, 12, 3, 7.0]), np.array([1, 0, 2, 1, 0, 1.0])
+    ti, tc = np.array([9, 6, 11, 4, 10, 8.0]), np.array([2, 1, 2, 0, 3, 1.0])
     r = compare(_ratio_sums(spec.name, cc, ci), _ratio_sums(spec.name, tc, ti), spec)
     assert r["method"] == "delta"
     assert r["control_value"] == pytest.approx(0.1111111111, abs=1e-10)
@@ -123,8 +132,8 @@ def test_ratio_metric_row_reproduces_gbstats_golden():
 
 def test_precision_global_divides_by_k_lists():
     spec = parse_metric("precision@5_global")
-    hits_c, lists_c = np.array([1, 2, 0.]), np.array([1, 2, 1.])   # 3 / (5 * 4) = 0.15
-    hits_t, lists_t = np.array([3, 1, 2.]), np.array([2, 1, 1.])   # 6 / (5 * 4) = 0.30
+    hits_c, lists_c = np.array([1, 2, 0.0]), np.array([1, 2, 1.0])  # 3 / (5 * 4) = 0.15
+    hits_t, lists_t = np.array([3, 1, 2.0]), np.array([2, 1, 1.0])  # 6 / (5 * 4) = 0.30
     r = compare(_ratio_sums(spec.name, hits_c, lists_c), _ratio_sums(spec.name, hits_t, lists_t), spec)
     assert (r["control_value"], r["value"]) == pytest.approx((0.15, 0.30))
     plain = MetricSpec("p", "precision", 5, "global", "ratio", "h", "l")  # den_factor 1
@@ -140,8 +149,8 @@ def test_too_few_users_gives_nulls_not_errors():
 
 
 # --- CUPED: golden (REFERENCES.md) --------------------------------------------------------------
-YC, XC = np.array([3, 5, 2, 8, 4, 6.]), np.array([2, 4, 2, 7, 3, 5.])
-YT, XT = np.array([4, 7, 3, 9, 5, 8.]), np.array([2, 5, 2, 7, 4, 6.])
+YC, XC = np.array([3, 5, 2, 8, 4, 6.0]), np.array([2, 4, 2, 7, 3, 5.0])
+YT, XT = np.array([4, 7, 3, 9, 5, 8.0]), np.array([2, 5, 2, 7, 4, 6.0])
 
 
 def test_cuped_reproduces_golden():
@@ -158,8 +167,15 @@ def test_cuped_row_and_unadjusted_golden():
     spec = parse_metric("ndcg@10_user_avg")
 
     def sums(y, x):
-        return {**_mean_sums(spec.name, y), **{f"{spec.name}|{p}": v for p, v in zip(
-            ("cn", "cy", "cyy", "cx", "cxx", "cxy"), CovariateStats.from_values(y, x).as_tuple(), strict=True)}}
+        return {
+            **_mean_sums(spec.name, y),
+            **{
+                f"{spec.name}|{p}": v
+                for p, v in zip(
+                    ("cn", "cy", "cyy", "cx", "cxx", "cxy"), CovariateStats.from_values(y, x).as_tuple(), strict=True
+                )
+            },
+        }
 
     plain = compare(sums(YC, XC), sums(YT, XT), spec)
     assert plain["method"] == "welch" and plain["delta"] == pytest.approx(1.3333333333)
@@ -237,7 +253,8 @@ def test_p_adjusted_is_holm_over_metrics_and_variants_per_slice():
     bh = analyse_experiment("e", sums, specs, "control", "bh")
     family = [r for r in bh if r.slice == "all"]
     assert [r.p_adjusted for r in family] == pytest.approx(
-        list(multipletests([r.p_value for r in family], method="fdr_bh")[1]))
+        list(multipletests([r.p_value for r in family], method="fdr_bh")[1])
+    )
     none = analyse_experiment("e", sums, specs, "control", "none")
     assert all(r.p_adjusted == r.p_value for r in none)
     # intervals are not adjusted
@@ -246,9 +263,11 @@ def test_p_adjusted_is_holm_over_metrics_and_variants_per_slice():
 
 def test_a_slice_without_control_has_no_rows():
     spec = parse_metric("mrr_user_avg")
-    sums = {("control", "all"): _mean_sums(spec.name, np.array([1.0, 0.5])),
-            ("b", "all"): _mean_sums(spec.name, np.array([1.0, 0.2])),
-            ("b", "platform=web"): _mean_sums(spec.name, np.array([1.0, 0.2]))}
+    sums = {
+        ("control", "all"): _mean_sums(spec.name, np.array([1.0, 0.5])),
+        ("b", "all"): _mean_sums(spec.name, np.array([1.0, 0.2])),
+        ("b", "platform=web"): _mean_sums(spec.name, np.array([1.0, 0.2])),
+    }
     rows = analyse_experiment("e", sums, [spec], "control")
     assert [(r.variant, r.slice) for r in rows] == [("b", "all")]
 
@@ -271,7 +290,7 @@ def _linearized_cuped(arms):
     (rc, pc, vc, wc, cc), (rt, pt, vt, wt, ct) = out
     theta = (cc + ct) / (wc + wt)
     delta = (rt - rc) - theta * (pt - pc)
-    se = math.sqrt(vc - 2 * theta * cc + theta ** 2 * wc + vt - 2 * theta * ct + theta ** 2 * wt)
+    se = math.sqrt(vc - 2 * theta * cc + theta**2 * wc + vt - 2 * theta * ct + theta**2 * wt)
     return delta, se, theta
 
 
@@ -307,8 +326,18 @@ def test_ratio_cuped_through_the_named_sums():
     spec = parse_metric("precision@5_global")  # den_factor 5: precision = hits / (5 lists)
 
     def sums(x, y, u, v):
-        pre = {"cn": (v > 0).sum(), "u": u.sum(), "v": v.sum(), "uu": u @ u, "vv": v @ v, "xu": x @ u,
-               "xv": x @ v, "yu": y @ u, "yv": y @ v, "uv": u @ v}
+        pre = {
+            "cn": (v > 0).sum(),
+            "u": u.sum(),
+            "v": v.sum(),
+            "uu": u @ u,
+            "vv": v @ v,
+            "xu": x @ u,
+            "xv": x @ v,
+            "yu": y @ u,
+            "yv": y @ v,
+            "uv": u @ v,
+        }
         return {**_ratio_sums(spec.name, x, y), **{f"{spec.name}|{k}": val for k, val in pre.items()}}
 
     r = compare(sums(*arms[0]), sums(*arms[1]), spec, cuped=True)

@@ -17,8 +17,11 @@ from recsys_spark.kernels.experiments import MetricSpec, compare, parse_metric
 
 USERS, EXPOSURES, DAYS, SPLITS, SEED = 1500, 30_000, 20, 20, 5
 START = dt.date(2026, 11, 1)
-SPECS = [parse_metric("exposure_ctr_global"), parse_metric("pv_ctr_global"),
-         MetricSpec("ctr_user_avg", "ctr", None, "user_avg", "mean", "clicked", "exposures")]
+SPECS = [
+    parse_metric("exposure_ctr_global"),
+    parse_metric("pv_ctr_global"),
+    MetricSpec("ctr_user_avg", "ctr", None, "user_avg", "mean", "clicked", "exposures"),
+]
 
 
 def user_sums(pop: gen.Population, logs: gen.DayLogs) -> dict[str, np.ndarray]:
@@ -35,9 +38,11 @@ def user_sums(pop: gen.Population, logs: gen.DayLogs) -> dict[str, np.ndarray]:
     first = np.r_[True, np.asarray(ex["request_id"])[1:] != np.asarray(ex["request_id"])[:-1]]
     np.add.at(requests, user[first], 1)
     clicks = logs.clicks.filter(pc.equal(logs.clicks["event"], "click"))
-    return {"exposures": np.bincount(user[shown], minlength=pop.n_users).astype(float),
-            "requests": requests,
-            "clicked": np.bincount(index(clicks["user_id"]), minlength=pop.n_users).astype(float)}
+    return {
+        "exposures": np.bincount(user[shown], minlength=pop.n_users).astype(float),
+        "requests": requests,
+        "clicked": np.bincount(index(clicks["user_id"]), minlength=pop.n_users).astype(float),
+    }
 
 
 def arm(sums: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, float]:
@@ -51,13 +56,22 @@ def arm(sums: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, float]:
             y = num / den
             out.update({f"{spec.name}|n": len(y), f"{spec.name}|x": y.sum(), f"{spec.name}|xx": y @ y})
         else:
-            out.update({f"{spec.name}|n": len(num), f"{spec.name}|x": num.sum(), f"{spec.name}|y": den.sum(),
-                        f"{spec.name}|xx": num @ num, f"{spec.name}|yy": den @ den, f"{spec.name}|xy": num @ den})
+            out.update(
+                {
+                    f"{spec.name}|n": len(num),
+                    f"{spec.name}|x": num.sum(),
+                    f"{spec.name}|y": den.sum(),
+                    f"{spec.name}|xx": num @ num,
+                    f"{spec.name}|yy": den @ den,
+                    f"{spec.name}|xy": num @ den,
+                }
+            )
     return out
 
 
-def aa_runs(users: int = USERS, exposures: int = EXPOSURES, days: int = DAYS, splits: int = SPLITS,
-            seed: int = SEED) -> tuple[dict[str, list[dict]], float]:
+def aa_runs(
+    users: int = USERS, exposures: int = EXPOSURES, days: int = DAYS, splits: int = SPLITS, seed: int = SEED
+) -> tuple[dict[str, list[dict]], float]:
     """A/A tests: ``days`` generated days, ``splits`` random 50/50 splits of each day's users.
 
     Returns the result fields per metric, and the false-positive rate of the same CTR test with the
@@ -127,8 +141,10 @@ if __name__ == "__main__":  # the larger run: python tests/test_experiments_simu
     n_users, n_days, n_splits = (int(a) for a in (sys.argv[1:] or ["20000", "50", "20"]))
     results, naive_rate = aa_runs(n_users, 20 * n_users, n_days, n_splits)
     for name, rows in results.items():
-        print(f"{name}: false positives {np.mean([r['p_value'] < 0.05 for r in rows]):.4f}, coverage of 0 "
-              f"{np.mean([r['ci_low'] <= 0 <= r['ci_high'] for r in rows]):.4f} over {len(rows)} A/A tests")
+        print(
+            f"{name}: false positives {np.mean([r['p_value'] < 0.05 for r in rows]):.4f}, coverage of 0 "
+            f"{np.mean([r['ci_low'] <= 0 <= r['ci_high'] for r in rows]):.4f} over {len(rows)} A/A tests"
+        )
     print(f"impression as the unit: false positives {naive_rate:.4f}")
 
 
@@ -137,8 +153,9 @@ def test_ratio_cuped_on_aa_days_keeps_the_rate_and_narrows_the_interval():
     spec = SPECS[0]
     pop = gen.make_population(USERS, 300, SEED, START + dt.timedelta(days=DAYS + 1))
     rng = np.random.default_rng(SEED + 1)
-    days = [user_sums(pop, gen.generate_day(pop, START + dt.timedelta(days=d), EXPOSURES, SEED))
-            for d in range(DAYS + 1)]
+    days = [
+        user_sums(pop, gen.generate_day(pop, START + dt.timedelta(days=d), EXPOSURES, SEED)) for d in range(DAYS + 1)
+    ]
     adjusted, plain = [], []
     for pre, sums in itertools.pairwise(days):
         active = sums["exposures"] > 0
@@ -148,9 +165,24 @@ def test_ratio_cuped_on_aa_days_keeps_the_rate_and_narrows_the_interval():
             for mask in (active & ~treated, active & treated):
                 x, y = sums["clicked"][mask], sums["exposures"][mask]
                 u, v = pre["clicked"][mask], pre["exposures"][mask]
-                named = {"n": len(x), "x": x.sum(), "y": y.sum(), "xx": x @ x, "yy": y @ y, "xy": x @ y,
-                         "cn": (v > 0).sum(), "u": u.sum(), "v": v.sum(), "uu": u @ u, "vv": v @ v, "xu": x @ u,
-                         "xv": x @ v, "yu": y @ u, "yv": y @ v, "uv": u @ v}
+                named = {
+                    "n": len(x),
+                    "x": x.sum(),
+                    "y": y.sum(),
+                    "xx": x @ x,
+                    "yy": y @ y,
+                    "xy": x @ y,
+                    "cn": (v > 0).sum(),
+                    "u": u.sum(),
+                    "v": v.sum(),
+                    "uu": u @ u,
+                    "vv": v @ v,
+                    "xu": x @ u,
+                    "xv": x @ v,
+                    "yu": y @ u,
+                    "yv": y @ v,
+                    "uv": u @ v,
+                }
                 arms.append({f"{spec.name}|{k}": val for k, val in named.items()})
             adjusted.append(compare(*arms, spec, cuped=True))
             plain.append(compare(*arms, spec))

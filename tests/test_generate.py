@@ -20,15 +20,28 @@ SEED = 11
 THIRTY_MINUTES = pd.Timedelta(minutes=30)
 
 # The job's input contract, spelled out here rather than imported from the module under test.
-EXPOSURES = pa.schema([
-    ("user_id", pa.string()), ("session_id", pa.string()), ("request_id", pa.string()),
-    ("item_id", pa.string()), ("position", pa.int32()), ("score", pa.float64()),
-    ("ts", pa.timestamp("us", tz="UTC")), ("platform", pa.string()),
-])
-CLICKS = pa.schema([
-    ("user_id", pa.string()), ("session_id", pa.string()), ("request_id", pa.string()),
-    ("item_id", pa.string()), ("ts", pa.timestamp("us", tz="UTC")), ("event", pa.string()),
-])
+EXPOSURES = pa.schema(
+    [
+        ("user_id", pa.string()),
+        ("session_id", pa.string()),
+        ("request_id", pa.string()),
+        ("item_id", pa.string()),
+        ("position", pa.int32()),
+        ("score", pa.float64()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("platform", pa.string()),
+    ]
+)
+CLICKS = pa.schema(
+    [
+        ("user_id", pa.string()),
+        ("session_id", pa.string()),
+        ("request_id", pa.string()),
+        ("item_id", pa.string()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("event", pa.string()),
+    ]
+)
 ITEMS = pa.schema([("item_id", pa.string()), ("category", pa.string())])
 USERS_SCHEMA = pa.schema([("user_id", pa.string()), ("first_seen", pa.date32()), ("country", pa.string())])
 
@@ -89,10 +102,16 @@ def test_layout_has_every_table_and_both_days(root: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize("name, schema", [
-    (f"exposures/dt={DATE}", EXPOSURES), (f"exposures/dt={PREVIOUS}", EXPOSURES),
-    (f"clicks/dt={DATE}", CLICKS), ("items", ITEMS), ("users", USERS_SCHEMA),
-])
+@pytest.mark.parametrize(
+    "name, schema",
+    [
+        (f"exposures/dt={DATE}", EXPOSURES),
+        (f"exposures/dt={PREVIOUS}", EXPOSURES),
+        (f"clicks/dt={DATE}", CLICKS),
+        ("items", ITEMS),
+        ("users", USERS_SCHEMA),
+    ],
+)
 def test_schema_is_exactly_the_contract(root: Path, name: str, schema: pa.Schema) -> None:
     written = pq.read_schema(root / name / "part-00000.parquet")
     assert written.remove_metadata().equals(schema), written
@@ -146,8 +165,11 @@ def test_empty_responses_are_single_rows_with_null_item_position_score(exposures
 
 def test_request_id_identifies_one_request(exposures: pd.DataFrame) -> None:
     per_request = exposures.groupby("request_id").agg(
-        users=("user_id", "nunique"), sessions=("session_id", "nunique"),
-        stamps=("ts", "nunique"), platforms=("platform", "nunique"))
+        users=("user_id", "nunique"),
+        sessions=("session_id", "nunique"),
+        stamps=("ts", "nunique"),
+        platforms=("platform", "nunique"),
+    )
     assert (per_request == 1).all().all()
 
 
@@ -191,8 +213,9 @@ def test_activity_is_skewed_and_popularity_is_zipf_like(shown: pd.DataFrame) -> 
 
 
 # --- clicks ---------------------------------------------------------------------------------
-def test_ctr_is_a_few_percent_and_follows_score_and_position(shown: pd.DataFrame, clicks: pd.DataFrame,
-                                                             labelled: pd.DataFrame) -> None:
+def test_ctr_is_a_few_percent_and_follows_score_and_position(
+    shown: pd.DataFrame, clicks: pd.DataFrame, labelled: pd.DataFrame
+) -> None:
     ctr = (clicks.event == "click").sum() / len(shown)
     assert 0.02 < ctr < 0.07
     by_clicked = labelled.groupby("clicked").score.mean()
@@ -205,18 +228,23 @@ def test_ctr_is_a_few_percent_and_follows_score_and_position(shown: pd.DataFrame
 def test_clicks_with_request_id_follow_their_exposure(shown: pd.DataFrame, clicks: pd.DataFrame) -> None:
     keyed = clicks[clicks.request_id.notna()]
     first = shown.groupby(["request_id", "item_id"], as_index=False).agg(
-        user_id=("user_id", "first"), session_id=("session_id", "first"), shown_ts=("ts", "first"))
+        user_id=("user_id", "first"), session_id=("session_id", "first"), shown_ts=("ts", "first")
+    )
     joined = keyed.merge(first, on=["request_id", "item_id"], suffixes=("", "_exp"))
     assert (joined.user_id == joined.user_id_exp).all() and (joined.session_id == joined.session_id_exp).all()
     assert (joined.ts > joined.shown_ts).all() and (joined.ts - joined.shown_ts <= THIRTY_MINUTES).all()
 
 
-def test_about_a_fifth_of_clicks_lack_request_id_and_are_attributable(shown: pd.DataFrame,
-                                                                     clicks: pd.DataFrame) -> None:
+def test_about_a_fifth_of_clicks_lack_request_id_and_are_attributable(
+    shown: pd.DataFrame, clicks: pd.DataFrame
+) -> None:
     loose = clicks[clicks.request_id.isna()].reset_index(names="click")
     assert 0.15 < len(loose) / len(clicks) < 0.25
-    candidates = loose.merge(shown[["user_id", "session_id", "item_id", "ts"]],
-                             on=["user_id", "session_id", "item_id"], suffixes=("", "_exp"))
+    candidates = loose.merge(
+        shown[["user_id", "session_id", "item_id", "ts"]],
+        on=["user_id", "session_id", "item_id"],
+        suffixes=("", "_exp"),
+    )
     fits = candidates[(candidates.ts_exp <= candidates.ts) & (candidates.ts - candidates.ts_exp <= THIRTY_MINUTES)]
     assert set(fits.click) == set(loose.click)
 
@@ -279,8 +307,7 @@ def test_consecutive_days_share_users_and_items(root: Path, exposures: pd.DataFr
 
 # --- heavy user, part files, CLI ------------------------------------------------------------
 def test_heavy_user_gets_exactly_m_exposures_split_in_parts(tmp_path: Path) -> None:
-    summary = gen.write_days(tmp_path, DATE, users=500, seed=5, heavy_user_exposures=20_005,
-                             max_rows_per_file=6_000)
+    summary = gen.write_days(tmp_path, DATE, users=500, seed=5, heavy_user_exposures=20_005, max_rows_per_file=6_000)
     folder = tmp_path / "exposures" / f"dt={DATE}"
     parts = sorted(folder.glob("part-*.parquet"))
     assert len(parts) == summary["days"][0]["exposure_files"] > 1
@@ -302,7 +329,10 @@ def test_cli_writes_days_and_replaces_partitions(tmp_path: Path, capsys: pytest.
     assert all("exposure_rows=" in line and "clicks=" in line for line in lines)
     assert not stale.exists()
     assert sorted(p.name for p in (tmp_path / "exposures").iterdir()) == [
-        "dt=2026-11-18", "dt=2026-11-19", "dt=2026-11-20"]
+        "dt=2026-11-18",
+        "dt=2026-11-19",
+        "dt=2026-11-20",
+    ]
     assert len(pq.read_table(tmp_path / "users").to_pandas()) == 300
 
 

@@ -50,8 +50,8 @@ def test_gini_of_the_seed_examples():
 
 
 def test_gini_of_one_item_is_zero_and_of_nothing_is_nan():
-    assert gini([5]) == 0.0           # one item: defined as 0 (0 / 0 otherwise)
-    assert gini([0]) != gini([0])     # no exposures: NaN
+    assert gini([5]) == 0.0  # one item: defined as 0 (0 / 0 otherwise)
+    assert gini([0]) != gini([0])  # no exposures: NaN
     assert math.isnan(gini([]))
 
 
@@ -66,7 +66,7 @@ def test_gini_from_histogram_matches_raw_counts_and_stays_in_0_1():
         counts = rng.integers(0, 6, rng.integers(2, 40))
         if counts.sum() == 0:
             continue
-        expected = gini_per_item(counts)                                   # the issue's formula, per item
+        expected = gini_per_item(counts)  # the issue's formula, per item
         assert gini(counts) == pytest.approx(expected)
         assert 0.0 <= gini(counts) <= 1.0 + 1e-12
 
@@ -81,11 +81,11 @@ def test_lorenz_with_few_items_returns_every_vertex():
 def test_lorenz_points_are_exact_vertices_at_the_nearest_rank():
     counts = np.random.default_rng(1).integers(0, 50, 1000)
     x, y = lorenz_curve(*histogram_of(counts), 11)
-    cum = np.r_[0, np.cumsum(np.sort(counts))] / counts.sum()          # every vertex, brute force
+    cum = np.r_[0, np.cumsum(np.sort(counts))] / counts.sum()  # every vertex, brute force
     assert len(x) == 11 and (x[0], y[0]) == (0.0, 0.0) and (x[-1], y[-1]) == (1.0, 1.0)
     ranks = np.rint(x * 1000).astype(int)
-    assert ranks.tolist() == list(range(0, 1001, 100))                   # grid 0, .1, .., 1 hits ranks exactly
-    assert y == pytest.approx(cum[ranks])                                # on the curve, not interpolated
+    assert ranks.tolist() == list(range(0, 1001, 100))  # grid 0, .1, .., 1 hits ranks exactly
+    assert y == pytest.approx(cum[ranks])  # on the curve, not interpolated
 
 
 def test_lorenz_rank_rounding_is_half_up_and_points_are_distinct():
@@ -107,12 +107,12 @@ def diversity(counts, k) -> float:
 
 
 def test_category_diversity_edge_cases():
-    assert diversity([7], 1) == 0.0                          # one category: 0 by definition
+    assert diversity([7], 1) == 0.0  # one category: 0 by definition
     assert diversity([3, 3, 3], 3) == pytest.approx(1.0)
-    assert diversity([3, 3, 3], 4) == pytest.approx(math.log(3) / math.log(4))   # K from the catalog
+    assert diversity([3, 3, 3], 4) == pytest.approx(math.log(3) / math.log(4))  # K from the catalog
     assert diversity([5, 0], 2) == 0.0
     assert math.isnan(diversity([], 3))
-    assert math.isnan(category_diversity(0, 0.0, 1))          # no exposures: NaN even with one category
+    assert math.isnan(category_diversity(0, 0.0, 1))  # no exposures: NaN even with one category
 
 
 def test_category_diversity_hand_computed():
@@ -120,7 +120,8 @@ def test_category_diversity_hand_computed():
     assert category_diversity(4, 2 * math.log(2), 4) == pytest.approx(0.75)
     # counts 4, 3, 1, 1 of K = 4 (the golden day)
     assert category_diversity(9, 4 * math.log(4) + 3 * math.log(3), 4) == pytest.approx(
-        golden.EXPECTED_ALL[("category_diversity", "global")])
+        golden.EXPECTED_ALL[("category_diversity", "global")]
+    )
 
 
 def test_category_diversity_equals_the_term_by_term_entropy():
@@ -142,10 +143,10 @@ def test_personalization_equals_the_all_pairs_definition():
 
 
 def test_personalization_bounds_and_hand_computed():
-    assert personalization(3 * 3 * 2, 9, 3) == 0.0          # 3 users saw the same 3 items: c = 3, 3, 3
-    assert personalization(0, 3, 3) == 1.0                  # nobody shares an item: c = 1, 1, 1
-    assert math.isnan(personalization(0, 2, 1))             # one user: no pair
-    assert math.isnan(personalization(0, 0, 3))             # no user-item pairs
+    assert personalization(3 * 3 * 2, 9, 3) == 0.0  # 3 users saw the same 3 items: c = 3, 3, 3
+    assert personalization(0, 3, 3) == 1.0  # nobody shares an item: c = 1, 1, 1
+    assert math.isnan(personalization(0, 2, 1))  # one user: no pair
+    assert math.isnan(personalization(0, 0, 3))  # no user-item pairs
     # golden: {a b c d e m} and {a c}: c_a = c_c = 2, four items with c = 1: 1 - (2 + 2) / ((2 - 1) * 8)
     assert personalization(4, 8, 2) == 0.5
     # 3 users {a b}, {b c}, {b}: c = 1, 3, 1; overlap 6, pairs 5: 1 - 6 / (2 * 5)
@@ -157,10 +158,10 @@ def test_novelty_hand_computed_and_edges():
     value = novelty(5 * math.log2(3), 9, 3)
     assert value == pytest.approx(2 - 5 * math.log2(3) / 9)
     assert value == pytest.approx(novelty_per_item([3, 2, 1, 1, 1, 1], [2, 2, 0, 0, 0, 0], 3))
-    assert math.isnan(novelty(0.0, 1, 0))                   # nobody clicked in the window
-    assert math.isnan(novelty(0.0, 0, 3))                   # no exposures
-    assert novelty(math.log2(6), 1, 5) == 0.0               # an item every clicker clicked
-    assert novelty(0.0, 4, 7) == 3.0                        # items nobody clicked: log2(7 + 1)
+    assert math.isnan(novelty(0.0, 1, 0))  # nobody clicked in the window
+    assert math.isnan(novelty(0.0, 0, 3))  # no exposures
+    assert novelty(math.log2(6), 1, 5) == 0.0  # an item every clicker clicked
+    assert novelty(0.0, 4, 7) == 3.0  # items nobody clicked: log2(7 + 1)
 
 
 def test_novelty_equals_the_item_by_item_mean():
@@ -178,7 +179,7 @@ def test_popularity_buckets_keep_ties_together_and_unexposed_items_in_the_tail()
     head_min, tail_max = popularity_thresholds([4, 2, 1, 0], [1, 2, 4, 3], 0.2, 0.2)
     # T = 12; share above: 4 -> 0, 2 -> 4/12, 1 -> 8/12, 0 -> 1
     assert head_min == 4 and tail_max == 0
-    head_min, tail_max = popularity_thresholds([4, 2, 1], [1, 2, 4], 0.5, 0.5)   # 2 -> .33 < .5; 1 -> .67 >= .5
+    head_min, tail_max = popularity_thresholds([4, 2, 1], [1, 2, 4], 0.5, 0.5)  # 2 -> .33 < .5; 1 -> .67 >= .5
     assert head_min == 2 and tail_max == 1
 
 
@@ -214,11 +215,11 @@ def test_histograms_are_validated():
 
 
 def test_lorenz_needs_two_points_and_two_suffice():
-    x, y = lorenz_curve([1, 3], [2, 1], 2)                 # counts 1, 1, 3: only the ends
+    x, y = lorenz_curve([1, 3], [2, 1], 2)  # counts 1, 1, 3: only the ends
     assert x.tolist() == [0.0, 1.0] and y.tolist() == [0.0, 1.0]
     with pytest.raises(ValueError, match="max_points must be at least 2"):
         lorenz_curve([1], [1], 1)
-    x, y = lorenz_curve([0], [3], 5)                       # no exposures: no curve at all
+    x, y = lorenz_curve([0], [3], 5)  # no exposures: no curve at all
     assert len(x) == len(y) == 0
 
 
@@ -226,15 +227,19 @@ def test_lorenz_needs_two_points_and_two_suffice():
 def test_business_rows_in_full():
     # E 8, C 2, PV 4, UV 2, UC 1: (metric, aggregation, value, n, se)
     assert business_values({"exposures": 8, "clicked": 2, "pv": 4, "uv": 2, "uv_clicked": 1}) == [
-        ("exposure_ctr", "global", 2 / 8, 8, None), ("pv_ctr", "global", 2 / 4, 4, None),
-        ("uv_ctr", "global", 2 / 2, 2, None), ("uv_conversion", "global", 1 / 2, 2, None),
-        ("clicks_per_clicking_user", "global", 2 / 1, 1, None)]
+        ("exposure_ctr", "global", 2 / 8, 8, None),
+        ("pv_ctr", "global", 2 / 4, 4, None),
+        ("uv_ctr", "global", 2 / 2, 2, None),
+        ("uv_conversion", "global", 1 / 2, 2, None),
+        ("clicks_per_clicking_user", "global", 2 / 1, 1, None),
+    ]
     assert business_values({"exposures": None, "pv": 3})[1] == ("pv_ctr", "global", 0.0, 3, None)
 
 
 def test_business_rates_and_zero_denominators():
-    rows = {m: v for m, _, v, _, _ in business_values({"exposures": 9, "clicked": 1, "pv": 5, "uv": 3,
-                                                        "uv_clicked": 1})}
+    rows = {
+        m: v for m, _, v, _, _ in business_values({"exposures": 9, "clicked": 1, "pv": 5, "uv": 3, "uv_clicked": 1})
+    }
     for (metric, _), value in golden.EXPECTED_ALL.items():
         if metric in rows:
             assert rows[metric] == pytest.approx(value)
@@ -246,14 +251,31 @@ def test_business_rates_and_zero_denominators():
 #: the sums the Spark layer collects for the golden day's ``all`` slice (see health_golden), by hand
 _LN2 = math.log(2)
 GOLDEN_ALL_STATS = {
-    "pv": 5, "uv": 3, "pv_covered": 1, "uv_covered": 1, "pv_empty": 2, "uv_empty": 2,
-    "exposures": 9, "clicked": 1, "uv_clicked": 1,
-    "lists": 3, "list_h": golden.H_R1 + 2 * _LN2, "list_h2": golden.H_R1 ** 2 + 2 * _LN2 ** 2,   # r1, r2, r3
-    "users_exposed": 2, "user_h": golden.H_U1 + _LN2, "user_h2": golden.H_U1 ** 2 + _LN2 ** 2,      # u1, u2
-    "cat_n": 9, "cat_s": 4 * math.log(4) + 3 * math.log(3),
-    "user_overlap": 2 * 1 + 2 * 1, "user_items": 8,        # users per item: a 2, c 2, b d e m 1
-    "novelty_log": 3 * math.log2(3) + 2 * math.log2(3),     # a (3 exposures) and c (2) clicked by 2 users each
-    "returning": 1, "update_sum": 4 / 6, "update_sum2": (4 / 6) ** 2, "update_new": 4, "update_items": 6,
+    "pv": 5,
+    "uv": 3,
+    "pv_covered": 1,
+    "uv_covered": 1,
+    "pv_empty": 2,
+    "uv_empty": 2,
+    "exposures": 9,
+    "clicked": 1,
+    "uv_clicked": 1,
+    "lists": 3,
+    "list_h": golden.H_R1 + 2 * _LN2,
+    "list_h2": golden.H_R1**2 + 2 * _LN2**2,  # r1, r2, r3
+    "users_exposed": 2,
+    "user_h": golden.H_U1 + _LN2,
+    "user_h2": golden.H_U1**2 + _LN2**2,  # u1, u2
+    "cat_n": 9,
+    "cat_s": 4 * math.log(4) + 3 * math.log(3),
+    "user_overlap": 2 * 1 + 2 * 1,
+    "user_items": 8,  # users per item: a 2, c 2, b d e m 1
+    "novelty_log": 3 * math.log2(3) + 2 * math.log2(3),  # a (3 exposures) and c (2) clicked by 2 users each
+    "returning": 1,
+    "update_sum": 4 / 6,
+    "update_sum2": (4 / 6) ** 2,
+    "update_new": 4,
+    "update_items": 6,
 }
 #: exposure counts per item: a 3, c 2, b d e 1 (catalog), m 1 (not in the catalog)
 GOLDEN_ALL_HIST = {(3.0, True): 1.0, (2.0, True): 1.0, (1.0, True): 3.0, (1.0, False): 1.0}
@@ -262,26 +284,36 @@ GOLDEN_ALL_HIST = {(3.0, True): 1.0, (2.0, True): 1.0, (1.0, True): 3.0, (1.0, F
 def test_health_values_of_the_golden_day_are_the_hand_computed_values():
     rows, (x, y) = health_values(GOLDEN_ALL_STATS, GOLDEN_ALL_HIST, 6, golden.K, 3, True, 101)
     by = {(m, a): (v, n, se) for m, a, v, n, se in rows}
-    assert len(by) == len(rows)                                            # one row per (metric, aggregation)
+    assert len(by) == len(rows)  # one row per (metric, aggregation)
     for key, value in golden.EXPECTED_ALL.items():
         if key[0] in ("exposure_ctr", "pv_ctr", "uv_ctr", "uv_conversion", "clicks_per_clicking_user"):
-            continue                                                       # business_values' rows
+            continue  # business_values' rows
         assert by[key][0] == pytest.approx(value), key
     counts = {key: n for key, (_, n, _) in by.items()}
     assert counts == {
-        ("pv", "global"): 5, ("uv", "global"): 3, ("pv_coverage", "global"): 5, ("uv_coverage", "global"): 3,
-        ("pv_failure_rate", "global"): 5, ("uv_failure_rate", "global"): 3,
-        ("gini", "exposed"): 6, ("item_coverage", "global"): 6, ("gini", "catalog"): 7,
-        ("category_diversity", "global"): 9, ("category_diversity", "list_avg"): 3,
-        ("category_diversity", "user_avg"): 2, ("novelty", "global"): 9, ("personalization", "global"): 2,
-        ("update_rate", "user_avg"): 1, ("update_rate", "global"): 6,
+        ("pv", "global"): 5,
+        ("uv", "global"): 3,
+        ("pv_coverage", "global"): 5,
+        ("uv_coverage", "global"): 3,
+        ("pv_failure_rate", "global"): 5,
+        ("uv_failure_rate", "global"): 3,
+        ("gini", "exposed"): 6,
+        ("item_coverage", "global"): 6,
+        ("gini", "catalog"): 7,
+        ("category_diversity", "global"): 9,
+        ("category_diversity", "list_avg"): 3,
+        ("category_diversity", "user_avg"): 2,
+        ("novelty", "global"): 9,
+        ("personalization", "global"): 2,
+        ("update_rate", "user_avg"): 1,
+        ("update_rate", "global"): 6,
     }
     # standard errors of the means: sample sd (divisor n - 1) / sqrt(n), divided by ln K.
     # lists H_R1, ln 2, ln 2 (d = H_R1 - ln 2): squared deviations (4 + 1 + 1) d^2 / 9, var d^2 / 3, se |d| / 3
     assert by[("category_diversity", "list_avg")][2] == pytest.approx(abs(golden.H_R1 - _LN2) / 3 / math.log(4))
     # users H_U1, ln 2: sd |d| / sqrt 2, se |d| / 2
     assert by[("category_diversity", "user_avg")][2] == pytest.approx(abs(golden.H_U1 - _LN2) / 2 / math.log(4))
-    assert by[("update_rate", "user_avg")][2] is None                     # one returning user: no se
+    assert by[("update_rate", "user_avg")][2] is None  # one returning user: no se
     assert all(se is None for (m, a), (_, _, se) in by.items() if a in ("global", "exposed", "catalog"))
     assert x.tolist() == pytest.approx([px for px, _ in golden.LORENZ_ALL])
     assert y.tolist() == pytest.approx([py for _, py in golden.LORENZ_ALL])
@@ -289,14 +321,21 @@ def test_health_values_of_the_golden_day_are_the_hand_computed_values():
 
 def test_health_values_standard_error_of_update_rate():
     # two returning users with update rates 1/2 and 1: mean 3/4, sd 1/(2 sqrt 2), se = sd / sqrt 2 = 1/4
-    stats = {"pv": 2, "uv": 2, "returning": 2, "update_sum": 1.5, "update_sum2": 0.25 + 1.0,
-             "update_new": 3, "update_items": 4}
+    stats = {
+        "pv": 2,
+        "uv": 2,
+        "returning": 2,
+        "update_sum": 1.5,
+        "update_sum2": 0.25 + 1.0,
+        "update_new": 3,
+        "update_items": 4,
+    }
     rows, _ = health_values(stats, {}, None, None, None, True, 101)
     by = {(m, a): (v, n, se) for m, a, v, n, se in rows}
     assert by[("update_rate", "user_avg")] == (0.75, 2, pytest.approx(0.25))
     assert by[("update_rate", "global")] == (0.75, 4, None)
     rows, _ = health_values(stats, {}, None, None, None, False, 101)
-    assert "update_rate" not in {m for m, *_ in rows}                     # no previous day
+    assert "update_rate" not in {m for m, *_ in rows}  # no previous day
 
 
 def test_health_values_of_a_slice_without_exposures():
@@ -305,7 +344,7 @@ def test_health_values_of_a_slice_without_exposures():
     by = {(m, a): (v, n) for m, a, v, n, _ in rows}
     assert by[("pv_failure_rate", "global")] == (1.0, 2)
     assert by[("gini", "exposed")] == (None, 0)
-    assert by[("gini", "catalog")][0] is None             # no exposures: undefined, not 0
+    assert by[("gini", "catalog")][0] is None  # no exposures: undefined, not 0
     assert by[("item_coverage", "global")] == (0.0, 6)
     assert by[("category_diversity", "global")][0] is None
     assert by[("personalization", "global")][0] is None
@@ -324,16 +363,17 @@ def test_health_values_with_a_one_category_catalog_give_zero_diversity():
     assert se[("category_diversity", "list_avg")] == 0.0 and se[("category_diversity", "user_avg")] is None
     rows, _ = health_values({**stats, "lists": 0, "users_exposed": 0}, {(3.0, True): 1.0}, 1, 1, None, False, 101)
     none = {(m, a): (v, n, e) for m, a, v, n, e in rows}
-    assert none[("category_diversity", "list_avg")] == (None, 0, None)     # no list: undefined, not 0
+    assert none[("category_diversity", "list_avg")] == (None, 0, None)  # no list: undefined, not 0
     assert none[("category_diversity", "user_avg")] == (None, 0, None)
-    assert by[("gini", "catalog")] == (0.0, 1) and by[("gini", "exposed")] == (0.0, 1)   # one item
+    assert by[("gini", "catalog")] == (0.0, 1) and by[("gini", "exposed")] == (0.0, 1)  # one item
     assert by[("item_coverage", "global")] == (1.0, 1)
 
 
 def test_health_values_read_null_sums_as_zero():
     # Spark's sum over no row is null: a slice whose requests all had items has pv_empty null, not 0
-    rows, _ = health_values({"pv": 2, "uv": 1, "pv_empty": None, "uv_empty": None, "pv_covered": 1},
-                            {}, None, None, None, False, 101)
+    rows, _ = health_values(
+        {"pv": 2, "uv": 1, "pv_empty": None, "uv_empty": None, "pv_covered": 1}, {}, None, None, None, False, 101
+    )
     by = {(m, a): v for m, a, v, _, _ in rows}
     assert by[("pv_failure_rate", "global")] == 0.0 and by[("uv_failure_rate", "global")] == 0.0
     assert by[("pv_coverage", "global")] == 0.5
@@ -341,8 +381,19 @@ def test_health_values_read_null_sums_as_zero():
 
 def test_health_values_with_two_categories_divide_by_ln_2():
     # two lists with entropies ln 2 and 0 over K = 2: list diversities 1 and 0, mean 1/2, se 1/2
-    stats = {"pv": 2, "uv": 1, "exposures": 3, "lists": 2, "list_h": _LN2, "list_h2": _LN2 ** 2, "users_exposed": 1,
-             "user_h": _LN2, "user_h2": _LN2 ** 2, "cat_n": 2, "cat_s": 0.0}
+    stats = {
+        "pv": 2,
+        "uv": 1,
+        "exposures": 3,
+        "lists": 2,
+        "list_h": _LN2,
+        "list_h2": _LN2**2,
+        "users_exposed": 1,
+        "user_h": _LN2,
+        "user_h2": _LN2**2,
+        "cat_n": 2,
+        "cat_s": 0.0,
+    }
     rows, _ = health_values(stats, {(1.0, True): 2.0}, 2, 2, None, False, 101)
     by = {(m, a): (v, n, e) for m, a, v, n, e in rows}
     assert by[("category_diversity", "global")] == (pytest.approx(1.0), 2, None)
@@ -360,12 +411,18 @@ def test_health_values_with_an_empty_catalog():
 
 
 def test_health_values_without_items_table_skip_catalog_metrics():
-    rows, _ = health_values({"pv": 1, "uv": 1, "exposures": 2, "users_exposed": 1}, {(1.0, False): 2.0},
-                            None, None, None, False, 101)
+    rows, _ = health_values(
+        {"pv": 1, "uv": 1, "exposures": 2, "users_exposed": 1}, {(1.0, False): 2.0}, None, None, None, False, 101
+    )
     names = {(m, a) for m, a, *_ in rows}
     assert ("gini", "exposed") in names
-    assert not names & {("gini", "catalog"), ("item_coverage", "global"), ("category_diversity", "global"),
-                        ("novelty", "global"), ("update_rate", "user_avg")}
+    assert not names & {
+        ("gini", "catalog"),
+        ("item_coverage", "global"),
+        ("category_diversity", "global"),
+        ("novelty", "global"),
+        ("update_rate", "user_avg"),
+    }
 
 
 if __name__ == "__main__":  # pragma: no cover

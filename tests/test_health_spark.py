@@ -43,19 +43,26 @@ def _check(got: dict, expected: dict):
 def health(spark):
     exposures = spark.createDataFrame(golden.EXPOSURES, EXPOSURE_DDL)
     catalog = spark.createDataFrame(golden.CATALOG, "item_id string, category string")
-    dims = resolve_slices(["platform", "category", "hour", "day_type", "popularity"], exposures.columns,
-                          catalog.columns, None)
+    dims = resolve_slices(
+        ["platform", "category", "hour", "day_type", "popularity"], exposures.columns, catalog.columns, None
+    )
     inputs = SliceInputs(dims, catalog, None, "items", "users")
     deduplicated = deduplicate_exposures(exposures).transform(add_slice_columns, inputs, golden.DAY, 7)
-    joined = join_feedback(deduplicated, spark.createDataFrame(golden.CLICKS, CLICK_DDL), 30.0, {"click": 1.0},
-                           "click")
+    joined = join_feedback(deduplicated, spark.createDataFrame(golden.CLICKS, CLICK_DDL), 30.0, {"click": 1.0}, "click")
     cutoffs = popularity_cutoffs(labelled_exposures(joined), 0.2, 0.2)
     sliced = explode_slices(labelled_exposures(joined), dims, cutoffs)
     # the job's own partitioning: the per-user metrics and health read the same persisted rows
-    result = evaluate_health(spark, partition_by_user(sliced, 4), dims, catalog, min_list_length=5,
-                             lorenz_points=101,
-                             popularity=spark.createDataFrame(golden.POPULARITY, PAIRS_DDL),
-                             previous=spark.createDataFrame(golden.PREVIOUS, PAIRS_DDL), cutoffs=cutoffs)
+    result = evaluate_health(
+        spark,
+        partition_by_user(sliced, 4),
+        dims,
+        catalog,
+        min_list_length=5,
+        lorenz_points=101,
+        popularity=spark.createDataFrame(golden.POPULARITY, PAIRS_DDL),
+        previous=spark.createDataFrame(golden.PREVIOUS, PAIRS_DDL),
+        cutoffs=cutoffs,
+    )
     return result, sliced, cutoffs
 
 
@@ -66,8 +73,8 @@ def test_each_row_is_exploded_once_per_slice_dimension(health):
     assert counts["all"] == 11
     assert counts["platform=ios"] + counts["platform=web"] == 11
     assert sum(v for k, v in counts.items() if k.startswith("category=")) == 9
-    assert counts["category=unknown"] == 1                       # m, missing from the catalog
-    assert counts["hour=10"] == counts["day_type=weekday"] == 11   # 2026-11-20 10:00 UTC is a Friday
+    assert counts["category=unknown"] == 1  # m, missing from the catalog
+    assert counts["hour=10"] == counts["day_type=weekday"] == 11  # 2026-11-20 10:00 UTC is a Friday
     # exposures a 3, c 2, b d e m 1 (T = 9); exposed more than: a 0, c 3/9, the rest 5/9
     assert counts["popularity=head"] == 3 and counts["popularity=mid"] == 6
     assert sum(v for k, v in counts.items() if k.startswith("popularity=")) == 9
@@ -75,7 +82,7 @@ def test_each_row_is_exploded_once_per_slice_dimension(health):
 
 def test_popularity_cutoffs(health):
     _, _, cutoffs = health
-    assert (cutoffs.head_min, cutoffs.tail_max) == (3.0, -1.0)    # no exposed item is tail; f (never exposed) is
+    assert (cutoffs.head_min, cutoffs.tail_max) == (3.0, -1.0)  # no exposed item is tail; f (never exposed) is
 
 
 def test_popularity_bucket_boundaries_are_inclusive(spark):
@@ -90,9 +97,17 @@ def test_popularity_bucket_boundaries_are_inclusive(spark):
 
 
 def test_a_slice_with_one_item(health):
-    got = _by_slice(health[0].rows)["popularity=head"]              # only item a (category X), users u1 and u2
-    _check(got, {("gini", "exposed"): 0.0, ("gini", "catalog"): 0.0, ("item_coverage", "global"): 1.0,
-                 ("category_diversity", "global"): 0.0, ("personalization", "global"): 0.0})
+    got = _by_slice(health[0].rows)["popularity=head"]  # only item a (category X), users u1 and u2
+    _check(
+        got,
+        {
+            ("gini", "exposed"): 0.0,
+            ("gini", "catalog"): 0.0,
+            ("item_coverage", "global"): 1.0,
+            ("category_diversity", "global"): 0.0,
+            ("personalization", "global"): 0.0,
+        },
+    )
     assert got[("gini", "catalog")].n == 1
 
 
@@ -102,16 +117,16 @@ def test_golden_day_all_and_a_slice_without_relevant_lists(health):
     _check(got["all"], golden.EXPECTED_ALL)
     _check(got["platform=web"], golden.EXPECTED_WEB)
     assert got["all"][("pv", "global")].n == 5 and got["all"][("gini", "catalog")].n == 7
-    assert got["all"][("category_diversity", "list_avg")].n == 3    # non-empty lists only
+    assert got["all"][("category_diversity", "list_avg")].n == 3  # non-empty lists only
     assert got["platform=web"][("update_rate", "user_avg")].n == 0
 
 
 def test_item_slices_see_their_part_of_the_catalog(health):
     got = _by_slice(health[0].rows)
-    assert got["category=X"][("item_coverage", "global")].value == 1.0     # a, b of a, b
-    assert got["category=Z"][("item_coverage", "global")].value == 0.5     # e of e, f
-    assert got["category=unknown"][("item_coverage", "global")].value is None   # no catalog item is unknown
-    assert got["category=X"][("pv", "global")].value == 3                  # r1 r2 r3; empty responses are not in it
+    assert got["category=X"][("item_coverage", "global")].value == 1.0  # a, b of a, b
+    assert got["category=Z"][("item_coverage", "global")].value == 0.5  # e of e, f
+    assert got["category=unknown"][("item_coverage", "global")].value is None  # no catalog item is unknown
+    assert got["category=X"][("pv", "global")].value == 3  # r1 r2 r3; empty responses are not in it
     assert got["category=X"][("pv_failure_rate", "global")].value == 0.0
 
 
@@ -127,7 +142,7 @@ def test_daily_job_writes_health_rows_lorenz_and_slices(spark, tmp_path):
     spark.createDataFrame(golden.EXPOSURES, EXPOSURE_DDL).write.parquet(f"{root}/in/exposures/dt={day}")
     spark.createDataFrame(golden.CLICKS, CLICK_DDL).write.parquet(f"{root}/in/clicks/dt={day}")
     spark.createDataFrame(golden.CATALOG, "item_id string, category string").write.parquet(f"{root}/in/items")
-    users = [("u1", day - dt.timedelta(days=100)), ("u2", day - dt.timedelta(days=2))]   # u3 is unknown
+    users = [("u1", day - dt.timedelta(days=100)), ("u2", day - dt.timedelta(days=2))]  # u3 is unknown
     spark.createDataFrame(users, "user_id string, first_seen date").write.parquet(f"{root}/in/users")
     t1 = golden.T0 - dt.timedelta(days=1)
     previous = [(u, "s0", f"p{i}", item, 1, 0.5, t1, "ios") for i, (u, item) in enumerate(golden.PREVIOUS)]
@@ -140,20 +155,23 @@ def test_daily_job_writes_health_rows_lorenz_and_slices(spark, tmp_path):
 
     metrics = spark.read.parquet(f"{root}/out/metrics/dt={day}")
     got = _by_slice(metrics.collect())
-    _check(got["all"], golden.EXPECTED_ALL)                       # novelty from the previous day's clicks
+    _check(got["all"], golden.EXPECTED_ALL)  # novelty from the previous day's clicks
     _check(got["platform=web"], {k: v for k, v in golden.EXPECTED_WEB.items() if k[0] != "item_coverage"})
     # a slice with lists but no relevant one: ranking metrics undefined, counted as 0 lists
     web = {(r.metric, r.k, r.aggregation): r for r in metrics.where("slice = 'platform=web'").collect()}
     assert web[("ndcg", 3, "user_avg")].value is None and web[("ndcg", 3, "user_avg")].n == 0
     assert web[("auc", None, "global")].value is None
     assert {"user_type=new", "user_type=returning", "user_type=unknown"} <= set(got)
-    assert got["user_type=unknown"][("uv_failure_rate", "global")].value == 1.0      # u3
+    assert got["user_type=unknown"][("uv_failure_rate", "global")].value == 1.0  # u3
     lorenz = spark.read.parquet(f"{root}/out/lorenz/dt={day}").where("slice = 'all'").orderBy("x").collect()
     assert [r.x for r in lorenz] == pytest.approx([x for x, _ in golden.LORENZ_ALL])
     assert [r.y for r in lorenz] == pytest.approx([y for _, y in golden.LORENZ_ALL])
     users_table = spark.read.parquet(f"{root}/out/user_metrics/dt={day}")
     assert {r.slice for r in users_table.where("user_id = 'u1'").collect()} == {
-        "all", "platform=ios", "user_type=returning"}
+        "all",
+        "platform=ios",
+        "user_type=returning",
+    }
     assert any(note.startswith("novelty: item popularity from the clicks of 1 of the 7") for note in summary["notes"])
     assert summary["headline"]["gini_catalog"] == pytest.approx(22 / 54)
 
@@ -186,7 +204,12 @@ def test_health_passes_move_sums_not_exposure_rows(health):
         exchanges = {re.sub(r"#\d+L?", "", k) for k in keys}  # attribute ids dropped
         # the partitioning itself, then sums per slice, per (slice, category) and per (slice, item), and the
         # exposure histogram per (slice, exposures, catalog flag)
-        assert exchanges == {"user_id, 2", "slice, 2", "slice, _category, 2", "slice, item_id, 2",
-                             "slice, exposures, _groupingexpression, 2"}, exchanges
+        assert exchanges == {
+            "user_id, 2",
+            "slice, 2",
+            "slice, _category, 2",
+            "slice, item_id, 2",
+            "slice, exposures, _groupingexpression, 2",
+        }, exchanges
     finally:
         by_user.unpersist()

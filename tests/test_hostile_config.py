@@ -17,14 +17,17 @@ from recsys_spark.errors import ConfigError, UnreadableInputError
 ARGS = ["evaluate", "--date", "2026-11-20", "--input-root", "i", "--output-root", "o"]
 
 
-@pytest.mark.parametrize("override, key", [
-    ("labels.event_weights={click = nan}", "labels.event_weights"),
-    ("labels.event_weights={click = inf}", "labels.event_weights"),
-    ("attribution.window_minutes=nan", "attribution.window_minutes"),
-    ("rules.max_orphan_rate=nan", "rules.max_orphan_rate"),
-    ("validation.ts_tolerance_minutes=inf", "validation.ts_tolerance_minutes"),
-    ("slices.popularity_head_share=nan", "slices.popularity_head_share"),
-])
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("labels.event_weights={click = nan}", "labels.event_weights"),
+        ("labels.event_weights={click = inf}", "labels.event_weights"),
+        ("attribution.window_minutes=nan", "attribution.window_minutes"),
+        ("rules.max_orphan_rate=nan", "rules.max_orphan_rate"),
+        ("validation.ts_tolerance_minutes=inf", "validation.ts_tolerance_minutes"),
+        ("slices.popularity_head_share=nan", "slices.popularity_head_share"),
+    ],
+)
 def test_non_finite_numbers_are_rejected_naming_the_key(override, key):
     # NaN compares false both ways, so it passed every range check: weights of nan gave invalid JSON
     with pytest.raises(ConfigError, match=key):
@@ -63,6 +66,7 @@ def test_time_zone_must_be_a_known_zone():
 
 def test_summary_is_strict_json():
     from recsys_spark.pipeline import summary_json
+
     text = summary_json({"headline": {"ndcg": float("nan"), "auc": float("inf"), "map": 0.5}, "n": [1.0, -math.inf]})
     assert json.loads(text) == {"headline": {"ndcg": None, "auc": None, "map": 0.5}, "n": [1.0, None]}
     assert "NaN" not in text and "Infinity" not in text
@@ -70,6 +74,7 @@ def test_summary_is_strict_json():
 
 def test_day_bounds_are_instants_in_the_configured_zone():
     from recsys_spark.validate import day_bounds
+
     start, end = day_bounds(dt.date(2026, 11, 20), 0, "Asia/Shanghai")
     utc = dt.timezone.utc
     assert start == dt.datetime(2026, 11, 19, 16, 0, tzinfo=utc) and end == dt.datetime(2026, 11, 20, 16, 0, tzinfo=utc)
@@ -103,18 +108,28 @@ class _Java:
 def test_root_cause_walks_the_java_chain_to_the_message_and_the_file():
     from recsys_spark.errors import is_unreadable_input, root_cause
 
-    chain = _Java("org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 failed",
-                  _Java("org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Error while reading file "
-                        "file:/data/exposures/dt=2026-11-20/part-0.parquet.",
-                        _Java("java.lang.RuntimeException: part-0.parquet is not a Parquet file. Expected magic "
-                              "number at tail, but found [1, 2, 3, 4]")))
+    chain = _Java(
+        "org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 failed",
+        _Java(
+            "org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Error while reading file "
+            "file:/data/exposures/dt=2026-11-20/part-0.parquet.",
+            _Java(
+                "java.lang.RuntimeException: part-0.parquet is not a Parquet file. Expected magic "
+                "number at tail, but found [1, 2, 3, 4]"
+            ),
+        ),
+    )
     message = root_cause(_FakeJavaError(chain))
     assert "is not a Parquet file" in message
     assert "file:/data/exposures/dt=2026-11-20/part-0.parquet" in message
     mkdirs = _FakeJavaError(_Java("java.io.IOException: Mkdirs failed to create file:/ro/out/_staging/x"))
     assert root_cause(mkdirs).startswith("java.io.IOException: Mkdirs failed to create file:/ro/out")
-    checksum = _FakeJavaError(_Java("org.apache.hadoop.fs.ChecksumException: Checksum error: "
-                                    "file:/data/clicks/dt=2026-11-20/part-1.parquet at 0"))
+    checksum = _FakeJavaError(
+        _Java(
+            "org.apache.hadoop.fs.ChecksumException: Checksum error: "
+            "file:/data/clicks/dt=2026-11-20/part-1.parquet at 0"
+        )
+    )
     assert "Checksum error" in root_cause(checksum) and is_unreadable_input(checksum)
 
 
@@ -156,8 +171,13 @@ def test_backfill_catches_every_failure_names_the_date_and_goes_on(monkeypatch, 
         if day == dt.date(2026, 11, 19):
             raise RuntimeError("executor lost: java.io.IOException: No space left on device")
         done.append(day)
-        return {"status": "ok", "headline": {}, "data_quality": {"duplicate_exposures": 0, "orphan_events": 0},
-                "input_rows": {"exposures": 1, "clicks": 1}, "rules": []}
+        return {
+            "status": "ok",
+            "headline": {},
+            "data_quality": {"duplicate_exposures": 0, "orphan_events": 0},
+            "input_rows": {"exposures": 1, "clicks": 1},
+            "rules": [],
+        }
 
     monkeypatch.setattr(pipeline, "evaluate_day", evaluate)
     monkeypatch.setattr(session, "build_session", lambda **kwargs: _Session())
@@ -168,8 +188,20 @@ def test_backfill_catches_every_failure_names_the_date_and_goes_on(monkeypatch, 
     assert done == [dt.date(2026, 11, 18), dt.date(2026, 11, 20)]  # went on after 11-19
     assert "1 of 3 dates failed: 2026-11-19" in err
     done.clear()
-    code = run(["evaluate", "--start", "2026-11-19", "--end", "2026-11-20", "--input-root", "i", "--output-root", "o",
-                "--fail-fast"])
+    code = run(
+        [
+            "evaluate",
+            "--start",
+            "2026-11-19",
+            "--end",
+            "2026-11-20",
+            "--input-root",
+            "i",
+            "--output-root",
+            "o",
+            "--fail-fast",
+        ]
+    )
     assert code == 9 and done == []
 
 

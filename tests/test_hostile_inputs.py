@@ -27,18 +27,42 @@ DAY = dt.date(2026, 11, 20)
 UTC = dt.timezone.utc
 NOON = dt.datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 TS = pa.timestamp("us", tz="UTC")
-EXPOSURE_SCHEMA = pa.schema([("user_id", pa.string()), ("session_id", pa.string()), ("request_id", pa.string()),
-                             ("item_id", pa.string()), ("position", pa.int32()), ("score", pa.float64()),
-                             ("ts", TS)])
-CLICK_SCHEMA = pa.schema([("user_id", pa.string()), ("session_id", pa.string()), ("request_id", pa.string()),
-                          ("item_id", pa.string()), ("ts", TS), ("event", pa.string())])
+EXPOSURE_SCHEMA = pa.schema(
+    [
+        ("user_id", pa.string()),
+        ("session_id", pa.string()),
+        ("request_id", pa.string()),
+        ("item_id", pa.string()),
+        ("position", pa.int32()),
+        ("score", pa.float64()),
+        ("ts", TS),
+    ]
+)
+CLICK_SCHEMA = pa.schema(
+    [
+        ("user_id", pa.string()),
+        ("session_id", pa.string()),
+        ("request_id", pa.string()),
+        ("item_id", pa.string()),
+        ("ts", TS),
+        ("event", pa.string()),
+    ]
+)
 # three users, two items each, one click each: every ranking metric is defined
-EXPOSURES = [("u1", "s1", "r1", "a", 1, 0.9, NOON), ("u1", "s1", "r1", "b", 2, 0.8, NOON),
-             ("u2", "s2", "r2", "a", 1, 0.5, NOON), ("u2", "s2", "r2", "c", 2, 0.4, NOON),
-             ("u3", "s3", "r3", "b", 1, 0.7, NOON), ("u3", "s3", "r3", "c", 2, 0.2, NOON)]
+EXPOSURES = [
+    ("u1", "s1", "r1", "a", 1, 0.9, NOON),
+    ("u1", "s1", "r1", "b", 2, 0.8, NOON),
+    ("u2", "s2", "r2", "a", 1, 0.5, NOON),
+    ("u2", "s2", "r2", "c", 2, 0.4, NOON),
+    ("u3", "s3", "r3", "b", 1, 0.7, NOON),
+    ("u3", "s3", "r3", "c", 2, 0.2, NOON),
+]
 LATER = NOON + dt.timedelta(minutes=1)
-CLICKS = [("u1", "s1", "r1", "b", LATER, "click"), ("u2", "s2", "r2", "a", LATER, "click"),
-          ("u3", "s3", "r3", "b", LATER, "click")]
+CLICKS = [
+    ("u1", "s1", "r1", "b", LATER, "click"),
+    ("u2", "s2", "r2", "a", LATER, "click"),
+    ("u3", "s3", "r3", "b", LATER, "click"),
+]
 
 
 def write(path: Path, rows: list[tuple], schema: pa.Schema) -> None:
@@ -55,8 +79,7 @@ def day_input(root: Path, exposures=EXPOSURES, clicks=CLICKS, day: dt.date = DAY
 
 
 def run_day(spark, root: Path, *settings: str, out: str = "out") -> dict:
-    return evaluate_day(spark, load_config(None, ["metrics.k=[1]", *settings]), DAY, str(root / "in"),
-                        str(root / out))
+    return evaluate_day(spark, load_config(None, ["metrics.k=[1]", *settings]), DAY, str(root / "in"), str(root / out))
 
 
 def summary_of(root: Path, out: str = "out") -> dict:
@@ -70,17 +93,55 @@ def rules_of(summary: dict) -> dict:
 # --- silent wrong numbers -----------------------------------------------------------------------
 def test_the_day_does_not_follow_the_machine_time_zone(tmp_path):
     """Same data and config under TZ=Asia/Shanghai and TZ=UTC: identical outputs (it set aside 28 %)."""
-    subprocess.run([sys.executable, "-m", "recsys_spark.generate", "--date", str(DAY), "--output-root",
-                    str(tmp_path / "in"), "--users", "150", "--seed", "5"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "recsys_spark.generate",
+            "--date",
+            str(DAY),
+            "--output-root",
+            str(tmp_path / "in"),
+            "--users",
+            "150",
+            "--seed",
+            "5",
+        ],
+        check=True,
+        capture_output=True,
+    )
     summaries = {}
     for zone in ("Asia/Shanghai", "UTC"):
-        env = {**os.environ, "TZ": zone, "PYTHONWARNINGS": "ignore",
-               "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-        proc = subprocess.run([sys.executable, "-m", "recsys_spark.cli", "evaluate", "--date", str(DAY),
-                               "--input-root", str(tmp_path / "in"), "--output-root", str(tmp_path / zone),
-                               "--master", "local[2]", "--set", "spark.sql.shuffle.partitions=4",
-                               "--set", "metrics.k=[10]"],  # default rules: realistic logs exit 0
-                              capture_output=True, text=True, env=env, timeout=900)
+        env = {
+            **os.environ,
+            "TZ": zone,
+            "PYTHONWARNINGS": "ignore",
+            "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        }
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "recsys_spark.cli",
+                "evaluate",
+                "--date",
+                str(DAY),
+                "--input-root",
+                str(tmp_path / "in"),
+                "--output-root",
+                str(tmp_path / zone),
+                "--master",
+                "local[2]",
+                "--set",
+                "spark.sql.shuffle.partitions=4",
+                "--set",
+                "metrics.k=[10]",
+            ],  # default rules: realistic logs exit 0
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=900,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         summaries[zone] = json.loads((tmp_path / zone / "summary" / f"dt={DAY}" / "summary.json").read_text())
     shanghai, utc = summaries["Asia/Shanghai"], summaries["UTC"]
@@ -160,10 +221,16 @@ def test_late_feedback_after_midnight_is_read_from_the_next_partition(spark, tmp
     # the next day arrives: a click at 00:05 on the exposure shown at 23:58, one by session at 00:07,
     # one at 00:10 on an item the day never showed, one at 01:00 (past the window)
     after = dt.datetime(2026, 11, 21, 0, 5, tzinfo=UTC)
-    write(tmp_path / "in" / "clicks" / "dt=2026-11-21", [
-        ("u5", "s5", "r5", "d", after, "click"), ("u5", "s5", None, "e", after + dt.timedelta(minutes=2), "click"),
-        ("u9", "s9", "r9", "z", after + dt.timedelta(minutes=5), "click"),
-        ("u1", "s1", "r1", "a", after + dt.timedelta(minutes=55), "click")], CLICK_SCHEMA)
+    write(
+        tmp_path / "in" / "clicks" / "dt=2026-11-21",
+        [
+            ("u5", "s5", "r5", "d", after, "click"),
+            ("u5", "s5", None, "e", after + dt.timedelta(minutes=2), "click"),
+            ("u9", "s9", "r9", "z", after + dt.timedelta(minutes=5), "click"),
+            ("u1", "s1", "r1", "a", after + dt.timedelta(minutes=55), "click"),
+        ],
+        CLICK_SCHEMA,
+    )
     second = run_day(spark, tmp_path)
     assert second["provisional"] is False
     assert second["data_quality"]["late_events"] == 2
@@ -178,8 +245,12 @@ def test_late_feedback_after_midnight_is_read_from_the_next_partition(spark, tmp
 def test_positions_of_inf_or_1e20_are_set_aside_as_bad_position(spark, tmp_path):
     schema = EXPOSURE_SCHEMA.set(4, pa.field("position", pa.float64()))
     rows = [r[:4] + (float(r[4]),) + r[5:] for r in EXPOSURES]
-    rows += [("u4", "s4", "r4", "a", float("inf"), 0.5, NOON), ("u4", "s4", "r4", "b", 1e20, 0.5, NOON),
-             ("u4", "s4", "r4", "c", float("nan"), 0.5, NOON), ("u4", "s4", "r4", "d", 2.5, 0.5, NOON)]
+    rows += [
+        ("u4", "s4", "r4", "a", float("inf"), 0.5, NOON),
+        ("u4", "s4", "r4", "b", 1e20, 0.5, NOON),
+        ("u4", "s4", "r4", "c", float("nan"), 0.5, NOON),
+        ("u4", "s4", "r4", "d", 2.5, 0.5, NOON),
+    ]
     write(tmp_path / "in" / "exposures" / f"dt={DAY}", rows, schema)
     write(tmp_path / "in" / "clicks" / f"dt={DAY}", CLICKS, CLICK_SCHEMA)
     summary = run_day(spark, tmp_path)
@@ -206,8 +277,11 @@ def test_nanosecond_timestamps_written_by_pandas_are_read(spark, tmp_path):
 
 def test_an_item_in_two_categories_is_counted_and_reported(spark, tmp_path):
     day_input(tmp_path)
-    write(tmp_path / "in" / "items", [("a", "books"), ("a", "toys"), ("b", "toys"), ("c", "food")],
-          pa.schema([("item_id", pa.string()), ("category", pa.string())]))
+    write(
+        tmp_path / "in" / "items",
+        [("a", "books"), ("a", "toys"), ("b", "toys"), ("c", "food")],
+        pa.schema([("item_id", pa.string()), ("category", pa.string())]),
+    )
     summary = run_day(spark, tmp_path)
     assert summary["data_quality"]["items_in_several_categories"] == 1
     assert any("several categories" in n and "a" in n for n in summary["notes"])

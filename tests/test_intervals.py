@@ -70,10 +70,22 @@ def test_delta_se_equals_the_per_user_linearisation_and_statsmodels():
 def _health_sums(u):
     """The per-slice sums health.request_pass produces, computed from the per-user arrays."""
     pv, e, c, cov = u["pv"], u["e"], u["c"], u["covered3"]
-    return {"uv": 6, "pv": pv.sum(), "pv*pv": pv @ pv, "exposures": e.sum(), "exposures*exposures": e @ e,
-            "clicked": c.sum(), "clicked*clicked": c @ c, "clicked*exposures": c @ e, "clicked*pv": c @ pv,
-            "uv_clicked": (c > 0).sum(), "pv_covered": cov.sum(), "pv_covered*pv": cov @ pv,
-            "pv_covered*pv_covered": cov @ cov, "uv_covered": (cov > 0).sum()}
+    return {
+        "uv": 6,
+        "pv": pv.sum(),
+        "pv*pv": pv @ pv,
+        "exposures": e.sum(),
+        "exposures*exposures": e @ e,
+        "clicked": c.sum(),
+        "clicked*clicked": c @ c,
+        "clicked*exposures": c @ e,
+        "clicked*pv": c @ pv,
+        "uv_clicked": (c > 0).sum(),
+        "pv_covered": cov.sum(),
+        "pv_covered*pv": cov @ pv,
+        "pv_covered*pv_covered": cov @ cov,
+        "uv_covered": (cov > 0).sum(),
+    }
 
 
 def test_business_and_health_intervals_from_sums_match_per_user_arrays():
@@ -82,12 +94,15 @@ def test_business_and_health_intervals_from_sums_match_per_user_arrays():
     business = business_intervals(sums)
     health = health_intervals(sums, None, False)
     ones = np.ones(6)
-    for key, x, y in [(("exposure_ctr", "global"), u["c"], u["e"]), (("pv_ctr", "global"), u["c"], u["pv"]),
-                      (("uv_ctr", "global"), u["c"], ones),
-                      (("uv_conversion", "global"), (u["c"] > 0).astype(float), ones),
-                      (("clicks_per_clicking_user", "global"), u["c"], (u["c"] > 0).astype(float)),
-                      (("pv_coverage", "global"), u["covered3"], u["pv"]),
-                      (("uv_coverage", "global"), (u["covered3"] > 0).astype(float), ones)]:
+    for key, x, y in [
+        (("exposure_ctr", "global"), u["c"], u["e"]),
+        (("pv_ctr", "global"), u["c"], u["pv"]),
+        (("uv_ctr", "global"), u["c"], ones),
+        (("uv_conversion", "global"), (u["c"] > 0).astype(float), ones),
+        (("clicks_per_clicking_user", "global"), u["c"], (u["c"] > 0).astype(float)),
+        (("pv_coverage", "global"), u["covered3"], u["pv"]),
+        (("uv_coverage", "global"), (u["covered3"] > 0).astype(float), ones),
+    ]:
         got = business.get(key) or health[key]
         want = delta_interval(RatioStats.from_values(x, y))
         assert got.method == "delta", key
@@ -98,19 +113,32 @@ def test_business_and_health_intervals_from_sums_match_per_user_arrays():
 
 def test_ratio_stats_from_sums_with_zero_users_has_no_interval():
     assert delta_interval(ratio_stats({}, "uv", "clicked", "exposures")).method == "none"
-    assert health_intervals({"uv": 1, "pv": 2, "pv*pv": 4}, None, False)[("pv_failure_rate", "global")].method \
-        == "none"
+    assert health_intervals({"uv": 1, "pv": 2, "pv*pv": 4}, None, False)[("pv_failure_rate", "global")].method == "none"
 
 
 def _user_frame(u):
     import pandas as pd
 
     hits = u["hits3"]
-    return pd.DataFrame({
-        "slice": "all", "user_id": list(SPEC), "n_exposures": u["e"], "n_relevant": u["rel"],
-        "n_lists": u["pv"], "n_lists_ranked": u["ranked"], "auc": np.nan, "mrr": u["rr"],
-        "ndcg": u["hit1"], "map": u["hit1"], "precision": u["hit1"], "recall": u["hit1"],
-        "hit_rate": u["hit1"], "hits": hits, "k": 3})  # the per-user layout: one row per (user, k)
+    return pd.DataFrame(
+        {
+            "slice": "all",
+            "user_id": list(SPEC),
+            "n_exposures": u["e"],
+            "n_relevant": u["rel"],
+            "n_lists": u["pv"],
+            "n_lists_ranked": u["ranked"],
+            "auc": np.nan,
+            "mrr": u["rr"],
+            "ndcg": u["hit1"],
+            "map": u["hit1"],
+            "precision": u["hit1"],
+            "recall": u["hit1"],
+            "hit_rate": u["hit1"],
+            "hits": hits,
+            "k": 3,
+        }
+    )  # the per-user layout: one row per (user, k)
 
 
 def test_aggregate_rows_get_t_and_delta_intervals_from_moments():
@@ -122,8 +150,12 @@ def test_aggregate_rows_get_t_and_delta_intervals_from_moments():
     low, high = st.t.interval(0.95, len(mrr) - 1, loc=mrr.mean(), scale=st.sem(mrr))
     row = by[("mrr", None, "user_avg")]
     assert row.ci_method == "t" and row.n == 5
-    assert (row.value, row.se, row.ci_low, row.ci_high) == (pytest.approx(mrr.mean()), pytest.approx(st.sem(mrr)),
-                                                            pytest.approx(low), pytest.approx(high))
+    assert (row.value, row.se, row.ci_low, row.ci_high) == (
+        pytest.approx(mrr.mean()),
+        pytest.approx(st.sem(mrr)),
+        pytest.approx(low),
+        pytest.approx(high),
+    )
     # list_avg: Σ(m_u L_u) / Σ L_u over the users with lists, delta method
     ok = u["ranked"] > 0
     want = delta_interval(RatioStats.from_values((u["rr"] * u["ranked"])[ok], u["ranked"][ok]))
@@ -134,8 +166,11 @@ def test_aggregate_rows_get_t_and_delta_intervals_from_moments():
         want = delta_interval(RatioStats.from_values(u["hits3"], y))
         row = by[(metric, 3, "global")]
         assert row.ci_method == "delta", metric
-        assert (row.value, row.se, row.ci_low) == (pytest.approx(want.value), pytest.approx(want.se),
-                                                   pytest.approx(want.value - Z95 * want.se)), metric
+        assert (row.value, row.se, row.ci_low) == (
+            pytest.approx(want.value),
+            pytest.approx(want.se),
+            pytest.approx(want.value - Z95 * want.se),
+        ), metric
     # no AUC anywhere: value and interval null
     assert by[("auc", None, "user_avg")].value is None and by[("auc", None, "user_avg")].ci_method == "none"
 
@@ -165,8 +200,9 @@ def _run(spark, root, spec, copies):
     exposures, clicks = _day_rows(spec, copies)
     spark.createDataFrame(exposures, EXPOSURE_DDL).write.parquet(f"{root}/in/exposures/dt={DAY}")
     spark.createDataFrame(clicks, CLICK_DDL).write.parquet(f"{root}/in/clicks/dt={DAY}")
-    evaluate_day(spark, load_config(None, ["metrics.k=[3]", "health.min_list_length=3"]), DAY, f"{root}/in",
-                 f"{root}/out")
+    evaluate_day(
+        spark, load_config(None, ["metrics.k=[3]", "health.min_list_length=3"]), DAY, f"{root}/in", f"{root}/out"
+    )
     rows = spark.read.parquet(f"{root}/out/metrics").where("slice = 'all'").collect()
     return {(r["metric"], r["k"], r["aggregation"]): r for r in rows}
 
@@ -182,8 +218,11 @@ def test_spark_intervals_follow_users_not_exposures(spark, tmp_path):
     want = delta_interval(RatioStats.from_values(u["c"], u["e"]))
     assert ctr.ci_method == "delta"
     assert (ctr.value, ctr.se, ctr.ci_low, ctr.ci_high) == (
-        pytest.approx(9 / 27), pytest.approx(wls_ratio_se(u["c"], u["e"]), rel=1e-9),
-        pytest.approx(want.ci_low), pytest.approx(want.ci_high))
+        pytest.approx(9 / 27),
+        pytest.approx(wls_ratio_se(u["c"], u["e"]), rel=1e-9),
+        pytest.approx(want.ci_low),
+        pytest.approx(want.ci_high),
+    )
     cov = once[("pv_coverage", None, "global")]
     want = delta_interval(RatioStats.from_values(u["covered3"], u["pv"]))
     assert cov.ci_method == "delta" and (cov.value, cov.se) == (pytest.approx(want.value), pytest.approx(want.se))
@@ -198,8 +237,14 @@ def test_spark_intervals_follow_users_not_exposures(spark, tmp_path):
     # every user shows every request twice: per-user sums double, the users do not -> same value, same SE;
     # an exposure-level SE would shrink by sqrt(2)
     twice = _run(spark, tmp_path / "twice", SPEC, 2)
-    for key in [("exposure_ctr", None, "global"), ("pv_ctr", None, "global"), ("precision", 3, "global"),
-                ("recall", 3, "global"), ("pv_coverage", None, "global"), ("mrr", None, "list_avg")]:
+    for key in [
+        ("exposure_ctr", None, "global"),
+        ("pv_ctr", None, "global"),
+        ("precision", 3, "global"),
+        ("recall", 3, "global"),
+        ("pv_coverage", None, "global"),
+        ("mrr", None, "list_avg"),
+    ]:
         assert twice[key].value == pytest.approx(once[key].value), key
         assert twice[key].se == pytest.approx(once[key].se), key
     assert twice[("exposure_ctr", None, "global")].n == 2 * ctr.n
@@ -208,8 +253,16 @@ def test_spark_intervals_follow_users_not_exposures(spark, tmp_path):
 # --------------------------------------------------------------------------- bootstrap keyed by user
 
 # (user, item, exposures n_ui, in catalog); clickers k_i of the popularity window, N = 4
-PAIRS = [("u1", "a", 2, True), ("u1", "b", 1, True), ("u2", "a", 1, True), ("u2", "c", 3, False),
-         ("u3", "b", 1, True), ("u3", "c", 1, False), ("u3", "d", 2, True), ("u4", "a", 5, True)]
+PAIRS = [
+    ("u1", "a", 2, True),
+    ("u1", "b", 1, True),
+    ("u2", "a", 1, True),
+    ("u2", "c", 3, False),
+    ("u3", "b", 1, True),
+    ("u3", "c", 1, False),
+    ("u3", "d", 2, True),
+    ("u4", "a", 5, True),
+]
 CLICKERS = {"a": 3, "b": 1, "c": 0, "d": 2}
 
 
@@ -229,8 +282,9 @@ def _brute_force_replicates(replicates: int, seed: int):
         exposures = {i: sum(n * w[u][r] for u, i2, n, _ in PAIRS if i2 == i) for i in CLICKERS}
         out["personalization"].append(personalization_pairs(sets))
         items = [i for i in CLICKERS if exposures[i] > 0]
-        out["novelty"].append(novelty([exposures[i] for i in items], [CLICKERS[i] for i in items], 4)
-                              if items else np.nan)
+        out["novelty"].append(
+            novelty([exposures[i] for i in items], [CLICKERS[i] for i in items], 4) if items else np.nan
+        )
         out["gini"].append(gini([exposures[i] for i in items]) if items else np.nan)
     return {k: np.array(v, dtype=float) for k, v in out.items()}
 
@@ -256,10 +310,12 @@ def test_bootstrap_kernels_equal_copying_users():
     for r, flag, count, m in histogram_rows(e, np.array([True, True, False, True])):
         hist.setdefault(r, {})[(count, flag)] = m
     brute = _brute_force_replicates(reps, seed)
-    np.testing.assert_allclose(personalization_replicates((c * (c - 1)).sum(0), c.sum(0), users),
-                               brute["personalization"], rtol=1e-12)
-    np.testing.assert_allclose(novelty_replicates((e * log_k[:, None]).sum(0), e.sum(0), 4), brute["novelty"],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        personalization_replicates((c * (c - 1)).sum(0), c.sum(0), users), brute["personalization"], rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        novelty_replicates((e * log_k[:, None]).sum(0), e.sum(0), 4), brute["novelty"], rtol=1e-12
+    )
     np.testing.assert_allclose(gini_replicates(hist, reps, None)[0], brute["gini"], rtol=1e-12)
     assert np.nanstd(brute["gini"]) > 0  # the replicates do vary
 
@@ -270,20 +326,29 @@ def test_spark_bootstrap_sums_match_the_kernels_whatever_the_partitioning(spark,
     from recsys_spark.bootstrap import bootstrap_sums
     from recsys_spark.kernels.bootstrap import personalization_replicates
 
-    pairs = (spark.createDataFrame([("all", u, i, n, cat) for u, i, n, cat in PAIRS],
-                                   "slice string, user_id string, item_id string, n long, in_catalog boolean")
-             .repartition(partitions, "user_id"))
-    popularity = spark.createDataFrame([(f"c{j}", i) for i, k in CLICKERS.items() for j in range(k)],
-                                       "user_id string, item_id string")
+    pairs = spark.createDataFrame(
+        [("all", u, i, n, cat) for u, i, n, cat in PAIRS],
+        "slice string, user_id string, item_id string, n long, in_catalog boolean",
+    ).repartition(partitions, "user_id")
+    popularity = spark.createDataFrame(
+        [(f"c{j}", i) for i, k in CLICKERS.items() for j in range(k)], "user_id string, item_id string"
+    )
     boot = bootstrap_sums(pairs, popularity, 30, 5)
     brute = _brute_force_replicates(30, 5)
     s = boot.sums["all"]
-    np.testing.assert_allclose(personalization_replicates(s["overlap"], s["pairs"], s["users"]),
-                               brute["personalization"], rtol=1e-12)
+    np.testing.assert_allclose(
+        personalization_replicates(s["overlap"], s["pairs"], s["users"]), brute["personalization"], rtol=1e-12
+    )
     from recsys_spark.bootstrap import health_bootstrap_intervals
 
-    got = health_bootstrap_intervals(boot, "all", {("personalization", "global"): 0.5, ("novelty", "global"): 1.0,
-                                                    ("gini", "exposed"): 0.3}, 4, None, 0.95)
+    got = health_bootstrap_intervals(
+        boot,
+        "all",
+        {("personalization", "global"): 0.5, ("novelty", "global"): 1.0, ("gini", "exposed"): 0.3},
+        4,
+        None,
+        0.95,
+    )
     assert got[("personalization", "global")].se == pytest.approx(np.nanstd(brute["personalization"], ddof=1))
     assert got[("novelty", "global")].se == pytest.approx(np.nanstd(brute["novelty"], ddof=1))
     assert got[("gini", "exposed")].se == pytest.approx(np.nanstd(brute["gini"], ddof=1))
@@ -294,10 +359,12 @@ def test_bootstrap_item_coverage_counts_catalog_items_that_stay_exposed():
     from recsys_spark.bootstrap import BootstrapSums, health_bootstrap_intervals
 
     # replicate 0: catalog items with counts 2 and 0 (dropped by the weights), one uncatalogued; replicate 1: both
-    boot = BootstrapSums(2, {}, {"all": {0: {(2.0, True): 1.0, (0.0, True): 1.0, (3.0, False): 1.0},
-                                         1: {(1.0, True): 2.0, (0.0, False): 1.0}}})
-    got = health_bootstrap_intervals(boot, "all", {("item_coverage", "global"): 0.5}, None, 2.0, 0.95,
-                                     catalog_items=4)
+    boot = BootstrapSums(
+        2,
+        {},
+        {"all": {0: {(2.0, True): 1.0, (0.0, True): 1.0, (3.0, False): 1.0}, 1: {(1.0, True): 2.0, (0.0, False): 1.0}}},
+    )
+    got = health_bootstrap_intervals(boot, "all", {("item_coverage", "global"): 0.5}, None, 2.0, 0.95, catalog_items=4)
     # coverage replicates 1/4 and 2/4: sd = 0.25 / sqrt(2)
     assert got[("item_coverage", "global")].se == pytest.approx(0.25 / math.sqrt(2))
 
@@ -310,15 +377,21 @@ def test_bootstrap_category_diversity_weights_each_users_category_counts():
     from recsys_spark.kernels.stats import poisson_weights
 
     # (slice, user, category, exposures); K = 3 categories
-    rows = [("all", "u1", "x", 3), ("all", "u1", "y", 1), ("all", "u2", "x", 1), ("all", "u3", "z", 2),
-            ("all", "u3", None, 1)]
+    rows = [
+        ("all", "u1", "x", 3),
+        ("all", "u1", "y", 1),
+        ("all", "u2", "x", 1),
+        ("all", "u3", "z", 2),
+        ("all", "u3", None, 1),
+    ]
     batch = pa.RecordBatch.from_pylist([dict(zip(["slice", "user_id", "category", "c"], r, strict=True)) for r in rows])
     boot = BootstrapSums(20)
     for out in _categories_fn(20, 9)(iter([batch.slice(0, 2), batch.slice(2)])):  # two batches, one task
         for s, name, r, _, _, v in zip(*[c.to_pylist() for c in out.columns], strict=True):
             boot.sums.setdefault(s, {}).setdefault(name, np.zeros(20))[r] += v
-    got = health_bootstrap_intervals(boot, "all", {("category_diversity", "global"): 0.9}, None, None, 0.95,
-                                     n_categories=3)[("category_diversity", "global")]
+    got = health_bootstrap_intervals(
+        boot, "all", {("category_diversity", "global"): 0.9}, None, None, 0.95, n_categories=3
+    )[("category_diversity", "global")]
     w = dict(zip(["u1", "u2", "u3"], poisson_weights(np.array(["u1", "u2", "u3"]), 20, 9).astype(float), strict=True))
     brute = []
     for r in range(20):
@@ -370,10 +443,12 @@ def test_spark_auc_bootstrap_matches_sklearn(spark):
     scores = np.round(rng.normal(0, 2, n), 1)
     relevance = (rng.random(n) < 0.4).astype(float)
     users = [f"u{i % 25}" for i in range(n)]
-    frame = spark.createDataFrame([("all", u, float(sc), float(r))
-                                   for u, sc, r in zip(users, scores, relevance, strict=True)],
-                                  "slice string, user_id string, score double, relevance double").repartition(3)
+    frame = spark.createDataFrame(
+        [("all", u, float(sc), float(r)) for u, sc, r in zip(users, scores, relevance, strict=True)],
+        "slice string, user_id string, score double, relevance double",
+    ).repartition(3)
     got = auc_bootstrap(frame, 10, 2)["all"]
     w = poisson_weights(np.array(users), 10, 2).astype(float)
-    np.testing.assert_allclose(got, [roc_auc_score(relevance > 0, scores, sample_weight=w[:, r]) for r in range(10)],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        got, [roc_auc_score(relevance > 0, scores, sample_weight=w[:, r]) for r in range(10)], rtol=1e-12
+    )

@@ -64,8 +64,8 @@ def test_grouped_auc_has_one_value_per_group_code_and_handles_no_rows():
     values, n_pos, n_neg = grouped_auc([2, 0, 2, 0], [1, 1, 0, 0], [0.2, 0.9, 0.8, 0.1])
     assert values[[0, 2]].tolist() == [1.0, 0.0] and math.isnan(values[1]) and len(values) == 3
     assert n_pos.tolist() == [1.0, 0.0, 1.0] and n_neg.tolist() == [1.0, 0.0, 1.0]
-    values, n_pos, _ = grouped_auc([0, 0], [1, 0], [0.9, 0.1], 4)       # G given: trailing empty groups
+    values, n_pos, _ = grouped_auc([0, 0], [1, 0], [0.9, 0.1], 4)  # G given: trailing empty groups
     assert len(values) == len(n_pos) == 4 and values[0] == 1.0 and np.isnan(values[1:]).all()
-    for n_groups, size in ((None, 0), (2, 2)):                        # no rows at all
+    for n_groups, size in ((None, 0), (2, 2)):  # no rows at all
         values, n_pos, n_neg = grouped_auc([], [], [], n_groups)
         assert len(values) == len(n_pos) == len(n_neg) == size and np.isnan(values).all()

@@ -65,8 +65,13 @@ def test_precision_keeps_k_as_denominator_for_short_lists_and_recall_uses_all_re
 
 
 def test_lists_without_relevant_items_are_undefined():
-    for metric in (lambda r: ndcg_at_k(r, 3), lambda r: average_precision_at_k(r, 3),
-                   lambda r: precision_at_k(r, 3), lambda r: recall_at_k(r, 3), reciprocal_rank):
+    for metric in (
+        lambda r: ndcg_at_k(r, 3),
+        lambda r: average_precision_at_k(r, 3),
+        lambda r: precision_at_k(r, 3),
+        lambda r: recall_at_k(r, 3),
+        reciprocal_rank,
+    ):
         assert math.isnan(metric([0, 0, 0]))
 
 

@@ -26,6 +26,7 @@ def test_t_tail_matches_scipy(t):
 
 def test_betainc_matches_scipy():
     from scipy.special import betainc as sp_betainc
+
     for a, b, x in [(0.5, 0.5, 0.3), (2.0, 5.0, 0.8), (10.0, 0.5, 0.95), (3.0, 3.0, 0.5)]:
         assert betainc(a, b, x) == pytest.approx(sp_betainc(a, b, x), rel=1e-10)
 
@@ -50,7 +51,7 @@ def test_fit_line_matches_scipy(seed, n):
     half = stats.t.ppf(0.95, n - 2) * ref.stderr
     assert fit.slope_ci_low == pytest.approx(ref.slope - half, rel=1e-9)
     assert fit.slope_ci_high == pytest.approx(ref.slope + half, rel=1e-9)
-    assert fit.r_squared == pytest.approx(ref.rvalue ** 2, rel=1e-10)
+    assert fit.r_squared == pytest.approx(ref.rvalue**2, rel=1e-10)
     pr = stats.pearsonr(x, y)
     assert fit.pearson_r == pytest.approx(pr.statistic, rel=1e-10)
     assert fit.pearson_p == pytest.approx(pr.pvalue, rel=1e-7, abs=1e-14)

@@ -20,15 +20,17 @@ def frame(rows):
 
 # u1: list r1 ranks a(.9, miss) b(.8, hit); list r2 ranks c(.7, hit) d(.6, miss)
 # u2: one list, no hit.  u3: only hits (no AUC).
-GOLDEN = frame([
-    ("all", "u1", "r1", "a", 1, 0.9, 0.0),
-    ("all", "u1", "r1", "b", 2, 0.8, 1.0),
-    ("all", "u1", "r2", "c", 1, 0.7, 1.0),
-    ("all", "u1", "r2", "d", 2, 0.6, 0.0),
-    ("all", "u2", "r3", "a", 1, 0.5, 0.0),
-    ("all", "u2", "r3", "b", 2, 0.4, 0.0),
-    ("all", "u3", "r4", "e", 1, 0.3, 1.0),
-])
+GOLDEN = frame(
+    [
+        ("all", "u1", "r1", "a", 1, 0.9, 0.0),
+        ("all", "u1", "r1", "b", 2, 0.8, 1.0),
+        ("all", "u1", "r2", "c", 1, 0.7, 1.0),
+        ("all", "u1", "r2", "d", 2, 0.6, 0.0),
+        ("all", "u2", "r3", "a", 1, 0.5, 0.0),
+        ("all", "u2", "r3", "b", 2, 0.4, 0.0),
+        ("all", "u3", "r4", "e", 1, 0.3, 1.0),
+    ]
+)
 
 
 def by_user(result, k):
@@ -93,15 +95,17 @@ def test_slices_are_separate_units():
 def test_matches_references_on_random_users():
     rng = np.random.default_rng(8)
     n = 3000
-    data = frame({
-        "slice": "all",
-        "user_id": rng.integers(0, 60, n).astype(str),
-        "list_id": rng.integers(0, 400, n).astype(str),
-        "item_id": rng.integers(0, 10**6, n).astype(str),
-        "position": rng.integers(1, 30, n),
-        "score": rng.random(n).round(2),
-        "relevance": rng.choice([0.0, 0.0, 0.0, 1.0, 3.0], n),
-    })
+    data = frame(
+        {
+            "slice": "all",
+            "user_id": rng.integers(0, 60, n).astype(str),
+            "list_id": rng.integers(0, 400, n).astype(str),
+            "item_id": rng.integers(0, 10**6, n).astype(str),
+            "position": rng.integers(1, 30, n),
+            "score": rng.random(n).round(2),
+            "relevance": rng.choice([0.0, 0.0, 0.0, 1.0, 3.0], n),
+        }
+    )
     got = by_user(score_users(data, (10,)), 10)
     for user, rows in data.groupby("user_id"):
         pos = rows.relevance > 0
@@ -122,13 +126,18 @@ def test_empty_batch_gives_empty_frame_with_the_schema():
     assert got.empty and list(got.columns) == COLUMNS
 
 
-
 def test_null_score_position_and_relevance_and_the_output_types():
     # nullable input: a null score ranks last, a null position after every position, a null relevance is 0.
     # u1's list: a (.9, rel 1), b (null score, rel 2), c (.5, null relevance): ranked a c b
-    rows = frame([("all", "u1", "r1", "a", 1, 0.9, 1.0), ("all", "u1", "r1", "b", 2, None, 2.0),
-                  ("all", "u1", "r1", "c", None, 0.5, None),
-                  ("all", "u2", "r2", "x", None, 0.5, 1.0), ("all", "u2", "r2", "y", 1, 0.5, 0.0)])
+    rows = frame(
+        [
+            ("all", "u1", "r1", "a", 1, 0.9, 1.0),
+            ("all", "u1", "r1", "b", 2, None, 2.0),
+            ("all", "u1", "r1", "c", None, 0.5, None),
+            ("all", "u2", "r2", "x", None, 0.5, 1.0),
+            ("all", "u2", "r2", "y", 1, 0.5, 0.0),
+        ]
+    )
     for column, dtype in (("score", "Float64"), ("position", "Int64"), ("relevance", "Float64")):
         rows[column] = rows[column].astype(dtype)
     got = score_users(rows, ks=(1, 3), gain="linear")
@@ -137,7 +146,7 @@ def test_null_score_position_and_relevance_and_the_output_types():
         assert got[name].dtype == {"long": np.int64, "int": np.int32, "double": np.float64}.get(kind, object), name
     u, u1k = by_user(got, 3), by_user(got, 1)
     assert u.loc["u1", "n_relevant"] == 2 and u.loc["u1", "mrr"] == 1.0
-    assert u.loc["u1", "auc"] == 0.5                      # positives a (.9) and b (no score) against c (.5)
+    assert u.loc["u1", "auc"] == 0.5  # positives a (.9) and b (no score) against c (.5)
     # linear gain: DCG 1 + 2 / log2(4), ideal 2 + 1 / log2(3) (the exponential gain: 1 + 3/2 over 3 + 1 / log2(3))
     assert u.loc["u1", "ndcg"] == pytest.approx((1 + 2 / 2) / (2 + 1 / math.log2(3)))
     # u2: equal scores, y (position 1) before x (null position): the hit at rank 2

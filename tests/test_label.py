@@ -31,8 +31,10 @@ def label(spark, exposures, clicks, window=30.0, weights=None):
 
 
 def relevance_of(joined):
-    return {(r.request_id, r.item_id): r.relevance
-            for r in labelled_exposures(joined).select("request_id", "item_id", "relevance").collect()}
+    return {
+        (r.request_id, r.item_id): r.relevance
+        for r in labelled_exposures(joined).select("request_id", "item_id", "relevance").collect()
+    }
 
 
 def test_event_with_request_id_goes_to_that_request(spark):
@@ -44,23 +46,27 @@ def test_event_with_request_id_goes_to_that_request(spark):
 def test_event_without_request_id_goes_to_latest_exposure_in_the_window(spark):
     exposures = [
         ("u", "s", "r1", "a", 1, 0.9, at(0)),
-        ("u", "s", "r2", "a", 2, 0.8, at(10)),   # latest before the click at 15: wins
-        ("u", "s", "r3", "a", 1, 0.7, at(20)),   # after the click: not eligible
+        ("u", "s", "r2", "a", 2, 0.8, at(10)),  # latest before the click at 15: wins
+        ("u", "s", "r3", "a", 1, 0.7, at(20)),  # after the click: not eligible
         ("u", "s2", "r4", "a", 1, 0.7, at(12)),  # other session: not eligible
     ]
     clicks = [("u", "s", None, "a", at(15), "click")]
     assert relevance_of(label(spark, exposures, clicks)) == {
-        ("r1", "a"): 0.0, ("r2", "a"): 1.0, ("r3", "a"): 0.0, ("r4", "a"): 0.0}
+        ("r1", "a"): 0.0,
+        ("r2", "a"): 1.0,
+        ("r3", "a"): 0.0,
+        ("r4", "a"): 0.0,
+    }
 
 
 def test_window_bounds_and_orphans_are_counted(spark):
     exposures = [("u", "s", "r1", "a", 1, 0.9, at(0)), ("u", "s", "r1", "b", 2, 0.8, at(0))]
     clicks = [
-        ("u", "s", None, "a", at(30), "click"),   # exactly at the window edge: attributed
+        ("u", "s", None, "a", at(30), "click"),  # exactly at the window edge: attributed
         ("u", "s", None, "b", at(30.5), "click"),  # beyond 30 minutes: orphan
-        ("u", "s", "r9", "a", at(1), "click"),    # request never served: orphan
-        ("u", "s", "r1", "c", at(1), "click"),    # item not shown in r1: orphan
-        ("u", "s", None, "a", at(-1), "click"),   # before any exposure: orphan
+        ("u", "s", "r9", "a", at(1), "click"),  # request never served: orphan
+        ("u", "s", "r1", "c", at(1), "click"),  # item not shown in r1: orphan
+        ("u", "s", None, "a", at(-1), "click"),  # before any exposure: orphan
     ]
     joined = label(spark, exposures, clicks)
     assert relevance_of(joined) == {("r1", "a"): 1.0, ("r1", "b"): 0.0}
@@ -75,8 +81,8 @@ def test_event_at_its_exposures_exact_timestamp_is_attributed_to_it(spark):
     # instant as its exposure belongs to that exposure, not to an earlier one of the same item
     exposures = [
         ("u", "s", "r1", "a", 1, 0.9, at(0)),
-        ("u", "s", "r2", "a", 1, 0.9, at(5)),    # same timestamp as the click: wins
-        ("u", "s", "r3", "b", 1, 0.9, at(7)),    # alone, same timestamp as its click
+        ("u", "s", "r2", "a", 1, 0.9, at(5)),  # same timestamp as the click: wins
+        ("u", "s", "r3", "b", 1, 0.9, at(7)),  # alone, same timestamp as its click
     ]
     clicks = [("u", "s", None, "a", at(5), "click"), ("u", "s", None, "b", at(7), "click")]
     joined = label(spark, exposures, clicks)
@@ -93,16 +99,20 @@ def test_duplicates_keep_smallest_position_and_are_counted(spark):
     ]
     joined = label(spark, exposures, [])
     kept = labelled_exposures(joined).select("request_id", "item_id", "position", "copies")
-    expected = spark.createDataFrame([("r1", "a", 1, 3), ("r1", "b", 2, 1)],
-                                     "request_id string, item_id string, position int, copies long")
+    expected = spark.createDataFrame(
+        [("r1", "a", 1, 3), ("r1", "b", 2, 1)], "request_id string, item_id string, position int, copies long"
+    )
     assert_df_equality(kept, expected, ignore_row_order=True, ignore_nullable=True)
     assert label_counts(labelled_exposures(joined), 0)["duplicate_exposures"] == 2
 
 
 def test_relevance_is_largest_event_weight_and_unlisted_events_weigh_zero(spark):
     exposures = [("u", "s", "r1", "a", 1, 0.9, at(0)), ("u", "s", "r1", "b", 2, 0.8, at(0))]
-    clicks = [("u", "s", "r1", "a", at(1), "click"), ("u", "s", "r1", "a", at(2), "purchase"),
-              ("u", "s", "r1", "b", at(1), "share")]
+    clicks = [
+        ("u", "s", "r1", "a", at(1), "click"),
+        ("u", "s", "r1", "a", at(2), "purchase"),
+        ("u", "s", "r1", "b", at(1), "share"),
+    ]
     joined = label(spark, exposures, clicks, weights={"click": 1.0, "purchase": 3.0})
     assert relevance_of(joined) == {("r1", "a"): 3.0, ("r1", "b"): 0.0}
     rows = {r.item_id: r for r in labelled_exposures(joined).collect()}
@@ -119,11 +129,13 @@ def test_empty_response_is_kept_as_one_unlabelled_row(spark):
 
 
 def test_integer_ids_are_read_as_strings(spark):
-    exp = spark.createDataFrame([(1, 2, 3, 4, 1, 0.5, at(0))],
-                                "user_id long, session_id int, request_id long, item_id long, position long, "
-                                "score float, ts timestamp")
-    clk = spark.createDataFrame([(1, 2, 3, 4, at(1))],
-                                "user_id long, session_id long, request_id long, item_id long, ts timestamp")
+    exp = spark.createDataFrame(
+        [(1, 2, 3, 4, 1, 0.5, at(0))],
+        "user_id long, session_id int, request_id long, item_id long, position long, score float, ts timestamp",
+    )
+    clk = spark.createDataFrame(
+        [(1, 2, 3, 4, at(1))], "user_id long, session_id long, request_id long, item_id long, ts timestamp"
+    )
     exp = conform(exp, EXPOSURE_COLUMNS, "exposures")
     clk = conform(clk, CLICK_COLUMNS, "clicks")
     assert dict(exp.dtypes)["item_id"] == "string" and dict(exp.dtypes)["position"] == "int"

@@ -10,13 +10,25 @@ from recsys_spark.kernels.auc import sorted_histogram
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
 
 #: a per-user table of two slices (one k)
-_FRAME = pd.DataFrame({
-    "slice": ["all", "all", "p=1"], "user_id": ["a", "b", "a"], "k": [1, 1, 1],
-    "n_exposures": [4, 2, 1], "n_relevant": [1, 0, 1], "n_lists": [2, 1, 1], "n_lists_ranked": [1, 0, 1],
-    "auc": [0.5, np.nan, np.nan], "mrr": [1.0, np.nan, 0.5],
-    "ndcg": [1.0, np.nan, 0.0], "map": [1.0, np.nan, 0.0], "precision": [1.0, np.nan, 0.0],
-    "recall": [1.0, np.nan, 0.0], "hit_rate": [1.0, np.nan, 0.0], "hits": [1, 0, 0],
-})
+_FRAME = pd.DataFrame(
+    {
+        "slice": ["all", "all", "p=1"],
+        "user_id": ["a", "b", "a"],
+        "k": [1, 1, 1],
+        "n_exposures": [4, 2, 1],
+        "n_relevant": [1, 0, 1],
+        "n_lists": [2, 1, 1],
+        "n_lists_ranked": [1, 0, 1],
+        "auc": [0.5, np.nan, np.nan],
+        "mrr": [1.0, np.nan, 0.5],
+        "ndcg": [1.0, np.nan, 0.0],
+        "map": [1.0, np.nan, 0.0],
+        "precision": [1.0, np.nan, 0.0],
+        "recall": [1.0, np.nan, 0.0],
+        "hit_rate": [1.0, np.nan, 0.0],
+        "hits": [1, 0, 0],
+    }
+)
 
 
 def test_merged_parts_equal_the_moments_of_the_whole():
@@ -64,10 +76,11 @@ def test_a_users_rows_of_each_k_may_come_in_different_batches():
     # user a at k = 1 and 3: the k = 3 row alone in its batch; values without k are read from k = 1 only
     two_k = pd.concat([_FRAME, _FRAME.assign(k=3, ndcg=[0.5, np.nan, 1.0], hits=[2, 0, 1])], ignore_index=True)
     whole = user_table_moments(two_k, (1, 3))
-    parts = merge_by_slice(user_table_moments(two_k.iloc[[0, 1, 2, 4, 5]], (1, 3)),
-                           user_table_moments(two_k.iloc[[3]], (1, 3)))
+    parts = merge_by_slice(
+        user_table_moments(two_k.iloc[[0, 1, 2, 4, 5]], (1, 3)), user_table_moments(two_k.iloc[[3]], (1, 3))
+    )
     m = whole["all"]
-    assert m.sums["users"] == 2 and m.sums["n_exposures"] == 4 + 2           # not counted once per k
+    assert m.sums["users"] == 2 and m.sums["n_exposures"] == 4 + 2  # not counted once per k
     assert m.mean["ndcg@1"] == 1.0 and m.mean["ndcg@3"] == 0.5 and m.sums["hits@3"] == 2 + 0
     assert parts["all"].sums == m.sums and parts["all"].mean == m.mean
 
@@ -82,7 +95,8 @@ def test_aggregate_rows_come_in_slice_order_whatever_order_the_tasks_reported():
     assert [r.slice for r in backward] == [r.slice for r in forward]
     assert [r.slice for r in forward] == sorted(r.slice for r in forward)
     assert [(r.metric, r.k, r.aggregation, r.value, r.n, r.se) for r in backward] == [
-        (r.metric, r.k, r.aggregation, r.value, r.n, r.se) for r in forward]
+        (r.metric, r.k, r.aggregation, r.value, r.n, r.se) for r in forward
+    ]
     # the values themselves are pinned by hand in tests/test_aggregate.py
 
 
@@ -106,7 +120,7 @@ def test_merge_of_parts_without_values_then_with_values():
     assert merged.n["x"] == 0 and merged.m2["x"] == 0.0 and merged.sd("x") is None
     full = merged.merge(Moments.of({"x": np.array([1.0, 3.0])}, {"x": np.array([1.0, 1.0])}, {}))
     assert (full.n["x"], full.mean["x"], full.m2["x"]) == (2.0, 2.0, 2.0)
-    assert full.sd("x") == pytest.approx(np.sqrt(2.0))        # sd of 1, 3 (divisor n - 1 = 1)
+    assert full.sd("x") == pytest.approx(np.sqrt(2.0))  # sd of 1, 3 (divisor n - 1 = 1)
 
 
 def test_sd_of_two_values_and_of_a_missing_column():

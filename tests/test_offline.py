@@ -31,32 +31,82 @@ def fixture(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("offline")
     # run a: u1 lists a, b, c, a again (duplicate); c is in u1's train (removed); u2 lists d, e;
     #        u4 lists f and has no truth (excluded, counted); u3 has truth but no list (zeros)
-    write(spark, root / "recs" / "run=a", pd.DataFrame({
-        "user_id": ["u1", "u1", "u1", "u1", "u2", "u2", "u4"], "item_id": ["a", "b", "c", "a", "d", "e", "f"],
-        "score": [0.9, 0.8, 0.7, 0.1, 0.9, 0.5, 0.3]}))
+    write(
+        spark,
+        root / "recs" / "run=a",
+        pd.DataFrame(
+            {
+                "user_id": ["u1", "u1", "u1", "u1", "u2", "u2", "u4"],
+                "item_id": ["a", "b", "c", "a", "d", "e", "f"],
+                "score": [0.9, 0.8, 0.7, 0.1, 0.9, 0.5, 0.3],
+            }
+        ),
+    )
     # run b: u1 lists b first, u2 lists e first, u3 gets a list with its truth item
-    write(spark, root / "recs" / "run=b", pd.DataFrame({
-        "user_id": ["u1", "u1", "u2", "u2", "u3", "u4"], "item_id": ["b", "a", "e", "d", "a", "f"],
-        "score": [0.9, 0.8, 0.9, 0.5, 0.4, 0.3]}))
+    write(
+        spark,
+        root / "recs" / "run=b",
+        pd.DataFrame(
+            {
+                "user_id": ["u1", "u1", "u2", "u2", "u3", "u4"],
+                "item_id": ["b", "a", "e", "d", "a", "f"],
+                "score": [0.9, 0.8, 0.9, 0.5, 0.4, 0.3],
+            }
+        ),
+    )
     write(spark, root / "truth", pd.DataFrame({"user_id": ["u1", "u1", "u2", "u3"], "item_id": ["b", "g", "e", "a"]}))
     write(spark, root / "train", pd.DataFrame({"user_id": ["u1", "u2"], "item_id": ["c", "x"]}))
     write(spark, root / "items", pd.DataFrame({"item_id": list("abcdefgx"), "category": list("AABBCCDA")}))
-    write(spark, root / "predictions", pd.DataFrame({
-        "user_id": ["u1"] * 4 + ["u2"] * 4 + ["u3"] * 4,
-        "item_id": list("abcdabcdabcd"),
-        "score": [0.9, 0.2, 0.6, 0.4, 0.3, 0.8, 0.5, 0.1, 0.7, 0.6, 0.2, 0.9],
-        "label": [1, 0, 0, 1, 0, 1, 1, 0, 1, 0, 0, 0]}))
-    write(spark, root / "ratings", pd.DataFrame({
-        "user_id": ["u1", "u1", "u1", "u2"], "item_id": ["a", "b", "c", "a"],
-        "rating": [3.0, 1.0, 2.0, 1.0], "prediction": [3.0, 3.0, 2.0, 2.0]}))
-    write(spark, root / "sampled", pd.DataFrame({
-        "user_id": ["u1"] * 4 + ["u2"] * 4, "item_id": list("abcdabcd"),
-        "score": [0.8, 0.9, 0.1, 0.2, 0.5, 0.9, 0.5, 0.6], "is_target": [True, False, False, False] * 2}))
-    overrides = [f"offline.recommendations={root}/recs/run={{run}}", f"offline.truth={root}/truth",
-                 f"offline.train={root}/train", f"offline.items={root}/items",
-                 f"offline.predictions={root}/predictions", f"offline.ratings={root}/ratings",
-                 f"offline.sampled={root}/sampled", "offline.catalog_size=10", "offline.rating_range='1,3'",
-                 "offline.distortion={\"3,1\" = 5, \"2,1\" = 3}", "metrics.k=[2]", "health.lorenz_points=3"]
+    write(
+        spark,
+        root / "predictions",
+        pd.DataFrame(
+            {
+                "user_id": ["u1"] * 4 + ["u2"] * 4 + ["u3"] * 4,
+                "item_id": list("abcdabcdabcd"),
+                "score": [0.9, 0.2, 0.6, 0.4, 0.3, 0.8, 0.5, 0.1, 0.7, 0.6, 0.2, 0.9],
+                "label": [1, 0, 0, 1, 0, 1, 1, 0, 1, 0, 0, 0],
+            }
+        ),
+    )
+    write(
+        spark,
+        root / "ratings",
+        pd.DataFrame(
+            {
+                "user_id": ["u1", "u1", "u1", "u2"],
+                "item_id": ["a", "b", "c", "a"],
+                "rating": [3.0, 1.0, 2.0, 1.0],
+                "prediction": [3.0, 3.0, 2.0, 2.0],
+            }
+        ),
+    )
+    write(
+        spark,
+        root / "sampled",
+        pd.DataFrame(
+            {
+                "user_id": ["u1"] * 4 + ["u2"] * 4,
+                "item_id": list("abcdabcd"),
+                "score": [0.8, 0.9, 0.1, 0.2, 0.5, 0.9, 0.5, 0.6],
+                "is_target": [True, False, False, False] * 2,
+            }
+        ),
+    )
+    overrides = [
+        f"offline.recommendations={root}/recs/run={{run}}",
+        f"offline.truth={root}/truth",
+        f"offline.train={root}/train",
+        f"offline.items={root}/items",
+        f"offline.predictions={root}/predictions",
+        f"offline.ratings={root}/ratings",
+        f"offline.sampled={root}/sampled",
+        "offline.catalog_size=10",
+        "offline.rating_range='1,3'",
+        'offline.distortion={"3,1" = 5, "2,1" = 3}',
+        "metrics.k=[2]",
+        "health.lorenz_points=3",
+    ]
     cfg = load_config(None, overrides)
     from recsys_spark.offline.pipeline import run_offline
 
@@ -71,14 +121,24 @@ def metrics(spark, fixture, run="a") -> dict:
 
 
 def users(spark, fixture, run="a") -> pd.DataFrame:
-    return spark.read.parquet(str(fixture["out"] / "offline" / f"run={run}" / "user_metrics")).toPandas().set_index(
-        "user_id").sort_index()
+    return (
+        spark.read.parquet(str(fixture["out"] / "offline" / f"run={run}" / "user_metrics"))
+        .toPandas()
+        .set_index("user_id")
+        .sort_index()
+    )
 
 
 def test_output_layout_and_summary(fixture):
     run_dir = fixture["out"] / "offline" / "run=a"
-    assert {p.name for p in run_dir.iterdir()} >= {"metrics", "user_metrics", "lorenz", "calibration",
-                                                   "summary.json", "_SUCCESS"}
+    assert {p.name for p in run_dir.iterdir()} >= {
+        "metrics",
+        "user_metrics",
+        "lorenz",
+        "calibration",
+        "summary.json",
+        "_SUCCESS",
+    }
     assert not (fixture["out"] / "offline" / "_staging").exists()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["evaluations"] == ["lists", "predictions", "ratings", "sampled"]
@@ -122,15 +182,29 @@ def test_pooled_ratio_has_a_delta_interval(spark, fixture):
 
 def test_kernels_and_spark_agree_per_user(spark, fixture):
     got = users(spark, fixture)
-    frame = pd.DataFrame({"user_id": ["u1", "u1", "u1", "u2", "u2", "u3", "u4"],
-                          "rank": [1, 2, np.nan, 1, 2, np.nan, 1], "relevance": [0, 1, 1, 0, 1, 1, 0],
-                          "category": ["A", "A", "D", "B", "C", "A", "C"],
-                          "self_info": [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], "new_category": np.nan})
+    frame = pd.DataFrame(
+        {
+            "user_id": ["u1", "u1", "u1", "u2", "u2", "u3", "u4"],
+            "rank": [1, 2, np.nan, 1, 2, np.nan, 1],
+            "relevance": [0, 1, 1, 0, 1, 1, 0],
+            "category": ["A", "A", "D", "B", "C", "A", "C"],
+            "self_info": [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
+            "new_category": np.nan,
+        }
+    )
     want = K.score_lists(frame, [2], "exponential").set_index("user_id").sort_index()
-    for col in ("n_list", "n_truth", "mrr", "precision_at_2", "recall_at_2", "ndcg_at_2", "map_at_2",
-                "f1_at_2", "diversity"):
-        np.testing.assert_allclose(got.loc[want.index, col].to_numpy(float), want[col].to_numpy(float),
-                                   err_msg=col)
+    for col in (
+        "n_list",
+        "n_truth",
+        "mrr",
+        "precision_at_2",
+        "recall_at_2",
+        "ndcg_at_2",
+        "map_at_2",
+        "f1_at_2",
+        "diversity",
+    ):
+        np.testing.assert_allclose(got.loc[want.index, col].to_numpy(float), want[col].to_numpy(float), err_msg=col)
     # novelty: self-information log2((U + 1) / (k + 1)) with U = 2 train users; a, b, d, e untouched in train
     assert got.loc["u1", "novelty"] == pytest.approx(math.log2(3))
     # serendipity: u1's hit b (category A) is new to u1 (train c is B): 1 of 2 items

@@ -19,7 +19,7 @@ L4 = 2.0  # log2(4), discount of rank 3
 
 def lists(rows, ks=(2,), gain="linear"):
     """rows: (user, rank or None, relevance[, category, self_info, new_category])"""
-    full = [r + (None, np.nan, np.nan)[len(r) - 3:] for r in rows]
+    full = [r + (None, np.nan, np.nan)[len(r) - 3 :] for r in rows]
     frame = pd.DataFrame(full, columns=list(K.LIST_INPUT))
     frame["rank"] = frame["rank"].astype(float)
     return K.score_lists(frame, ks, gain).set_index("user_id")
@@ -126,8 +126,13 @@ def test_list_kernel_agrees_with_a_per_user_reference():
 def test_predictions_match_scikit_learn():
     rng = np.random.default_rng(0)
     n = 400
-    frame = pd.DataFrame({"user_id": rng.choice(["a", "b", "c"], n), "score": rng.random(n).round(2),
-                          "label": (rng.random(n) < 0.3).astype(int)})
+    frame = pd.DataFrame(
+        {
+            "user_id": rng.choice(["a", "b", "c"], n),
+            "score": rng.random(n).round(2),
+            "label": (rng.random(n) < 0.3).astype(int),
+        }
+    )
     out = K.score_predictions(frame).set_index("user_id")
     for u, g in frame.groupby("user_id"):
         assert out.loc[u, "auc"] == pytest.approx(roc_auc_score(g["label"], g["score"]), abs=1e-12)
@@ -254,8 +259,11 @@ def test_sampled_ranks_with_ties_match_brute_force():
 
 def test_tied_target_takes_the_mean_of_its_two_ranks():
     # target 0.5 with one negative above (0.9) and one tied (0.5): rank 2.5
-    out = S.score_sampled(pd.DataFrame({"user_id": ["a"] * 4, "score": [0.5, 0.9, 0.5, 0.1],
-                                        "is_target": [True, False, False, False]}), [2], {})
+    out = S.score_sampled(
+        pd.DataFrame({"user_id": ["a"] * 4, "score": [0.5, 0.9, 0.5, 0.1], "is_target": [True, False, False, False]}),
+        [2],
+        {},
+    )
     r = out.iloc[0]
     assert r["sampled_rank"] == 2.5
     assert r["sampled_mrr"] == pytest.approx((1 / 2 + 1 / 3) / 2)
@@ -312,8 +320,10 @@ def test_kernels_do_not_import_pyspark():
     import subprocess
     import sys
 
-    code = ("import sys, recsys_spark.kernels.offline, recsys_spark.kernels.sampled; "
-            "assert not any(m.startswith('pyspark') for m in sys.modules)")
+    code = (
+        "import sys, recsys_spark.kernels.offline, recsys_spark.kernels.sampled; "
+        "assert not any(m.startswith('pyspark') for m in sys.modules)"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -330,8 +340,13 @@ def test_offline_config_rejects_bad_values():
     from recsys_spark.config import load_config
     from recsys_spark.errors import ConfigError
 
-    for bad in ("offline.sampled_gamma=0", "offline.rating_range='5,1'", "offline.calibration_bins=0",
-                "offline.multiple_testing=bonferroni", "offline.distortion={\"3\" = 1}"):
+    for bad in (
+        "offline.sampled_gamma=0",
+        "offline.rating_range='5,1'",
+        "offline.calibration_bins=0",
+        "offline.multiple_testing=bonferroni",
+        'offline.distortion={"3" = 1}',
+    ):
         with pytest.raises(ConfigError, match="offline"):
             load_config(None, [bad])
     assert load_config(None, ["offline.catalog_size=0"]).offline.catalog_size == 0

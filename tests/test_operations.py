@@ -18,14 +18,16 @@ pytestmark = pytest.mark.spark
 
 
 EXPOSURES = [
-    ("u1", "s1", "r1", "a", 1, 0.9, T0), ("u1", "s1", "r1", "b", 2, 0.8, T0),
-    ("u1", "s1", "r1", "a", 3, 0.7, T0),                       # a twice in r1: soft rule
-    ("u1", "s1", "r2", "c", 1, 1.5, T0),                       # score above 1: soft rule
-    ("u2", "s2", "r3", "a", 1, 0.5, T0), ("u2", "s2", "r3", "x", 2, 0.4, T0),  # x not in catalog
-    ("u3", "s3", "r4", None, None, None, T0),                 # empty response
-    (None, "s9", "r5", "a", 1, 0.5, T0),                      # null user: set aside
-    ("u4", "s4", "r6", "a", 0, 0.5, T0),                      # position 0: set aside
-    ("u4", "s4", "r7", "a", 1, float("nan"), T0),             # NaN score: set aside, hard rule
+    ("u1", "s1", "r1", "a", 1, 0.9, T0),
+    ("u1", "s1", "r1", "b", 2, 0.8, T0),
+    ("u1", "s1", "r1", "a", 3, 0.7, T0),  # a twice in r1: soft rule
+    ("u1", "s1", "r2", "c", 1, 1.5, T0),  # score above 1: soft rule
+    ("u2", "s2", "r3", "a", 1, 0.5, T0),
+    ("u2", "s2", "r3", "x", 2, 0.4, T0),  # x not in catalog
+    ("u3", "s3", "r4", None, None, None, T0),  # empty response
+    (None, "s9", "r5", "a", 1, 0.5, T0),  # null user: set aside
+    ("u4", "s4", "r6", "a", 0, 0.5, T0),  # position 0: set aside
+    ("u4", "s4", "r7", "a", 1, float("nan"), T0),  # NaN score: set aside, hard rule
     ("u4", "s4", "r8", "a", 1, 0.5, T0 + dt.timedelta(days=1, hours=2)),  # outside the day: set aside
 ]
 CLICKS = [("u1", "s1", "r1", "b", T0), ("u2", "s2", "r3", "a", T0), ("u9", "s9", "r99", "z", T0)]
@@ -47,8 +49,16 @@ def inputs(spark, tmp_path_factory):
 def violated(spark, inputs):
     """The day run with default rules: it must raise after writing everything."""
     out = inputs / "out"
-    cfg = load_config(None, ["metrics.k=[1]", "validation.write_rejected=true", "rules.blacklist_items=[\"c\"]",
-                             "rules.blacklist_categories=[\"toys\"]", "rules.bot_requests_per_user=1"])
+    cfg = load_config(
+        None,
+        [
+            "metrics.k=[1]",
+            "validation.write_rejected=true",
+            'rules.blacklist_items=["c"]',
+            'rules.blacklist_categories=["toys"]',
+            "rules.bot_requests_per_user=1",
+        ],
+    )
     with pytest.raises(HardRuleViolation, match="blacklisted_item") as err:
         evaluate_day(spark, cfg, DAY, f"{inputs}/in", str(out))
     return out, err.value
@@ -78,8 +88,11 @@ def test_hard_rules(spark, violated):
     assert rules["item_missing_from_catalog"].violations == 1
     assert rules["item_missing_from_catalog"].examples == ["x"]
     assert rules["non_finite_score"].violations == 1 and rules["non_finite_score"].examples == ["r7:a"]
-    assert all(r.severity == "hard" for name, r in rules.items()
-               if name in ("blacklisted_item", "blacklisted_category", "non_finite_score", "no_feedback"))
+    assert all(
+        r.severity == "hard"
+        for name, r in rules.items()
+        if name in ("blacklisted_item", "blacklisted_category", "non_finite_score", "no_feedback")
+    )
     # real logs have a few duplicates and uncatalogued items: soft rules with a rate threshold
     assert rules["duplicate_item_in_request"].severity == "soft" and not rules["duplicate_item_in_request"].passed
     assert rules["item_missing_from_catalog"].severity == "soft"
@@ -116,10 +129,18 @@ def test_bad_rows_are_set_aside_counted_and_written(spark, violated):
     out, _ = violated
     summary = json.loads((out / "summary" / f"dt={DAY}" / "summary.json").read_text())
     assert summary["data_quality"]["rejected_exposures"] == {
-        "null_user_id": 1, "bad_position": 1, "bad_score": 1, "ts_outside_day": 1}
+        "null_user_id": 1,
+        "bad_position": 1,
+        "bad_score": 1,
+        "ts_outside_day": 1,
+    }
     rejected = spark.read.parquet(f"{out}/rejected/dt={DAY}")
-    assert sorted(r.reason for r in rejected.collect()) == ["bad_position", "bad_score", "null_user_id",
-                                                             "ts_outside_day"]
+    assert sorted(r.reason for r in rejected.collect()) == [
+        "bad_position",
+        "bad_score",
+        "null_user_id",
+        "ts_outside_day",
+    ]
     assert summary["input_rows"]["exposures"] == 11
 
 

@@ -20,11 +20,19 @@ def _package_script():
 
 def _modules_the_job_imports() -> set[str]:
     """An independent oracle: import the entry point and what it imports lazily, in a fresh interpreter."""
-    commands = ("recsys_spark.pipeline", "recsys_spark.experiments", "recsys_spark.offline.cli",
-                "recsys_spark.offline.pipeline", "recsys_spark.offline.compare", "recsys_spark.report.cli",
-                "recsys_spark.report.build")  # what each subcommand runs
-    code = (f"import sys, recsys_spark.cli, recsys_spark.session, recsys_spark.log, {', '.join(commands)}; "
-            "print('\\n'.join(m for m in sys.modules if m.startswith('recsys_spark')))")
+    commands = (
+        "recsys_spark.pipeline",
+        "recsys_spark.experiments",
+        "recsys_spark.offline.cli",
+        "recsys_spark.offline.pipeline",
+        "recsys_spark.offline.compare",
+        "recsys_spark.report.cli",
+        "recsys_spark.report.build",
+    )  # what each subcommand runs
+    code = (
+        f"import sys, recsys_spark.cli, recsys_spark.session, recsys_spark.log, {', '.join(commands)}; "
+        "print('\\n'.join(m for m in sys.modules if m.startswith('recsys_spark')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     return set(out.stdout.split())
 
@@ -59,5 +67,9 @@ def test_lazy_and_relative_imports_are_followed(tmp_path):
     (pkg / "sub" / "b.py").write_text("")
     (pkg / "tool.py").write_text("import recsys_spark.cli\n")  # imports the job, but the job never imports it
     assert [p.as_posix() for p in package.package_files(tmp_path)] == [
-        "recsys_spark/__init__.py", "recsys_spark/cli.py", "recsys_spark/sub/__init__.py",
-        "recsys_spark/sub/a.py", "recsys_spark/sub/b.py"]
+        "recsys_spark/__init__.py",
+        "recsys_spark/cli.py",
+        "recsys_spark/sub/__init__.py",
+        "recsys_spark/sub/a.py",
+        "recsys_spark/sub/b.py",
+    ]

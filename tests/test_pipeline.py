@@ -23,9 +23,14 @@ pytestmark = pytest.mark.spark
 # u4: r5 empty response                                -> nothing to rank
 # plus a duplicate (r1, a at position 3) and an orphan click (r9)
 EXPOSURES = [
-    ("u1", "s1", "r1", "a", 1, 0.9, T0), ("u1", "s1", "r1", "b", 2, 0.8, T0), ("u1", "s1", "r1", "a", 3, 0.9, T0),
-    ("u1", "s1", "r2", "c", 1, 0.7, T0), ("u1", "s1", "r2", "d", 2, 0.6, T0),
-    ("u2", "s2", "r3", "a", 1, 0.5, T0), ("u2", "s2", "r3", "b", 2, 0.5, T0), ("u2", "s2", "r3", "c", 3, 0.1, T0),
+    ("u1", "s1", "r1", "a", 1, 0.9, T0),
+    ("u1", "s1", "r1", "b", 2, 0.8, T0),
+    ("u1", "s1", "r1", "a", 3, 0.9, T0),
+    ("u1", "s1", "r2", "c", 1, 0.7, T0),
+    ("u1", "s1", "r2", "d", 2, 0.6, T0),
+    ("u2", "s2", "r3", "a", 1, 0.5, T0),
+    ("u2", "s2", "r3", "b", 2, 0.5, T0),
+    ("u2", "s2", "r3", "c", 3, 0.1, T0),
     ("u3", "s3", "r4", "e", 1, 0.3, T0),
     ("u4", "s4", "r5", None, None, None, T0),
 ]
@@ -51,9 +56,12 @@ def day(spark, tmp_path_factory):
 
 
 def metric(spark, root, name, k, aggregation):
-    rows = (spark.read.parquet(f"{root}/out/metrics")
-            .where(f"metric = '{name}' and aggregation = '{aggregation}' and slice = 'all' and dt = '{DAY}'")
-            .where(f"k = {k}" if k else "k is null").collect())
+    rows = (
+        spark.read.parquet(f"{root}/out/metrics")
+        .where(f"metric = '{name}' and aggregation = '{aggregation}' and slice = 'all' and dt = '{DAY}'")
+        .where(f"k = {k}" if k else "k is null")
+        .collect()
+    )
     assert len(rows) == 1, (name, k, aggregation, rows)
     return rows[0]
 
@@ -93,8 +101,8 @@ def test_summary_counts_data_quality(day):
     assert quality["duplicate_exposures"] == 1
     assert quality["orphan_events"] == 1
     assert quality["empty_responses"] == 1
-    assert quality["lists_without_relevant"] == 1   # r3
-    assert quality["users_without_auc"] == 2        # u2 (no positives), u3 (no negatives)
+    assert quality["lists_without_relevant"] == 1  # r3
+    assert quality["users_without_auc"] == 2  # u2 (no positives), u3 (no negatives)
     assert summary["headline"]["auc_global"] == pytest.approx(9 / 15)
 
 
@@ -103,12 +111,18 @@ def test_user_metrics_table(spark, day):
     table = spark.read.parquet(f"{root}/out/user_metrics/dt={DAY}")
     # one row per (slice, user, k), k = 1 and 3 here; the values without a cut-off repeat on each
     assert sorted((r.user_id, r.k) for r in table.select("user_id", "k").collect()) == [
-        ("u1", 1), ("u1", 3), ("u2", 1), ("u2", 3), ("u3", 1), ("u3", 3)]
-    users = (table.where("k = 3")
-             .select("user_id", "n_exposures", "n_relevant", "n_lists", "n_lists_ranked", "auc"))
+        ("u1", 1),
+        ("u1", 3),
+        ("u2", 1),
+        ("u2", 3),
+        ("u3", 1),
+        ("u3", 3),
+    ]
+    users = table.where("k = 3").select("user_id", "n_exposures", "n_relevant", "n_lists", "n_lists_ranked", "auc")
     expected = spark.createDataFrame(
         [("u1", 4, 2, 2, 2, 0.5), ("u2", 3, 0, 1, 0, None), ("u3", 1, 1, 1, 1, None)],
-        "user_id string, n_exposures long, n_relevant long, n_lists long, n_lists_ranked long, auc double")
+        "user_id string, n_exposures long, n_relevant long, n_lists long, n_lists_ranked long, auc double",
+    )
     assert_df_equality(users, expected, ignore_row_order=True, ignore_nullable=True)
     # u1: r1 hit at rank 2 (RR 1/2, NDCG@3 1/log2(3), hits@3 1), r2 hit at rank 1 (RR 1, NDCG@3 1, hits@3 1)
     u1 = table.where("user_id = 'u1' and k = 3").first()
@@ -135,16 +149,21 @@ def test_rerun_replaces_the_date_and_leaves_other_dates(spark, day, tmp_path):
     # its tasks finish)
     expected = [{k: v for k, v in r.asDict().items() if k != "dt"} for r in before]
     assert [{k: v for k, v in r.asDict().items() if k != "value"} for r in after] == [
-        {k: v for k, v in r.items() if k != "value"} for r in expected]
+        {k: v for k, v in r.items() if k != "value"} for r in expected
+    ]
     assert [r.value for r in after] == pytest.approx([r["value"] for r in expected], rel=1e-12, nan_ok=True)
     assert (other / "keep.txt").exists()
 
 
 def test_session_lists_pool_the_requests_of_a_session(spark, day, tmp_path):
     root, _ = day
-    evaluate_day(spark, load_config(None, [*SETTINGS, "metrics.k=[3]", "ranking.list_unit=session"]),
-                 DAY, f"{root}/in", str(tmp_path))
-    mrr = (spark.read.parquet(f"{tmp_path}/metrics")
-           .where("metric = 'mrr' and aggregation = 'list_avg'").first())
+    evaluate_day(
+        spark,
+        load_config(None, [*SETTINGS, "metrics.k=[3]", "ranking.list_unit=session"]),
+        DAY,
+        f"{root}/in",
+        str(tmp_path),
+    )
+    mrr = spark.read.parquet(f"{tmp_path}/metrics").where("metric = 'mrr' and aggregation = 'list_avg'").first()
     # s1 ranks a(.9) b(.8, hit) c(.7, hit) d(.6): RR 1/2; s3: RR 1  => (1/2 + 1) / 2 over 2 lists
     assert mrr.value == pytest.approx(0.75) and mrr.n == 2

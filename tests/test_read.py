@@ -21,25 +21,29 @@ CLICKS = [("u1", "s1", "r1", "b", T0)]
 
 def test_conform_casts_to_the_contract_and_keeps_only_what_is_asked(spark):
     raw = spark.createDataFrame(
-        [(7, "s", 3, 11, 2.0, "2026-11-20 10:00:00", "ios", "extra"),
-         (8, "s", 4, 12, 2.5, "not a time", "web", "extra")],
+        [
+            (7, "s", 3, 11, 2.0, "2026-11-20 10:00:00", "ios", "extra"),
+            (8, "s", 4, 12, 2.5, "not a time", "web", "extra"),
+        ],
         "user_id long, session_id string, request_id int, item_id long, position double, ts string, "
-        "platform string, other string")
+        "platform string, other string",
+    )
     got = conform(raw, EXPOSURE_COLUMNS, "exposures", keep=["platform"])
     # ids become strings; a whole float position becomes an int, 2.5 null (validation sets it aside); an
     # unparsable ts becomes null; the optional score is absent and stays absent; "other" is dropped
     expected = spark.createDataFrame(
-        [("7", "s", "3", "11", 2, dt.datetime(2026, 11, 20, 10, 0), "ios"),
-         ("8", "s", "4", "12", None, None, "web")],
+        [("7", "s", "3", "11", 2, dt.datetime(2026, 11, 20, 10, 0), "ios"), ("8", "s", "4", "12", None, None, "web")],
         "user_id string, session_id string, request_id string, item_id string, position int, ts timestamp, "
-        "platform string")
+        "platform string",
+    )
     assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_a_missing_optional_column_is_left_out_and_a_missing_kept_column_is_named(spark):
-    raw = spark.createDataFrame([("u", "s", "r", "a", 1, T0)],
-                                "user_id string, session_id string, request_id string, item_id string, "
-                                "position int, ts timestamp")
+    raw = spark.createDataFrame(
+        [("u", "s", "r", "a", 1, T0)],
+        "user_id string, session_id string, request_id string, item_id string, position int, ts timestamp",
+    )
     assert "score" not in conform(raw, EXPOSURE_COLUMNS, "exposures").columns
     with pytest.raises(SchemaError, match="missing column 'platform' in exposures \\(named in the config\\)"):
         conform(raw, EXPOSURE_COLUMNS, "exposures", keep=["platform"])
@@ -55,14 +59,29 @@ def test_read_parquet_names_a_missing_or_empty_path(spark, tmp_path):
     assert read_parquet(spark, f"{tmp_path}/ok", "clicks").count() == 1
 
 
-@pytest.mark.parametrize("ddl, rows, error, needle", [
-    ("user_id string, session_id string, request_id string, position int, ts timestamp",
-     [("u", "s", "r", 1, T0)], SchemaError, "missing column 'item_id'"),
-    ("user_id string, session_id string, request_id string, item_id string, position string, ts timestamp",
-     [("u", "s", "r", "a", "first", T0)], SchemaError, "column 'position'"),
-    ("user_id array<string>, session_id string, request_id string, item_id string, position int, ts timestamp",
-     [(["u"], "s", "r", "a", 1, T0)], SchemaError, "column 'user_id'"),
-])
+@pytest.mark.parametrize(
+    "ddl, rows, error, needle",
+    [
+        (
+            "user_id string, session_id string, request_id string, position int, ts timestamp",
+            [("u", "s", "r", 1, T0)],
+            SchemaError,
+            "missing column 'item_id'",
+        ),
+        (
+            "user_id string, session_id string, request_id string, item_id string, position string, ts timestamp",
+            [("u", "s", "r", "a", "first", T0)],
+            SchemaError,
+            "column 'position'",
+        ),
+        (
+            "user_id array<string>, session_id string, request_id string, item_id string, position int, ts timestamp",
+            [(["u"], "s", "r", "a", 1, T0)],
+            SchemaError,
+            "column 'user_id'",
+        ),
+    ],
+)
 def test_bad_schema_names_the_column_and_the_job_writes_nothing(spark, tmp_path, ddl, rows, error, needle):
     spark.createDataFrame(rows, ddl).write.parquet(f"{tmp_path}/in/exposures/dt={DAY}")
     spark.createDataFrame(CLICKS, CLICK_DDL).write.parquet(f"{tmp_path}/in/clicks/dt={DAY}")
@@ -84,5 +103,6 @@ def test_corrupt_and_empty_partitions_are_named_and_the_job_writes_nothing(spark
 
 
 def test_the_tests_ddl_is_the_contract():
-    assert input_ddl(EXPOSURE_COLUMNS) == ("user_id string, session_id string, request_id string, item_id string, "
-                                           "position int, score double, ts timestamp")
+    assert input_ddl(EXPOSURE_COLUMNS) == (
+        "user_id string, session_id string, request_id string, item_id string, position int, score double, ts timestamp"
+    )

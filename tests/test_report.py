@@ -109,17 +109,26 @@ def test_every_section_is_present(page):
     assert set(SECTIONS) <= set(page.ids("section"))
     figures = page.ids("figure")
     assert len([f for f in figures if f.startswith("chart-trend-")]) == len(HEADLINE)
-    for chart in ("chart-curves-at-k", "chart-lorenz", "chart-set-aside", "chart-rule-failures",
-                  "chart-forest-exp-ranker", "chart-forest-exp-srm", "chart-offline-auc", "chart-regression",
-                  "chart-slice-platform-ndcg-10-user-avg"):
+    for chart in (
+        "chart-curves-at-k",
+        "chart-lorenz",
+        "chart-set-aside",
+        "chart-rule-failures",
+        "chart-forest-exp-ranker",
+        "chart-forest-exp-srm",
+        "chart-offline-auc",
+        "chart-regression",
+        "chart-slice-platform-ndcg-10-user-avg",
+    ):
         assert chart in figures
     # every chart has its data right beside it
     for figure in figures:
-        assert "data-" + figure[len("chart-"):] in page.data
+        assert "data-" + figure[len("chart-") :] in page.data
 
 
 def test_headline_is_the_pipelines():
     from recsys_spark.pipeline import HEADLINE as PIPELINE_HEADLINE
+
     assert HEADLINE == PIPELINE_HEADLINE
 
 
@@ -145,9 +154,11 @@ def test_embedded_curves_slices_and_lorenz_equal_the_parquet_values(root, page):
     sl = page.data["data-slice-platform-auc-user-avg"]
     assert sl["all"] == value(last, "auc", None, "user_avg")
     assert {r["slice"]: r["value"] for r in sl["rows"]} == {
-        s: value(last, "auc", None, "user_avg", s) for s in ("platform=ios", "platform=web")}
+        s: value(last, "auc", None, "user_avg", s) for s in ("platform=ios", "platform=web")
+    }
     assert {r["slice"]: r["ci_low"] for r in sl["rows"]} == {
-        s: value(last, "auc", None, "user_avg", s, "ci_low") for s in ("platform=ios", "platform=web")}
+        s: value(last, "auc", None, "user_avg", s, "ci_low") for s in ("platform=ios", "platform=web")
+    }
     lorenz = pd.read_parquet(root / "lorenz" / "dt=2026-11-05")
     data = page.data["data-lorenz"]
     assert data["x"] == lorenz["x"].tolist() and data["y"] == lorenz["y"].tolist()
@@ -163,8 +174,9 @@ def test_headline_changes_use_the_previous_day_and_the_week_before(root, page):
     assert auc["value"] == value(last, "auc", None, "global")
     assert auc["previous_day"]["date"] == "2026-11-04" and auc["previous_day"]["delta"] is None  # missing day
     assert auc["week_before"]["date"] == fx.WEEK_BEFORE  # outside the range: read for the comparison
-    assert auc["week_before"]["delta"] == pytest.approx(value(last, "auc", None, "global")
-                                                        - value(week, "auc", None, "global"))
+    assert auc["week_before"]["delta"] == pytest.approx(
+        value(last, "auc", None, "global") - value(week, "auc", None, "global")
+    )
     assert auc["week_before"]["delta"] == pytest.approx(0.01 * 3 - 0.01 * -7)
     assert auc["ci_low"] is None  # no se for the pooled AUC, so no interval
     ndcg = rows["ndcg@10:user_avg"]
@@ -202,9 +214,11 @@ def test_rendering_twice_gives_the_same_bytes(root, offline, html, tmp_path):
     assert render(root, offline) == html
     # in a fresh interpreter with another hash seed (set and dict order), through the CLI
     out = tmp_path / "again.html"
-    code = ("import sys; from recsys_spark.cli import run; "
-            f"sys.exit(run(['report', '--output-root', {str(root)!r}, '--start', {fx.START!r}, '--end', "
-            f"{fx.END!r}, '--out', {str(out)!r}, '--offline-auc', {str(offline)!r}]))")
+    code = (
+        "import sys; from recsys_spark.cli import run; "
+        f"sys.exit(run(['report', '--output-root', {str(root)!r}, '--start', {fx.START!r}, '--end', "
+        f"{fx.END!r}, '--out', {str(out)!r}, '--offline-auc', {str(offline)!r}]))"
+    )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True)
     assert out.read_text(encoding="utf-8") == html
@@ -221,8 +235,8 @@ def test_experiments_forest_srm_banner_and_sizes(root, html, page):
         assert row["n"] == rec["n"] and row["control_n"] == rec["control_n"]
     assert got[("treatment", "ndcg")]["significant"] and not got[("treatment", "exposure_ctr")]["significant"]
     # exp_srm failed its sample ratio check: a banner that cannot be missed, in that experiment's part only
-    exp_srm = html[html.index('id="experiment-exp_srm"'):html.index('id="offline"')]
-    exp_ranker = html[html.index('id="experiment-exp_ranker"'):html.index('id="experiment-exp_srm"')]
+    exp_srm = html[html.index('id="experiment-exp_srm"') : html.index('id="offline"')]
+    exp_ranker = html[html.index('id="experiment-exp_ranker"') : html.index('id="experiment-exp_srm"')]
     assert 'class="banner bad srm-failed"' in exp_srm and "SAMPLE RATIO MISMATCH" in exp_srm
     assert "srm-failed" not in exp_ranker and "Sample ratio check passed" in exp_ranker
 
@@ -236,8 +250,7 @@ def test_offline_online_gaps_and_diagnoses(root, page):
     assert rows["2026-11-03"]["train_minus_test"] == pytest.approx(0.10)
     assert rows["2026-11-03"]["diagnosis"] == ["overfitting (train much higher than test)"]
     assert rows["2026-11-05"]["test_minus_online"] == pytest.approx(0.95 - online[3])
-    assert rows["2026-11-05"]["diagnosis"] == [
-        "offline/online inconsistency or leakage (test much higher than online)"]
+    assert rows["2026-11-05"]["diagnosis"] == ["offline/online inconsistency or leakage (test much higher than online)"]
 
 
 def test_regression_rests_on_the_days_and_says_when_too_few(root, html, page):
@@ -272,9 +285,11 @@ def test_an_empty_range_still_renders(tmp_path):
 
 
 def test_cli_writes_the_default_path_without_spark(root, tmp_path):
-    code = ("import sys; from recsys_spark.cli import run; "
-            f"rc = run(['report', '--output-root', {str(root)!r}, '--start', {fx.START!r}, '--end', {fx.END!r}]); "
-            "sys.exit(rc if rc else (3 if 'pyspark' in sys.modules else 0))")
+    code = (
+        "import sys; from recsys_spark.cli import run; "
+        f"rc = run(['report', '--output-root', {str(root)!r}, '--start', {fx.START!r}, '--end', {fx.END!r}]); "
+        "sys.exit(rc if rc else (3 if 'pyspark' in sys.modules else 0))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr  # 3: pyspark was imported for a local root
     path = default_path(str(root), START, END)
@@ -283,12 +298,28 @@ def test_cli_writes_the_default_path_without_spark(root, tmp_path):
 
 def test_cli_errors_are_one_line(root, tmp_path, capsys):
     assert run(["report", "--output-root", str(root), "--start", fx.END, "--end", fx.START]) == 2
-    assert run(["report", "--output-root", str(root), "--start", fx.START, "--end", fx.END,
-                "--offline-auc", str(tmp_path / "absent.parquet")]) == 4
+    assert (
+        run(
+            [
+                "report",
+                "--output-root",
+                str(root),
+                "--start",
+                fx.START,
+                "--end",
+                fx.END,
+                "--offline-auc",
+                str(tmp_path / "absent.parquet"),
+            ]
+        )
+        == 4
+    )
     bad = tmp_path / "bad.csv"
     bad.write_text("dt,model,auc\n2026-11-02,m1,0.7\n")
-    assert run(["report", "--output-root", str(root), "--start", fx.START, "--end", fx.END,
-                "--offline-auc", str(bad)]) == 5
+    assert (
+        run(["report", "--output-root", str(root), "--start", fx.START, "--end", fx.END, "--offline-auc", str(bad)])
+        == 5
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and "lacks column(s) split" in err[2]
 
@@ -312,6 +343,7 @@ def test_values_are_finite_or_null_in_every_data_block(page):
         elif isinstance(v, list):
             for x in v:
                 walk(x)
+
     for block in page.data.values():
         walk(block)
 
@@ -319,8 +351,9 @@ def test_values_are_finite_or_null_in_every_data_block(page):
 def test_evaluate_accepts_report():
     from recsys_spark.cli import build_parser
 
-    args = build_parser().parse_args(["evaluate", "--date", "2026-11-05", "--input-root", "in", "--output-root", "o",
-                                      "--report"])
+    args = build_parser().parse_args(
+        ["evaluate", "--date", "2026-11-05", "--input-root", "in", "--output-root", "o", "--report"]
+    )
     assert args.report is True
     plain = build_parser().parse_args(["evaluate", "--date", "2026-11-05", "--input-root", "in", "--output-root", "o"])
     assert plain.report is False

@@ -16,16 +16,18 @@ import report_fixture as fx
 from recsys_spark.config import load_config
 from recsys_spark.report import write_report
 
-pytestmark = pytest.mark.skipif(browser.chromium() is None,
-                                reason="Chromium not installed (apt-get install chromium; .ci/run does it)")
+pytestmark = pytest.mark.skipif(
+    browser.chromium() is None, reason="Chromium not installed (apt-get install chromium; .ci/run does it)"
+)
 
 
 def check_page(path: Path, expected_charts: int) -> np.ndarray:
     """Load ``path`` in Chromium, assert what every report must satisfy, return the screenshot's pixels."""
     page = browser.load(path, width=1100, height=1400)
     assert page.console_errors == []
-    charts = re.findall(r'<figure id="chart-[^"]+"[^>]*>\s*<figcaption>[^<]*</figcaption>\s*<svg class="chart"',
-                        page.dom)
+    charts = re.findall(
+        r'<figure id="chart-[^"]+"[^>]*>\s*<figcaption>[^<]*</figcaption>\s*<svg class="chart"', page.dom
+    )
     assert len(charts) == expected_charts, "the rendered DOM lacks charts"
     for figure in re.findall(r'<figure id="chart-.*?</figure>', page.dom, re.DOTALL):
         assert re.search(r"<(polyline|circle|rect|polygon)\b", figure), figure[:80]  # every chart draws marks
@@ -58,8 +60,16 @@ def test_chromium_renders_the_report(tmp_path):
     root = fx.build_root(tmp_path / "out")
     offline = tmp_path / "auc.csv"
     fx.write_offline_auc(offline)
-    path = Path(write_report(str(root), dt.date.fromisoformat(fx.START), dt.date.fromisoformat(fx.END),
-                             load_config(), out=str(tmp_path / "report.html"), offline_auc=str(offline)))
+    path = Path(
+        write_report(
+            str(root),
+            dt.date.fromisoformat(fx.START),
+            dt.date.fromisoformat(fx.END),
+            load_config(),
+            out=str(tmp_path / "report.html"),
+            offline_auc=str(offline),
+        )
+    )
     html = path.read_text(encoding="utf-8")
     expected = len(re.findall(r'<svg class="chart"', html))
     assert expected >= 20

@@ -27,9 +27,25 @@ SETTINGS = ["rules.fail_on_hard=false", 'slices.names=["platform"]', "metrics.k=
 @pytest.fixture(scope="module")
 def run(spark, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("report_run")
-    subprocess.run([sys.executable, "-m", "recsys_spark.generate", "--date", DAYS[-1].isoformat(), "--days", "4",
-                    "--users", "300", "--seed", "11", "--output-root", str(root / "in")], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "recsys_spark.generate",
+            "--date",
+            DAYS[-1].isoformat(),
+            "--days",
+            "4",
+            "--users",
+            "300",
+            "--seed",
+            "11",
+            "--output-root",
+            str(root / "in"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     cfg = load_config(None, SETTINGS)
     for day in DAYS:
         if day != SKIPPED:
@@ -48,22 +64,35 @@ def test_every_section_from_a_real_run(html):
     page = parse(html)
     assert set(SECTIONS) <= set(page.ids("section"))  # the generator writes assignments: experiments too
     figures = page.ids("figure")
-    for chart in ("chart-trend-ndcg-10-user-avg", "chart-curves-at-k", "chart-lorenz", "chart-rule-failures",
-                  "chart-set-aside", "chart-slice-platform-ndcg-10-user-avg", "chart-regression"):
+    for chart in (
+        "chart-trend-ndcg-10-user-avg",
+        "chart-curves-at-k",
+        "chart-lorenz",
+        "chart-rule-failures",
+        "chart-set-aside",
+        "chart-slice-platform-ndcg-10-user-avg",
+        "chart-regression",
+    ):
         assert chart in figures
     for figure in figures:
-        assert "data-" + figure[len("chart-"):] in page.data
+        assert "data-" + figure[len("chart-") :] in page.data
 
 
 def test_embedded_data_equals_what_the_job_wrote(run, html):
     page = parse(html)
     out = run / "out"
-    metrics = pd.concat([pd.read_parquet(out / "metrics" / f"dt={d}").assign(dt=d.isoformat())
-                         for d in DAYS if d != SKIPPED])
+    metrics = pd.concat(
+        [pd.read_parquet(out / "metrics" / f"dt={d}").assign(dt=d.isoformat()) for d in DAYS if d != SKIPPED]
+    )
 
     def value(day, metric, k, agg, slice_="all"):
-        sel = ((metrics.dt == day) & (metrics.metric == metric) & (metrics.aggregation == agg)
-               & (metrics.slice == slice_) & (metrics.k.isna() if k is None else metrics.k == k))
+        sel = (
+            (metrics.dt == day)
+            & (metrics.metric == metric)
+            & (metrics.aggregation == agg)
+            & (metrics.slice == slice_)
+            & (metrics.k.isna() if k is None else metrics.k == k)
+        )
         assert sel.sum() == 1
         v = metrics[sel]["value"].iloc[0]
         return None if pd.isna(v) else float(v)
@@ -120,8 +149,9 @@ def test_evaluate_report_writes_the_days_report(run, spark, tmp_path):
     assert Path(path).read_text(encoding="utf-8").count('<svg class="chart"') == 22
 
 
-@pytest.mark.skipif(__import__("browser").chromium() is None,
-                    reason="Chromium not installed (apt-get install chromium)")
+@pytest.mark.skipif(
+    __import__("browser").chromium() is None, reason="Chromium not installed (apt-get install chromium)"
+)
 def test_chromium_renders_the_real_report(run, html, tmp_path):
     from test_report_browser import check_page
 
@@ -135,10 +165,29 @@ def test_cli_evaluate_report_fills_the_gap_last(run):
     import os
 
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    proc = subprocess.run([sys.executable, "-m", "recsys_spark.cli", "evaluate", "--date", SKIPPED.isoformat(),
-                           "--input-root", str(run / "in"), "--output-root", str(run / "out"), "--master", "local[2]",
-                           "--report", *[a for s in SETTINGS + ["report.window_days=3"] for a in ("--set", s)]],
-                          capture_output=True, text=True, timeout=900, env=env, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "recsys_spark.cli",
+            "evaluate",
+            "--date",
+            SKIPPED.isoformat(),
+            "--input-root",
+            str(run / "in"),
+            "--output-root",
+            str(run / "out"),
+            "--master",
+            "local[2]",
+            "--report",
+            *[a for s in SETTINGS + ["report.window_days=3"] for a in ("--set", s)],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     path = run / "out" / "reports" / f"{DAYS[0].isoformat()}_{SKIPPED.isoformat()}.html"  # 3 days ending there
     assert f"{SKIPPED}: report {path}" in proc.stdout

@@ -26,18 +26,35 @@ def test_a_soft_rule_passes_at_its_threshold_and_without_a_denominator():
 @pytest.mark.spark
 def test_scan_rules_on_labelled_exposures(spark):
     # request r1 shows a twice (copies 2), x is not in the catalog, c is blacklisted, one score above 1
-    exposures = spark.createDataFrame([
-        ("u1", "r1", "a", 0.9, 2, True, "books"),
-        ("u1", "r1", "x", 0.8, 1, False, "unknown"),
-        ("u1", "r2", "c", 1.5, 1, True, "toys"),
-        ("u2", "r3", None, None, 1, None, None),          # an empty response
-    ], "user_id string, request_id string, item_id string, score double, copies long, _in_catalog boolean, "
-       "_category string")
-    counts = {"exposure_rows": 5, "bad_score": 0, "duplicate_exposures": 1, "orphan_events": 0, "valid_events": 2,
-              "empty_responses": 1}
-    results = scan_rules(exposures, counts, has_catalog=True, has_score=True, blacklist_items=["c"],
-                         blacklist_categories=["toys"], bot_requests_per_user=1,
-                         thresholds=threshold_settings(load_config()), previous_exposure_rows=None)
+    exposures = spark.createDataFrame(
+        [
+            ("u1", "r1", "a", 0.9, 2, True, "books"),
+            ("u1", "r1", "x", 0.8, 1, False, "unknown"),
+            ("u1", "r2", "c", 1.5, 1, True, "toys"),
+            ("u2", "r3", None, None, 1, None, None),  # an empty response
+        ],
+        "user_id string, request_id string, item_id string, score double, copies long, _in_catalog boolean, "
+        "_category string",
+    )
+    counts = {
+        "exposure_rows": 5,
+        "bad_score": 0,
+        "duplicate_exposures": 1,
+        "orphan_events": 0,
+        "valid_events": 2,
+        "empty_responses": 1,
+    }
+    results = scan_rules(
+        exposures,
+        counts,
+        has_catalog=True,
+        has_score=True,
+        blacklist_items=["c"],
+        blacklist_categories=["toys"],
+        bot_requests_per_user=1,
+        thresholds=threshold_settings(load_config()),
+        previous_exposure_rows=None,
+    )
     got = {r.rule: r for r in results}
     # 3 item exposures
     assert (got["blacklisted_item"].violations, got["blacklisted_item"].examples) == (1, ["c"])
@@ -46,10 +63,10 @@ def test_scan_rules_on_labelled_exposures(spark):
     assert got["item_missing_from_catalog"].examples == ["x"] and not got["item_missing_from_catalog"].passed
     assert got["non_finite_score"].passed
     assert got["duplicate_exposure_rate"].rate == pytest.approx(1 / 5)
-    assert got["empty_response_rate"].rate == pytest.approx(1 / 3)     # 3 requests
+    assert got["empty_response_rate"].rate == pytest.approx(1 / 3)  # 3 requests
     assert got["score_out_of_range_rate"].rate == pytest.approx(1 / 3)
-    assert got["bot_user_rate"].violations == 1                         # u1: 2 requests > 1
-    assert "exposure_change" not in got                                 # no previous day
+    assert got["bot_user_rate"].violations == 1  # u1: 2 requests > 1
+    assert "exposure_change" not in got  # no previous day
     frame = rules_frame(spark, results)
     assert frame.schema.simpleString() == spark.createDataFrame([], RULE_CHECKS_DDL).schema.simpleString()
     assert frame.count() == len(results) == len(as_dicts(results))

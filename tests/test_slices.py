@@ -12,8 +12,12 @@ EXPOSURE_COLUMNS = ["user_id", "session_id", "request_id", "item_id", "position"
 
 
 def test_names_resolve_to_derived_exposure_item_and_user_dimensions():
-    dims = resolve_slices(["hour", "platform", "category", "country", "user_type"], EXPOSURE_COLUMNS,
-                          ["item_id", "category"], ["user_id", "first_seen", "country"])
+    dims = resolve_slices(
+        ["hour", "platform", "category", "country", "user_type"],
+        EXPOSURE_COLUMNS,
+        ["item_id", "category"],
+        ["user_id", "first_seen", "country"],
+    )
     assert (dims.exposure, dims.item, dims.user) == (("platform",), ("category",), ("country",))
     assert dims.needs_users and dims.item_dims == ("category",)
 
@@ -29,15 +33,19 @@ def test_an_unknown_name_or_an_id_column_is_an_error_naming_it():
 
 @pytest.mark.spark
 def test_explode_gives_all_plus_one_row_per_non_null_dimension_value(spark):
-    rows = spark.createDataFrame([("u1", "a", "ios", "X"), ("u2", None, "web", None)],
-                                 f"user_id string, item_id string, {slice_column('platform')} string, "
-                                 f"{slice_column('category')} string")
+    rows = spark.createDataFrame(
+        [("u1", "a", "ios", "X"), ("u2", None, "web", None)],
+        f"user_id string, item_id string, {slice_column('platform')} string, {slice_column('category')} string",
+    )
     got = explode_slices(rows, SliceDims(("platform", "category"), ("platform",), ("category",)))
     # u2 is an empty response: no category, so no category row
     expected = [("u1", "all"), ("u1", "platform=ios"), ("u1", "category=X"), ("u2", "all"), ("u2", "platform=web")]
-    assert_df_equality(got.select("user_id", "slice"),
-                       spark.createDataFrame(expected, "user_id string, slice string"),
-                       ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(
+        got.select("user_id", "slice"),
+        spark.createDataFrame(expected, "user_id string, slice string"),
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
 
 
 @pytest.mark.spark

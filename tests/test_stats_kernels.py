@@ -32,8 +32,10 @@ T_IMPR, T_CLICKS = [9, 6, 11, 4, 10, 8], [2, 1, 2, 0, 3, 1]
 
 
 def test_kernels_stats_does_not_import_pyspark_or_scipy_at_import():
-    code = ("import sys; import recsys_spark.kernels.stats; "
-            "sys.exit(1 if 'pyspark' in sys.modules or 'scipy' in sys.modules else 0)")
+    code = (
+        "import sys; import recsys_spark.kernels.stats; "
+        "sys.exit(1 if 'pyspark' in sys.modules or 'scipy' in sys.modules else 0)"
+    )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
@@ -43,7 +45,7 @@ def test_kernels_stats_does_not_import_pyspark_or_scipy_at_import():
 def test_mean_stats_hand_values_and_merge():
     # x = 1, 2, 3, 6: n 4, sum 12, sum_sq 1 + 4 + 9 + 36 = 50; mean 3; var (50 - 144/4) / 3 = 14/3
     whole = MeanStats.from_values(np.array([1.0, 2.0, 3.0, 6.0]))
-    assert (whole.n, whole.sum, whole.sum_sq, whole.m2) == (4.0, 12.0, 50.0, 14.0)   # m2 = 4 + 1 + 0 + 9
+    assert (whole.n, whole.sum, whole.sum_sq, whole.m2) == (4.0, 12.0, 50.0, 14.0)  # m2 = 4 + 1 + 0 + 9
     assert whole.mean == 3.0 and whole.var == pytest.approx(14 / 3)
     merged = MeanStats.from_values(np.array([6.0, np.nan])).merge(MeanStats.from_values(np.array([1.0, 2.0, 3.0])))
     assert merged == whole  # NaN is missing, merge adds (and combines m2 by Chan et al.)
@@ -88,8 +90,9 @@ def test_confidence_outside_the_unit_interval_is_refused():
 def test_delta_method_golden_variances():
     c = RatioStats.from_values(np.array(C_CLICKS, float), np.array(C_IMPR, float))
     t = RatioStats.from_values(np.array(T_CLICKS, float), np.array(T_IMPR, float))
-    assert c.ratio == pytest.approx(0.1111111111, abs=1e-10) and c.var_ratio == pytest.approx(1.0827617741e-03,
-                                                                                                 rel=1e-9)
+    assert c.ratio == pytest.approx(0.1111111111, abs=1e-10) and c.var_ratio == pytest.approx(
+        1.0827617741e-03, rel=1e-9
+    )
     assert t.ratio == pytest.approx(0.1875) and t.var_ratio == pytest.approx(1.1433919271e-03, rel=1e-9)
 
 
@@ -100,7 +103,7 @@ def test_delta_variance_equals_the_textbook_form():
     s = RatioStats.from_values(x, y)
     n, mx, my = len(x), x.mean(), y.mean()
     vx, vy, cxy = x.var(ddof=1), y.var(ddof=1), np.cov(x, y, ddof=1)[0, 1]
-    textbook = (vx / my ** 2 - 2 * mx * cxy / my ** 3 + mx ** 2 * vy / my ** 4) / n
+    textbook = (vx / my**2 - 2 * mx * cxy / my**3 + mx**2 * vy / my**4) / n
     assert s.var_ratio == pytest.approx(textbook, rel=1e-10)
     # and the residual form: sd of x - R y over n, divided by mean y
     r = x.sum() / y.sum()
@@ -165,12 +168,16 @@ def test_ratio_difference_reproduces_gbstats():
     got = ratio_difference(c, t, quantile="welch")
     assert got.method == "delta"
     assert got.delta == pytest.approx(0.0763888889, abs=1e-10)
-    assert (got.ci_low, got.ci_high) == (pytest.approx(-0.0287500265, abs=1e-10),
-                                         pytest.approx(0.1815278043, abs=1e-10))
+    assert (got.ci_low, got.ci_high) == (
+        pytest.approx(-0.0287500265, abs=1e-10),
+        pytest.approx(0.1815278043, abs=1e-10),
+    )
     assert got.p_value == pytest.approx(0.1365346068, abs=1e-10)
     assert got.rel_delta == pytest.approx(0.6875)
-    assert (got.rel_ci_low, got.rel_ci_high) == (pytest.approx(-0.6163584281, abs=1e-10),
-                                                 pytest.approx(1.9913584281, abs=1e-10))
+    assert (got.rel_ci_low, got.rel_ci_high) == (
+        pytest.approx(-0.6163584281, abs=1e-10),
+        pytest.approx(1.9913584281, abs=1e-10),
+    )
     assert got.rel_p_value == pytest.approx(0.2672436038, abs=1e-10)
 
 

@@ -163,9 +163,14 @@ def job_arguments() -> list[str]:
     ]  # fmt: skip
     if CONFIG_FILE:
         args += ["--config", CONFIG_FILE]
-    args += ["--set", f"input.exposures={json.dumps(_parse_time('exposures'))}",
-             "--set", f"input.clicks={json.dumps(_parse_time('clicks'))}",
-             "--set", "rules.fail_on_hard=false"]  # exit 0 on a hard violation: quality_gate decides
+    args += [
+        "--set",
+        f"input.exposures={json.dumps(_parse_time('exposures'))}",
+        "--set",
+        f"input.clicks={json.dumps(_parse_time('clicks'))}",
+        "--set",
+        "rules.fail_on_hard=false",
+    ]  # exit 0 on a hard violation: quality_gate decides
     for override in OVERRIDES:
         args += ["--set", override]
     return args
@@ -191,8 +196,10 @@ def _path_template(template: str) -> str:
         elif field == "date":
             out.append(_jinja_date_format(spec or "%Y-%m-%d"))
         else:  # the job rejects it too (exit 3): fail here, at parse time, with the same words
-            raise ValueError(f"unknown placeholder {{{field}}} in input path {template!r}: "
-                             "expected {input_root}, {date} or {date:FORMAT}")
+            raise ValueError(
+                f"unknown placeholder {{{field}}} in input path {template!r}: "
+                "expected {input_root}, {date} or {date:FORMAT}"
+            )
     return "".join(out)
 
 
@@ -213,17 +220,21 @@ def input_sensor(name: str, spec: str):
     if spec.startswith(TABLE_PREFIX):
         from airflow.providers.apache.hive.sensors.hive_partition import HivePartitionSensor
 
-        db_table = spec[len(TABLE_PREFIX):]
+        db_table = spec[len(TABLE_PREFIX) :]
         schema, _, table = db_table.rpartition(".")
         column = _parse_time("partition_column")
         return HivePartitionSensor(
-            table=table, schema=schema or "default",
+            table=table,
+            schema=schema or "default",
             partition=f"{column}='{_jinja_date_format(_parse_time('partition_format'))}'",
-            metastore_conn_id=_parse_time("metastore_conn_id"), **common)
+            metastore_conn_id=_parse_time("metastore_conn_id"),
+            **common,
+        )
     from airflow.providers.standard.sensors.filesystem import FileSensor
 
-    return FileSensor(filepath=_path_template(spec).rstrip("/") + "/_SUCCESS",
-                      fs_conn_id=_parse_time("fs_conn_id"), **common)
+    return FileSensor(
+        filepath=_path_template(spec).rstrip("/") + "/_SUCCESS", fs_conn_id=_parse_time("fs_conn_id"), **common
+    )
 
 
 # --- the quality gate ------------------------------------------------------------------
@@ -253,17 +264,22 @@ def check_summary(output_root: str, date: str) -> dict[str, Any]:
         raise AirflowFailException(f"no summary for {date} at {location}: the evaluate task did not write it") from err
     failed = hard_violations(summary)
     if failed:
-        raise AirflowFailException(f"{date}: hard business rules violated: {', '.join(failed)} "
-                                   f"(outputs written; see {output_root.rstrip('/')}/rule_checks/dt={date})")
+        raise AirflowFailException(
+            f"{date}: hard business rules violated: {', '.join(failed)} "
+            f"(outputs written; see {output_root.rstrip('/')}/rule_checks/dt={date})"
+        )
     soft = [r["rule"] for r in summary.get("rules", []) if not r.get("passed")]
     print(f"{date}: status={summary.get('status')} soft rules failed: {', '.join(soft) or 'none'}")
     return {"date": date, "status": summary.get("status"), "soft_failed": soft}
 
 
 def _gate():
-    return task(task_id="quality_gate", retries=0, outlets=[Asset(name=GATE_ASSET)],
-                doc_md="Fails without retry when the summary reports a hard rule violation.")(check_summary)(
-        output_root=OUTPUT_ROOT, date=EVAL_DATE)
+    return task(
+        task_id="quality_gate",
+        retries=0,
+        outlets=[Asset(name=GATE_ASSET)],
+        doc_md="Fails without retry when the summary reports a hard rule violation.",
+    )(check_summary)(output_root=OUTPUT_ROOT, date=EVAL_DATE)
 
 
 # --- the DAGs ---------------------------------------------------------------------------
@@ -329,8 +345,10 @@ if "yarn" in PLATFORMS:
 if "kubernetes" in PLATFORMS:
     from airflow.providers.cncf.kubernetes.operators.spark_kubernetes import SparkKubernetesOperator
 
-    with _dag("recsys_eval_daily_k8s", "Daily offline evaluation of recommender logs (recsys-spark, "
-              "Spark operator on Kubernetes)") as k8s_dag:
+    with _dag(
+        "recsys_eval_daily_k8s",
+        "Daily offline evaluation of recommender logs (recsys-spark, Spark operator on Kubernetes)",
+    ) as k8s_dag:
         k8s_evaluate = SparkKubernetesOperator(
             task_id="evaluate",
             namespace=_parse_time("namespace"),
@@ -338,9 +356,14 @@ if "kubernetes" in PLATFORMS:
             # rendered with the params below; the operator creates the SparkApplication, waits
             # for it (driver exit code) and deletes it afterwards
             application_file="recsys-eval-sparkapplication.yaml",
-            params={"image": _parse_time("image"), "service_account": _parse_time("service_account"),
-                    "namespace": _parse_time("namespace"), "input_root": _parse_time("input_root"),
-                    "output_root": _parse_time("output_root"), "extra_args": job_arguments()[7:]},
+            params={
+                "image": _parse_time("image"),
+                "service_account": _parse_time("service_account"),
+                "namespace": _parse_time("namespace"),
+                "input_root": _parse_time("input_root"),
+                "output_root": _parse_time("output_root"),
+                "extra_args": job_arguments()[7:],
+            },
             get_logs=True,
             delete_on_termination=True,
             outlets=output_assets(),

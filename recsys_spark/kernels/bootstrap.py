@@ -29,8 +29,9 @@ import numpy as np
 from recsys_spark.kernels.health import gini_from_histogram
 
 
-def item_replicates(item_codes: np.ndarray, n_items: int, exposures: np.ndarray,
-                    weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def item_replicates(
+    item_codes: np.ndarray, n_items: int, exposures: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(e, c), each (n_items, R): per item and replicate, Σ w n and Σ w over its (user, item) rows.
 
     >>> w = np.array([[1, 2], [0, 1], [3, 0]])          # three (user, item) rows, two replicates
@@ -77,8 +78,9 @@ def novelty_replicates(log_sum: np.ndarray, exposures: np.ndarray, n_clickers: i
     return np.where((exposures > 0) & (n_clickers > 0), out, np.nan)
 
 
-def gini_replicates(hist: dict[int, dict[tuple[float, bool], float]], replicates: int,
-                    catalog_zeros: float | None) -> tuple[np.ndarray, np.ndarray | None]:
+def gini_replicates(
+    hist: dict[int, dict[tuple[float, bool], float]], replicates: int, catalog_zeros: float | None
+) -> tuple[np.ndarray, np.ndarray | None]:
     """(Gini over exposed items, Gini over the catalog) per replicate from {replicate: {(count, in catalog): items}}.
 
     ``catalog_zeros``: catalog items never exposed in the day (None without a catalog); a day's

@@ -38,6 +38,7 @@ def business_values(stats: Mapping[str, float]) -> list[Row]:
     >>> [v for _, _, v, _, _ in rows]          # 2/8, 2/4, 2/2, 1/2, 2/1
     [0.25, 0.5, 1.0, 0.5, 2.0]
     """
+
     def count(name: str) -> int:
         return int(stats.get(name) or 0)
 

@@ -50,8 +50,16 @@ CORRECTIONS = ("holm", "bh", "none")
 #: the headline set of the daily job (pipeline.HEADLINE) that has a per-user form: exact pooled AUC
 #: (auc_global) and Gini have none and are left out; pv_ctr is added (the issue names it)
 DEFAULT_METRICS = (
-    "auc_user_avg", "auc_impression_weighted", "ndcg@10_user_avg", "map@10_user_avg", "mrr_user_avg",
-    "precision@10_global", "recall@10_global", "hit_rate@10_user_avg", "exposure_ctr_global", "pv_ctr_global",
+    "auc_user_avg",
+    "auc_impression_weighted",
+    "ndcg@10_user_avg",
+    "map@10_user_avg",
+    "mrr_user_avg",
+    "precision@10_global",
+    "recall@10_global",
+    "hit_rate@10_user_avg",
+    "exposure_ctr_global",
+    "pv_ctr_global",
     "pv_failure_rate_global",
 )
 
@@ -152,9 +160,14 @@ def fill_covariate(have: CovariateStats, missing: MeanStats, fill: float) -> Cov
     of the users that have one.
     """
     c = float(fill)
-    return CovariateStats(have.n + missing.n, have.sum_y + missing.sum, have.sum_yy + missing.sum_sq,
-                          have.sum_x + missing.n * c, have.sum_xx + missing.n * c * c,
-                          have.sum_xy + c * missing.sum)
+    return CovariateStats(
+        have.n + missing.n,
+        have.sum_y + missing.sum,
+        have.sum_yy + missing.sum_sq,
+        have.sum_x + missing.n * c,
+        have.sum_xx + missing.n * c * c,
+        have.sum_xy + c * missing.sum,
+    )
 
 
 def cuped_theta(arms: Sequence[CovariateStats]) -> float:
@@ -168,7 +181,7 @@ def cuped_theta(arms: Sequence[CovariateStats]) -> float:
     n = total.n
     if n < 2:
         return 0.0
-    sxx = total.sum_xx - total.sum_x ** 2 / n
+    sxx = total.sum_xx - total.sum_x**2 / n
     sxy = total.sum_xy - total.sum_x * total.sum_y / n
     return float(sxy / sxx) if sxx > 1e-12 * max(total.sum_xx, 1.0) else 0.0
 
@@ -181,13 +194,14 @@ def cuped_adjusted(arm: CovariateStats, theta: float, x_mean: float) -> MeanStat
     """
     n, sy, syy, sx, sxx, sxy = arm.as_tuple()
     sdx = sx - n * x_mean  # sum (x - x_mean)
-    sdxdx = sxx - 2 * x_mean * sx + n * x_mean ** 2
+    sdxdx = sxx - 2 * x_mean * sx + n * x_mean**2
     sydx = sxy - x_mean * sy
-    return MeanStats(n, sy - theta * sdx, syy - 2 * theta * sydx + theta ** 2 * sdxdx)
+    return MeanStats(n, sy - theta * sdx, syy - 2 * theta * sydx + theta**2 * sdxdx)
 
 
-def cuped_compare(control: CovariateStats, treatment: CovariateStats,
-                  confidence: float = 0.95) -> tuple[Comparison, float]:
+def cuped_compare(
+    control: CovariateStats, treatment: CovariateStats, confidence: float = 0.95
+) -> tuple[Comparison, float]:
     """Welch's test on CUPED-adjusted values, theta pooled over both arms; returns (comparison, theta).
 
     The adjusted control mean is the base of the relative lift.
@@ -222,8 +236,9 @@ class RatioCovariateStats:
         return mu, cov
 
 
-def cuped_ratio_compare(control: RatioCovariateStats, treatment: RatioCovariateStats,
-                        confidence: float = 0.95) -> tuple[Comparison, float]:
+def cuped_ratio_compare(
+    control: RatioCovariateStats, treatment: RatioCovariateStats, confidence: float = 0.95
+) -> tuple[Comparison, float]:
     """CUPED for a ratio of sums R = sum x / sum y, with the pre-period ratio R' = sum u / sum v as covariate.
 
     Delta method per arm, with the gradients a = (1/mu_y, -mu_x/mu_y^2, 0, 0) of R and
@@ -244,7 +259,7 @@ def cuped_ratio_compare(control: RatioCovariateStats, treatment: RatioCovariateS
     pooled = (control.s[2] + treatment.s[2]) / (control.s[3] + treatment.s[3])
     (rc, pc, vc, wc, cc), (rt, pt, vt, wt, ct) = parts
     adj_c, adj_t = rc - theta * (pc - pooled), rt - theta * (pt - pooled)
-    var_c, var_t = vc - 2 * theta * cc + theta ** 2 * wc, vt - 2 * theta * ct + theta ** 2 * wt
+    var_c, var_t = vc - 2 * theta * cc + theta**2 * wc, vt - 2 * theta * ct + theta**2 * wt
     return _compare(adj_c, var_c, adj_t, var_t, _zq(confidence), _p_z, None, "delta_cuped"), theta
 
 
@@ -264,14 +279,15 @@ def mde(se: float, confidence: float = 0.95, power: float = 0.8) -> float:
     return _z(confidence, power) * se if se is not None and math.isfinite(se) else math.nan
 
 
-def sample_size_per_arm(var_a: float, var_b: float, delta: float, confidence: float = 0.95,
-                        power: float = 0.8) -> float:
+def sample_size_per_arm(
+    var_a: float, var_b: float, delta: float, confidence: float = 0.95, power: float = 0.8
+) -> float:
     """Users per arm to detect ``delta``: (z_{1-a/2} + z_power)^2 (var_a + var_b) / delta^2 (round it up).
 
     >>> round(sample_size_per_arm(0.10 * 0.90, 0.11 * 0.89, 0.01), 2)
     14748.05
     """
-    return _z(confidence, power) ** 2 * (var_a + var_b) / delta ** 2
+    return _z(confidence, power) ** 2 * (var_a + var_b) / delta**2
 
 
 # --- metrics -------------------------------------------------------------------------------------
@@ -338,8 +354,7 @@ def parse_metric(name: str) -> MetricSpec:
     if metric in _RATIOS and agg == "global":
         num, den = _RATIOS[metric]
         return MetricSpec(name, metric, k, agg, "ratio", num, den)
-    raise ValueError(f"metric {name!r} has no per-user form to test (pooled AUC, Gini, diversity... "
-                     "have none)")
+    raise ValueError(f"metric {name!r} has no per-user form to test (pooled AUC, Gini, diversity... have none)")
 
 
 def needed_ks(specs: Iterable[MetricSpec]) -> tuple[int, ...]:
@@ -355,11 +370,27 @@ COVARIATE_PARTS = ("cn", "cy", "cyy", "cx", "cxx", "cxy")  # users of a "mean" m
 RATIO_COVARIATE_PARTS = ("cn", "u", "v", "uu", "vv", "xu", "xv", "yu", "yv", "uv")
 
 RESULT_COLUMNS = (
-    ("experiment", "string"), ("variant", "string"), ("metric", "string"), ("k", "int"),
-    ("aggregation", "string"), ("slice", "string"), ("value", "double"), ("n", "long"),
-    ("control_value", "double"), ("control_n", "long"), ("delta", "double"), ("ci_low", "double"),
-    ("ci_high", "double"), ("rel_delta", "double"), ("rel_ci_low", "double"), ("rel_ci_high", "double"),
-    ("p_value", "double"), ("p_adjusted", "double"), ("method", "string"), ("se", "double"), ("mde", "double"),
+    ("experiment", "string"),
+    ("variant", "string"),
+    ("metric", "string"),
+    ("k", "int"),
+    ("aggregation", "string"),
+    ("slice", "string"),
+    ("value", "double"),
+    ("n", "long"),
+    ("control_value", "double"),
+    ("control_n", "long"),
+    ("delta", "double"),
+    ("ci_low", "double"),
+    ("ci_high", "double"),
+    ("rel_delta", "double"),
+    ("rel_ci_low", "double"),
+    ("rel_ci_high", "double"),
+    ("p_value", "double"),
+    ("p_adjusted", "double"),
+    ("method", "string"),
+    ("se", "double"),
+    ("mde", "double"),
     ("covariate_n", "long"),
 )
 
@@ -440,8 +471,14 @@ def _value(s: MeanStats | RatioStats) -> float | None:
     return _clean(s.mean if isinstance(s, MeanStats) else s.ratio)
 
 
-def compare(control: Mapping[str, float], treatment: Mapping[str, float], spec: MetricSpec,
-            confidence: float = 0.95, power: float = 0.8, cuped: bool = False) -> dict:
+def compare(
+    control: Mapping[str, float],
+    treatment: Mapping[str, float],
+    spec: MetricSpec,
+    confidence: float = 0.95,
+    power: float = 0.8,
+    cuped: bool = False,
+) -> dict:
     """One metric, one treatment arm against control: the fields of a result row (no p_adjusted).
 
     Means: Welch (``method = "welch"``), or Welch on CUPED-adjusted values when
@@ -451,8 +488,13 @@ def compare(control: Mapping[str, float], treatment: Mapping[str, float], spec: 
     Undefined results (an arm with fewer than two users, a zero denominator) are None.
     """
     c, t = arm_stats(control, spec), arm_stats(treatment, spec)
-    out: dict[str, Any] = {"value": _value(t), "n": int(t.n), "control_value": _value(c), "control_n": int(c.n),
-                           "covariate_n": None}
+    out: dict[str, Any] = {
+        "value": _value(t),
+        "n": int(t.n),
+        "control_value": _value(c),
+        "control_n": int(c.n),
+        "covariate_n": None,
+    }
     comp: Comparison | None = None
     method = "welch" if spec.kind == "mean" else "delta"
     if c.n >= 2 and t.n >= 2:
@@ -463,8 +505,7 @@ def compare(control: Mapping[str, float], treatment: Mapping[str, float], spec: 
                     out["covariate_n"] = int(hc.n + ht.n)
                     if hc.n + ht.n >= 2:
                         fill = (hc.sum_x + ht.sum_x) / (hc.n + ht.n)
-                        comp, _ = cuped_compare(fill_covariate(hc, mc, fill), fill_covariate(ht, mt, fill),
-                                                confidence)
+                        comp, _ = cuped_compare(fill_covariate(hc, mc, fill), fill_covariate(ht, mt, fill), confidence)
                         method = "welch_cuped"
                 if comp is None:
                     comp = welch(c, t, confidence)
@@ -484,9 +525,16 @@ def compare(control: Mapping[str, float], treatment: Mapping[str, float], spec: 
     return out
 
 
-def analyse_experiment(experiment: str, sums: Mapping[tuple[str, str], Mapping[str, float]],
-                       specs: Sequence[MetricSpec], control: str, correction: str = "holm",
-                       confidence: float = 0.95, power: float = 0.8, cuped: bool = False) -> list[ResultRow]:
+def analyse_experiment(
+    experiment: str,
+    sums: Mapping[tuple[str, str], Mapping[str, float]],
+    specs: Sequence[MetricSpec],
+    control: str,
+    correction: str = "holm",
+    confidence: float = 0.95,
+    power: float = 0.8,
+    cuped: bool = False,
+) -> list[ResultRow]:
     """Result rows of one experiment from its per-(variant, slice) named sums.
 
     One row per (variant != control, metric, slice) where the control arm
@@ -505,8 +553,17 @@ def analyse_experiment(experiment: str, sums: Mapping[tuple[str, str], Mapping[s
         for variant in sorted(v for v, s in sums if s == slice_value and v != control):
             for spec in specs:
                 r = compare(base, sums[(variant, slice_value)], spec, confidence, power, cuped)
-                family.append(dict(experiment=experiment, variant=variant, metric=spec.metric, k=spec.k,
-                                   aggregation=spec.aggregation, slice=slice_value, **r))
+                family.append(
+                    dict(
+                        experiment=experiment,
+                        variant=variant,
+                        metric=spec.metric,
+                        k=spec.k,
+                        aggregation=spec.aggregation,
+                        slice=slice_value,
+                        **r,
+                    )
+                )
         p = np.array([np.nan if r["p_value"] is None else r["p_value"] for r in family], dtype=np.float64)
         adjusted = adjust_p(list(p), correction) if len(p) else p
         for r, pa in zip(family, adjusted, strict=True):

@@ -113,7 +113,7 @@ def lorenz_curve(values: ArrayLike, items: ArrayLike, max_points: int) -> tuple[
     else:
         grid = np.arange(max_points, dtype=np.float64) * n / (max_points - 1)
         ranks = np.unique(np.floor(grid + 0.5).astype(np.int64))
-    run_end = np.cumsum(items)                  # ranks covered up to the end of each run
+    run_end = np.cumsum(items)  # ranks covered up to the end of each run
     run_start = run_end - items
     cum_before = np.cumsum(values * items) - values * items
     run = np.minimum(np.searchsorted(run_end, ranks, side="left"), len(items) - 1)
@@ -225,8 +225,9 @@ def novelty(log_sum: float, exposures: float, n_clickers: int) -> float:
     return math.log2(n_clickers + 1) - log_sum / exposures
 
 
-def popularity_thresholds(values: ArrayLike, items: ArrayLike, head_share: float,
-                          tail_share: float) -> tuple[float, float]:
+def popularity_thresholds(
+    values: ArrayLike, items: ArrayLike, head_share: float, tail_share: float
+) -> tuple[float, float]:
     """(head_min, tail_max): an item is ``head`` when its count >= head_min, ``tail`` when <= tail_max.
 
     An item is *head* when the items exposed strictly more than it take less
@@ -245,7 +246,7 @@ def popularity_thresholds(values: ArrayLike, items: ArrayLike, head_share: float
         return math.inf, 0.0
     mass = values * items
     above = (mass.sum() - np.cumsum(mass)) / total  # share of items with a larger count
-    head = values[above < head_share]          # never empty: nothing is above the largest count
+    head = values[above < head_share]  # never empty: nothing is above the largest count
     tail = values[above >= 1 - tail_share]
     return float(head.min()), (float(tail.max()) if len(tail) else -1.0)
 
@@ -255,8 +256,9 @@ def _ratio(num: float | None, den: float | None) -> float | None:
     return float(num) / float(den) if num is not None and den else None
 
 
-def _mean_se(total: float | None, squares: float | None, n: int,
-             scale: float = 1.0) -> tuple[float | None, float | None]:
+def _mean_se(
+    total: float | None, squares: float | None, n: int, scale: float = 1.0
+) -> tuple[float | None, float | None]:
     """Mean and its standard error from sum, sum of squares and count (values divided by ``scale``)."""
     if not n or total is None:
         return None, None
@@ -272,9 +274,15 @@ def _nan_to_none(value: float) -> float | None:
     return None if value is None or math.isnan(value) else float(value)
 
 
-def health_values(stats: Mapping[str, float], hist: Mapping[tuple[float, bool], float],
-                  catalog_items: int | None, n_categories: int | None, n_clickers: int | None,
-                  has_previous_day: bool, lorenz_points: int) -> tuple[list[Row], tuple[np.ndarray, np.ndarray]]:
+def health_values(
+    stats: Mapping[str, float],
+    hist: Mapping[tuple[float, bool], float],
+    catalog_items: int | None,
+    n_categories: int | None,
+    n_clickers: int | None,
+    has_previous_day: bool,
+    lorenz_points: int,
+) -> tuple[list[Row], tuple[np.ndarray, np.ndarray]]:
     """Health rows and the Lorenz curve of one slice, from its sufficient statistics.
 
     Parameters
@@ -315,8 +323,7 @@ def health_values(stats: Mapping[str, float], hist: Mapping[tuple[float, bool], 
     exposed_items = np.array([m for (c, _), m in hist.items() if m > 0], dtype=np.float64)
     in_catalog = int(sum(m for (_, cat), m in hist.items() if cat))
     n_exposed = int(exposed_items.sum())
-    rows.append(("gini", "exposed", _nan_to_none(gini_from_histogram(exposed_values, exposed_items)),
-                 n_exposed, None))
+    rows.append(("gini", "exposed", _nan_to_none(gini_from_histogram(exposed_values, exposed_items)), n_exposed, None))
     if catalog_items is not None:
         zeros = max(int(catalog_items) - in_catalog, 0)
         values = np.r_[exposed_values, 0.0]
@@ -330,8 +337,15 @@ def health_values(stats: Mapping[str, float], hist: Mapping[tuple[float, bool], 
 
     if n_categories is not None:
         cat_n = get("cat_n")
-        rows.append(("category_diversity", "global",
-                     _nan_to_none(category_diversity(cat_n, get("cat_s"), n_categories)), int(cat_n), None))
+        rows.append(
+            (
+                "category_diversity",
+                "global",
+                _nan_to_none(category_diversity(cat_n, get("cat_s"), n_categories)),
+                int(cat_n),
+                None,
+            )
+        )
         # the per-list and per-user entropies H come summed from Spark (sum H, sum H^2): their mean and
         # standard error, divided by ln K; K <= 1 makes every diversity 0 (see category_diversity)
         log_k = math.log(n_categories) if n_categories > 1 else 0.0
@@ -345,17 +359,32 @@ def health_values(stats: Mapping[str, float], hist: Mapping[tuple[float, bool], 
 
     if n_clickers is not None:
         exposures = get("exposures")
-        rows.append(("novelty", "global", _nan_to_none(novelty(get("novelty_log"), exposures, n_clickers)),
-                     int(exposures), None))
+        rows.append(
+            (
+                "novelty",
+                "global",
+                _nan_to_none(novelty(get("novelty_log"), exposures, n_clickers)),
+                int(exposures),
+                None,
+            )
+        )
 
     users = int(get("users_exposed"))
-    rows.append(("personalization", "global",
-                 _nan_to_none(personalization(get("user_overlap"), get("user_items"), users)), users, None))
+    rows.append(
+        (
+            "personalization",
+            "global",
+            _nan_to_none(personalization(get("user_overlap"), get("user_items"), users)),
+            users,
+            None,
+        )
+    )
 
     if has_previous_day:
         returning = int(get("returning"))
         mean, se = _mean_se(get("update_sum"), get("update_sum2"), returning)
         rows.append(("update_rate", "user_avg", mean, returning, se))
-        rows.append(("update_rate", "global", _ratio(get("update_new"), get("update_items")),
-                     int(get("update_items")), None))
+        rows.append(
+            ("update_rate", "global", _ratio(get("update_new"), get("update_items")), int(get("update_items")), None)
+        )
     return rows, curve

@@ -53,8 +53,16 @@ def _get(stats: Mapping[str, float | None], name: str) -> float:
     return float(stats.get(name) or 0.0)
 
 
-def ratio_stats(stats: Mapping[str, float | None], n: str, x: str, y: str | None, *,
-                x_indicator: bool = False, y_indicator: bool = False, scale: float = 1.0) -> RatioStats:
+def ratio_stats(
+    stats: Mapping[str, float | None],
+    n: str,
+    x: str,
+    y: str | None,
+    *,
+    x_indicator: bool = False,
+    y_indicator: bool = False,
+    scale: float = 1.0,
+) -> RatioStats:
     """RatioStats of Σx / Σy over ``n`` users from the named sums.
 
     ``y`` None: y_u = 1 (a mean over users).  ``x_indicator`` / ``y_indicator``:
@@ -75,36 +83,43 @@ def ratio_stats(stats: Mapping[str, float | None], n: str, x: str, y: str | None
         sy = g(y)
         syy = sy if y_indicator else g(f"{y}*{y}")
         sxy = sx if y_indicator else g(f"{x}*{y}")
-    return RatioStats(users, sx / scale, sy, sxx / scale ** 2, syy, sxy / scale)
+    return RatioStats(users, sx / scale, sy, sxx / scale**2, syy, sxy / scale)
 
 
-def health_intervals(stats: Mapping[str, float | None], n_categories: int | None, has_previous_day: bool,
-                     confidence: float = 0.95) -> dict[Key, Interval]:
+def health_intervals(
+    stats: Mapping[str, float | None], n_categories: int | None, has_previous_day: bool, confidence: float = 0.95
+) -> dict[Key, Interval]:
     """{(metric, aggregation): Interval} of the health rows of one slice that have a closed form."""
     out: dict[Key, Interval] = {
         ("pv_coverage", "global"): delta_interval(ratio_stats(stats, "uv", "pv_covered", "pv"), confidence),
         ("pv_failure_rate", "global"): delta_interval(ratio_stats(stats, "uv", "pv_empty", "pv"), confidence),
-        ("uv_coverage", "global"): delta_interval(ratio_stats(stats, "uv", "uv_covered", None, x_indicator=True),
-                                                  confidence),
-        ("uv_failure_rate", "global"): delta_interval(ratio_stats(stats, "uv", "uv_empty", None, x_indicator=True),
-                                                      confidence),
+        ("uv_coverage", "global"): delta_interval(
+            ratio_stats(stats, "uv", "uv_covered", None, x_indicator=True), confidence
+        ),
+        ("uv_failure_rate", "global"): delta_interval(
+            ratio_stats(stats, "uv", "uv_empty", None, x_indicator=True), confidence
+        ),
     }
     if n_categories is not None:
         log_k = math.log(n_categories) if n_categories > 1 else 0.0
         if log_k:
             out[("category_diversity", "list_avg")] = delta_interval(
-                ratio_stats(stats, "uv", "list_hu", "lists", scale=log_k), confidence)
+                ratio_stats(stats, "uv", "list_hu", "lists", scale=log_k), confidence
+            )
             users = _get(stats, "users_exposed")
             out[("category_diversity", "user_avg")] = t_interval(
-                MeanStats(users, _get(stats, "user_h") / log_k, _get(stats, "user_h2") / log_k ** 2), confidence)
+                MeanStats(users, _get(stats, "user_h") / log_k, _get(stats, "user_h2") / log_k**2), confidence
+            )
         else:  # one category: every value is 0 by definition, no uncertainty
             for agg, n in (("list_avg", "lists"), ("user_avg", "users_exposed")):
                 out[("category_diversity", agg)] = t_interval(MeanStats(_get(stats, n), 0.0, 0.0), confidence)
     if has_previous_day:
         out[("update_rate", "user_avg")] = t_interval(
-            MeanStats(_get(stats, "returning"), _get(stats, "update_sum"), _get(stats, "update_sum2")), confidence)
+            MeanStats(_get(stats, "returning"), _get(stats, "update_sum"), _get(stats, "update_sum2")), confidence
+        )
         out[("update_rate", "global")] = delta_interval(
-            ratio_stats(stats, "returning", "update_new", "update_items"), confidence)
+            ratio_stats(stats, "returning", "update_new", "update_items"), confidence
+        )
     return out
 
 
@@ -114,8 +129,10 @@ def business_intervals(stats: Mapping[str, float | None], confidence: float = 0.
         ("exposure_ctr", "global"): delta_interval(ratio_stats(stats, "uv", "clicked", "exposures"), confidence),
         ("pv_ctr", "global"): delta_interval(ratio_stats(stats, "uv", "clicked", "pv"), confidence),
         ("uv_ctr", "global"): delta_interval(ratio_stats(stats, "uv", "clicked", None), confidence),
-        ("uv_conversion", "global"): delta_interval(ratio_stats(stats, "uv", "uv_clicked", None, x_indicator=True),
-                                                    confidence),
+        ("uv_conversion", "global"): delta_interval(
+            ratio_stats(stats, "uv", "uv_clicked", None, x_indicator=True), confidence
+        ),
         ("clicks_per_clicking_user", "global"): delta_interval(
-            ratio_stats(stats, "uv", "clicked", "uv_clicked", y_indicator=True), confidence),
+            ratio_stats(stats, "uv", "clicked", "uv_clicked", y_indicator=True), confidence
+        ),
     }

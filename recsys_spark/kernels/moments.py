@@ -44,8 +44,9 @@ class Moments:
     xw2: dict[str, float] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, values: Mapping[str, np.ndarray], weights: Mapping[str, np.ndarray],
-           sums: Mapping[str, np.ndarray]) -> Moments:
+    def of(
+        cls, values: Mapping[str, np.ndarray], weights: Mapping[str, np.ndarray], sums: Mapping[str, np.ndarray]
+    ) -> Moments:
         """Moments of ``values[c]`` (NaN = missing) weighted by ``weights[c]``; totals of ``sums``."""
         out = cls()
         for name, column in values.items():
@@ -59,8 +60,11 @@ class Moments:
             out.m2[name] = float(np.sum((xs - mean) ** 2))
             out.wsum[name], out.w[name] = float(np.sum(xs * ws)), float(np.sum(ws))
             xw = xs * ws
-            out.wsq[name], out.w2[name], out.xw2[name] = (float(np.dot(xw, xw)), float(np.dot(ws, ws)),
-                                                          float(np.dot(xw, ws)))
+            out.wsq[name], out.w2[name], out.xw2[name] = (
+                float(np.dot(xw, xw)),
+                float(np.dot(ws, ws)),
+                float(np.dot(xw, ws)),
+            )
         out.sums = {name: float(np.sum(np.asarray(v, dtype=np.float64))) for name, v in sums.items()}
         return out
 
@@ -73,7 +77,7 @@ class Moments:
             delta = mb - ma
             out.n[name] = n
             out.mean[name] = ma + delta * nb / n if n else 0.0
-            out.m2[name] = self.m2.get(name, 0.0) + other.m2.get(name, 0.0) + (delta ** 2 * na * nb / n if n else 0.0)
+            out.m2[name] = self.m2.get(name, 0.0) + other.m2.get(name, 0.0) + (delta**2 * na * nb / n if n else 0.0)
             out.wsum[name] = self.wsum.get(name, 0.0) + other.wsum.get(name, 0.0)
             out.w[name] = self.w.get(name, 0.0) + other.w.get(name, 0.0)
             for attr in ("wsq", "w2", "xw2"):

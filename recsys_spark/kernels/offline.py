@@ -87,8 +87,12 @@ def score_lists(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponentia
     k_max = max(ks)
     names = [n for n, _ in list_columns(ks)]
     if frame.empty:
-        return pd.DataFrame({n: pd.Series(dtype={"string": object, "long": "int64", "double": "float64"}[t])
-                             for n, t in list_columns(ks)})
+        return pd.DataFrame(
+            {
+                n: pd.Series(dtype={"string": object, "long": "int64", "double": "float64"}[t])
+                for n, t in list_columns(ks)
+            }
+        )
     user_code, users = pd.factorize(frame["user_id"])
     rank = frame["rank"].to_numpy(dtype=np.float64, na_value=np.nan)
     rel = frame["relevance"].to_numpy(dtype=np.float64, na_value=0.0)
@@ -113,7 +117,8 @@ def score_lists(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponentia
     has_truth = per["n_relevant"] > 0
     nan = np.full(n_users, np.nan)
     out: dict[str, np.ndarray] = {
-        "user_id": np.asarray(users, dtype=object), "n_list": n_list,
+        "user_id": np.asarray(users, dtype=object),
+        "n_list": n_list,
         "n_truth": per["n_relevant"].astype(np.int64),
         # the first relevant row may be a truth item outside the list: then the list has none
         "mrr": np.where(has_truth, np.where(1.0 / per["mrr"] <= n_list, per["mrr"], 0.0), nan),
@@ -132,8 +137,16 @@ def score_lists(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponentia
     return pd.DataFrame(out, columns=names)
 
 
-def _beyond_accuracy(frame: pd.DataFrame, user_code: np.ndarray, n_users: int, in_list: np.ndarray,
-                     rank: np.ndarray, rel: np.ndarray, k_max: int, has_truth: np.ndarray) -> dict[str, np.ndarray]:
+def _beyond_accuracy(
+    frame: pd.DataFrame,
+    user_code: np.ndarray,
+    n_users: int,
+    in_list: np.ndarray,
+    rank: np.ndarray,
+    rel: np.ndarray,
+    k_max: int,
+    has_truth: np.ndarray,
+) -> dict[str, np.ndarray]:
     top = in_list & (rank <= k_max)
     u = user_code[top]
     size = np.bincount(u, minlength=n_users).astype(np.float64)
@@ -164,9 +177,15 @@ def _beyond_accuracy(frame: pd.DataFrame, user_code: np.ndarray, n_users: int, i
 # ---------------------------------------------------------------- pointwise predictions
 
 PREDICTION_INPUT = ("user_id", "score", "label")
-PREDICTION_COLUMNS = (("user_id", "string"), ("n_predictions", "long"), ("n_positive", "long"),
-                      ("auc", "double"), ("logloss_sum", "double"), ("logloss", "double"),
-                      ("predicted_sum", "double"))
+PREDICTION_COLUMNS = (
+    ("user_id", "string"),
+    ("n_predictions", "long"),
+    ("n_positive", "long"),
+    ("auc", "double"),
+    ("logloss_sum", "double"),
+    ("logloss", "double"),
+    ("predicted_sum", "double"),
+)
 #: predictions are clipped to [EPS, 1 - EPS] in the log loss, as scikit-learn does (float64's eps)
 EPS = float(np.finfo(np.float64).eps)
 
@@ -190,8 +209,12 @@ def score_predictions(frame: pd.DataFrame) -> pd.DataFrame:
     """
     names = [n for n, _ in PREDICTION_COLUMNS]
     if frame.empty:
-        return pd.DataFrame({n: pd.Series(dtype={"string": object, "long": "int64", "double": "float64"}[t])
-                             for n, t in PREDICTION_COLUMNS})
+        return pd.DataFrame(
+            {
+                n: pd.Series(dtype={"string": object, "long": "int64", "double": "float64"}[t])
+                for n, t in PREDICTION_COLUMNS
+            }
+        )
     code, users = pd.factorize(frame["user_id"])
     score = frame["score"].to_numpy(dtype=np.float64)
     label = frame["label"].to_numpy(dtype=np.float64) > 0
@@ -199,10 +222,18 @@ def score_predictions(frame: pd.DataFrame) -> pd.DataFrame:
     auc, n_pos, n_neg = grouped_auc(code, label, score, g)
     loss = np.bincount(code, weights=log_loss_terms(label, score), minlength=g)
     n = n_pos + n_neg
-    return pd.DataFrame({"user_id": np.asarray(users, dtype=object), "n_predictions": n.astype(np.int64),
-                         "n_positive": n_pos.astype(np.int64), "auc": auc, "logloss_sum": loss,
-                         "logloss": loss / n, "predicted_sum": np.bincount(code, weights=score, minlength=g)},
-                        columns=names)
+    return pd.DataFrame(
+        {
+            "user_id": np.asarray(users, dtype=object),
+            "n_predictions": n.astype(np.int64),
+            "n_positive": n_pos.astype(np.int64),
+            "auc": auc,
+            "logloss_sum": loss,
+            "logloss": loss / n,
+            "predicted_sum": np.bincount(code, weights=score, minlength=g),
+        },
+        columns=names,
+    )
 
 
 def calibration_bin(p: np.ndarray, bins: int) -> np.ndarray:
@@ -215,8 +246,9 @@ def calibration_bin(p: np.ndarray, bins: int) -> np.ndarray:
     return np.minimum(np.floor(p * bins), bins - 1).astype(np.int64)
 
 
-def calibration_table(bin_id: np.ndarray, n: np.ndarray, sum_pred: np.ndarray, sum_label: np.ndarray,
-                      bins: int) -> tuple[pd.DataFrame, float]:
+def calibration_table(
+    bin_id: np.ndarray, n: np.ndarray, sum_pred: np.ndarray, sum_label: np.ndarray, bins: int
+) -> tuple[pd.DataFrame, float]:
     """Reliability table (one row per bin: range, count, mean predicted, observed rate) and the
     expected calibration error ECE = sum_b (n_b / N) |observed_b - predicted_b|.
 
@@ -231,14 +263,23 @@ def calibration_table(bin_id: np.ndarray, n: np.ndarray, sum_pred: np.ndarray, s
     order = np.argsort(bin_id)
     bin_id, n, sp, sl = bin_id[order], n[order], sp[order], sl[order]
     pred, obs = sp / n, sl / n
-    table = pd.DataFrame({"bin": bin_id.astype(np.int32), "bin_low": bin_id / bins, "bin_high": (bin_id + 1) / bins,
-                          "n": n.astype(np.int64), "mean_predicted": pred, "observed_rate": obs})
+    table = pd.DataFrame(
+        {
+            "bin": bin_id.astype(np.int32),
+            "bin_low": bin_id / bins,
+            "bin_high": (bin_id + 1) / bins,
+            "n": n.astype(np.int64),
+            "mean_predicted": pred,
+            "observed_rate": obs,
+        }
+    )
     total = n.sum()
     ece = float(np.sum(n * np.abs(obs - pred)) / total) if total else float("nan")
     return table, ece
 
 
 # ---------------------------------------------------------------- ratings
+
 
 def parse_range(text: str) -> tuple[float, float] | None:
     """``"1,5"`` -> (1.0, 5.0); ``""`` -> None (use the observed range).
@@ -269,10 +310,13 @@ def parse_distortion(table: Mapping[str, float]) -> dict[tuple[float, float], fl
     return out
 
 
-def rating_errors(rating: np.ndarray, prediction: np.ndarray, round_predictions: bool = False,
-                  value_range: tuple[float, float] | None = None,
-                  distortion: Mapping[tuple[float, float], float] | None = None
-                  ) -> dict[str, np.ndarray]:
+def rating_errors(
+    rating: np.ndarray,
+    prediction: np.ndarray,
+    round_predictions: bool = False,
+    value_range: tuple[float, float] | None = None,
+    distortion: Mapping[tuple[float, float], float] | None = None,
+) -> dict[str, np.ndarray]:
     """Per rating: absolute error |p - r|, squared error (p - r)^2 and distortion d(p, r).
 
     With ``round_predictions`` the prediction is first rounded half up to an

@@ -90,7 +90,7 @@ def rank_distribution(n: int, m: int, ranks: np.ndarray, replace: bool = False) 
     bad = n - 1.0 - good
     ok = (j <= good) & (m - j <= bad)
     with np.errstate(invalid="ignore"):
-        logp = (_log_choose(good, j) + _log_choose(bad, m - j) - _log_choose(np.float64(n - 1), np.float64(m)))
+        logp = _log_choose(good, j) + _log_choose(bad, m - j) - _log_choose(np.float64(n - 1), np.float64(m))
     return np.where(ok, np.exp(np.where(ok, logp, 0.0)), 0.0)
 
 
@@ -99,8 +99,14 @@ def _log_choose(a: npt.ArrayLike, b: npt.ArrayLike) -> np.ndarray:
     return special.gammaln(a + 1) - special.gammaln(b + 1) - special.gammaln(np.maximum(a - b, 0) + 1)
 
 
-def correction_tables(metrics: Sequence[tuple[str, int | None]], n: int, m: int, gamma: float = 0.01,
-                      replace: bool = False, chunk: int = 20_000) -> list[np.ndarray]:
+def correction_tables(
+    metrics: Sequence[tuple[str, int | None]],
+    n: int,
+    m: int,
+    gamma: float = 0.01,
+    replace: bool = False,
+    chunk: int = 20_000,
+) -> list[np.ndarray]:
     """M^(j), j = 1..m+1, of each (metric, k): the Krichene-Rendle bias-variance estimator.
 
     One pass over the ranks in chunks (memory O(chunk * m), time O(n m)) builds
@@ -124,8 +130,9 @@ def correction_tables(metrics: Sequence[tuple[str, int | None]], n: int, m: int,
     return [solved[:, i] for i in range(len(metrics))]
 
 
-def correction_table(name: str, n: int, m: int, k: int | None = None, gamma: float = 0.01,
-                     replace: bool = False) -> np.ndarray:
+def correction_table(
+    name: str, n: int, m: int, k: int | None = None, gamma: float = 0.01, replace: bool = False
+) -> np.ndarray:
     """M^(j), j = 1..m+1, of one metric (see :func:`correction_tables`).
 
     gamma -> 0 gives the unregularised least squares, whose values oscillate:
@@ -157,8 +164,9 @@ def at_fractional(table: np.ndarray, rank: np.ndarray) -> np.ndarray:
     return (table[lo] + table[hi]) / 2.0
 
 
-def sampled_ranks(user: np.ndarray, score: np.ndarray, is_target: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def sampled_ranks(
+    user: np.ndarray, score: np.ndarray, is_target: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sampled rank of every target among its user's negatives, all users at once.
 
     Parameters
@@ -220,8 +228,9 @@ def column(name: str, k: int | None, kind: str) -> str:
     return f"{kind}_{base}"
 
 
-def tables_for(n: int, ms: Sequence[int], ks: Sequence[int], gamma: float,
-               replace: bool = False) -> dict[int, dict[str, np.ndarray]]:
+def tables_for(
+    n: int, ms: Sequence[int], ks: Sequence[int], gamma: float, replace: bool = False
+) -> dict[int, dict[str, np.ndarray]]:
     """{m: {corrected column: M^ table}} for every distinct number of negatives ``m`` (driver side).
 
     AUC is not corrected: its naive value is already unbiased; its "corrected"
@@ -232,15 +241,18 @@ def tables_for(n: int, ms: Sequence[int], ks: Sequence[int], gamma: float,
         if m < 1 or m >= n:
             continue
         fitted = [(name, k) for name, k in metric_names(ks) if name != "auc"]
-        tables = {column(name, k, "corrected"): t
-                  for (name, k), t in zip(fitted, correction_tables(fitted, n, m, gamma, replace), strict=True)}
+        tables = {
+            column(name, k, "corrected"): t
+            for (name, k), t in zip(fitted, correction_tables(fitted, n, m, gamma, replace), strict=True)
+        }
         tables[column("auc", None, "corrected")] = metric_at_rank("auc", np.arange(1, m + 2), m + 1)
         out[m] = tables
     return out
 
 
-def target_metrics(rank: np.ndarray, m: np.ndarray, ks: Sequence[int],
-                   tables: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+def target_metrics(
+    rank: np.ndarray, m: np.ndarray, ks: Sequence[int], tables: Mapping[int, Mapping[str, np.ndarray]]
+) -> dict[str, np.ndarray]:
     """Naive and corrected metric values of each target from its sampled rank and m.
 
     Targets whose m has no table (m = 0, or m >= n) get NaN corrected values.
@@ -264,7 +276,6 @@ def target_metrics(rank: np.ndarray, m: np.ndarray, ks: Sequence[int],
     return out
 
 
-
 def user_columns(ks: Sequence[int]) -> list[tuple[str, str]]:
     """(name, Spark type) of :func:`score_sampled`'s per-user rows."""
     cols = [("user_id", "string"), ("n_targets", "long"), ("n_negatives", "long"), ("sampled_rank", "double")]
@@ -284,11 +295,16 @@ def score_sampled(frame, ks: Sequence[int], tables: Mapping[int, Mapping[str, np
 
     names = [n for n, _ in user_columns(ks)]
     code, users = pd.factorize(frame["user_id"])
-    rows, m, above, ties = sampled_ranks(code, frame["score"].to_numpy(dtype=np.float64),
-                                         frame["is_target"].to_numpy(dtype=bool))
+    rows, m, above, ties = sampled_ranks(
+        code, frame["score"].to_numpy(dtype=np.float64), frame["is_target"].to_numpy(dtype=bool)
+    )
     if len(rows) == 0:
-        return pd.DataFrame({n: pd.Series(dtype={"string": object, "long": "int64", "double": "float64"}[t])
-                             for n, t in user_columns(ks)})
+        return pd.DataFrame(
+            {
+                n: pd.Series(dtype={"string": object, "long": "int64", "double": "float64"}[t])
+                for n, t in user_columns(ks)
+            }
+        )
     owner = code[rows]
     uniq, idx = np.unique(owner, return_inverse=True)
     count = np.bincount(idx).astype(np.float64)
@@ -300,8 +316,11 @@ def score_sampled(frame, ks: Sequence[int], tables: Mapping[int, Mapping[str, np
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.bincount(idx[ok], weights=x[ok], minlength=len(uniq)) / np.bincount(idx[ok], minlength=len(uniq))
 
-    out = {"user_id": np.asarray(users, dtype=object)[uniq], "n_targets": count.astype(np.int64),
-           "n_negatives": np.bincount(idx, weights=m).astype(np.int64) // count.astype(np.int64),
-           "sampled_rank": mean(rank)}
+    out = {
+        "user_id": np.asarray(users, dtype=object)[uniq],
+        "n_targets": count.astype(np.int64),
+        "n_negatives": np.bincount(idx, weights=m).astype(np.int64) // count.astype(np.int64),
+        "sampled_rank": mean(rank),
+    }
     out.update({name: mean(v) for name, v in values.items()})
     return pd.DataFrame(out, columns=names)

@@ -169,11 +169,11 @@ class RatioStats:
 
     @property
     def var_x(self) -> float:
-        return max(self.sum_xx - self.sum_x ** 2 / self.n, 0.0) / (self.n - 1.0) if self.n >= 2 else math.nan
+        return max(self.sum_xx - self.sum_x**2 / self.n, 0.0) / (self.n - 1.0) if self.n >= 2 else math.nan
 
     @property
     def var_y(self) -> float:
-        return max(self.sum_yy - self.sum_y ** 2 / self.n, 0.0) / (self.n - 1.0) if self.n >= 2 else math.nan
+        return max(self.sum_yy - self.sum_y**2 / self.n, 0.0) / (self.n - 1.0) if self.n >= 2 else math.nan
 
     @property
     def cov_xy(self) -> float:
@@ -190,8 +190,14 @@ class RatioStats:
         return max(resid, 0.0) / (self.n - 1.0) / (self.n * mu_y * mu_y)
 
     def merge(self, other: RatioStats) -> RatioStats:
-        return RatioStats(self.n + other.n, self.sum_x + other.sum_x, self.sum_y + other.sum_y,
-                          self.sum_xx + other.sum_xx, self.sum_yy + other.sum_yy, self.sum_xy + other.sum_xy)
+        return RatioStats(
+            self.n + other.n,
+            self.sum_x + other.sum_x,
+            self.sum_y + other.sum_y,
+            self.sum_xx + other.sum_xx,
+            self.sum_yy + other.sum_yy,
+            self.sum_xy + other.sum_xy,
+        )
 
     @classmethod
     def from_values(cls, x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> RatioStats:
@@ -199,8 +205,14 @@ class RatioStats:
         x = np.asarray(x, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         w = np.ones(len(x)) if weights is None else np.asarray(weights, dtype=np.float64)
-        return cls(float(w.sum()), float(np.dot(w, x)), float(np.dot(w, y)), float(np.dot(w, x * x)),
-                   float(np.dot(w, y * y)), float(np.dot(w, x * y)))
+        return cls(
+            float(w.sum()),
+            float(np.dot(w, x)),
+            float(np.dot(w, y)),
+            float(np.dot(w, x * x)),
+            float(np.dot(w, y * y)),
+            float(np.dot(w, x * y)),
+        )
 
 
 # --------------------------------------------------------------------------- one estimate, its interval
@@ -296,18 +308,29 @@ class Comparison:
     rel_p_value: float = math.nan
 
 
-def _compare(mc: float, vc: float, mt: float, vt: float, q: float, p_of, df: float | None,
-             method: str) -> Comparison:
+def _compare(mc: float, vc: float, mt: float, vt: float, q: float, p_of, df: float | None, method: str) -> Comparison:
     """Δ = mt − mc with Var = vc + vt (variances of the two estimates); lift Δ/mc with the gbstats variance
     Var(Δ/mc) ≈ vt/mc² + vc·mt²/mc⁴."""
     delta = mt - mc
     se = math.sqrt(vc + vt) if vc + vt >= 0 else math.nan
     rel = _div(delta, mc)
-    rel_se = math.sqrt(vt / mc ** 2 + vc * mt ** 2 / mc ** 4) if mc else math.nan
+    rel_se = math.sqrt(vt / mc**2 + vc * mt**2 / mc**4) if mc else math.nan
     stat = _div(delta, se) if se else (math.nan if delta == 0 else math.copysign(math.inf, delta))
     rel_stat = _div(rel, rel_se) if rel_se else math.nan
-    return Comparison(delta, se, delta - q * se, delta + q * se, rel, rel - q * rel_se, rel + q * rel_se,
-                      p_of(stat), df, method, rel_se, p_of(rel_stat))
+    return Comparison(
+        delta,
+        se,
+        delta - q * se,
+        delta + q * se,
+        rel,
+        rel - q * rel_se,
+        rel + q * rel_se,
+        p_of(stat),
+        df,
+        method,
+        rel_se,
+        p_of(rel_stat),
+    )
 
 
 def welch(control: MeanStats, treatment: MeanStats, confidence: float = 0.95) -> Comparison:
@@ -328,12 +351,13 @@ def welch(control: MeanStats, treatment: MeanStats, confidence: float = 0.95) ->
 def _satterthwaite(vc: float, nc: float, vt: float, nt: float) -> float:
     if nc < 2 or nt < 2 or math.isnan(vc) or math.isnan(vt):
         return math.nan
-    den = vc ** 2 / (nc - 1.0) + vt ** 2 / (nt - 1.0)
+    den = vc**2 / (nc - 1.0) + vt**2 / (nt - 1.0)
     return (vc + vt) ** 2 / den if den else math.inf
 
 
-def ratio_difference(control: RatioStats, treatment: RatioStats, confidence: float = 0.95,
-                     quantile: str = "normal") -> Comparison:
+def ratio_difference(
+    control: RatioStats, treatment: RatioStats, confidence: float = 0.95, quantile: str = "normal"
+) -> Comparison:
     """Difference of two ratios of sums (e.g. CTR), each with its delta-method variance.
 
     Δ = R_t − R_c, se² = Var(R_c) + Var(R_t); normal quantile and p by default
@@ -368,8 +392,9 @@ def paired_t(diff: MeanStats, control: MeanStats, confidence: float = 0.95) -> C
     p = _p_t(stat, df) if diff.n >= 2 else math.nan
     mc = control.mean
     rel, rel_se = _div(delta, mc), _div(se, abs(mc)) if mc else math.nan
-    return Comparison(delta, se, delta - q * se, delta + q * se, rel, rel - q * rel_se, rel + q * rel_se,
-                      p, df, "paired_t", rel_se, p)
+    return Comparison(
+        delta, se, delta - q * se, delta + q * se, rel, rel - q * rel_se, rel + q * rel_se, p, df, "paired_t", rel_se, p
+    )
 
 
 # --------------------------------------------------------------------------- multiple testing
@@ -446,8 +471,11 @@ def hash_units(unit_ids: np.ndarray) -> np.ndarray:
         ids = ids.astype(str)
     n = len(ids)
     width = max(ids.dtype.itemsize // 4, 1)
-    codes = np.ascontiguousarray(ids).view(np.uint32).reshape(n, -1) if n and ids.dtype.itemsize else \
-        np.zeros((n, width), dtype=np.uint32)
+    codes = (
+        np.ascontiguousarray(ids).view(np.uint32).reshape(n, -1)
+        if n and ids.dtype.itemsize
+        else np.zeros((n, width), dtype=np.uint32)
+    )
     h = np.full(n, _FNV_OFFSET, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for j in range(codes.shape[1]):
@@ -476,7 +504,7 @@ def poisson_weights(unit_ids: np.ndarray, replicates: int, seed: int) -> np.ndar
     with np.errstate(over="ignore"):
         seed_key = splitmix64(np.array([np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF)], dtype=np.uint64))
         key = splitmix64(hash_units(unit_ids) ^ seed_key)
-        steps = (np.arange(1, replicates + 1, dtype=np.uint64) * _GOLDEN)
+        steps = np.arange(1, replicates + 1, dtype=np.uint64) * _GOLDEN
         bits = splitmix64(key[:, None] + steps[None, :])
     u = (bits >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
     return np.searchsorted(_POISSON_CDF, u, side="right").astype(np.uint8)

@@ -64,8 +64,9 @@ def user_table(per_user: Mapping[str, Any], per_k: Mapping[str, np.ndarray], ks:
     return pd.DataFrame(out, columns=[name for name, _ in USER_METRICS_COLUMNS])
 
 
-def _rank_order(unit: np.ndarray, lst: np.ndarray, score: np.ndarray, position: np.ndarray,
-                item: pd.Series) -> np.ndarray:
+def _rank_order(
+    unit: np.ndarray, lst: np.ndarray, score: np.ndarray, position: np.ndarray, item: pd.Series
+) -> np.ndarray:
     """Row order that ranks every list: unit, list, score desc, position asc, item id asc.
 
     The item id is only consulted (it costs a string sort) when some list has
@@ -102,8 +103,11 @@ def score_users(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponentia
     """
     if frame.empty:
         empty = np.empty(0)
-        return user_table({name: empty for name in ("slice", USER, *USER_COLUMNS)},
-                          {name: np.empty((0, len(ks))) for name in USER_K_COLUMNS}, ks)
+        return user_table(
+            {name: empty for name in ("slice", USER, *USER_COLUMNS)},
+            {name: np.empty((0, len(ks))) for name in USER_K_COLUMNS},
+            ks,
+        )
     slice_code, slices = pd.factorize(frame["slice"])
     user_code, users = pd.factorize(frame["user_id"])
     unit = slice_code.astype(np.int64) * len(users) + user_code
@@ -130,6 +134,7 @@ def score_users(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponentia
 
     n_ranked = np.bincount(unit_idx, weights=ranked, minlength=n_units)
     with np.errstate(divide="ignore", invalid="ignore"):
+
         def unit_mean(values: np.ndarray) -> np.ndarray:
             return np.where(n_ranked > 0, unit_sum(values) / n_ranked, np.nan)
 
@@ -155,4 +160,3 @@ def _run_ids(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Id of each run of equal (a, b) pairs in sorted arrays."""
     new = np.r_[True, (a[1:] != a[:-1]) | (b[1:] != b[:-1])]
     return np.cumsum(new)
-

@@ -55,8 +55,14 @@ def _exprs(i: int, spec: Mean | Ratio) -> list[Column]:
     x, y = defined(spec.x), defined(spec.y)
     both = x.isNotNull() & y.isNotNull()
     x, y = F.when(both, x), F.when(both, y)
-    return [F.count(x).alias(f"s{i}_n"), F.sum(x).alias(f"s{i}_sx"), F.sum(y).alias(f"s{i}_sy"),
-            F.sum(x * x).alias(f"s{i}_sxx"), F.sum(y * y).alias(f"s{i}_syy"), F.sum(x * y).alias(f"s{i}_sxy")]
+    return [
+        F.count(x).alias(f"s{i}_n"),
+        F.sum(x).alias(f"s{i}_sx"),
+        F.sum(y).alias(f"s{i}_sy"),
+        F.sum(x * x).alias(f"s{i}_sxx"),
+        F.sum(y * y).alias(f"s{i}_syy"),
+        F.sum(x * y).alias(f"s{i}_sxy"),
+    ]
 
 
 def _apply(iv: Interval, f: Callable[[float], float] | None) -> Interval:
@@ -71,8 +77,9 @@ def _apply(iv: Interval, f: Callable[[float], float] | None) -> Interval:
     return Interval(value, None if iv.se is None else iv.se * slope, lo, hi, iv.method)
 
 
-def aggregate(users: DataFrame, specs: Sequence[Mean | Ratio], confidence: float,
-              slice_value: str = ALL) -> list[tuple]:
+def aggregate(
+    users: DataFrame, specs: Sequence[Mean | Ratio], confidence: float, slice_value: str = ALL
+) -> list[tuple]:
     """Rows of the long metrics table (``schema.METRICS_DDL`` order) for ``specs`` over ``users``."""
     if not specs:
         return []
@@ -84,21 +91,38 @@ def aggregate(users: DataFrame, specs: Sequence[Mean | Ratio], confidence: float
         if isinstance(spec, Mean):
             iv = t_interval(MeanStats(float(n), float(sx), float(row[f"s{i}_sxx"] or 0.0)), confidence)
         else:
-            iv = delta_interval(RatioStats(float(n), float(sx), float(row[f"s{i}_sy"] or 0.0),
-                                           float(row[f"s{i}_sxx"] or 0.0), float(row[f"s{i}_syy"] or 0.0),
-                                           float(row[f"s{i}_sxy"] or 0.0)), confidence)
+            iv = delta_interval(
+                RatioStats(
+                    float(n),
+                    float(sx),
+                    float(row[f"s{i}_sy"] or 0.0),
+                    float(row[f"s{i}_sxx"] or 0.0),
+                    float(row[f"s{i}_syy"] or 0.0),
+                    float(row[f"s{i}_sxy"] or 0.0),
+                ),
+                confidence,
+            )
         iv = _apply(iv, spec.transform)
         out.append(metric_row(spec.metric, spec.k, spec.aggregation, iv, int(n), slice_value))
     return out
 
 
-def metric_row(metric: str, k: int | None, aggregation: str, iv: Interval, n: int,
-               slice_value: str = ALL) -> tuple:
+def metric_row(metric: str, k: int | None, aggregation: str, iv: Interval, n: int, slice_value: str = ALL) -> tuple:
     def clean(v):
         return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else float(v)
 
-    return (metric, k, aggregation, slice_value, clean(iv.value), int(n), clean(iv.se), clean(iv.ci_low),
-            clean(iv.ci_high), iv.method)
+    return (
+        metric,
+        k,
+        aggregation,
+        slice_value,
+        clean(iv.value),
+        int(n),
+        clean(iv.se),
+        clean(iv.ci_low),
+        clean(iv.ci_high),
+        iv.method,
+    )
 
 
 def point(metric: str, k: int | None, aggregation: str, value: float | None, n: int) -> tuple:

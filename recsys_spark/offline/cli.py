@@ -20,8 +20,13 @@ def add_parsers(commands) -> None:
     for p in (off, cmp):
         p.add_argument("--output-root", required=True, help="root of the output tables")
         p.add_argument("--config", help="TOML settings file ([offline] section)")
-        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                       help="override one setting, VALUE in TOML (repeatable): --set offline.truth=/data/test")
+        p.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="override one setting, VALUE in TOML (repeatable): --set offline.truth=/data/test",
+        )
         p.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's when submitted)")
         p.add_argument("--verbose", action="store_true", help="full tracebacks and INFO logs")
 
@@ -36,8 +41,9 @@ def main(args: argparse.Namespace) -> int:
     from recsys_spark.config import load_config
     from recsys_spark.session import build_session, job_settings
 
-    names = [("--run", args.run)] if args.command == "offline" else [("--base", args.base),
-                                                                       ("--candidate", args.candidate)]
+    names = (
+        [("--run", args.run)] if args.command == "offline" else [("--base", args.base), ("--candidate", args.candidate)]
+    )
     for flag, name in names:
         _check_name(flag, name)
     cfg = load_config(args.config, args.set)
@@ -46,8 +52,11 @@ def main(args: argparse.Namespace) -> int:
 
         check_evaluable(cfg)  # before Spark starts: a config with nothing to evaluate fails in a second
     log.setup_logging(args.verbose)
-    spark = build_session(master=args.master, settings=job_settings(cfg.execution.arrow_batch_rows, cfg.spark),
-                          log_level="INFO" if args.verbose else cfg.execution.log_level)
+    spark = build_session(
+        master=args.master,
+        settings=job_settings(cfg.execution.arrow_batch_rows, cfg.spark),
+        log_level="INFO" if args.verbose else cfg.execution.log_level,
+    )
     try:
         if args.command == "offline":
             from recsys_spark.offline.pipeline import run_offline
@@ -62,8 +71,10 @@ def main(args: argparse.Namespace) -> int:
             from recsys_spark.offline.compare import compare_runs
 
             summary = compare_runs(spark, cfg, args.output_root, args.base, args.candidate)
-            print(f"offline-compare base={args.base} candidate={args.candidate}: {summary['users_in_both']} users "
-                  f"in both, {summary['metrics']} metrics, p adjusted by {summary['correction']}")
+            print(
+                f"offline-compare base={args.base} candidate={args.candidate}: {summary['users_in_both']} users "
+                f"in both, {summary['metrics']} metrics, p adjusted by {summary['correction']}"
+            )
             for r in summary["rows"]:
                 if r[6] is not None:
                     print(f"  {r[0]:<28} delta={r[6]:+.4f} [{_f(r[8])}, {_f(r[9])}] p_adj={_f(r[14])}")

@@ -29,9 +29,11 @@ from recsys_spark.offline.output import RunOutput
 from recsys_spark.read import read_parquet
 from recsys_spark.schema import USER
 
-COMPARISON_SCHEMA = ("column string, metric string, k int, n long, base_mean double, candidate_mean double, "
-                     "delta double, se double, ci_low double, ci_high double, rel_delta double, rel_ci_low double, "
-                     "rel_ci_high double, p_value double, p_adjusted double, method string, correction string")
+COMPARISON_SCHEMA = (
+    "column string, metric string, k int, n long, base_mean double, candidate_mean double, "
+    "delta double, se double, ci_low double, ci_high double, rel_delta double, rel_ci_low double, "
+    "rel_ci_high double, p_value double, p_adjusted double, method string, correction string"
+)
 
 #: per-user columns that are counts or sums, not metrics
 _NOT_METRICS = re.compile(r"^(n_.*|hits_at_\d+|.*_sum|ratings_d_missing|sampled_rank)$")
@@ -39,6 +41,7 @@ _NOT_METRICS = re.compile(r"^(n_.*|hits_at_\d+|.*_sum|ratings_d_missing|sampled_
 
 def metric_columns(base: DataFrame, candidate: DataFrame) -> list[str]:
     """Double columns of both per-user tables that are metrics (counts and sums left out), sorted."""
+
     def doubles(df: DataFrame) -> set[str]:
         return {f.name for f in df.schema.fields if isinstance(f.dataType, T.DoubleType)}
 
@@ -61,14 +64,20 @@ def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, 
     a, b = frames[base], frames[candidate]
     columns = metric_columns(a, b)
     joined = a.select(USER, *[F.col(c).alias(f"a_{i}") for i, c in enumerate(columns)]).join(
-        b.select(USER, *[F.col(c).alias(f"b_{i}") for i, c in enumerate(columns)]), on=USER, how="inner")
+        b.select(USER, *[F.col(c).alias(f"b_{i}") for i, c in enumerate(columns)]), on=USER, how="inner"
+    )
     exprs = []
     for i in range(len(columns)):
         x, y = defined(f"a_{i}"), defined(f"b_{i}")
         both = x.isNotNull() & y.isNotNull()
         d, x = F.when(both, y - x), F.when(both, x)
-        exprs += [F.count(d).alias(f"n{i}"), F.sum(d).alias(f"sd{i}"), F.sum(d * d).alias(f"sdd{i}"),
-                  F.sum(x).alias(f"sa{i}"), F.sum(x * x).alias(f"saa{i}")]
+        exprs += [
+            F.count(d).alias(f"n{i}"),
+            F.sum(d).alias(f"sd{i}"),
+            F.sum(d * d).alias(f"sdd{i}"),
+            F.sum(x).alias(f"sa{i}"),
+            F.sum(x * x).alias(f"saa{i}"),
+        ]
     results = []
     if columns:
         row = joined.agg(F.count("*").alias("users"), *exprs).collect()[0]  # no grouping: one row
@@ -86,14 +95,39 @@ def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, 
     rows = []
     for (col, n, ctrl, diff, c), p_adj in zip(results, adjusted, strict=True):
         metric, k = split_column(col)
-        rows.append((col, metric, k, int(n), clean(ctrl.mean), clean(ctrl.mean + diff.mean) if n else None,
-                     clean(c.delta), clean(c.se), clean(c.ci_low), clean(c.ci_high), clean(c.rel_delta),
-                     clean(c.rel_ci_low), clean(c.rel_ci_high), clean(c.p_value), clean(p_adj), c.method, method))
+        rows.append(
+            (
+                col,
+                metric,
+                k,
+                int(n),
+                clean(ctrl.mean),
+                clean(ctrl.mean + diff.mean) if n else None,
+                clean(c.delta),
+                clean(c.se),
+                clean(c.ci_low),
+                clean(c.ci_high),
+                clean(c.rel_delta),
+                clean(c.rel_ci_low),
+                clean(c.rel_ci_high),
+                clean(c.p_value),
+                clean(p_adj),
+                c.method,
+                method,
+            )
+        )
     out = RunOutput(spark, output_root, f"{base},candidate={candidate}", prefix="compare/base=")
-    summary = {"base": base, "candidate": candidate, "users_in_both": int(row["users"]) if row else 0,
-               "correction": method, "confidence": cfg.offline.confidence, "metrics": len(rows),
-               "significant_after_correction": [r[0] for r in rows if r[14] is not None and
-                                                r[14] < 1 - cfg.offline.confidence]}
+    summary = {
+        "base": base,
+        "candidate": candidate,
+        "users_in_both": int(row["users"]) if row else 0,
+        "correction": method,
+        "confidence": cfg.offline.confidence,
+        "metrics": len(rows),
+        "significant_after_correction": [
+            r[0] for r in rows if r[14] is not None and r[14] < 1 - cfg.offline.confidence
+        ],
+    }
     try:
         out.stage("comparison", spark.createDataFrame(rows, COMPARISON_SCHEMA).coalesce(1))
         out.commit_run(summary)

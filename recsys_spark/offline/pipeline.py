@@ -47,15 +47,27 @@ PREDICTION = "prediction"
 IS_TARGET = "is_target"
 
 INPUTS: dict[str, tuple[ColumnSpec, ...]] = {
-    "recommendations": (ColumnSpec(USER, "id"), ColumnSpec(ITEM, "id"), ColumnSpec(SCORE, "double", False),
-                        ColumnSpec(RANK, "double", False)),
+    "recommendations": (
+        ColumnSpec(USER, "id"),
+        ColumnSpec(ITEM, "id"),
+        ColumnSpec(SCORE, "double", False),
+        ColumnSpec(RANK, "double", False),
+    ),
     "truth": (ColumnSpec(USER, "id"), ColumnSpec(ITEM, "id"), ColumnSpec(RELEVANCE, "double", False)),
     "train": (ColumnSpec(USER, "id"), ColumnSpec(ITEM, "id")),
     "items": (ColumnSpec(ITEM, "id"), ColumnSpec(CATEGORY, "string")),
-    "predictions": (ColumnSpec(USER, "id"), ColumnSpec(ITEM, "id"), ColumnSpec(SCORE, "double"),
-                    ColumnSpec(LABEL, "double")),
-    "ratings": (ColumnSpec(USER, "id"), ColumnSpec(ITEM, "id"), ColumnSpec(RATING, "double"),
-                ColumnSpec(PREDICTION, "double")),
+    "predictions": (
+        ColumnSpec(USER, "id"),
+        ColumnSpec(ITEM, "id"),
+        ColumnSpec(SCORE, "double"),
+        ColumnSpec(LABEL, "double"),
+    ),
+    "ratings": (
+        ColumnSpec(USER, "id"),
+        ColumnSpec(ITEM, "id"),
+        ColumnSpec(RATING, "double"),
+        ColumnSpec(PREDICTION, "double"),
+    ),
     "sampled": (ColumnSpec(USER, "id"), ColumnSpec(ITEM, "id"), ColumnSpec(SCORE, "double")),
 }
 
@@ -77,8 +89,9 @@ def read_inputs(spark: SparkSession, cfg: Config, run: str) -> dict[str, DataFra
             if field is None:
                 raise SchemaError(f"missing column {IS_TARGET!r} in {path}")
             if not isinstance(field, (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
-                raise SchemaError(f"column {IS_TARGET!r} in {path} has type {field.simpleString()}, "
-                                  "which cannot be read as boolean")
+                raise SchemaError(
+                    f"column {IS_TARGET!r} in {path} has type {field.simpleString()}, which cannot be read as boolean"
+                )
             df = df.withColumn(IS_TARGET, F.col(IS_TARGET).cast("boolean"))  # kept as "true"/"1" strings
         out[key] = df
     return out
@@ -88,8 +101,13 @@ def _ddl(columns: Sequence[tuple[str, str]]) -> str:
     return ", ".join(f"`{name}` {kind}" for name, kind in columns)
 
 
-def per_user(rows: DataFrame, inputs: Sequence[str], columns: Sequence[tuple[str, str]],
-             kernel: Callable[[pd.DataFrame], pd.DataFrame], partitions: int) -> DataFrame:
+def per_user(
+    rows: DataFrame,
+    inputs: Sequence[str],
+    columns: Sequence[tuple[str, str]],
+    kernel: Callable[[pd.DataFrame], pd.DataFrame],
+    partitions: int,
+) -> DataFrame:
     """Hash-partition ``rows`` by user; one ``kernel`` call per partition (whole users) -> per-user rows."""
     kinds = {"string": pa.string(), "long": pa.int64(), "double": pa.float64()}
     arrow_schema = pa.schema([(name, kinds[kind]) for name, kind in columns])
@@ -97,7 +115,7 @@ def per_user(rows: DataFrame, inputs: Sequence[str], columns: Sequence[tuple[str
 
     def score(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # on the executors
         kept = [b for b in batches if b.num_rows]
-        frame = (pa.Table.from_batches(kept).select(names).to_pandas() if kept else pd.DataFrame(columns=names))
+        frame = pa.Table.from_batches(kept).select(names).to_pandas() if kept else pd.DataFrame(columns=names)
         result = kernel(frame)
         yield from pa.Table.from_pandas(result, schema=arrow_schema, preserve_index=False).to_batches()
 
@@ -116,12 +134,18 @@ def clean_lists(recs: DataFrame, train: DataFrame | None, exclude_train: bool) -
 
     Order: ``rank`` ascending, then ``score`` descending, then item id.
     """
-    order = [F.col(c).asc_nulls_last() if c == RANK else F.col(c).desc_nulls_last()
-             for c in (RANK, SCORE) if c in recs.columns] + [F.col(ITEM).asc()]
+    order = [
+        F.col(c).asc_nulls_last() if c == RANK else F.col(c).desc_nulls_last()
+        for c in (RANK, SCORE)
+        if c in recs.columns
+    ] + [F.col(ITEM).asc()]
     recs = recs.where(F.col(USER).isNotNull() & F.col(ITEM).isNotNull())
     rows = recs.count()
-    first = (recs.withColumn("_n", F.row_number().over(Window.partitionBy(USER, ITEM).orderBy(*order)))
-             .where(F.col("_n") == 1).drop("_n"))
+    first = (
+        recs.withColumn("_n", F.row_number().over(Window.partitionBy(USER, ITEM).orderBy(*order)))
+        .where(F.col("_n") == 1)
+        .drop("_n")
+    )
     deduped = first.count()
     kept = first
     if train is not None and exclude_train:
@@ -129,21 +153,27 @@ def clean_lists(recs: DataFrame, train: DataFrame | None, exclude_train: bool) -
     kept = kept.persist()
     remaining = kept.count()
     ranked = kept.withColumn(RANK, F.row_number().over(Window.partitionBy(USER).orderBy(*order)).cast("double"))
-    counts = {"recommendation_rows": rows, "duplicate_recommendations": rows - deduped,
-              "train_items_removed": deduped - remaining}
+    counts = {
+        "recommendation_rows": rows,
+        "duplicate_recommendations": rows - deduped,
+        "train_items_removed": deduped - remaining,
+    }
     return ranked.select(USER, ITEM, RANK), counts
 
 
-def list_rows(ranked: DataFrame, truth: DataFrame, train: DataFrame | None,
-              items: DataFrame | None) -> DataFrame:
+def list_rows(ranked: DataFrame, truth: DataFrame, train: DataFrame | None, items: DataFrame | None) -> DataFrame:
     """List rows (rank) outer-joined with relevant truth (relevance), with category, self-information
     of the item's train popularity and whether its category is new to the user (kernel inputs)."""
     rel = F.coalesce(F.col(RELEVANCE), F.lit(1.0)) if RELEVANCE in truth.columns else F.lit(1.0)
-    truth = (truth.where(F.col(USER).isNotNull() & F.col(ITEM).isNotNull())
-             .groupBy(USER, ITEM).agg(F.max(rel).alias(RELEVANCE))
-             .where(F.col(RELEVANCE) > 0))
-    rows = (ranked.join(truth, on=[USER, ITEM], how="full")
-            .withColumn(RELEVANCE, F.coalesce(F.col(RELEVANCE), F.lit(0.0))))
+    truth = (
+        truth.where(F.col(USER).isNotNull() & F.col(ITEM).isNotNull())
+        .groupBy(USER, ITEM)
+        .agg(F.max(rel).alias(RELEVANCE))
+        .where(F.col(RELEVANCE) > 0)
+    )
+    rows = ranked.join(truth, on=[USER, ITEM], how="full").withColumn(
+        RELEVANCE, F.coalesce(F.col(RELEVANCE), F.lit(0.0))
+    )
     if items is not None:
         rows = rows.join(items.select(ITEM, CATEGORY).dropDuplicates([ITEM]), on=ITEM, how="left")
     else:
@@ -158,19 +188,26 @@ def list_rows(ranked: DataFrame, truth: DataFrame, train: DataFrame | None,
                 yield pd.DataFrame({ITEM: f[ITEM], "self_info": health.self_information(f["_k"], n_train_users)})
 
         unseen = float(health.self_information([0.0], n_train_users)[0])
-        rows = (rows.join(popularity.mapInPandas(info, f"{ITEM} string, self_info double"), on=ITEM, how="left")
-                .withColumn("self_info", F.coalesce(F.col("self_info"), F.lit(unseen))))
+        rows = rows.join(
+            popularity.mapInPandas(info, f"{ITEM} string, self_info double"), on=ITEM, how="left"
+        ).withColumn("self_info", F.coalesce(F.col("self_info"), F.lit(unseen)))
         if items is not None:
-            seen = (pairs.join(items.select(ITEM, CATEGORY).dropDuplicates([ITEM]), on=ITEM, how="inner")
-                    .select(USER, CATEGORY).distinct().withColumn("_seen", F.lit(True)))
-            rows = (rows.join(seen, on=[USER, CATEGORY], how="left")
-                    .withColumn("new_category", F.when(F.col(CATEGORY).isNull(), F.lit(None).cast("double"))
-                                .when(F.col("_seen"), 0.0).otherwise(1.0)))
+            seen = (
+                pairs.join(items.select(ITEM, CATEGORY).dropDuplicates([ITEM]), on=ITEM, how="inner")
+                .select(USER, CATEGORY)
+                .distinct()
+                .withColumn("_seen", F.lit(True))
+            )
+            rows = rows.join(seen, on=[USER, CATEGORY], how="left").withColumn(
+                "new_category",
+                F.when(F.col(CATEGORY).isNull(), F.lit(None).cast("double")).when(F.col("_seen"), 0.0).otherwise(1.0),
+            )
         else:
             rows = rows.withColumn("new_category", F.lit(None).cast("double"))
     else:
         rows = rows.withColumn("self_info", F.lit(None).cast("double")).withColumn(
-            "new_category", F.lit(None).cast("double"))
+            "new_category", F.lit(None).cast("double")
+        )
     return rows
 
 
@@ -180,15 +217,18 @@ def list_specs(ks: Sequence[int]) -> list[Mean | Ratio]:
     for k in ks:
         specs += [Mean(m, k, "user_avg", f"{m}_at_{k}") for m in K.LIST_METRICS]
         hits = F.when(has_truth, F.col(f"hits_at_{k}"))
-        specs += [Ratio("precision", k, "global", hits, F.when(has_truth, F.least(F.col("n_list"), F.lit(k)))),
-                  Ratio("recall", k, "global", hits, F.when(has_truth, F.col("n_truth")))]
+        specs += [
+            Ratio("precision", k, "global", hits, F.when(has_truth, F.least(F.col("n_list"), F.lit(k)))),
+            Ratio("recall", k, "global", hits, F.when(has_truth, F.col("n_truth"))),
+        ]
     k_max = max(ks)
     specs += [Mean(m, k_max, "user_avg", m) for m in ("diversity", "novelty", "serendipity")]
     return specs
 
 
-def catalog_rows(ranked: DataFrame, k_max: int, catalog: int, lorenz_points: int
-                 ) -> tuple[list[tuple], pd.DataFrame, dict[str, int]]:
+def catalog_rows(
+    ranked: DataFrame, k_max: int, catalog: int, lorenz_points: int
+) -> tuple[list[tuple], pd.DataFrame, dict[str, int]]:
     """Coverage, Gini, Lorenz curve and personalization of the top-``k_max`` lists over the catalog."""
     top = ranked.where(F.col(RANK) <= k_max)
     per_item = top.groupBy(ITEM).agg(F.count("*").alias("c"))
@@ -205,9 +245,11 @@ def catalog_rows(ranked: DataFrame, k_max: int, catalog: int, lorenz_points: int
     # personalization from the histogram: the c_i of one histogram bucket are equal
     overlap, user_items = float(np.dot(n_items, values * (values - 1))), float(np.dot(n_items, values))
     pers = health.personalization(overlap, user_items, users) if users else float("nan")
-    rows = [point("coverage", k_max, "catalog", recommended / catalog if catalog else None, catalog),
-            point("gini", k_max, "catalog", gini, catalog),
-            point("personalization", k_max, "catalog", pers, users)]
+    rows = [
+        point("coverage", k_max, "catalog", recommended / catalog if catalog else None, catalog),
+        point("gini", k_max, "catalog", gini, catalog),
+        point("personalization", k_max, "catalog", pers, users),
+    ]
     lorenz = pd.DataFrame({"k": np.full(len(x), k_max, dtype=np.int32), "item_share": x, "recommendation_share": y})
     return rows, lorenz, {"catalog_items": catalog, "recommended_items": recommended, "users_with_list": users}
 
@@ -217,28 +259,42 @@ def catalog_rows(ranked: DataFrame, k_max: int, catalog: int, lorenz_points: int
 
 def prediction_specs() -> list[Mean | Ratio]:
     n = F.col("n_predictions")
-    return [Mean("auc", None, "user_avg", "auc"),
-            Ratio("auc", None, "impression_weighted", F.col("auc") * n, F.when(~F.isnan("auc"), n)),
-            Mean("logloss", None, "user_avg", "logloss"),
-            Ratio("logloss", None, "global", F.col("logloss_sum"), n),
-            Ratio("pcoc", None, "global", F.col("predicted_sum"), F.col("n_positive")),
-            Ratio("observed_rate", None, "global", F.col("n_positive"), n),
-            Ratio("mean_predicted", None, "global", F.col("predicted_sum"), n)]
+    return [
+        Mean("auc", None, "user_avg", "auc"),
+        Ratio("auc", None, "impression_weighted", F.col("auc") * n, F.when(~F.isnan("auc"), n)),
+        Mean("logloss", None, "user_avg", "logloss"),
+        Ratio("logloss", None, "global", F.col("logloss_sum"), n),
+        Ratio("pcoc", None, "global", F.col("predicted_sum"), F.col("n_positive")),
+        Ratio("observed_rate", None, "global", F.col("n_positive"), n),
+        Ratio("mean_predicted", None, "global", F.col("predicted_sum"), n),
+    ]
 
 
 def calibration(predictions: DataFrame, bins: int) -> tuple[pd.DataFrame, float]:
     def bin_of(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for f in frames:
-            yield pd.DataFrame({"bin": K.calibration_bin(f[SCORE].to_numpy(), bins), SCORE: f[SCORE],
-                                LABEL: (f[LABEL] > 0).astype(np.float64)})
+            yield pd.DataFrame(
+                {
+                    "bin": K.calibration_bin(f[SCORE].to_numpy(), bins),
+                    SCORE: f[SCORE],
+                    LABEL: (f[LABEL] > 0).astype(np.float64),
+                }
+            )
 
-    per_bin = (predictions.select(SCORE, LABEL).mapInPandas(bin_of, f"bin long, {SCORE} double, {LABEL} double")
-               .groupBy("bin").agg(F.count("*").alias("n"), F.sum(SCORE).alias("p"), F.sum(LABEL).alias("y"))
-               .collect())  # at most `bins` rows
-    return K.calibration_table(np.array([r["bin"] for r in per_bin], dtype=np.int64),
-                               np.array([r["n"] for r in per_bin], dtype=np.float64),
-                               np.array([r["p"] for r in per_bin], dtype=np.float64),
-                               np.array([r["y"] for r in per_bin], dtype=np.float64), bins)
+    per_bin = (
+        predictions.select(SCORE, LABEL)
+        .mapInPandas(bin_of, f"bin long, {SCORE} double, {LABEL} double")
+        .groupBy("bin")
+        .agg(F.count("*").alias("n"), F.sum(SCORE).alias("p"), F.sum(LABEL).alias("y"))
+        .collect()
+    )  # at most `bins` rows
+    return K.calibration_table(
+        np.array([r["bin"] for r in per_bin], dtype=np.int64),
+        np.array([r["n"] for r in per_bin], dtype=np.float64),
+        np.array([r["p"] for r in per_bin], dtype=np.float64),
+        np.array([r["y"] for r in per_bin], dtype=np.float64),
+        bins,
+    )
 
 
 # --------------------------------------------------------------------------- ratings
@@ -257,25 +313,40 @@ def rating_tables(ratings: DataFrame, cfg: Config) -> tuple[DataFrame, DataFrame
     def errors(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for f in frames:
             e = K.rating_errors(f[RATING].to_numpy(), f[PREDICTION].to_numpy(), rounding, value_range, table)
-            yield pd.DataFrame({USER: f[USER], ITEM: f[ITEM], "abs": e["abs"], "sq": e["sq"],
-                                "d": e["distortion"], "d_missing": e["distortion_missing"].astype(np.int64)})
+            yield pd.DataFrame(
+                {
+                    USER: f[USER],
+                    ITEM: f[ITEM],
+                    "abs": e["abs"],
+                    "sq": e["sq"],
+                    "d": e["distortion"],
+                    "d_missing": e["distortion_missing"].astype(np.int64),
+                }
+            )
 
     rows = ratings.select(USER, ITEM, RATING, PREDICTION).mapInPandas(
-        errors, f"{USER} string, {ITEM} string, abs double, sq double, d double, d_missing long")
+        errors, f"{USER} string, {ITEM} string, abs double, sq double, d double, d_missing long"
+    )
 
     def sums(key: str, prefix: str) -> DataFrame:
-        return (rows.groupBy(key).agg(F.count("*").alias(f"n_{prefix}"), F.sum("abs").alias(f"{prefix}_abs_sum"),
-                                      F.sum("sq").alias(f"{prefix}_sq_sum"), F.sum("d").alias(f"{prefix}_d_sum"),
-                                      F.sum("d_missing").alias(f"{prefix}_d_missing"))
-                .withColumn("mae", F.col(f"{prefix}_abs_sum") / F.col(f"n_{prefix}"))
-                .withColumn("rmse", F.sqrt(F.col(f"{prefix}_sq_sum") / F.col(f"n_{prefix}")))
-                .withColumn("distortion", F.col(f"{prefix}_d_sum") / F.col(f"n_{prefix}")))
+        return (
+            rows.groupBy(key)
+            .agg(
+                F.count("*").alias(f"n_{prefix}"),
+                F.sum("abs").alias(f"{prefix}_abs_sum"),
+                F.sum("sq").alias(f"{prefix}_sq_sum"),
+                F.sum("d").alias(f"{prefix}_d_sum"),
+                F.sum("d_missing").alias(f"{prefix}_d_missing"),
+            )
+            .withColumn("mae", F.col(f"{prefix}_abs_sum") / F.col(f"n_{prefix}"))
+            .withColumn("rmse", F.sqrt(F.col(f"{prefix}_sq_sum") / F.col(f"n_{prefix}")))
+            .withColumn("distortion", F.col(f"{prefix}_d_sum") / F.col(f"n_{prefix}"))
+        )
 
     return sums(USER, "ratings"), sums(ITEM, "item_ratings"), value_range
 
 
-def rating_specs(value_range: tuple[float, float] | None, has_distortion: bool, item_level: bool
-                 ) -> list[Mean | Ratio]:
+def rating_specs(value_range: tuple[float, float] | None, has_distortion: bool, item_level: bool) -> list[Mean | Ratio]:
     agg = "item_avg" if item_level else "user_avg"
     n = "n_item_ratings" if item_level else "n_ratings"
     pre = "item_ratings" if item_level else "ratings"
@@ -285,8 +356,10 @@ def rating_specs(value_range: tuple[float, float] | None, has_distortion: bool, 
 
     specs: list[Mean | Ratio] = [Mean("mae", None, agg, "mae"), Mean("rmse", None, agg, "rmse")]
     if not item_level:
-        specs += [Ratio("mae", None, "global", F.col(f"{pre}_abs_sum"), F.col(n)),
-                  Ratio("rmse", None, "global", F.col(f"{pre}_sq_sum"), F.col(n), sqrt)]
+        specs += [
+            Ratio("mae", None, "global", F.col(f"{pre}_abs_sum"), F.col(n)),
+            Ratio("rmse", None, "global", F.col(f"{pre}_sq_sum"), F.col(n), sqrt),
+        ]
     if value_range is not None:
         width = value_range[1] - value_range[0]
 
@@ -295,8 +368,10 @@ def rating_specs(value_range: tuple[float, float] | None, has_distortion: bool, 
 
         specs += [Mean("nmae", None, agg, "mae", scale), Mean("nrmse", None, agg, "rmse", scale)]
         if not item_level:
-            specs += [Ratio("nmae", None, "global", F.col(f"{pre}_abs_sum"), F.col(n), scale),
-                      Ratio("nrmse", None, "global", F.col(f"{pre}_sq_sum"), F.col(n), lambda v: sqrt(v) / width)]
+            specs += [
+                Ratio("nmae", None, "global", F.col(f"{pre}_abs_sum"), F.col(n), scale),
+                Ratio("nrmse", None, "global", F.col(f"{pre}_sq_sum"), F.col(n), lambda v: sqrt(v) / width),
+            ]
     if has_distortion:
         specs.append(Mean("distortion", None, agg, "distortion"))
         if not item_level:
@@ -343,8 +418,10 @@ def check_evaluable(cfg: Config) -> None:
     """Raise :class:`ConfigError` unless the configured inputs allow at least one evaluation."""
     o = cfg.offline
     if not ((o.recommendations and o.truth) or o.predictions or o.ratings or o.sampled):
-        raise ConfigError("offline: nothing to evaluate; set offline.recommendations and offline.truth, "
-                          "offline.predictions, offline.ratings or offline.sampled")
+        raise ConfigError(
+            "offline: nothing to evaluate; set offline.recommendations and offline.truth, "
+            "offline.predictions, offline.ratings or offline.sampled"
+        )
 
 
 def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) -> dict:
@@ -355,10 +432,16 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
     k_max = max(ks)
     conf = cfg.offline.confidence
     out = RunOutput(spark, output_root, run)
-    summary: dict = {"run": run, "inputs": {k: getattr(cfg.offline, k).replace("{run}", run) for k in INPUTS
-                                            if getattr(cfg.offline, k)},
-                     "evaluations": [], "counts": {}, "notes": [], "config_fingerprint": cfg.fingerprint(),
-                     "confidence": conf, "ks": list(ks)}
+    summary: dict = {
+        "run": run,
+        "inputs": {k: getattr(cfg.offline, k).replace("{run}", run) for k in INPUTS if getattr(cfg.offline, k)},
+        "evaluations": [],
+        "counts": {},
+        "notes": [],
+        "config_fingerprint": cfg.fingerprint(),
+        "confidence": conf,
+        "ks": list(ks),
+    }
     counts = summary["counts"]
     user_frames: list[DataFrame] = []
     specs: list[Mean | Ratio] = []
@@ -372,8 +455,13 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
         counts.update(c)
         rows = list_rows(ranked, inputs["truth"], train, items)
         gain = cast(Gain, cfg.metrics.ndcg_gain)  # config checked it is one of Gain's values
-        users = per_user(rows, K.LIST_INPUT, K.list_columns(ks), lambda f: K.score_lists(f, ks, gain),
-                         _partitions(spark, c["recommendation_rows"]))
+        users = per_user(
+            rows,
+            K.LIST_INPUT,
+            K.list_columns(ks),
+            lambda f: K.score_lists(f, ks, gain),
+            _partitions(spark, c["recommendation_rows"]),
+        )
         user_frames.append(users)
         specs += list_specs(ks)
         catalog = items.select(ITEM).distinct().count() if items is not None else 0
@@ -382,19 +470,24 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
         counts.update(ccounts)
         summary["evaluations"].append("lists")
         if items is None:
-            summary["notes"].append("no offline.items: coverage is over the items recommended (catalog unknown); "
-                                    "diversity and serendipity are not computed")
+            summary["notes"].append(
+                "no offline.items: coverage is over the items recommended (catalog unknown); "
+                "diversity and serendipity are not computed"
+            )
         if train is None:
-            summary["notes"].append("no offline.train: novelty and serendipity are not computed, "
-                                    "and no train item was removed from the lists")
+            summary["notes"].append(
+                "no offline.train: novelty and serendipity are not computed, "
+                "and no train item was removed from the lists"
+            )
     elif "recommendations" in inputs or "truth" in inputs:
         summary["notes"].append("top-K evaluation needs both offline.recommendations and offline.truth: skipped")
 
     if "predictions" in inputs:
         preds = inputs["predictions"].where(F.col(SCORE).isNotNull() & F.col(LABEL).isNotNull())
         n_rows = preds.count()
-        users = per_user(preds, K.PREDICTION_INPUT, K.PREDICTION_COLUMNS, K.score_predictions,
-                         _partitions(spark, n_rows))
+        users = per_user(
+            preds, K.PREDICTION_INPUT, K.PREDICTION_COLUMNS, K.score_predictions, _partitions(spark, n_rows)
+        )
         user_frames.append(users)
         specs += prediction_specs()
         pooled = exact_auc(preds.select(F.lit("all").alias(SLICE), SCORE, F.col(LABEL).alias(RELEVANCE)), (SLICE,))
@@ -409,10 +502,19 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
     value_range = None
     if "ratings" in inputs:
         user_ratings, item_ratings, value_range = rating_tables(inputs["ratings"], cfg)
-        user_frames.append(user_ratings.select(USER, "n_ratings", "ratings_abs_sum", "ratings_sq_sum",
-                                               "ratings_d_sum", "ratings_d_missing",
-                                               F.col("mae").alias("rating_mae"), F.col("rmse").alias("rating_rmse"),
-                                               F.col("distortion").alias("rating_distortion")))
+        user_frames.append(
+            user_ratings.select(
+                USER,
+                "n_ratings",
+                "ratings_abs_sum",
+                "ratings_sq_sum",
+                "ratings_d_sum",
+                "ratings_d_missing",
+                F.col("mae").alias("rating_mae"),
+                F.col("rmse").alias("rating_rmse"),
+                F.col("distortion").alias("rating_distortion"),
+            )
+        )
         has_d = bool(cfg.offline.distortion)
         specs += [_renamed(s) for s in rating_specs(value_range, has_d, False)]
         summary["rating_range"] = list(value_range) if value_range else None
@@ -422,42 +524,62 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
     if "sampled" in inputs:
         smp = inputs["sampled"].where(F.col(SCORE).isNotNull() & F.col(IS_TARGET).isNotNull())
         n, source = catalog_size(cfg, inputs)
-        per_m = (smp.groupBy(USER).agg(F.sum(F.when(~F.col(IS_TARGET), 1).otherwise(0)).alias("m"),
-                                       F.sum(F.when(F.col(IS_TARGET), 1).otherwise(0)).alias("t"))
-                 .groupBy("m").agg(F.count("*").alias("users"), F.sum("t").alias("targets")).collect())
+        per_m = (
+            smp.groupBy(USER)
+            .agg(
+                F.sum(F.when(~F.col(IS_TARGET), 1).otherwise(0)).alias("m"),
+                F.sum(F.when(F.col(IS_TARGET), 1).otherwise(0)).alias("t"),
+            )
+            .groupBy("m")
+            .agg(F.count("*").alias("users"), F.sum("t").alias("targets"))
+            .collect()
+        )
         ms = sorted(int(r["m"]) for r in per_m)
         unusable = [m for m in ms if m < 1 or m >= n]
         tables_by_m = S.tables_for(n, ms, ks, cfg.offline.sampled_gamma, cfg.offline.sampled_replacement)
-        users = per_user(smp, (USER, SCORE, IS_TARGET), S.user_columns(ks),
-                         lambda f: S.score_sampled(f, ks, tables_by_m),
-                         _partitions(spark, sum(int(r["m"]) * int(r["users"]) + int(r["targets"]) for r in per_m)))
+        users = per_user(
+            smp,
+            (USER, SCORE, IS_TARGET),
+            S.user_columns(ks),
+            lambda f: S.score_sampled(f, ks, tables_by_m),
+            _partitions(spark, sum(int(r["m"]) * int(r["users"]) + int(r["targets"]) for r in per_m)),
+        )
         user_frames.append(users)
         specs += sampled_specs(ks)
-        summary["sampled"] = {"catalog_size": n, "catalog_size_from": source, "gamma": cfg.offline.sampled_gamma,
-                              "law": "binomial (with replacement)" if cfg.offline.sampled_replacement
-                              else "hypergeometric (without replacement)",
-                              "negatives": {str(r["m"]): {"users": r["users"], "targets": r["targets"]}
-                                            for r in per_m}}
+        summary["sampled"] = {
+            "catalog_size": n,
+            "catalog_size_from": source,
+            "gamma": cfg.offline.sampled_gamma,
+            "law": "binomial (with replacement)"
+            if cfg.offline.sampled_replacement
+            else "hypergeometric (without replacement)",
+            "negatives": {str(r["m"]): {"users": r["users"], "targets": r["targets"]} for r in per_m},
+        }
         if any(m >= 1 and n / m > 20 for m in ms):
-            summary["notes"].append(f"sampled: catalog n={n} is more than 20x the negatives m={[m for m in ms if m]}: "
-                                    "the corrected values remove most of the naive bias but can underestimate the "
-                                    "top-k metrics (docs/offline.md, simulation); compare models on sampled AUC")
+            summary["notes"].append(
+                f"sampled: catalog n={n} is more than 20x the negatives m={[m for m in ms if m]}: "
+                "the corrected values remove most of the naive bias but can underestimate the "
+                "top-k metrics (docs/offline.md, simulation); compare models on sampled AUC"
+            )
         if unusable:
-            summary["notes"].append(f"sampled: users with m in {unusable} negatives (m = 0 or m >= catalog size "
-                                    f"{n}) have no corrected values")
+            summary["notes"].append(
+                f"sampled: users with m in {unusable} negatives (m = 0 or m >= catalog size "
+                f"{n}) have no corrected values"
+            )
         summary["evaluations"].append("sampled")
 
     if not user_frames:
-        raise ConfigError("offline: nothing to evaluate; set offline.recommendations and offline.truth, "
-                          "offline.predictions, offline.ratings or offline.sampled")
+        raise ConfigError(
+            "offline: nothing to evaluate; set offline.recommendations and offline.truth, "
+            "offline.predictions, offline.ratings or offline.sampled"
+        )
 
     try:
         path = out.stage("user_metrics", _merge_users(user_frames))
         users = spark.read.parquet(path)
         metric_rows = aggregate(users, specs, conf) + extra_rows
         if item_ratings is not None:
-            metric_rows += aggregate(item_ratings, rating_specs(value_range, bool(cfg.offline.distortion), True),
-                                     conf)
+            metric_rows += aggregate(item_ratings, rating_specs(value_range, bool(cfg.offline.distortion), True), conf)
         counts.update(_user_counts(users, summary["evaluations"]))
         out.stage("metrics", spark.createDataFrame(metric_rows, METRICS_DDL).coalesce(1))
         for name, frame in tables.items():
@@ -482,14 +604,21 @@ def _renamed(spec: Mean | Ratio) -> Mean | Ratio:
 def _user_counts(users: DataFrame, evaluations: Sequence[str]) -> dict[str, int]:
     exprs = [F.count("*").alias("users")]
     if "lists" in evaluations:
-        exprs += [F.sum(F.when((F.col("n_truth") > 0) & (F.col("n_list") == 0), 1).otherwise(0))
-                  .alias("users_with_truth_without_list"),
-                  F.sum(F.when((F.col("n_truth") == 0) & (F.col("n_list") > 0), 1).otherwise(0))
-                  .alias("users_with_list_without_truth_excluded"),
-                  F.sum(F.when(F.col("n_truth") > 0, 1).otherwise(0)).alias("users_with_truth")]
+        exprs += [
+            F.sum(F.when((F.col("n_truth") > 0) & (F.col("n_list") == 0), 1).otherwise(0)).alias(
+                "users_with_truth_without_list"
+            ),
+            F.sum(F.when((F.col("n_truth") == 0) & (F.col("n_list") > 0), 1).otherwise(0)).alias(
+                "users_with_list_without_truth_excluded"
+            ),
+            F.sum(F.when(F.col("n_truth") > 0, 1).otherwise(0)).alias("users_with_truth"),
+        ]
     if "predictions" in evaluations:
-        exprs += [F.sum(F.when(F.col("n_predictions").isNotNull() & F.isnan("auc"), 1).otherwise(0))
-                  .alias("users_without_auc")]
+        exprs += [
+            F.sum(F.when(F.col("n_predictions").isNotNull() & F.isnan("auc"), 1).otherwise(0)).alias(
+                "users_without_auc"
+            )
+        ]
     if "ratings" in evaluations:
         exprs += [F.sum("ratings_d_missing").alias("ratings_distortion_pairs_not_in_table")]
     if "sampled" in evaluations:
@@ -500,11 +629,22 @@ def _user_counts(users: DataFrame, evaluations: Sequence[str]) -> dict[str, int]
 
 def _headline(rows: list[tuple], ks: Sequence[int]) -> dict[str, float | None]:
     k = 10 if 10 in ks else max(ks)
-    wanted = {("ndcg", k, "user_avg"), ("recall", k, "user_avg"), ("precision", k, "user_avg"),
-              ("mrr", None, "user_avg"), ("coverage", max(ks), "catalog"), ("auc", None, "global"),
-              ("auc", None, "user_avg"), ("logloss", None, "global"), ("pcoc", None, "global"),
-              ("mae", None, "global"), ("rmse", None, "global"), ("ndcg", k, "sampled_naive"),
-              ("ndcg", k, "sampled_corrected"), ("auc", None, "sampled_naive")}
+    wanted = {
+        ("ndcg", k, "user_avg"),
+        ("recall", k, "user_avg"),
+        ("precision", k, "user_avg"),
+        ("mrr", None, "user_avg"),
+        ("coverage", max(ks), "catalog"),
+        ("auc", None, "global"),
+        ("auc", None, "user_avg"),
+        ("logloss", None, "global"),
+        ("pcoc", None, "global"),
+        ("mae", None, "global"),
+        ("rmse", None, "global"),
+        ("ndcg", k, "sampled_naive"),
+        ("ndcg", k, "sampled_corrected"),
+        ("auc", None, "sampled_naive"),
+    }
     out = {}
     for r in rows:
         if (r[0], r[1], r[2]) in wanted:

@@ -73,8 +73,9 @@ def _reader(output_root: str, spark: Any) -> Reader:
     return SparkReader(spark, output_root)
 
 
-def load_range(output_root: str, start: dt.date, end: dt.date, offline_auc: str = "",
-               spark: Any = None) -> tuple[RunData, pd.DataFrame]:
+def load_range(
+    output_root: str, start: dt.date, end: dt.date, offline_auc: str = "", spark: Any = None
+) -> tuple[RunData, pd.DataFrame]:
     """The range's data and the metrics of the comparison days outside it."""
     if end < start:
         raise UsageError(f"--end {end} is before --start {start}")
@@ -90,21 +91,36 @@ def render_html(data: RunData, context_metrics: pd.DataFrame, settings: ReportCo
         import jinja2
     except ImportError:  # pragma: no cover - jinja2 is a dependency
         raise UsageError("the report needs jinja2: pip install jinja2") from None
-    sections = build_sections(data, context_metrics, overfit_gap=settings.overfit_gap,
-                              online_gap=settings.offline_online_gap, x_key=settings.regression_x,
-                              y_key=settings.regression_y, min_days=settings.min_regression_days,
-                              level=settings.regression_level)
+    sections = build_sections(
+        data,
+        context_metrics,
+        overfit_gap=settings.overfit_gap,
+        online_gap=settings.offline_online_gap,
+        x_key=settings.regression_x,
+        y_key=settings.regression_y,
+        min_days=settings.min_regression_days,
+        level=settings.regression_level,
+    )
     template_text = resources.files("recsys_spark.report").joinpath("template.html.j2").read_text(encoding="utf-8")
-    env = jinja2.Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                             undefined=jinja2.StrictUndefined)
+    env = jinja2.Environment(
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
     env.filters["json"] = lambda v: jinja2.utils.markupsafe.Markup(_json(v))
     env.filters["num"] = _num_text
     env.filters["pct"] = _pct_text
     env.filters["signed"] = _signed_text
     env.filters["safe_svg"] = lambda s: jinja2.utils.markupsafe.Markup(s)
     page = env.from_string(template_text).render(
-        data=data, sections={s.id: s for s in sections}, order=[s.id for s in sections],
-        chart_count=sum(1 for _ in iter_charts(sections)), settings=settings)
+        data=data,
+        sections={s.id: s for s in sections},
+        order=[s.id for s in sections],
+        chart_count=sum(1 for _ in iter_charts(sections)),
+        settings=settings,
+    )
     return page
 
 
@@ -124,8 +140,16 @@ def _signed_text(v: Any, percent: bool = False) -> str:
     return f"{v * 100:+.2f} pp" if percent else f"{v:+.4g}"
 
 
-def write_report(output_root: str, start: dt.date, end: dt.date, cfg: Config, out: str | None = None,
-                 offline_auc: str | None = None, spark: Any = None, rolling: bool = False) -> str:
+def write_report(
+    output_root: str,
+    start: dt.date,
+    end: dt.date,
+    cfg: Config,
+    out: str | None = None,
+    offline_auc: str | None = None,
+    spark: Any = None,
+    rolling: bool = False,
+) -> str:
     """Render the report of ``start`` .. ``end`` and write it; return its path.
 
     ``offline_auc`` overrides ``report.offline_auc``.  ``rolling``: drop the days before the first one with

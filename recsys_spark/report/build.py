@@ -39,11 +39,31 @@ HEADLINE: tuple[tuple[str, int | None, str], ...] = (
 )
 AT_K = ("ndcg", "map", "precision", "recall", "hit_rate")
 SLICE_METRICS: tuple[tuple[str, int | None, str], ...] = (
-    ("ndcg", 10, "user_avg"), ("auc", None, "user_avg"), ("exposure_ctr", None, "global"))
-PERCENT_METRICS = {"exposure_ctr", "pv_ctr", "pv_failure_rate", "uv_failure_rate", "pv_coverage", "uv_coverage",
-                   "item_coverage", "uv_conversion", "hit_rate", "precision", "recall"}
-AGG_NAMES = {"user_avg": "user avg", "list_avg": "list avg", "global": "global",
-             "impression_weighted": "impression-weighted", "catalog": "catalog", "exposed": "exposed"}
+    ("ndcg", 10, "user_avg"),
+    ("auc", None, "user_avg"),
+    ("exposure_ctr", None, "global"),
+)
+PERCENT_METRICS = {
+    "exposure_ctr",
+    "pv_ctr",
+    "pv_failure_rate",
+    "uv_failure_rate",
+    "pv_coverage",
+    "uv_coverage",
+    "item_coverage",
+    "uv_conversion",
+    "hit_rate",
+    "precision",
+    "recall",
+}
+AGG_NAMES = {
+    "user_avg": "user avg",
+    "list_avg": "list avg",
+    "global": "global",
+    "impression_weighted": "impression-weighted",
+    "catalog": "catalog",
+    "exposed": "exposed",
+}
 UNBOUNDED_METRICS = {"pv", "uv", "novelty", "uv_ctr", "clicks_per_clicking_user"}  # the others lie in [0, 1]
 ALL = "all"
 
@@ -86,8 +106,15 @@ def metric_label(metric: str, k: int | None, aggregation: str) -> str:
     >>> metric_label("ndcg", 10, "user_avg")
     'NDCG@10 (user avg)'
     """
-    names = {"auc": "AUC", "ndcg": "NDCG", "map": "MAP", "mrr": "MRR", "uv_ctr": "UV CTR", "pv_ctr": "PV CTR",
-             "exposure_ctr": "exposure CTR"}
+    names = {
+        "auc": "AUC",
+        "ndcg": "NDCG",
+        "map": "MAP",
+        "mrr": "MRR",
+        "uv_ctr": "UV CTR",
+        "pv_ctr": "PV CTR",
+        "exposure_ctr": "exposure CTR",
+    }
     name = names.get(metric, metric.replace("_", " "))
     return f"{name}{'@' + str(k) if k else ''} ({AGG_NAMES.get(aggregation, aggregation.replace('_', ' '))})"
 
@@ -147,8 +174,13 @@ class Metrics:
         return (lo, hi) if lo is not None and hi is not None else None
 
     def ks(self, day: str, metric: str, aggregation: str) -> list[int]:
-        return sorted({k for (d, s, m, k, a) in self.rows if d == day and s == ALL and m == metric
-                       and a == aggregation and k is not None})
+        return sorted(
+            {
+                k
+                for (d, s, m, k, a) in self.rows
+                if d == day and s == ALL and m == metric and a == aggregation and k is not None
+            }
+        )
 
     def slices(self, day: str) -> list[str]:
         return sorted({s for (d, s, *_rest) in self.rows if d == day and s != ALL})
@@ -191,8 +223,9 @@ def headline_section(data: RunData, m: Metrics, context: Metrics) -> Section:
         value = _num(row["value"]) if row else None
         interval = m.interval(row)
 
-        def change(other: str, key: tuple[str, int | None, str] = (metric, k, agg),
-                   current: float | None = value) -> dict[str, float | None]:
+        def change(
+            other: str, key: tuple[str, int | None, str] = (metric, k, agg), current: float | None = value
+        ) -> dict[str, float | None]:
             base = m.value(other, ALL, *key)
             if base is None:
                 base = context.value(other, ALL, *key)
@@ -200,11 +233,20 @@ def headline_section(data: RunData, m: Metrics, context: Metrics) -> Section:
             rel = delta / abs(base) if delta is not None and base else None
             return {"base": base, "delta": delta, "rel": rel}
 
-        rows.append({"key": metric_key(metric, k, agg), "label": metric_label(metric, k, agg), "value": value,
-                     "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
-                     "se": _num(row.get("se")) if row else None, "n": _int(row.get("n")) if row else None,
-                     "percent": metric in PERCENT_METRICS,
-                     "previous_day": {"date": prev, **change(prev)}, "week_before": {"date": week, **change(week)}})
+        rows.append(
+            {
+                "key": metric_key(metric, k, agg),
+                "label": metric_label(metric, k, agg),
+                "value": value,
+                "ci_low": interval[0] if interval else None,
+                "ci_high": interval[1] if interval else None,
+                "se": _num(row.get("se")) if row else None,
+                "n": _int(row.get("n")) if row else None,
+                "percent": metric in PERCENT_METRICS,
+                "previous_day": {"date": prev, **change(prev)},
+                "week_before": {"date": week, **change(week)},
+            }
+        )
     summary = data.summaries.get(day, {})
     rules = summary.get("rules") or _rules_of(data, day)
     failed_hard = [r["rule"] for r in rules if not r["passed"] and r["severity"] == "hard"]
@@ -212,14 +254,24 @@ def headline_section(data: RunData, m: Metrics, context: Metrics) -> Section:
     quality = summary.get("data_quality", {})
     rejected = sum(quality.get("rejected_exposures", {}).values()) + sum(quality.get("rejected_clicks", {}).values())
     section.body = {
-        "day": day, "previous_day": prev, "week_before": week, "rows": rows, "has_ci": m.has_ci,
-        "status": summary.get("status", "no summary"), "rules_checked": len(rules),
-        "failed_hard": failed_hard, "failed_soft": failed_soft,
-        "quality": {"input_exposures": summary.get("input_rows", {}).get("exposures"),
-                    "input_clicks": summary.get("input_rows", {}).get("clicks"), "rows_set_aside": rejected,
-                    "duplicate_exposures": quality.get("duplicate_exposures"),
-                    "orphan_events": quality.get("orphan_events"),
-                    "users": quality.get("users"), "lists": quality.get("lists")},
+        "day": day,
+        "previous_day": prev,
+        "week_before": week,
+        "rows": rows,
+        "has_ci": m.has_ci,
+        "status": summary.get("status", "no summary"),
+        "rules_checked": len(rules),
+        "failed_hard": failed_hard,
+        "failed_soft": failed_soft,
+        "quality": {
+            "input_exposures": summary.get("input_rows", {}).get("exposures"),
+            "input_clicks": summary.get("input_rows", {}).get("clicks"),
+            "rows_set_aside": rejected,
+            "duplicate_exposures": quality.get("duplicate_exposures"),
+            "orphan_events": quality.get("orphan_events"),
+            "users": quality.get("users"),
+            "lists": quality.get("lists"),
+        },
         "notes": summary.get("notes", []),
     }
     section.charts.append(Chart("headline", "Headline metrics", "", {"day": day, "rows": rows}))
@@ -230,9 +282,17 @@ def _rules_of(data: RunData, day: str) -> list[dict[str, Any]]:
     frame = data.tables.get("rule_checks", pd.DataFrame())
     if frame.empty:
         return []
-    return [{"rule": r["rule"], "severity": r["severity"], "violations": _int(r["violations"]),
-             "rate": _num(r["rate"]), "threshold": _num(r["threshold"]), "passed": bool(r["passed"])}
-            for r in frame[frame["dt"] == day].to_dict("records")]
+    return [
+        {
+            "rule": r["rule"],
+            "severity": r["severity"],
+            "violations": _int(r["violations"]),
+            "rate": _num(r["rate"]),
+            "threshold": _num(r["threshold"]),
+            "passed": bool(r["passed"]),
+        }
+        for r in frame[frame["dt"] == day].to_dict("records")
+    ]
 
 
 def trends_section(data: RunData, m: Metrics) -> Section:
@@ -249,11 +309,17 @@ def trends_section(data: RunData, m: Metrics) -> Section:
         intervals = [m.interval(r) for r in rows]
         band = intervals if any(i is not None for i in intervals) else None
         title = metric_label(metric, k, agg)
-        chart = svg.line_chart(list(range(len(days))), [svg.Series("", values, band)], title=title,
-                               x_labels=labels, tick_every=_tick_every(len(days)), gaps=gaps,
-                               percent=metric in PERCENT_METRICS,
-                               y_floor=None if metric in UNBOUNDED_METRICS else 0.0,
-                               y_ceiling=None if metric in UNBOUNDED_METRICS else 1.0)
+        chart = svg.line_chart(
+            list(range(len(days))),
+            [svg.Series("", values, band)],
+            title=title,
+            x_labels=labels,
+            tick_every=_tick_every(len(days)),
+            gaps=gaps,
+            percent=metric in PERCENT_METRICS,
+            y_floor=None if metric in UNBOUNDED_METRICS else 0.0,
+            y_ceiling=None if metric in UNBOUNDED_METRICS else 1.0,
+        )
         payload = {"metric": metric, "k": k, "aggregation": agg, "slice": ALL, "dt": days, "value": values}
         if band is not None:
             payload["ci_low"] = [i[0] if i else None for i in intervals]
@@ -285,9 +351,17 @@ def curves_section(data: RunData, m: Metrics) -> Section:
             continue
         series.append(svg.Series(metric_label(metric, None, "user_avg").split(" (")[0], ys, color=svg.PALETTE[i]))
         curves[metric] = {"k": ks, "value": ys}
-    chart = svg.line_chart([float(k) for k in ks], series, title=f"Metric@k on {day}", x_label="k",
-                           width=640, height=300, y_floor=0.0, y_ceiling=1.0,
-                           point_names=[f"@{k}" for k in ks])
+    chart = svg.line_chart(
+        [float(k) for k in ks],
+        series,
+        title=f"Metric@k on {day}",
+        x_label="k",
+        width=640,
+        height=300,
+        y_floor=0.0,
+        y_ceiling=1.0,
+        point_names=[f"@{k}" for k in ks],
+    )
     section.charts.append(Chart("curves-at-k", f"Metrics at k, {day} (user averages)", chart, payload, wide=True))
     return section
 
@@ -317,11 +391,16 @@ def lorenz_section(data: RunData, m: Metrics) -> Section:
     x, y = points["x"].astype(float).tolist(), points["y"].astype(float).tolist()
     gini_catalog = m.value(day, ALL, "gini", None, "catalog")
     gini_exposed = m.value(day, ALL, "gini", None, "exposed")
-    stats = {"gini_catalog": gini_catalog, "gini_exposed": gini_exposed,
-             "top_1pct_share": top_share(x, y, 0.01), "top_10pct_share": top_share(x, y, 0.10)}
+    stats = {
+        "gini_catalog": gini_catalog,
+        "gini_exposed": gini_exposed,
+        "top_1pct_share": top_share(x, y, 0.01),
+        "top_10pct_share": top_share(x, y, 0.10),
+    }
     chart = svg.lorenz_chart(x, y, title=f"Lorenz curve of exposures over items, {day}")
-    section.charts.append(Chart("lorenz", f"Lorenz curve, {day}", chart,
-                                {"dt": day, "slice": ALL, "x": x, "y": y, **stats}))
+    section.charts.append(
+        Chart("lorenz", f"Lorenz curve, {day}", chart, {"dt": day, "slice": ALL, "x": x, "y": y, **stats})
+    )
     section.body = stats
     return section
 
@@ -350,19 +429,42 @@ def slices_section(data: RunData, m: Metrics) -> Section:
                 label = s.split("=", 1)[1] + (f" (n={n})" if n is not None else "")
                 low, high = interval or (None, None)
                 rows.append(svg.Whisker(label, value, low, high, color=svg.PALETTE[i]))
-                payload_rows.append({"slice": s, "value": value, "n": n,
-                                     "ci_low": interval[0] if interval else None,
-                                     "ci_high": interval[1] if interval else None})
+                payload_rows.append(
+                    {
+                        "slice": s,
+                        "value": value,
+                        "n": n,
+                        "ci_low": interval[0] if interval else None,
+                        "ci_high": interval[1] if interval else None,
+                    }
+                )
             if all(r.value is None for r in rows):
                 continue
             title = metric_label(metric, k, agg)
-            chart = svg.dot_whisker(rows, title=f"{title} by {dim}", reference=reference,
-                                    reference_label=f"all = {svg.fmt(reference)}", label_width=130,
-                                    percent=False)
-            section.charts.append(Chart(f"slice-{slug(dim)}-{slug(metric_key(metric, k, agg))}",
-                                        f"{title} by {dim}", chart,
-                                        {"dt": day, "dimension": dim, "metric": metric, "k": k, "aggregation": agg,
-                                         "all": reference, "rows": payload_rows}))
+            chart = svg.dot_whisker(
+                rows,
+                title=f"{title} by {dim}",
+                reference=reference,
+                reference_label=f"all = {svg.fmt(reference)}",
+                label_width=130,
+                percent=False,
+            )
+            section.charts.append(
+                Chart(
+                    f"slice-{slug(dim)}-{slug(metric_key(metric, k, agg))}",
+                    f"{title} by {dim}",
+                    chart,
+                    {
+                        "dt": day,
+                        "dimension": dim,
+                        "metric": metric,
+                        "k": k,
+                        "aggregation": agg,
+                        "all": reference,
+                        "rows": payload_rows,
+                    },
+                )
+            )
     if not m.has_ci:
         section.notes.append("No interval columns in the metrics table: dots without whiskers.")
     return section
@@ -392,12 +494,18 @@ def quality_section(data: RunData) -> Section:
             colors.append(REASON_COLORS["join"])
             payload.append({"source": "labelling", "reason": name, "rows": int(quality[name])})
     if summary:
-        section.charts.append(Chart("set-aside", f"Rows set aside, {day}",
-                                    svg.bar_chart(labels, values, title=f"Rows set aside per reason, {day}",
-                                                  colors=colors), {"dt": day, "rows": payload}))
+        section.charts.append(
+            Chart(
+                "set-aside",
+                f"Rows set aside, {day}",
+                svg.bar_chart(labels, values, title=f"Rows set aside per reason, {day}", colors=colors),
+                {"dt": day, "rows": payload},
+            )
+        )
     rules = _rules_of(data, day) or summary.get("rules", [])
-    section.body["rules"] = [{k: r.get(k) for k in ("rule", "severity", "violations", "rate", "threshold", "passed")}
-                             for r in rules]
+    section.body["rules"] = [
+        {k: r.get(k) for k in ("rule", "severity", "violations", "rate", "threshold", "passed")} for r in rules
+    ]
     section.body["day"] = day
     days = data.days
     missing = set(data.missing)
@@ -405,16 +513,23 @@ def quality_section(data: RunData) -> Section:
     for d in days:
         day_rules = _rules_of(data, d) or data.summaries.get(d, {}).get("rules", [])
         present = d not in missing
-        hard.append(float(sum(1 for r in day_rules if r["severity"] == "hard" and not r["passed"])) if present
-                    else None)
-        soft.append(float(sum(1 for r in day_rules if r["severity"] == "soft" and not r["passed"])) if present
-                    else None)
-    chart = svg.day_bars(_day_labels(days), [svg.Series("hard", hard, color=svg.PALETTE[1]),
-                                             svg.Series("soft", soft, color=svg.PALETTE[3])],
-                         title="Failed rules per day", gaps=[i for i, d in enumerate(days) if d in missing],
-                         tick_every=_tick_every(len(days)), y_label="failed rules")
-    section.charts.append(Chart("rule-failures", "Failed rules per day", chart,
-                                {"dt": days, "failed_hard": hard, "failed_soft": soft}))
+        hard.append(
+            float(sum(1 for r in day_rules if r["severity"] == "hard" and not r["passed"])) if present else None
+        )
+        soft.append(
+            float(sum(1 for r in day_rules if r["severity"] == "soft" and not r["passed"])) if present else None
+        )
+    chart = svg.day_bars(
+        _day_labels(days),
+        [svg.Series("hard", hard, color=svg.PALETTE[1]), svg.Series("soft", soft, color=svg.PALETTE[3])],
+        title="Failed rules per day",
+        gaps=[i for i, d in enumerate(days) if d in missing],
+        tick_every=_tick_every(len(days)),
+        y_label="failed rules",
+    )
+    section.charts.append(
+        Chart("rule-failures", "Failed rules per day", chart, {"dt": days, "failed_hard": hard, "failed_soft": soft})
+    )
     return section
 
 
@@ -436,9 +551,15 @@ def experiments_section(data: RunData) -> Section | None:
         exp_checks = []
         if not checks.empty:
             for r in checks[checks["experiment"] == name].to_dict("records"):
-                exp_checks.append({"check": r["check"], "statistic": _num(r.get("statistic")),
-                                   "p_value": _num(r.get("p_value")), "passed": bool(r["passed"]),
-                                   "detail": "" if r.get("detail") is None else str(r.get("detail"))})
+                exp_checks.append(
+                    {
+                        "check": r["check"],
+                        "statistic": _num(r.get("statistic")),
+                        "p_value": _num(r.get("p_value")),
+                        "passed": bool(r["passed"]),
+                        "detail": "" if r.get("detail") is None else str(r.get("detail")),
+                    }
+                )
         srm = [c for c in exp_checks if "srm" in c["check"].lower()]
         whiskers, table = [], []
         for r in rows.to_dict("records"):
@@ -446,32 +567,82 @@ def experiments_section(data: RunData) -> Section | None:
             label = f"{r['variant']}: {metric_label(r['metric'], k, r['aggregation'])}"
             rel, lo, hi = _num(r.get("rel_delta")), _num(r.get("rel_ci_low")), _num(r.get("rel_ci_high"))
             significant = lo is not None and hi is not None and (lo > 0 or hi < 0)
-            color = (svg.PALETTE[2] if significant and rel is not None and rel > 0
-                     else svg.PALETTE[1] if significant else svg.GREY)
-            whiskers.append(svg.Whisker(label, rel, lo, hi, color=color,
-                                        note=f" (p adj = {svg.fmt(_num(r.get('p_adjusted')))})"))
-            table.append({key: (_num(r.get(key)) if key not in ("variant", "metric", "aggregation", "method", "k")
-                                else (k if key == "k" else r.get(key)))
-                          for key in ("variant", "metric", "k", "aggregation", "value", "n", "control_value",
-                                      "control_n", "delta", "ci_low", "ci_high", "rel_delta", "rel_ci_low",
-                                      "rel_ci_high", "p_value", "p_adjusted", "method", "mde")})
+            color = (
+                svg.PALETTE[2]
+                if significant and rel is not None and rel > 0
+                else svg.PALETTE[1]
+                if significant
+                else svg.GREY
+            )
+            whiskers.append(
+                svg.Whisker(label, rel, lo, hi, color=color, note=f" (p adj = {svg.fmt(_num(r.get('p_adjusted')))})")
+            )
+            table.append(
+                {
+                    key: (
+                        _num(r.get(key))
+                        if key not in ("variant", "metric", "aggregation", "method", "k")
+                        else (k if key == "k" else r.get(key))
+                    )
+                    for key in (
+                        "variant",
+                        "metric",
+                        "k",
+                        "aggregation",
+                        "value",
+                        "n",
+                        "control_value",
+                        "control_n",
+                        "delta",
+                        "ci_low",
+                        "ci_high",
+                        "rel_delta",
+                        "rel_ci_low",
+                        "rel_ci_high",
+                        "p_value",
+                        "p_adjusted",
+                        "method",
+                        "mde",
+                    )
+                }
+            )
             table[-1]["label"] = label
             table[-1]["significant"] = significant
-        chart = svg.dot_whisker(whiskers, title=f"{name}: relative lift against control", reference=0.0,
-                                reference_label="no change", width=640, percent=True, label_width=250,
-                                x_label="relative lift (treatment - control) / control")
-        section.charts.append(Chart(f"forest-{slug(name)}", f"{name}: relative lift", chart,
-                                    {"dt": day, "experiment": name, "rows": table, "checks": exp_checks},
-                                    wide=True))
-        section.body["experiments"].append({
-            "name": name, "chart": section.charts[-1], "rows": table, "checks": exp_checks,
-            "srm": srm, "srm_failed": any(not c["passed"] for c in srm),
-        })
+        chart = svg.dot_whisker(
+            whiskers,
+            title=f"{name}: relative lift against control",
+            reference=0.0,
+            reference_label="no change",
+            width=640,
+            percent=True,
+            label_width=250,
+            x_label="relative lift (treatment - control) / control",
+        )
+        section.charts.append(
+            Chart(
+                f"forest-{slug(name)}",
+                f"{name}: relative lift",
+                chart,
+                {"dt": day, "experiment": name, "rows": table, "checks": exp_checks},
+                wide=True,
+            )
+        )
+        section.body["experiments"].append(
+            {
+                "name": name,
+                "chart": section.charts[-1],
+                "rows": table,
+                "checks": exp_checks,
+                "srm": srm,
+                "srm_failed": any(not c["passed"] for c in srm),
+            }
+        )
     return section
 
 
-def _gap_diagnosis(train: float | None, test: float | None, online: float | None, overfit_gap: float,
-                   online_gap: float) -> list[str]:
+def _gap_diagnosis(
+    train: float | None, test: float | None, online: float | None, overfit_gap: float, online_gap: float
+) -> list[str]:
     out = []
     if train is not None and test is not None and train - test > overfit_gap:
         out.append("overfitting (train much higher than test)")
@@ -480,8 +651,17 @@ def _gap_diagnosis(train: float | None, test: float | None, online: float | None
     return out
 
 
-def offline_section(data: RunData, m: Metrics, *, overfit_gap: float, online_gap: float, x_key: str, y_key: str,
-                    min_days: int, level: float) -> Section:
+def offline_section(
+    data: RunData,
+    m: Metrics,
+    *,
+    overfit_gap: float,
+    online_gap: float,
+    x_key: str,
+    y_key: str,
+    min_days: int,
+    level: float,
+) -> Section:
     """Offline (train/test) AUC beside the job's online AUC, and the business-on-offline regression."""
     section = Section("offline", "Offline versus online")
     days = data.days
@@ -491,8 +671,10 @@ def offline_section(data: RunData, m: Metrics, *, overfit_gap: float, online_gap
     table: list[dict[str, Any]] = []
     offline = data.offline_auc
     if offline is None:
-        section.notes.append("No offline AUC table: give one with report.offline_auc (config) or --offline-auc "
-                             "(a table dt, model, split, auc with split train or test).")
+        section.notes.append(
+            "No offline AUC table: give one with report.offline_auc (config) or --offline-auc "
+            "(a table dt, model, split, auc with split train or test)."
+        )
     elif offline.empty:
         section.notes.append("The offline AUC table has no row in this range.")
     else:
@@ -504,21 +686,38 @@ def offline_section(data: RunData, m: Metrics, *, overfit_gap: float, online_gap
             train = [by.get((d, "train")) for d in days]
             test = [by.get((d, "test")) for d in days]
             color = svg.PALETTE[i % len(svg.PALETTE)]
-            series += [svg.Series(f"{model} train", train, color=color, dashed=True),
-                       svg.Series(f"{model} test", test, color=color)]
+            series += [
+                svg.Series(f"{model} train", train, color=color, dashed=True),
+                svg.Series(f"{model} test", test, color=color),
+            ]
             payload["models"][model] = {"train": train, "test": test}
             for d, tr, te, on in zip(days, train, test, online, strict=True):
                 if tr is None and te is None:
                     continue
-                table.append({"dt": d, "model": model, "train": tr, "test": te, "online": on,
-                              "train_minus_test": tr - te if tr is not None and te is not None else None,
-                              "test_minus_online": te - on if te is not None and on is not None else None,
-                              "diagnosis": _gap_diagnosis(tr, te, on, overfit_gap, online_gap)})
+                table.append(
+                    {
+                        "dt": d,
+                        "model": model,
+                        "train": tr,
+                        "test": te,
+                        "online": on,
+                        "train_minus_test": tr - te if tr is not None and te is not None else None,
+                        "test_minus_online": te - on if te is not None and on is not None else None,
+                        "diagnosis": _gap_diagnosis(tr, te, on, overfit_gap, online_gap),
+                    }
+                )
         table.sort(key=lambda r: (r["dt"], r["model"]))
         payload["table"] = table
-        chart = svg.line_chart(list(range(len(days))), series, title="Train, test and online AUC per day",
-                               x_labels=_day_labels(days), tick_every=_tick_every(len(days)), gaps=gaps,
-                               width=640, height=240)
+        chart = svg.line_chart(
+            list(range(len(days))),
+            series,
+            title="Train, test and online AUC per day",
+            x_labels=_day_labels(days),
+            tick_every=_tick_every(len(days)),
+            gaps=gaps,
+            width=640,
+            height=240,
+        )
         section.charts.append(Chart("offline-auc", "Train, test and online AUC", chart, payload, wide=True))
     section.body["auc_table"] = table
     section.body["thresholds"] = {"overfit_gap": overfit_gap, "offline_online_gap": online_gap}
@@ -529,32 +728,85 @@ def offline_section(data: RunData, m: Metrics, *, overfit_gap: float, online_gap
     pairs = [(d, x, y) for d, x, y in zip(days, xs_all, ys_all, strict=True) if x is not None and y is not None]
     fit = fit_line([p[1] for p in pairs], [p[2] for p in pairs], level=level)
     x_label, y_label = metric_label(*xm), metric_label(*ym)
-    verdict = ("" if fit.n >= min_days else
-               f"Too few days to conclude: {fit.n} day(s) with both metrics, at least {min_days} needed "
-               f"(report.min_regression_days).")
-    section.body["regression"] = {"x": x_key, "y": y_key, "x_label": x_label, "y_label": y_label,
-                                  "fit": fit.as_dict(), "min_days": min_days, "verdict": verdict}
-    chart = svg.scatter_fit([p[1] for p in pairs], [p[2] for p in pairs], [p[0] for p in pairs],
-                            title=f"{y_label} against {x_label}, one point per day", slope=fit.slope,
-                            intercept=fit.intercept, x_label=x_label, y_label=y_label)
-    section.charts.append(Chart("regression", f"{y_label} against {x_label}", chart,
-                                {"x": x_key, "y": y_key, "dt": [p[0] for p in pairs],
-                                 "x_values": [p[1] for p in pairs], "y_values": [p[2] for p in pairs],
-                                 "fit": fit.as_dict()}))
+    verdict = (
+        ""
+        if fit.n >= min_days
+        else f"Too few days to conclude: {fit.n} day(s) with both metrics, at least {min_days} needed "
+        f"(report.min_regression_days)."
+    )
+    section.body["regression"] = {
+        "x": x_key,
+        "y": y_key,
+        "x_label": x_label,
+        "y_label": y_label,
+        "fit": fit.as_dict(),
+        "min_days": min_days,
+        "verdict": verdict,
+    }
+    chart = svg.scatter_fit(
+        [p[1] for p in pairs],
+        [p[2] for p in pairs],
+        [p[0] for p in pairs],
+        title=f"{y_label} against {x_label}, one point per day",
+        slope=fit.slope,
+        intercept=fit.intercept,
+        x_label=x_label,
+        y_label=y_label,
+    )
+    section.charts.append(
+        Chart(
+            "regression",
+            f"{y_label} against {x_label}",
+            chart,
+            {
+                "x": x_key,
+                "y": y_key,
+                "dt": [p[0] for p in pairs],
+                "x_values": [p[1] for p in pairs],
+                "y_values": [p[2] for p in pairs],
+                "fit": fit.as_dict(),
+            },
+        )
+    )
     return section
 
 
-def build_sections(data: RunData, context_metrics: pd.DataFrame, *, overfit_gap: float, online_gap: float,
-                   x_key: str, y_key: str, min_days: int, level: float) -> list[Section]:
+def build_sections(
+    data: RunData,
+    context_metrics: pd.DataFrame,
+    *,
+    overfit_gap: float,
+    online_gap: float,
+    x_key: str,
+    y_key: str,
+    min_days: int,
+    level: float,
+) -> list[Section]:
     m = Metrics(data.tables.get("metrics", pd.DataFrame()))
     context = Metrics(context_metrics)
-    sections = [headline_section(data, m, context), trends_section(data, m), curves_section(data, m),
-                lorenz_section(data, m), slices_section(data, m), quality_section(data)]
+    sections = [
+        headline_section(data, m, context),
+        trends_section(data, m),
+        curves_section(data, m),
+        lorenz_section(data, m),
+        slices_section(data, m),
+        quality_section(data),
+    ]
     experiments = experiments_section(data)
     if experiments is not None:
         sections.append(experiments)
-    sections.append(offline_section(data, m, overfit_gap=overfit_gap, online_gap=online_gap, x_key=x_key,
-                                    y_key=y_key, min_days=min_days, level=level))
+    sections.append(
+        offline_section(
+            data,
+            m,
+            overfit_gap=overfit_gap,
+            online_gap=online_gap,
+            x_key=x_key,
+            y_key=y_key,
+            min_days=min_days,
+            level=level,
+        )
+    )
     return sections
 
 

@@ -19,11 +19,18 @@ def add_arguments(parser: argparse.ArgumentParser, date_type: Any) -> None:
     parser.add_argument("--start", type=date_type, required=True, help="first day of the report (YYYY-MM-DD)")
     parser.add_argument("--end", type=date_type, required=True, help="last day, inclusive")
     parser.add_argument("--out", help="the HTML file to write (default {output_root}/reports/{start}_{end}.html)")
-    parser.add_argument("--offline-auc", help="table dt, model, split, auc of the training pipeline "
-                                              "(Parquet or .csv; default: report.offline_auc)")
+    parser.add_argument(
+        "--offline-auc",
+        help="table dt, model, split, auc of the training pipeline (Parquet or .csv; default: report.offline_auc)",
+    )
     parser.add_argument("--config", help="TOML settings file (the [report] section is read)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override one setting: --set report.min_regression_days=14")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one setting: --set report.min_regression_days=14",
+    )
     parser.add_argument("--verbose", action="store_true", help="full tracebacks")
 
 
@@ -40,8 +47,9 @@ def run_report(args: argparse.Namespace) -> int:
 
         spark = build_session(app_name="recsys-spark-report", log_level="ERROR")
     try:
-        path = write_report(args.output_root, args.start, args.end, cfg, out=args.out, offline_auc=args.offline_auc,
-                            spark=spark)
+        path = write_report(
+            args.output_root, args.start, args.end, cfg, out=args.out, offline_auc=args.offline_auc, spark=spark
+        )
     finally:
         if spark is not None:
             spark.stop()

@@ -173,8 +173,9 @@ def read_offline_auc(path: str, spark: Any = None) -> pd.DataFrame:
         frame = (reader.csv(path) if path.endswith(".csv") else reader.parquet(path)).toPandas()
     missing = [c for c in OFFLINE_COLUMNS if c not in frame.columns]
     if missing:
-        raise SchemaError(f"report.offline_auc: {path} lacks column(s) {', '.join(missing)} "
-                         f"(expected {', '.join(OFFLINE_COLUMNS)})")
+        raise SchemaError(
+            f"report.offline_auc: {path} lacks column(s) {', '.join(missing)} (expected {', '.join(OFFLINE_COLUMNS)})"
+        )
     frame = frame[list(OFFLINE_COLUMNS)].copy()
     frame["dt"] = pd.to_datetime(frame["dt"]).dt.strftime("%Y-%m-%d")
     frame["split"] = frame["split"].astype(str).str.lower()

@@ -140,12 +140,17 @@ def test_renders_interval_start_as_the_date(task):
     assert _opt(args, "--input-root") == "/data/recsys/logs"
     assert _opt(args, "--output-root") == "/data/recsys/eval"
     assert "--config" not in args
-    assert _sets(args) == ['input.exposures="{input_root}/exposures/dt={date}"',
-                           'input.clicks="{input_root}/clicks/dt={date}"', "rules.fail_on_hard=false"]
+    assert _sets(args) == [
+        'input.exposures="{input_root}/exposures/dt={date}"',
+        'input.clicks="{input_root}/clicks/dt={date}"',
+        "rules.fail_on_hard=false",
+    ]
     assert task.application == "/opt/recsys-spark/jobs/evaluate_daily.py"
     assert task.py_files == "/opt/recsys-spark/dist/recsys_spark.zip"
-    assert task.conf == {"spark.pyspark.python": "./environment/bin/python",
-                         "spark.recsys.runId": "scheduled__2026-11-21T02:30:00+00:00"}
+    assert task.conf == {
+        "spark.pyspark.python": "./environment/bin/python",
+        "spark.recsys.runId": "scheduled__2026-11-21T02:30:00+00:00",
+    }
     assert task._archives == "/opt/recsys-spark/dist/env.tar.gz#environment"
     assert task.name == "recsys_eval_daily_20261120"
 
@@ -191,16 +196,24 @@ def test_env_settings_shape_the_task():
         "--set", "metrics.k=20",
         "--set", "rules.min_users=100",
     ]  # fmt: skip
-    assert task.conf == {"spark.pyspark.driver.python": "/usr/bin/python3",
-                         "spark.recsys.runId": "scheduled__2026-11-21T02:30:00+00:00"}
+    assert task.conf == {
+        "spark.pyspark.driver.python": "/usr/bin/python3",
+        "spark.recsys.runId": "scheduled__2026-11-21T02:30:00+00:00",
+    }
 
 
 # --- sensors, gate, assets, Kubernetes (issue 17) ------------------------------------------
 def _context(task, start: datetime = INTERVAL_START, run_after: datetime = RUN_AFTER) -> dict:
     return {
-        "dag": task.dag, "task": task, "data_interval_start": start, "data_interval_end": run_after,
-        "logical_date": run_after, "ds": run_after.strftime("%Y-%m-%d"), "ds_nodash": run_after.strftime("%Y%m%d"),
-        "run_id": f"scheduled__{run_after.isoformat()}", "params": task.params,
+        "dag": task.dag,
+        "task": task,
+        "data_interval_start": start,
+        "data_interval_end": run_after,
+        "logical_date": run_after,
+        "ds": run_after.strftime("%Y-%m-%d"),
+        "ds_nodash": run_after.strftime("%Y%m%d"),
+        "run_id": f"scheduled__{run_after.isoformat()}",
+        "params": task.params,
         "var": {"value": VariableAccessor(deserialize_json=False), "json": None},
     }
 
@@ -259,8 +272,13 @@ def test_hive_partition_sensor_for_table_inputs():
     pytest.importorskip("airflow.providers.apache.hive", reason="needs apache-airflow-providers-apache-hive")
     from airflow.providers.apache.hive.sensors.hive_partition import HivePartitionSensor
 
-    bag = _load({"RECSYS_EVAL_EXPOSURES": "table:logs.rec_exposures", "RECSYS_EVAL_PARTITION_COLUMN": "ds",
-                 "RECSYS_EVAL_PARTITION_FORMAT": "%Y%m%d"})
+    bag = _load(
+        {
+            "RECSYS_EVAL_EXPOSURES": "table:logs.rec_exposures",
+            "RECSYS_EVAL_PARTITION_COLUMN": "ds",
+            "RECSYS_EVAL_PARTITION_FORMAT": "%Y%m%d",
+        }
+    )
     assert bag.import_errors == {}
     sensor = bag.dags[DAG_ID].get_task("wait_exposures")
     assert isinstance(sensor, HivePartitionSensor)
@@ -269,8 +287,11 @@ def test_hive_partition_sensor_for_table_inputs():
     assert (sensor.schema, sensor.table, sensor.partition) == ("logs", "rec_exposures", "ds='20261120'")
     assert "table:logs.rec_exposures" in _sets(bag.dags[DAG_ID].get_task("evaluate").application_args)[0]
     # the clicks are still a path: a file sensor
-    assert bag.dags[DAG_ID].get_task("wait_clicks").filepath.endswith("/clicks/dt={{ data_interval_start"
-                                                                       ".strftime('%Y-%m-%d') }}/_SUCCESS")
+    assert (
+        bag.dags[DAG_ID]
+        .get_task("wait_clicks")
+        .filepath.endswith("/clicks/dt={{ data_interval_start.strftime('%Y-%m-%d') }}/_SUCCESS")
+    )
 
 
 def _write_summary(root: Path, rules: list[dict], status: str = "ok") -> None:
@@ -286,9 +307,14 @@ def _gate_callable(bag):
 def test_gate_fails_without_retry_on_a_hard_violation(bag, tmp_path):
     from airflow.sdk.exceptions import AirflowFailException
 
-    _write_summary(tmp_path, [{"rule": "blacklist_items", "severity": "hard", "passed": False},
-                              {"rule": "duplicate_rate", "severity": "soft", "passed": False}],
-                   status="hard_rule_violated")
+    _write_summary(
+        tmp_path,
+        [
+            {"rule": "blacklist_items", "severity": "hard", "passed": False},
+            {"rule": "duplicate_rate", "severity": "soft", "passed": False},
+        ],
+        status="hard_rule_violated",
+    )
     with pytest.raises(AirflowFailException, match="hard business rules violated: blacklist_items"):
         _gate_callable(bag)(output_root=str(tmp_path), date="2026-11-20")
 
@@ -296,8 +322,13 @@ def test_gate_fails_without_retry_on_a_hard_violation(bag, tmp_path):
 def test_gate_passes_soft_failures_and_fails_on_a_missing_summary(bag, tmp_path):
     from airflow.sdk.exceptions import AirflowFailException
 
-    _write_summary(tmp_path, [{"rule": "blacklist_items", "severity": "hard", "passed": True},
-                              {"rule": "duplicate_rate", "severity": "soft", "passed": False}])
+    _write_summary(
+        tmp_path,
+        [
+            {"rule": "blacklist_items", "severity": "hard", "passed": True},
+            {"rule": "duplicate_rate", "severity": "soft", "passed": False},
+        ],
+    )
     result = _gate_callable(bag)(output_root=f"file://{tmp_path}/", date="2026-11-20")
     assert result == {"date": "2026-11-20", "status": "ok", "soft_failed": ["duplicate_rate"]}
     with pytest.raises(AirflowFailException, match="no summary for 2026-11-21"):
@@ -321,7 +352,14 @@ def test_kubernetes_dag_renders_a_spark_application():
     assert app["kind"] == "SparkApplication"
     assert app["metadata"]["name"] == "recsys-eval-20261120"
     args = app["spec"]["arguments"]
-    assert args[:7] == ["evaluate", "--date", "2026-11-20", "--input-root", "/data/recsys/logs",
-                        "--output-root", "/data/recsys/eval"]
+    assert args[:7] == [
+        "evaluate",
+        "--date",
+        "2026-11-20",
+        "--input-root",
+        "/data/recsys/logs",
+        "--output-root",
+        "/data/recsys/eval",
+    ]
     assert _sets(args)[-1] == "rules.fail_on_hard=false"
     assert app["spec"]["sparkConf"]["spark.recsys.runId"] == "scheduled__2026-11-21T02:30:00+00:00"

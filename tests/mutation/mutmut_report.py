@@ -26,19 +26,36 @@ OUT = REPO / "build" / "mutation" / "kernels.md"
 EQUIVALENT = [
     (r'float\("NAN"\)', r'float\("nan"\)', 'float() parses "NAN" as NaN'),
     (r"\.astype\(None\)", r"\.astype\(np\.float64\)", "astype(None) is astype(float64)"),
-    (r"np\.asarray\((values|items), (dtype=None)?\)", r"np\.asarray\((values|items), dtype=np\.float64\)",
-     "histogram counts come as floats (Spark doubles) or integers, where every sum and ratio is the same"),
-    (r"kind=(None|\"STABLE\")|np\.argsort\(values\[keep\], \)", r'kind="stable"',
-     "items with equal counts are interchangeable in every histogram formula: the order among ties is irrelevant"),
-    (r"np\.asarray\(rel_ranked, (dtype=None)?\) > 0", r"np\.asarray\(rel_ranked, dtype=np\.float64\) > 0",
-     "relevance is numeric: x > 0 is the same in any numeric dtype"),
-    (r"grouped_auc\(np\.zeros\(len\(labels\), (np\.int64|None|)\)?, labels, scores, (1|2|None|)\)",
-     r"grouped_auc\(np\.zeros\(len\(labels\), np\.int64\), labels, scores, 1\)",
-     "one group (code 0): grouped_auc casts the codes to int64, and G = 1, 2 or inferred gives the same values[0]"),
-    (r"np\.errstate\(", r"np\.errstate\(divide=\"ignore\", invalid=\"ignore\"\)",
-     "only silences the 0/0 warning of groups with one class; their AUC is set to NaN on the next line"),
-    (r"np\.r_\[False, (grp|scr)\[1:\]", r"np\.r_\[True, (grp|scr)\[1:\]",
-     "the first row starts a group and a run anyway (maximum.accumulate of index 0; new_run includes new_group)"),
+    (
+        r"np\.asarray\((values|items), (dtype=None)?\)",
+        r"np\.asarray\((values|items), dtype=np\.float64\)",
+        "histogram counts come as floats (Spark doubles) or integers, where every sum and ratio is the same",
+    ),
+    (
+        r"kind=(None|\"STABLE\")|np\.argsort\(values\[keep\], \)",
+        r'kind="stable"',
+        "items with equal counts are interchangeable in every histogram formula: the order among ties is irrelevant",
+    ),
+    (
+        r"np\.asarray\(rel_ranked, (dtype=None)?\) > 0",
+        r"np\.asarray\(rel_ranked, dtype=np\.float64\) > 0",
+        "relevance is numeric: x > 0 is the same in any numeric dtype",
+    ),
+    (
+        r"grouped_auc\(np\.zeros\(len\(labels\), (np\.int64|None|)\)?, labels, scores, (1|2|None|)\)",
+        r"grouped_auc\(np\.zeros\(len\(labels\), np\.int64\), labels, scores, 1\)",
+        "one group (code 0): grouped_auc casts the codes to int64, and G = 1, 2 or inferred gives the same values[0]",
+    ),
+    (
+        r"np\.errstate\(",
+        r"np\.errstate\(divide=\"ignore\", invalid=\"ignore\"\)",
+        "only silences the 0/0 warning of groups with one class; their AUC is set to NaN on the next line",
+    ),
+    (
+        r"np\.r_\[False, (grp|scr)\[1:\]",
+        r"np\.r_\[True, (grp|scr)\[1:\]",
+        "the first row starts a group and a run anyway (maximum.accumulate of index 0; new_run includes new_group)",
+    ),
 ]
 
 
@@ -48,7 +65,7 @@ def _functions(path: Path) -> dict[str, str]:
     out = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and "__mutmut_" in node.name:
-            out[node.name] = "\n".join(src[node.lineno - 1:node.end_lineno])
+            out[node.name] = "\n".join(src[node.lineno - 1 : node.end_lineno])
     return out
 
 
@@ -77,8 +94,10 @@ def main() -> int:
     if not metas:
         print("no mutmut results under mutants/: run mutmut first", file=sys.stderr)
         return 2
-    lines = ["| module | mutants | killed | survived | equivalent | not run | score (killed / non-equivalent) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| module | mutants | killed | survived | equivalent | not run | score (killed / non-equivalent) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     survivors = []
     totals = Counter()
     for meta in metas:
@@ -100,23 +119,31 @@ def main() -> int:
         totals.update(c)
         judged = c["killed"] + c["survived"]
         score = f"{100 * c['killed'] / judged:.1f} %" if judged else "-"
-        lines.append(f"| {meta.with_suffix('').name} | {sum(c.values())} | {c['killed']} | {c['survived']} | "
-                     f"{c['equivalent']} | {c['not run']} | {score} |")
+        lines.append(
+            f"| {meta.with_suffix('').name} | {sum(c.values())} | {c['killed']} | {c['survived']} | "
+            f"{c['equivalent']} | {c['not run']} | {score} |"
+        )
     judged = totals["killed"] + totals["survived"]
-    lines.append(f"| **all** | {sum(totals.values())} | {totals['killed']} | {totals['survived']} | "
-                 f"{totals['equivalent']} | {totals['not run']} | "
-                 f"**{100 * totals['killed'] / judged:.1f} %** |" if judged else "| all | - |")
+    lines.append(
+        f"| **all** | {sum(totals.values())} | {totals['killed']} | {totals['survived']} | "
+        f"{totals['equivalent']} | {totals['not run']} | "
+        f"**{100 * totals['killed'] / judged:.1f} %** |"
+        if judged
+        else "| all | - |"
+    )
     lines += ["", "## Survivors", "", "| mutant | original | mutated | equivalent because |", "|---|---|---|---|"]
 
     def cell(s: str) -> str:  # a Markdown table cell: escape the column separator
         return s.replace("|", "\\|")
 
     for key, old, new, reason in sorted(survivors, key=lambda s: (s[3] is not None, s[0])):
-        lines.append(f"| {key.replace('recsys_spark.kernels.', '')} | `{cell(old)}` | `{cell(new)}` | "
-                     f"{reason or '**not equivalent: not yet killed**'} |")
+        lines.append(
+            f"| {key.replace('recsys_spark.kernels.', '')} | `{cell(old)}` | `{cell(new)}` | "
+            f"{reason or '**not equivalent: not yet killed**'} |"
+        )
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines[:len(metas) + 3]))
+    print("\n".join(lines[: len(metas) + 3]))
     print(f"survivors written to {OUT}")
     return 0
 

@@ -38,11 +38,11 @@ OUT = REPO / "build" / "mutation"
 @dataclass(frozen=True)
 class Mutant:
     name: str
-    path: str                 # module, relative to the repo
-    old: str                  # must occur exactly once in the module
+    path: str  # module, relative to the repo
+    old: str  # must occur exactly once in the module
     new: str
-    tests: tuple[str, ...]    # pytest node ids or files, relative to the repo
-    wrong: str                # the wrong number it would write
+    tests: tuple[str, ...]  # pytest node ids or files, relative to the repo
+    wrong: str  # the wrong number it would write
 
 
 AGG = "recsys_spark/aggregate.py"
@@ -61,88 +61,291 @@ T_HEALTH = ("tests/test_health_spark.py",)
 
 MUTANTS = [
     # --- aggregate.py: per-user table -> metrics table (the fast tests reach aggregate_users) ----------------
-    Mutant("agg-gauc-plain-mean", AGG, 'rows.append(MetricRow("auc", None, "impression_weighted", s, '
-           '_ratio(agg["auc__wsum"], agg["auc__w"]),',
-           'rows.append(MetricRow("auc", None, "impression_weighted", s, agg["auc__mean"],', T_AGG,
-           "GAUC as the plain mean of user AUCs"),
-    Mutant("agg-gauc-n-users", AGG, 'int(agg["auc__w"] or 0)))', 'int(agg["auc__n"] or 0)))', T_AGG,
-           "GAUC's n as users instead of exposures"),
-    Mutant("agg-se-sqrt-n-minus-1", AGG, "sd / math.sqrt(n) if", "sd / math.sqrt(n - 1) if", T_AGG,
-           "se of user averages over sqrt(n - 1)"),
-    Mutant("agg-list-avg-over-users", AGG, '_ratio(agg[f"{col}__lsum"], agg["lists_ranked"])',
-           '_ratio(agg[f"{col}__lsum"], n)', T_AGG, "list_avg divided by users"),
-    Mutant("agg-precision-without-k", AGG, "_ratio(hits, k * lists)", "_ratio(hits, lists)", T_AGG,
-           "precision@k = hits / lists"),
-    Mutant("agg-recall-over-lists", AGG, '_ratio(hits, agg["relevant"])', "_ratio(hits, lists)", T_AGG,
-           "recall@k over lists instead of relevant items"),
-    Mutant("agg-users-without-auc", AGG, '"users_without_auc": agg["users"] - agg["auc__n"],',
-           '"users_without_auc": agg["users"] - agg["lists_ranked"],', T_AGG, "wrong count"),
-    Mutant("agg-partials-last-only", AGG, "merge_by_slice(out, {slice_value: Moments.from_rows(rows)})",
-           "out[slice_value] = Moments.from_rows(rows)", T_PIPE,
-           "only the last partition's moments of a slice kept"),
+    Mutant(
+        "agg-gauc-plain-mean",
+        AGG,
+        'rows.append(MetricRow("auc", None, "impression_weighted", s, _ratio(agg["auc__wsum"], agg["auc__w"]),',
+        'rows.append(MetricRow("auc", None, "impression_weighted", s, agg["auc__mean"],',
+        T_AGG,
+        "GAUC as the plain mean of user AUCs",
+    ),
+    Mutant(
+        "agg-gauc-n-users",
+        AGG,
+        'int(agg["auc__w"] or 0)))',
+        'int(agg["auc__n"] or 0)))',
+        T_AGG,
+        "GAUC's n as users instead of exposures",
+    ),
+    Mutant(
+        "agg-se-sqrt-n-minus-1",
+        AGG,
+        "sd / math.sqrt(n) if",
+        "sd / math.sqrt(n - 1) if",
+        T_AGG,
+        "se of user averages over sqrt(n - 1)",
+    ),
+    Mutant(
+        "agg-list-avg-over-users",
+        AGG,
+        '_ratio(agg[f"{col}__lsum"], agg["lists_ranked"])',
+        '_ratio(agg[f"{col}__lsum"], n)',
+        T_AGG,
+        "list_avg divided by users",
+    ),
+    Mutant(
+        "agg-precision-without-k",
+        AGG,
+        "_ratio(hits, k * lists)",
+        "_ratio(hits, lists)",
+        T_AGG,
+        "precision@k = hits / lists",
+    ),
+    Mutant(
+        "agg-recall-over-lists",
+        AGG,
+        '_ratio(hits, agg["relevant"])',
+        "_ratio(hits, lists)",
+        T_AGG,
+        "recall@k over lists instead of relevant items",
+    ),
+    Mutant(
+        "agg-users-without-auc",
+        AGG,
+        '"users_without_auc": agg["users"] - agg["auc__n"],',
+        '"users_without_auc": agg["users"] - agg["lists_ranked"],',
+        T_AGG,
+        "wrong count",
+    ),
+    Mutant(
+        "agg-partials-last-only",
+        AGG,
+        "merge_by_slice(out, {slice_value: Moments.from_rows(rows)})",
+        "out[slice_value] = Moments.from_rows(rows)",
+        T_PIPE,
+        "only the last partition's moments of a slice kept",
+    ),
     # --- label.py: attribution -----------------------------------------------------------------------------
-    Mutant("label-window-lower-edge", LABEL, 'candidates["_exp_ts"] <= grouped[TS]',
-           'candidates["_exp_ts"] < grouped[TS]', T_LABEL, "event at its exposure's timestamp is an orphan"),
-    Mutant("label-window-upper-edge", LABEL, 'candidates["_exp_ts"] >= grouped[TS] - window',
-           'candidates["_exp_ts"] > grouped[TS] - window', T_LABEL, "event exactly window minutes late is an orphan"),
-    Mutant("label-window-length", LABEL, "int(round(window_minutes * 60))", "int(round(window_minutes * 61))",
-           T_LABEL, "window one minute per hour too long"),
-    Mutant("label-earliest-exposure", LABEL, 'latest = F.max(F.when(F.col("_req").isNotNull()',
-           'latest = F.min(F.when(F.col("_req").isNotNull()', T_LABEL, "event given to the earliest exposure"),
-    Mutant("label-relevance-min-weight", LABEL, '.agg(F.max("weight").alias(RELEVANCE)',
-           '.agg(F.min("weight").alias(RELEVANCE)', T_LABEL, "relevance = smallest event weight"),
-    Mutant("label-clicked-all-events", LABEL, 'F.max("is_click").alias(CLICKED)', 'F.min("is_click").alias(CLICKED)',
-           T_LABEL, "clicked only when every event is a click"),
-    Mutant("label-dedup-largest-position", LABEL, "keep = F.min(F.struct(POSITION, TS, *others))",
-           "keep = F.max(F.struct(POSITION, TS, *others))", T_LABEL, "dedup keeps the largest position"),
-    Mutant("label-orphans-count", LABEL, 'counts["orphan_events"] = events - counts["attributed_events"]',
-           'counts["orphan_events"] = events - counts["attributed_events"] - counts["clicked_exposures"]',
-           T_LABEL, "orphans undercounted"),
+    Mutant(
+        "label-window-lower-edge",
+        LABEL,
+        'candidates["_exp_ts"] <= grouped[TS]',
+        'candidates["_exp_ts"] < grouped[TS]',
+        T_LABEL,
+        "event at its exposure's timestamp is an orphan",
+    ),
+    Mutant(
+        "label-window-upper-edge",
+        LABEL,
+        'candidates["_exp_ts"] >= grouped[TS] - window',
+        'candidates["_exp_ts"] > grouped[TS] - window',
+        T_LABEL,
+        "event exactly window minutes late is an orphan",
+    ),
+    Mutant(
+        "label-window-length",
+        LABEL,
+        "int(round(window_minutes * 60))",
+        "int(round(window_minutes * 61))",
+        T_LABEL,
+        "window one minute per hour too long",
+    ),
+    Mutant(
+        "label-earliest-exposure",
+        LABEL,
+        'latest = F.max(F.when(F.col("_req").isNotNull()',
+        'latest = F.min(F.when(F.col("_req").isNotNull()',
+        T_LABEL,
+        "event given to the earliest exposure",
+    ),
+    Mutant(
+        "label-relevance-min-weight",
+        LABEL,
+        '.agg(F.max("weight").alias(RELEVANCE)',
+        '.agg(F.min("weight").alias(RELEVANCE)',
+        T_LABEL,
+        "relevance = smallest event weight",
+    ),
+    Mutant(
+        "label-clicked-all-events",
+        LABEL,
+        'F.max("is_click").alias(CLICKED)',
+        'F.min("is_click").alias(CLICKED)',
+        T_LABEL,
+        "clicked only when every event is a click",
+    ),
+    Mutant(
+        "label-dedup-largest-position",
+        LABEL,
+        "keep = F.min(F.struct(POSITION, TS, *others))",
+        "keep = F.max(F.struct(POSITION, TS, *others))",
+        T_LABEL,
+        "dedup keeps the largest position",
+    ),
+    Mutant(
+        "label-orphans-count",
+        LABEL,
+        'counts["orphan_events"] = events - counts["attributed_events"]',
+        'counts["orphan_events"] = events - counts["attributed_events"] - counts["clicked_exposures"]',
+        T_LABEL,
+        "orphans undercounted",
+    ),
     # --- pooled_auc.py: exact global AUC -------------------------------------------------------------------
-    Mutant("pooled-positive-threshold", POOLED, "(F.col(RELEVANCE) > 0).alias(_POSITIVE)",
-           "(F.col(RELEVANCE) >= 0).alias(_POSITIVE)", T_BOUNDED, "every exposure positive"),
-    Mutant("pooled-tie-across-batches", POOLED, "if values[0] == pending[0]:", "if False:", T_BOUNDED,
-           "a score tied across a batch boundary counted as two runs"),
-    Mutant("pooled-last-run-dropped", POOLED,
-           "last = [u_from_histogram([pending[1]], [pending[2]])] if pending else []",
-           "last = []", T_BOUNDED, "the last run of each bin left out"),
-    Mutant("pooled-bins-reversed", POOLED, "key=lambda r: (tuple(r[k] for k in keys), r[_BIN])",
-           "key=lambda r: (tuple(r[k] for k in keys), -r[_BIN])", T_BOUNDED, "bins merged in descending order"),
+    Mutant(
+        "pooled-positive-threshold",
+        POOLED,
+        "(F.col(RELEVANCE) > 0).alias(_POSITIVE)",
+        "(F.col(RELEVANCE) >= 0).alias(_POSITIVE)",
+        T_BOUNDED,
+        "every exposure positive",
+    ),
+    Mutant(
+        "pooled-tie-across-batches",
+        POOLED,
+        "if values[0] == pending[0]:",
+        "if False:",
+        T_BOUNDED,
+        "a score tied across a batch boundary counted as two runs",
+    ),
+    Mutant(
+        "pooled-last-run-dropped",
+        POOLED,
+        "last = [u_from_histogram([pending[1]], [pending[2]])] if pending else []",
+        "last = []",
+        T_BOUNDED,
+        "the last run of each bin left out",
+    ),
+    Mutant(
+        "pooled-bins-reversed",
+        POOLED,
+        "key=lambda r: (tuple(r[k] for k in keys), r[_BIN])",
+        "key=lambda r: (tuple(r[k] for k in keys), -r[_BIN])",
+        T_BOUNDED,
+        "bins merged in descending order",
+    ),
     # --- rules.py --------------------------------------------------------------------------------------------
-    Mutant("rules-soft-threshold-strict", RULES, "rate is None or rate <= threshold",
-           "rate is None or rate < threshold",
-           ("tests/test_operations.py::test_rule_verdicts_at_their_boundaries",),
-           "a rate exactly at its threshold fails"),
-    Mutant("rules-score-range-low", RULES, "(F.col(SCORE) < 0) | (F.col(SCORE) > 1)",
-           "(F.col(SCORE) <= 0) | (F.col(SCORE) > 1)", T_OPS, "score 0 counted out of range"),
-    Mutant("rules-duplicate-copies", RULES, "duplicated = item_row & (F.col(COPIES) > 1)",
-           "duplicated = item_row & (F.col(COPIES) >= 1)", T_OPS, "every exposure a duplicate"),
-    Mutant("rules-bot-inclusive", RULES, 'F.sum((F.col("requests") > max_requests).cast("long"))',
-           'F.sum((F.col("requests") >= max_requests).cast("long"))', T_OPS, "users at the limit are bots"),
-    Mutant("rules-exposure-change-signed", RULES, 'change = abs(counts["exposure_rows"] - previous_exposure_rows)',
-           'change = counts["exposure_rows"] - previous_exposure_rows', T_OPS, "a drop in rows gives a negative rate"),
-    Mutant("rules-empty-rate-denominator", RULES, 'counts["empty_responses"], requests,',
-           'counts["empty_responses"], counts["exposure_rows"],', T_OPS, "empty responses / rows, not requests"),
-    Mutant("rules-orphan-rate-denominator", RULES, 'counts["orphan_events"], counts["valid_events"],',
-           'counts["orphan_events"], counts["exposure_rows"],', T_OPS, "orphans / rows, not events"),
+    Mutant(
+        "rules-soft-threshold-strict",
+        RULES,
+        "rate is None or rate <= threshold",
+        "rate is None or rate < threshold",
+        ("tests/test_operations.py::test_rule_verdicts_at_their_boundaries",),
+        "a rate exactly at its threshold fails",
+    ),
+    Mutant(
+        "rules-score-range-low",
+        RULES,
+        "(F.col(SCORE) < 0) | (F.col(SCORE) > 1)",
+        "(F.col(SCORE) <= 0) | (F.col(SCORE) > 1)",
+        T_OPS,
+        "score 0 counted out of range",
+    ),
+    Mutant(
+        "rules-duplicate-copies",
+        RULES,
+        "duplicated = item_row & (F.col(COPIES) > 1)",
+        "duplicated = item_row & (F.col(COPIES) >= 1)",
+        T_OPS,
+        "every exposure a duplicate",
+    ),
+    Mutant(
+        "rules-bot-inclusive",
+        RULES,
+        'F.sum((F.col("requests") > max_requests).cast("long"))',
+        'F.sum((F.col("requests") >= max_requests).cast("long"))',
+        T_OPS,
+        "users at the limit are bots",
+    ),
+    Mutant(
+        "rules-exposure-change-signed",
+        RULES,
+        'change = abs(counts["exposure_rows"] - previous_exposure_rows)',
+        'change = counts["exposure_rows"] - previous_exposure_rows',
+        T_OPS,
+        "a drop in rows gives a negative rate",
+    ),
+    Mutant(
+        "rules-empty-rate-denominator",
+        RULES,
+        'counts["empty_responses"], requests,',
+        'counts["empty_responses"], counts["exposure_rows"],',
+        T_OPS,
+        "empty responses / rows, not requests",
+    ),
+    Mutant(
+        "rules-orphan-rate-denominator",
+        RULES,
+        'counts["orphan_events"], counts["valid_events"],',
+        'counts["orphan_events"], counts["exposure_rows"],',
+        T_OPS,
+        "orphans / rows, not events",
+    ),
     # --- slices.py: the popularity bucket ------------------------------------------------------------------
-    Mutant("slices-head-strict", SLICES, 'F.when(count >= cutoffs.head_min, F.lit("head"))',
-           'F.when(count > cutoffs.head_min, F.lit("head"))', T_HEALTH, "the head cut-off item is not head"),
-    Mutant("slices-tail-strict", SLICES, '.when(count <= cutoffs.tail_max, F.lit("tail"))',
-           '.when(count < cutoffs.tail_max, F.lit("tail"))', T_HEALTH, "the tail cut-off item is not tail"),
-    Mutant("slices-items-per-count", SLICES, 'items = [r["rows"] / r[ITEM_EXPOSURES] for r in hist]',
-           'items = [r["rows"] for r in hist]', T_HEALTH, "histogram counts rows as items"),
+    Mutant(
+        "slices-head-strict",
+        SLICES,
+        'F.when(count >= cutoffs.head_min, F.lit("head"))',
+        'F.when(count > cutoffs.head_min, F.lit("head"))',
+        T_HEALTH,
+        "the head cut-off item is not head",
+    ),
+    Mutant(
+        "slices-tail-strict",
+        SLICES,
+        '.when(count <= cutoffs.tail_max, F.lit("tail"))',
+        '.when(count < cutoffs.tail_max, F.lit("tail"))',
+        T_HEALTH,
+        "the tail cut-off item is not tail",
+    ),
+    Mutant(
+        "slices-items-per-count",
+        SLICES,
+        'items = [r["rows"] / r[ITEM_EXPOSURES] for r in hist]',
+        'items = [r["rows"] for r in hist]',
+        T_HEALTH,
+        "histogram counts rows as items",
+    ),
     # --- health.py: the sufficient statistics of the health kernels ----------------------------------------
-    Mutant("health-entropy-sign", HEALTH, 'F.log(n) - F.try_divide(s, n)', 'F.log(n) + F.try_divide(s, n)',
-           T_HEALTH, "per-list and per-user entropy"),
-    Mutant("health-overlap", HEALTH, 'F.sum(users * (users - 1)).alias("user_overlap")',
-           'F.sum(users * users).alias("user_overlap")', T_HEALTH, "personalization"),
-    Mutant("health-novelty-smoothing", HEALTH, 'F.log2(F.coalesce(F.col("k"), F.lit(0)) + 1)',
-           'F.log2(F.coalesce(F.col("k"), F.lit(0)) + 2)', T_HEALTH, "novelty"),
-    Mutant("health-covered-strict", HEALTH, '_count_if(F.col("n") >= min_list_length)',
-           '_count_if(F.col("n") > min_list_length)', T_HEALTH, "pv_coverage"),
-    Mutant("health-update-new", HEALTH, 'F.size(F.array_except("today", "before")).alias("new")',
-           'F.size(F.array_intersect("today", "before")).alias("new")', T_HEALTH, "update_rate"),
+    Mutant(
+        "health-entropy-sign",
+        HEALTH,
+        "F.log(n) - F.try_divide(s, n)",
+        "F.log(n) + F.try_divide(s, n)",
+        T_HEALTH,
+        "per-list and per-user entropy",
+    ),
+    Mutant(
+        "health-overlap",
+        HEALTH,
+        'F.sum(users * (users - 1)).alias("user_overlap")',
+        'F.sum(users * users).alias("user_overlap")',
+        T_HEALTH,
+        "personalization",
+    ),
+    Mutant(
+        "health-novelty-smoothing",
+        HEALTH,
+        'F.log2(F.coalesce(F.col("k"), F.lit(0)) + 1)',
+        'F.log2(F.coalesce(F.col("k"), F.lit(0)) + 2)',
+        T_HEALTH,
+        "novelty",
+    ),
+    Mutant(
+        "health-covered-strict",
+        HEALTH,
+        '_count_if(F.col("n") >= min_list_length)',
+        '_count_if(F.col("n") > min_list_length)',
+        T_HEALTH,
+        "pv_coverage",
+    ),
+    Mutant(
+        "health-update-new",
+        HEALTH,
+        'F.size(F.array_except("today", "before")).alias("new")',
+        'F.size(F.array_intersect("today", "before")).alias("new")',
+        T_HEALTH,
+        "update_rate",
+    ),
 ]
 
 
@@ -157,14 +360,25 @@ def run_one(m: Mutant, work: Path) -> tuple[str, float, str]:
         return "error", 0.0, f"the original text occurs {src.count(m.old)} times in {m.path}"
     target.write_text(src.replace(m.old, m.new))
     env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
-    probe = subprocess.run([sys.executable, "-P", "-c", "import recsys_spark; print(recsys_spark.__file__)"],
-                           env=env, cwd=REPO, capture_output=True, text=True, check=False)
+    probe = subprocess.run(
+        [sys.executable, "-P", "-c", "import recsys_spark; print(recsys_spark.__file__)"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if not probe.stdout.startswith(str(root)):
         return "error", 0.0, f"the mutated copy is not the one imported: {probe.stdout.strip()}"
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-P", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                           "-m", "not cluster", *m.tests], env=env, cwd=REPO, capture_output=True, text=True,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, "-P", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not cluster", *m.tests],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     took = time.perf_counter() - started
     shutil.rmtree(root, ignore_errors=True)
     last = (proc.stdout.strip().splitlines() or [""])[-1]
@@ -195,8 +409,12 @@ def main(argv: list[str] | None = None) -> int:
     errors = [m.name for m, s, _, _ in rows if s == "error"]
     judged = killed + len(survived)
     score = f"{killed}/{judged} killed ({100 * killed / judged:.0f} %)" if judged else "nothing judged"
-    lines = [f"# Spark-layer mutants: {score}, {total / 60:.1f} min", "",
-             "| mutant | module | wrong number | result | seconds |", "|---|---|---|---|---|"]
+    lines = [
+        f"# Spark-layer mutants: {score}, {total / 60:.1f} min",
+        "",
+        "| mutant | module | wrong number | result | seconds |",
+        "|---|---|---|---|---|",
+    ]
     lines += [f"| {m.name} | {m.path} | {m.wrong} | {s} | {t:.0f} |" for m, s, t, _ in rows]
     (OUT / "spark.md").write_text("\n".join(lines) + "\n")
     print(f"{score} in {total / 60:.1f} min; survived: {survived or 'none'}; errors: {errors or 'none'}")
