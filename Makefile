@@ -66,7 +66,7 @@ test-airflow: .venv-airflow/bin/airflow ## run the Airflow DAG test in its own v
 	.venv-airflow/bin/pytest -q tests/airflow
 
 # Cluster runs ship the package as a zip (--py-files takes .zip/.egg/.jar; a .whl fails on
-# executors with "No module named"). pandas/pyarrow/numpy come from the cluster image, or
+# executors with "No module named"). pandas/pyarrow/numpy/scipy come from the cluster image, or
 # from package-env's venv-pack archive (its python links to this machine's Python 3.11:
 # the nodes need that path, or say where theirs is with PYTHON_PREFIX=/usr).
 .PHONY: package package-env
@@ -76,7 +76,7 @@ package: setup ## build dist/recsys_spark.zip for spark-submit --py-files
 build/venv-pack/venv_pack/__init__.py:
 	$(BIN)/pip install --quiet --disable-pip-version-check --target build/venv-pack 'venv-pack==0.2.0'
 
-package-env: setup build/venv-pack/venv_pack/__init__.py ## optional: dist/env.tar.gz, pandas/pyarrow/numpy for --archives
+package-env: setup build/venv-pack/venv_pack/__init__.py ## optional: dist/env.tar.gz, pandas/pyarrow/numpy/scipy/jinja2 for --archives
 	PYTHONPATH=build/venv-pack $(BIN)/python jobs/package.py env $(if $(PYTHON_PREFIX),--python-prefix $(PYTHON_PREFIX))
 
 DEMO_START ?= 2026-11-14

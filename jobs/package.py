@@ -1,7 +1,7 @@
 """Build what a cluster run ships with the job.
 
     python jobs/package.py zip   # dist/recsys_spark.zip: the package, for --py-files   (make package)
-    python jobs/package.py env   # dist/env.tar.gz: venv-pack archive of pandas/pyarrow/numpy
+    python jobs/package.py env   # dist/env.tar.gz: venv-pack archive of pandas/pyarrow/numpy/scipy/jinja2
                                  # for clusters whose image lacks them               (make package-env)
 
 The zip holds ``recsys_spark/`` at its root (so ``import recsys_spark`` works
@@ -12,7 +12,7 @@ The sample-data generator and anything else the job never imports stay out.  It 
 puts only ``.zip``, ``.egg`` and ``.jar`` files on the executors' path.  Entries
 are sorted and dated 1980-01-01, so the same sources give the same bytes.
 
-pandas, pyarrow and numpy have native code and cannot travel in ``--py-files``:
+pandas, pyarrow, numpy and scipy have native code and cannot travel in ``--py-files``:
 they come from the cluster image, or from the executor venv built here (pinned
 to the versions of the interpreter running this script, i.e. the driver's) and
 packed with venv-pack.  Only the standard library is used here, except
@@ -40,7 +40,9 @@ ZIP_PATH = REPO / "dist" / f"{PACKAGE}.zip"
 EXECUTOR_VENV = REPO / "build" / "exec-venv"
 ENV_ARCHIVE = REPO / "dist" / "env.tar.gz"
 #: what executors need besides Spark's own pyspark.zip (the project itself travels in the zip)
-EXECUTOR_PACKAGES = ("pandas", "pyarrow", "numpy")
+# pandas, pyarrow, numpy run on the executors; scipy (the statistics) and jinja2 (the report) on the driver, which
+# in cluster mode runs from the same archive
+EXECUTOR_PACKAGES = ("pandas", "pyarrow", "numpy", "scipy", "jinja2")
 #: the module spark-submit's script (jobs/evaluate_daily.py) imports: the job is what it reaches
 ENTRY_MODULE = f"{PACKAGE}.cli"
 #: data files the job reads from the package (session.py's local log configuration)
@@ -129,7 +131,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def build_executor_venv(dest: Path = EXECUTOR_VENV, requirements: Sequence[str] | None = None) -> Path:
-    """A venv with only pandas/pyarrow/numpy (not this project); return its python.
+    """A venv with only the executor packages (not this project); return its python.
 
     Made once and reused while the pinned requirements are unchanged (a marker
     file, written last, records them; an interrupted build is redone).

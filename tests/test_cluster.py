@@ -2,7 +2,7 @@
 
 What local mode cannot show: the job runs from ``dist/recsys_spark.zip`` shipped
 with ``--py-files`` (built by the same code as ``make package``), on a driver and
-executors whose Python has pandas, pyarrow and numpy but not this project, with
+executors whose Python has pandas, pyarrow, numpy, scipy and jinja2 but not this project, with
 ``conf/spark-defaults.conf`` and ``conf/log4j2.properties``; its exit codes reach
 spark-submit's.
 
@@ -344,7 +344,7 @@ def test_the_executor_python_lacks_the_project(artifacts, tmp_path):
     )
     assert probe.returncode != 0 and "No module named 'recsys_spark'" in probe.stderr
     ok = subprocess.run(
-        [str(artifacts["python"]), "-c", "import pandas, pyarrow, numpy"], cwd=tmp_path, capture_output=True, text=True
+        [str(artifacts["python"]), "-c", "import pandas, pyarrow, numpy, scipy, jinja2"], cwd=tmp_path, capture_output=True, text=True
     )
     assert ok.returncode == 0, ok.stderr
 
