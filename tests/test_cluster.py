@@ -344,7 +344,10 @@ def test_the_executor_python_lacks_the_project(artifacts, tmp_path):
     )
     assert probe.returncode != 0 and "No module named 'recsys_spark'" in probe.stderr
     ok = subprocess.run(
-        [str(artifacts["python"]), "-c", "import pandas, pyarrow, numpy, scipy, jinja2"], cwd=tmp_path, capture_output=True, text=True
+        [str(artifacts["python"]), "-c", "import pandas, pyarrow, numpy, scipy, jinja2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     assert ok.returncode == 0, ok.stderr
 
