@@ -51,6 +51,7 @@ POOLED = "recsys_spark/pooled_auc.py"
 RULES = "recsys_spark/rules.py"
 SLICES = "recsys_spark/slices.py"
 HEALTH = "recsys_spark/health.py"
+STATS = "recsys_spark/kernels/stats.py"
 
 T_AGG = ("tests/test_aggregate.py",)
 T_LABEL = ("tests/test_label.py",)
@@ -64,48 +65,48 @@ MUTANTS = [
     Mutant(
         "agg-gauc-plain-mean",
         AGG,
-        'rows.append(MetricRow("auc", None, "impression_weighted", s, _ratio(agg["auc__wsum"], agg["auc__w"]),',
-        'rows.append(MetricRow("auc", None, "impression_weighted", s, agg["auc__mean"],',
+        '_weighted(m, "auc", confidence), int(agg["auc__w"] or 0)',
+        '_t(m, "auc", confidence), int(agg["auc__w"] or 0)',
         T_AGG,
         "GAUC as the plain mean of user AUCs",
     ),
     Mutant(
         "agg-gauc-n-users",
         AGG,
-        'int(agg["auc__w"] or 0)))',
-        'int(agg["auc__n"] or 0)))',
+        'int(agg["auc__w"] or 0)',
+        'int(agg["auc__n"] or 0)',
         T_AGG,
         "GAUC's n as users instead of exposures",
     ),
     Mutant(
         "agg-se-sqrt-n-minus-1",
-        AGG,
-        "sd / math.sqrt(n) if",
-        "sd / math.sqrt(n - 1) if",
+        STATS,
+        "math.sqrt(self.var / self.n)",
+        "math.sqrt(self.var / (self.n - 1))",
         T_AGG,
         "se of user averages over sqrt(n - 1)",
     ),
     Mutant(
         "agg-list-avg-over-users",
         AGG,
-        '_ratio(agg[f"{col}__lsum"], agg["lists_ranked"])',
-        '_ratio(agg[f"{col}__lsum"], n)',
+        '_weighted(m, col, confidence), agg["lists_ranked"] or 0)',
+        '_t(m, col, confidence), agg["lists_ranked"] or 0)',
         T_AGG,
         "list_avg divided by users",
     ),
     Mutant(
         "agg-precision-without-k",
         AGG,
-        "_ratio(hits, k * lists)",
-        "_ratio(hits, lists)",
+        '"n_lists_ranked", scale=k)',
+        '"n_lists_ranked", scale=1)',
         T_AGG,
         "precision@k = hits / lists",
     ),
     Mutant(
         "agg-recall-over-lists",
         AGG,
-        '_ratio(hits, agg["relevant"])',
-        "_ratio(hits, lists)",
+        '_sum_ratio(m, metric_name("hits", k), "n_relevant")',
+        '_sum_ratio(m, metric_name("hits", k), "n_lists_ranked")',
         T_AGG,
         "recall@k over lists instead of relevant items",
     ),
@@ -210,7 +211,7 @@ MUTANTS = [
     Mutant(
         "pooled-last-run-dropped",
         POOLED,
-        "last = [u_from_histogram([pending[1]], [pending[2]])] if pending else []",
+        "last = [u_from_histogram(np.array([pending[1]]), np.array([pending[2]]))] if pending else []",
         "last = []",
         T_BOUNDED,
         "the last run of each bin left out",
