@@ -318,11 +318,26 @@ def _local_run(input_root: Path, output_root: Path, *job_args: str) -> subproces
     return subprocess.run(cmd, capture_output=True, text=True, timeout=SUBMIT_TIMEOUT, env=env, cwd=REPO, check=False)
 
 
+def _plain(frame):
+    """Array and map cells (rule examples, experiment variants) as JSON text, so rows can be sorted and compared."""
+    import numpy as np
+
+    def cell(value):
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        return json.dumps(value, default=str, sort_keys=True) if isinstance(value, (list, tuple, dict)) else value
+
+    for column in frame.columns:
+        if frame[column].dtype == object:
+            frame[column] = frame[column].map(cell)
+    return frame
+
+
 def _assert_same_table(got_dir: Path, want_dir: Path) -> None:
     """Equal Parquet tables up to row order; floats to 1e-9 (partition sums merge in any order)."""
     import pandas as pd
 
-    got, want = pd.read_parquet(got_dir), pd.read_parquet(want_dir)
+    got, want = _plain(pd.read_parquet(got_dir)), _plain(pd.read_parquet(want_dir))
     assert list(got.columns) == list(want.columns), got_dir.name
     assert len(got) == len(want) > 0, got_dir.name
     keys = [c for c in got.columns if not pd.api.types.is_float_dtype(got[c])]
