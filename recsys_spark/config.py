@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from recsys_spark.errors import ConfigError
+from recsys_spark.schema import EXPERIMENT_METRICS as DEFAULT_EXPERIMENT_METRICS
 
 if sys.version_info >= (3, 11):  # [compat hook, issue 17] Python 3.10: the tomli backport, same API
     import tomllib
@@ -169,19 +170,7 @@ class ExperimentsConfig:
     assignments: str = "{input_root}/assignments/dt={date}"
     control: str = "control"
     correction: str = "holm"
-    metrics: tuple[str, ...] = (
-        "auc_user_avg",
-        "auc_impression_weighted",
-        "ndcg@10_user_avg",
-        "map@10_user_avg",
-        "mrr_user_avg",
-        "precision@10_global",
-        "recall@10_global",
-        "hit_rate@10_user_avg",
-        "exposure_ctr_global",
-        "pv_ctr_global",
-        "pv_failure_rate_global",
-    )
+    metrics: tuple[str, ...] = DEFAULT_EXPERIMENT_METRICS
     srm_p_threshold: float = 0.001
     srm_severity: str = "soft"
     weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))

@@ -35,6 +35,7 @@ from recsys_spark.schema import (
     CLICK_COLUMNS,
     EVENT,
     EXPOSURE_COLUMNS,
+    HEADLINE,
     ITEM,
     ITEM_COLUMNS,
     REASON,
@@ -66,22 +67,6 @@ from recsys_spark.validate import (
     tag_rows,
 )
 from recsys_spark.write import SUMMARY, DailyOutput
-
-#: metrics printed by the CLI and put first in the summary: (metric, k, aggregation)
-HEADLINE = (
-    ("auc", None, "global"),
-    ("auc", None, "user_avg"),
-    ("auc", None, "impression_weighted"),
-    ("ndcg", 10, "user_avg"),
-    ("map", 10, "user_avg"),
-    ("mrr", None, "user_avg"),
-    ("precision", 10, "global"),
-    ("recall", 10, "global"),
-    ("hit_rate", 10, "user_avg"),
-    ("exposure_ctr", None, "global"),
-    ("pv_failure_rate", None, "global"),
-    ("gini", None, "catalog"),
-)
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,40 @@ def summary_key(metric: str, k: int | None, aggregation: str) -> str:
     return f"{metric_name(metric, k)}_{aggregation}"
 
 
+#: the headline metrics: printed by the CLI, first in the summary, charted by the report: (metric, k, aggregation)
+HEADLINE: tuple[tuple[str, int | None, str], ...] = (
+    ("auc", None, "global"),
+    ("auc", None, "user_avg"),
+    ("auc", None, "impression_weighted"),
+    ("ndcg", 10, "user_avg"),
+    ("map", 10, "user_avg"),
+    ("mrr", None, "user_avg"),
+    ("precision", 10, "global"),
+    ("recall", 10, "global"),
+    ("hit_rate", 10, "user_avg"),
+    ("exposure_ctr", None, "global"),
+    ("pv_failure_rate", None, "global"),
+    ("gini", None, "catalog"),
+)
+
+
+#: the default of experiments.metrics: the headline metrics that have a per-user form (the exact pooled AUC and
+#: Gini have none), named by :func:`summary_key`, plus pv_ctr
+EXPERIMENT_METRICS: tuple[str, ...] = (
+    "auc_user_avg",
+    "auc_impression_weighted",
+    "ndcg@10_user_avg",
+    "map@10_user_avg",
+    "mrr_user_avg",
+    "precision@10_global",
+    "recall@10_global",
+    "hit_rate@10_user_avg",
+    "exposure_ctr_global",
+    "pv_ctr_global",
+    "pv_failure_rate_global",
+)
+
+
 # --- the per-user table (user_metrics) ----------------------------------------------------------
 #: one row per (slice, user, k), whatever ``metrics.k`` holds: changing k changes rows, never the schema.
 #: ``n_*``, ``auc`` and ``mrr`` have no cut-off and repeat on every k row of a user; ``ndcg`` ... ``hit_rate``

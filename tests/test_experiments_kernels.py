@@ -12,7 +12,6 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from recsys_spark.kernels.experiments import (
-    DEFAULT_METRICS,
     CovariateStats,
     MetricSpec,
     analyse_experiment,
@@ -27,6 +26,7 @@ from recsys_spark.kernels.experiments import (
     srm_test,
 )
 from recsys_spark.kernels.stats import MeanStats
+from recsys_spark.schema import EXPERIMENT_METRICS as DEFAULT_METRICS
 
 
 # --- SRM: golden p-values (REFERENCES.md, "Statistics for decisions") ------------------------------

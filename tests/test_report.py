@@ -21,7 +21,7 @@ from recsys_spark.cli import run
 from recsys_spark.config import load_config
 from recsys_spark.kernels.regression import fit_line
 from recsys_spark.report import default_path, load_range, render_html, write_report
-from recsys_spark.report.build import HEADLINE
+from recsys_spark.schema import HEADLINE
 
 START, END = dt.date.fromisoformat(fx.START), dt.date.fromisoformat(fx.END)
 SECTIONS = ("headline", "trends", "curves", "lorenz", "slices", "quality", "experiments", "offline")
@@ -124,12 +124,6 @@ def test_every_section_is_present(page):
     # every chart has its data right beside it
     for figure in figures:
         assert "data-" + figure[len("chart-") :] in page.data
-
-
-def test_headline_is_the_pipelines():
-    from recsys_spark.pipeline import HEADLINE as PIPELINE_HEADLINE
-
-    assert HEADLINE == PIPELINE_HEADLINE
 
 
 def test_embedded_trend_data_equals_the_parquet_values(root, page):

@@ -47,22 +47,6 @@ LIST_METRICS = ("ndcg", "map", "precision", "recall", "hit_rate")
 AGGREGATIONS = ("user_avg", "list_avg", "impression_weighted", "global")
 CORRECTIONS = ("holm", "bh", "none")
 
-#: the headline set of the daily job (pipeline.HEADLINE) that has a per-user form: exact pooled AUC
-#: (auc_global) and Gini have none and are left out; pv_ctr is added (the issue names it)
-DEFAULT_METRICS = (
-    "auc_user_avg",
-    "auc_impression_weighted",
-    "ndcg@10_user_avg",
-    "map@10_user_avg",
-    "mrr_user_avg",
-    "precision@10_global",
-    "recall@10_global",
-    "hit_rate@10_user_avg",
-    "exposure_ctr_global",
-    "pv_ctr_global",
-    "pv_failure_rate_global",
-)
-
 
 # --- chi-square tests ----------------------------------------------------------------------------
 @dataclass(frozen=True)

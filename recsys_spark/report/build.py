@@ -21,22 +21,8 @@ import pandas as pd
 from recsys_spark.kernels.regression import fit_line
 from recsys_spark.report import svg
 from recsys_spark.report.data import RunData
+from recsys_spark.schema import HEADLINE
 
-#: the headline metrics, as the daily job prints them (recsys_spark.pipeline.HEADLINE, kept equal by a test)
-HEADLINE: tuple[tuple[str, int | None, str], ...] = (
-    ("auc", None, "global"),
-    ("auc", None, "user_avg"),
-    ("auc", None, "impression_weighted"),
-    ("ndcg", 10, "user_avg"),
-    ("map", 10, "user_avg"),
-    ("mrr", None, "user_avg"),
-    ("precision", 10, "global"),
-    ("recall", 10, "global"),
-    ("hit_rate", 10, "user_avg"),
-    ("exposure_ctr", None, "global"),
-    ("pv_failure_rate", None, "global"),
-    ("gini", None, "catalog"),
-)
 AT_K = ("ndcg", "map", "precision", "recall", "hit_rate")
 SLICE_METRICS: tuple[tuple[str, int | None, str], ...] = (
     ("ndcg", 10, "user_avg"),
