@@ -41,9 +41,12 @@ novelty, item coverage and the global category diversity.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -51,6 +54,7 @@ from recsys_spark.aggregate import MetricRow
 from recsys_spark.bootstrap import bootstrap_sums, health_bootstrap_intervals
 from recsys_spark.kernels.business import business_values
 from recsys_spark.kernels.health import health_values
+from recsys_spark.kernels.health_pass import partition_sums
 from recsys_spark.kernels.intervals import business_intervals, health_intervals
 from recsys_spark.kernels.stats import Interval
 from recsys_spark.schema import (
@@ -66,6 +70,7 @@ from recsys_spark.schema import (
     UNKNOWN,
     USER,
 )
+from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.slices import PopularityCutoffs, SliceDims
 
 
@@ -82,29 +87,12 @@ def _n_log_n(c: Column) -> Column:
     return F.when(c > 0, c * F.log(c)).otherwise(F.lit(0.0))
 
 
-def _entropy(n: Column, s: Column) -> Column:
-    """ln N - S / N (natural log) from N = sum c and S = sum c ln c; null when N = 0."""
-    return F.when(n > 0, F.log(n) - F.try_divide(s, n))
-
-
-def _count_if(cond: Column) -> Column:
-    return F.sum(F.when(cond, 1).otherwise(0))
-
-
 def _long(df: DataFrame, names: Sequence[str]) -> DataFrame:
     """Slice-level sums as long rows (slice, name, null, value)."""
     return (
         df.select(SLICE, *[F.col(n).cast("double").alias(n) for n in names])
         .unpivot([SLICE], list(names), "name", "value")
         .select(F.col(SLICE).alias("slice"), "name", F.lit(None).cast("double").alias("key"), "value")
-    )
-
-
-def requests_by_category(prepared: DataFrame) -> DataFrame:
-    """(slice, user, request, category) -> n items, clicked items; empty responses give n = 0."""
-    item = F.col(ITEM).isNotNull()
-    return prepared.groupBy(SLICE, USER, REQUEST, ITEM_CATEGORY).agg(
-        F.count(ITEM).alias("n"), _count_if(item & F.col(CLICKED)).alias("clicked")
     )
 
 
@@ -117,130 +105,112 @@ def user_items(prepared: DataFrame) -> DataFrame:
     )
 
 
-#: per-user products summed per slice for the delta-method intervals (kernels.intervals): name -> (x, y)
-#: over the columns of the (slice, user) aggregation; ``list_hu`` is the user's sum of list entropies
-_PRODUCTS = {
-    "pv*pv": ("pv", "pv"),
-    "pv_covered*pv": ("covered", "pv"),
-    "pv_covered*pv_covered": ("covered", "covered"),
-    "pv_empty*pv": ("empty", "pv"),
-    "pv_empty*pv_empty": ("empty", "empty"),
-    "exposures*exposures": ("exposures", "exposures"),
-    "clicked*clicked": ("clicked", "clicked"),
-    "clicked*exposures": ("clicked", "exposures"),
-    "clicked*pv": ("clicked", "pv"),
-    "lists*lists": ("lists", "lists"),
-    "list_hu*list_hu": ("list_h", "list_h"),
-    "list_hu*lists": ("list_h", "lists"),
-}
-USER_PRODUCTS = [*_PRODUCTS, "list_hu"]
+_PASS_COLUMNS = (SLICE, USER, REQUEST, ITEM, ITEM_CATEGORY, CLICKED, IN_CATALOG)
+_PASS_DDL = "slice string, name string, key string, value double, users double, flag boolean"
 
 
-def _user_products() -> list[Column]:
-    """Sums over users of the per-user products in :data:`_PRODUCTS`, and of the user's list entropy sum."""
-
-    def value(name: str) -> Column:
-        return F.coalesce(F.col(name), F.lit(0.0))
-
-    return [F.sum(value(a) * value(b)).alias(name) for name, (a, b) in _PRODUCTS.items()] + [
-        F.sum(value("list_h")).alias("list_hu")
-    ]
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """Dictionary codes of a string column (-1 for null) and the dictionary."""
+    encoded = pc.dictionary_encode(column.combine_chunks())
+    return encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
 
 
-def request_pass(prepared: DataFrame, min_list_length: int) -> DataFrame:
-    """Pass A over the user partitions: PV/UV, coverage, failure, business counts and category
-    entropies, as long rows.
+def _flags(table: pa.Table, name: str) -> np.ndarray:
+    if name not in table.column_names:
+        return np.zeros(table.num_rows, dtype=bool)
+    return table.column(name).combine_chunks().fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
 
-    Three aggregations of the rows, each partition-local until its last step:
-    (slice, user, request, category) -> request -> user -> slice; (slice, user,
-    category) -> user -> slice (user entropy); (slice, category) -> slice (the
-    slice's category counts, one small shuffle of partial sums).
+
+def _partition_pass(min_list_length: int):
+    def sums(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # on the executors
+        kept = [b for b in batches if b.num_rows]
+        if not kept:
+            return
+        table = pa.Table.from_batches(kept)
+        del kept
+        slices, slice_names = _codes(table.column(SLICE))
+        users, _ = _codes(table.column(USER))
+        requests, _ = _codes(table.column(REQUEST))
+        items, item_names = _codes(table.column(ITEM))
+        categories, category_names = _codes(table.column(ITEM_CATEGORY))
+        out = partition_sums(
+            slices,
+            users,
+            requests,
+            items,
+            categories,
+            _flags(table, CLICKED),
+            _flags(table, IN_CATALOG),
+            min_list_length,
+        )
+        del table
+        name = out["name"]
+        key = np.full(len(name), None, dtype=object)
+        for kind, names in (("item", item_names), ("category", category_names)):
+            of = (name == kind) & (out["key"] >= 0)  # a null category (no items table) stays null
+            key[of] = names.take(pa.array(out["key"][of])).to_numpy(zero_copy_only=False)
+        yield pa.RecordBatch.from_arrays(
+            [
+                slice_names.take(pa.array(out["slice"])),
+                pa.array(name, pa.string()),
+                pa.array(key, pa.string()),
+                pa.array(out["value"], pa.float64(), from_pandas=True),  # NaN (a sum over no value) -> null
+                pa.array(out["users"], pa.float64(), from_pandas=True),
+                pa.array(out["flag"], pa.bool_()),
+            ],
+            names=["slice", "name", "key", "value", "users", "flag"],
+        )
+
+    return sums
+
+
+def partition_pass(prepared: DataFrame, min_list_length: int) -> DataFrame:
+    """The one pass over the user partitions (:func:`kernels.health_pass.partition_sums` per partition),
+    summed over partitions: (slice, name, key, value, users, flag) with per-slice sums (key null),
+    ``category`` rows (key: the category) and ``item`` rows (key: the item).
+
+    The only shuffle is that of the partitions' partial sums by (slice, name, key): a row per slice and
+    name, per category and per item seen in the partition, never a row per exposure.
     """
-    requests = (
-        requests_by_category(prepared)
-        .groupBy(SLICE, USER, REQUEST)
-        .agg(F.sum("n").alias("n"), F.sum(_n_log_n(F.col("n"))).alias("s"), F.sum("clicked").alias("clicked"))
-        .withColumn("h", _entropy(F.col("n"), F.col("s")))
+    present = [c for c in _PASS_COLUMNS if c in prepared.columns]
+    return (
+        prepared.select(*present)
+        .mapInArrow(_partition_pass(min_list_length), _PASS_DDL)
+        .groupBy(SLICE, "name", "key")
+        .agg(F.sum("value").alias("value"), F.sum("users").alias("users"), F.max("flag").alias("flag"))
     )
-    users = requests.groupBy(SLICE, USER).agg(
-        F.count(F.lit(1)).alias("pv"),
-        _count_if(F.col("n") >= min_list_length).alias("covered"),
-        _count_if(F.col("n") == 0).alias("empty"),
-        F.sum("n").alias("exposures"),
-        F.sum("clicked").alias("clicked"),
-        _count_if(F.col("n") > 0).alias("lists"),
-        F.sum("h").alias("list_h"),
-        F.sum(F.col("h") * F.col("h")).alias("list_h2"),
+
+
+def request_rows(summed: DataFrame) -> DataFrame:
+    """The per-slice sums, the users' category entropies and the slice's category counts, as long rows."""
+    scalar = summed.where(~F.col("name").isin("item", "category")).select(
+        F.col(SLICE).alias("slice"), "name", F.lit(None).cast("double").alias("key"), "value"
     )
-    per_slice = users.groupBy(SLICE).agg(
-        F.sum("pv").alias("pv"),
-        F.sum("covered").alias("pv_covered"),
-        F.sum("empty").alias("pv_empty"),
-        F.count(F.lit(1)).alias("uv"),
-        _count_if(F.col("covered") > 0).alias("uv_covered"),
-        _count_if(F.col("empty") > 0).alias("uv_empty"),
-        F.sum("exposures").alias("exposures"),
-        F.sum("clicked").alias("clicked"),
-        _count_if(F.col("clicked") > 0).alias("uv_clicked"),
-        _count_if(F.col("exposures") > 0).alias("users_exposed"),
-        F.sum("lists").alias("lists"),
-        F.sum("list_h").alias("list_h"),
-        F.sum("list_h2").alias("list_h2"),
-        *_user_products(),
-    )
-    exposed = prepared.where(F.col(ITEM).isNotNull())
-    user_h = (
-        exposed.groupBy(SLICE, USER, ITEM_CATEGORY)
-        .agg(F.count(F.lit(1)).alias("c"))
-        .groupBy(SLICE, USER)
-        .agg(F.sum("c").alias("n"), F.sum(_n_log_n(F.col("c"))).alias("s"))
-        .withColumn("h", _entropy(F.col("n"), F.col("s")))
-        .groupBy(SLICE)
-        .agg(F.sum("h").alias("user_h"), F.sum(F.col("h") * F.col("h")).alias("user_h2"))
-    )
+    c = F.col("value")
     categories = (
-        exposed.groupBy(SLICE, ITEM_CATEGORY)
-        .agg(F.count(F.lit(1)).alias("c"))
+        summed.where(F.col("name") == "category")
         .groupBy(SLICE)
         .agg(
-            F.sum("c").alias("cat_n"),
-            F.sum(_n_log_n(F.col("c"))).alias("cat_s"),
-            F.sum(F.when(F.col(ITEM_CATEGORY) == UNKNOWN, F.col("c")).otherwise(0)).alias("unknown"),
+            F.sum(c).alias("cat_n"),
+            F.sum(_n_log_n(c)).alias("cat_s"),
+            F.sum(F.when(F.col("key") == UNKNOWN, c).otherwise(0)).alias("unknown"),
         )
     )
-    return (
-        _long(
-            per_slice,
-            [
-                "pv",
-                "pv_covered",
-                "pv_empty",
-                "uv",
-                "uv_covered",
-                "uv_empty",
-                "exposures",
-                "clicked",
-                "uv_clicked",
-                "users_exposed",
-                "lists",
-                "list_h",
-                "list_h2",
-                *USER_PRODUCTS,
-            ],
-        )
-        .unionByName(_long(user_h, ["user_h", "user_h2"]))
-        .unionByName(_long(categories, ["cat_n", "cat_s", "unknown"]))
-    )
+    return scalar.unionByName(_long(categories, ["cat_n", "cat_s", "unknown"]))
 
 
-def item_pass(pairs: DataFrame, popularity: DataFrame | None, previous: DataFrame | None) -> DataFrame:
-    """Pass B from :func:`user_items`: exposure histogram, users per item, novelty and update sums,
-    as long rows."""
-    items = pairs.groupBy(SLICE, ITEM).agg(
-        F.sum("n").alias("exposures"), F.count(F.lit(1)).alias("users"), F.max("in_catalog").alias("in_catalog")
+def item_pass(summed: DataFrame, popularity: DataFrame | None) -> DataFrame:
+    """From the ``item`` rows of :func:`partition_pass`: exposure histogram, users per item and novelty
+    sums, as long rows."""
+    items = summed.where(F.col("name") == "item").select(
+        SLICE,
+        F.col("key").alias(ITEM),
+        F.col("value").alias("exposures"),
+        F.col("users"),
+        F.col("flag").alias("in_catalog"),
     )
     hist = (
-        items.groupBy(SLICE, "exposures", F.coalesce(F.col("in_catalog"), F.lit(False)).alias("in_catalog"))
+        items.groupBy(SLICE, "exposures", "in_catalog")
         .agg(F.count(F.lit(1)).alias("items"))
         .select(
             F.col(SLICE).alias("slice"),
@@ -268,47 +238,50 @@ def item_pass(pairs: DataFrame, popularity: DataFrame | None, previous: DataFram
                 F.col("value").cast("double").alias("value"),
             )
         )
-    if previous is not None:
-        # item sets per user on both days, joined on the user: the rows stay where partition_by_user put
-        # them, only the previous day's sets move; the inner join keeps returning users only.  ``pairs``
-        # is aggregated a second time for this branch: one more partition-local pass over the cached rows,
-        # which measured cheaper than persisting the pairs (see evaluate_health)
-        before = previous.groupBy(USER).agg(F.collect_set(ITEM).alias("before"))
-        rate = F.col("new") / F.col("items")
-        update = (
-            pairs.groupBy(SLICE, USER)
-            .agg(F.collect_list(ITEM).alias("today"))
-            .join(before, on=USER, how="inner")
-            .select(SLICE, F.size("today").alias("items"), F.size(F.array_except("today", "before")).alias("new"))
-            .groupBy(SLICE)
-            .agg(
-                F.count(F.lit(1)).alias("returning"),
-                F.sum(rate).alias("update_sum"),
-                F.sum(rate * rate).alias("update_sum2"),
-                F.sum("new").alias("update_new"),
-                F.sum("items").alias("update_items"),
-                # per-user products for the delta-method interval of update_rate global
-                F.sum(F.col("new") * F.col("new")).alias("update_new*update_new"),
-                F.sum(F.col("items") * F.col("items")).alias("update_items*update_items"),
-                F.sum(F.col("new") * F.col("items")).alias("update_new*update_items"),
-            )
-        )
-        out = out.unionByName(
-            _long(
-                update,
-                [
-                    "returning",
-                    "update_sum",
-                    "update_sum2",
-                    "update_new",
-                    "update_items",
-                    "update_new*update_new",
-                    "update_items*update_items",
-                    "update_new*update_items",
-                ],
-            )
-        )
     return out
+
+
+def update_pass(prepared: DataFrame, previous: DataFrame) -> DataFrame:
+    """update_rate's sums: each returning user's item set today against the previous day's, as long rows.
+
+    Item sets per user on both days, joined on the user: the rows stay where
+    :func:`per_user.partition_by_user` put them, only the previous day's sets move; the inner join keeps
+    returning users only.
+    """
+    before = previous.groupBy(USER).agg(F.collect_set(ITEM).alias("before"))
+    rate = F.col("new") / F.col("items")
+    update = (
+        user_items(prepared)
+        .groupBy(SLICE, USER)
+        .agg(F.collect_list(ITEM).alias("today"))
+        .join(before, on=USER, how="inner")
+        .select(SLICE, F.size("today").alias("items"), F.size(F.array_except("today", "before")).alias("new"))
+        .groupBy(SLICE)
+        .agg(
+            F.count(F.lit(1)).alias("returning"),
+            F.sum(rate).alias("update_sum"),
+            F.sum(rate * rate).alias("update_sum2"),
+            F.sum("new").alias("update_new"),
+            F.sum("items").alias("update_items"),
+            # per-user products for the delta-method interval of update_rate global
+            F.sum(F.col("new") * F.col("new")).alias("update_new*update_new"),
+            F.sum(F.col("items") * F.col("items")).alias("update_items*update_items"),
+            F.sum(F.col("new") * F.col("items")).alias("update_new*update_items"),
+        )
+    )
+    return _long(
+        update,
+        [
+            "returning",
+            "update_sum",
+            "update_sum2",
+            "update_new",
+            "update_items",
+            "update_new*update_new",
+            "update_items*update_items",
+            "update_new*update_items",
+        ],
+    )
 
 
 def catalog_pass(catalog: DataFrame, dims: SliceDims) -> DataFrame:
@@ -393,12 +366,19 @@ def evaluate_health(
         no interval for those.
     """
     notes: list[str] = []
-    # every branch reads the persisted user partitions in place (only the columns it needs); persisting
-    # the partition-local aggregations as well made the stage slower, not faster (docs/performance.md)
-    long = request_pass(prepared, min_list_length).unionByName(item_pass(user_items(prepared), popularity, previous))
-    if catalog is not None:
-        long = long.unionByName(catalog_pass(catalog, dims))
-    stats, hist, n_clickers = _split(long.collect())
+    # one Python pass over the persisted user partitions gives every sum; what moves is partial sums.
+    # Its result (a row per slice and item) is persisted for the branches that read it: without that,
+    # Spark pushes each branch's filter below the aggregation and runs the pass once per branch
+    summed = partition_pass(prepared, min_list_length).persist(CACHE_LEVEL)
+    try:
+        long = request_rows(summed).unionByName(item_pass(summed, popularity))
+        if previous is not None:
+            long = long.unionByName(update_pass(prepared, previous))
+        if catalog is not None:
+            long = long.unionByName(catalog_pass(catalog, dims))
+        stats, hist, n_clickers = _split(long.collect())
+    finally:
+        summed.unpersist()
     sizes, n_categories = None, None
     if catalog is not None:
         sizes = {s: int(v.pop("catalog_items")) for s, v in stats.items() if "catalog_items" in v}

@@ -9,7 +9,7 @@ import health_golden as golden
 import pytest
 
 from recsys_spark.config import load_config
-from recsys_spark.health import evaluate_health, item_pass, request_pass, user_items
+from recsys_spark.health import evaluate_health, item_pass, partition_pass, request_rows
 from recsys_spark.label import deduplicate_exposures, join_feedback, labelled_exposures
 from recsys_spark.per_user import partition_by_user
 from recsys_spark.pipeline import evaluate_day
@@ -189,27 +189,43 @@ def test_shared_user_partitions_are_cached_deserialized(health):
         by_user.unpersist()
 
 
-def test_health_passes_move_sums_not_exposure_rows(health):
-    # once the user partitions are built (the label stage counts them first), every group-by whose keys
-    # include the user runs inside them: the health query's only exchanges are the partitioning itself
-    # and shuffles of sums, so no exposure row moves again
+def _nodes(plan):
+    """The physical plan's nodes, without the plans of the cached relations it reads (not its children)."""
+    yield plan
+    if plan.nodeName() == "AdaptiveSparkPlan":
+        yield from _nodes(plan.executedPlan())
+    children = plan.children()
+    for i in range(children.size()):
+        yield from _nodes(children.apply(i))
+
+
+def _plan(df) -> tuple[list[str], list[str]]:
+    """(node names, hash partitionings of the exchanges) of the executed plan, outside cached relations."""
+    nodes = list(_nodes(df._jdf.queryExecution().executedPlan()))
+    keys = [str(n.outputPartitioning().toString()) for n in nodes if n.nodeName() == "Exchange"]
+    return [str(n.nodeName()) for n in nodes], sorted(re.sub(r"#\d+L?", "", k) for k in keys)
+
+
+def test_health_is_one_python_pass_that_moves_sums_not_exposure_rows(health):
+    # once the user partitions are built (the label stage counts them first), the health indicators are one
+    # Python pass over them (kernels.health_pass) whose only shuffle is of partial sums by (slice, name, key);
+    # the branches then read those sums, persisted, and shuffle only them: no exposure row moves again
     _, sliced, _ = health
     rows = sliced.sparkSession.createDataFrame(sliced.collect(), sliced.schema)  # no lineage in the plan text
     by_user = partition_by_user(rows, 2)
     try:
         by_user.count()
-        query = request_pass(by_user, 5).unionByName(item_pass(user_items(by_user), None, None))
-        plan = query._jdf.queryExecution().executedPlan().toString()
-        keys = re.findall(r"Exchange hashpartitioning\(([^)]*)\)", plan)
-        exchanges = {re.sub(r"#\d+L?", "", k) for k in keys}  # attribute ids dropped
-        # the partitioning itself, then sums per slice, per (slice, category) and per (slice, item), and the
-        # exposure histogram per (slice, exposures, catalog flag)
-        assert exchanges == {
-            "user_id, 2",
-            "slice, 2",
-            "slice, _category, 2",
-            "slice, item_id, 2",
-            "slice, exposures, _groupingexpression, 2",
-        }, exchanges
+        summed = partition_pass(by_user, 5)
+        names, exchanges = _plan(summed)
+        assert names.count("MapInArrow") == 1 and "InMemoryTableScan" in names, names
+        assert exchanges == ["hashpartitioning(slice, name, key, 2)"], exchanges  # the user partitions in place
+        summed = summed.persist()
+        summed.count()
+        query = request_rows(summed).unionByName(item_pass(summed, None))
+        names, exchanges = _plan(query)
+        # every branch reads the persisted sums: the pass does not run again, nothing but sums moves
+        assert "MapInArrow" not in names and "InMemoryTableScan" in names, names
+        assert set(exchanges) == {"hashpartitioning(slice, 2)", "hashpartitioning(slice, exposures, in_catalog, 2)"}
+        summed.unpersist()
     finally:
         by_user.unpersist()
