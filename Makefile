@@ -98,12 +98,15 @@ demo: setup ## a week of sample logs: the daily job on each day, an A/B window, 
 BENCH_SIZES ?= 1M,5M,20M
 BENCH_REPEATS ?= 3
 
-.PHONY: bench bench-sweep bench-smoke
+.PHONY: bench bench-sweep bench-smoke bench-cold
 bench: setup ## time the job against the floor and the peers at 1M/5M/20M rows (long): build/bench/report.md
 	$(BIN)/python -m benchmarks.bench --sizes $(BENCH_SIZES) --repeats $(BENCH_REPEATS)
 
 bench-sweep: setup ## time the metric stage under a few rows_per_bucket / arrow_batch_rows settings at 5M: build/bench/sweep.md
 	$(BIN)/python -m benchmarks.bench --sweep --sizes 5M --repeats 2
+
+bench-cold: setup ## the job and the floor as new processes on a 2M-exposure day (cold start): build/bench/cold.md
+	$(BIN)/python -m benchmarks.cold --size 2M --repeats 3
 
 bench-smoke: setup ## the benchmark on a tiny day, once: the harness runs and agrees with the peers
 	$(BIN)/python -m benchmarks.bench --smoke --root build/bench-smoke

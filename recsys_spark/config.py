@@ -272,7 +272,7 @@ class ReportConfig:
 @dataclass(frozen=True)
 class StatsConfig:
     confidence: float = 0.95
-    bootstrap_replicates: int = 100
+    bootstrap_replicates: int = 0
     seed: int = 20240501
 
     def __post_init__(self) -> None:

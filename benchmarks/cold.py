@@ -1,0 +1,141 @@
+"""Cold runs: the daily job as a user starts it (a new process) against a new process that runs the floor.
+
+``python -m benchmarks.cold --size 2M --repeats 3`` (``make bench-cold``) times, each in a fresh process
+and interleaved round by round:
+
+* ``job``: ``recsys-spark evaluate`` on the day (``python -m recsys_spark.cli``), defaults, ``local[2]``, 2 GB
+  driver -- JVM and Python start-up, session, every stage, every table written;
+* ``floor``: a process that builds the same session and runs the benchmark's floor
+  (:meth:`benchmarks.bench.Day.floor`: read, dedupe, attribution join, per-user sums);
+* ``startup``: a process that builds the session, runs ``spark.range(1).count()`` and stops: the JVM/Python
+  start-up share that both pay.
+
+Writes ``cold.md`` and ``cold.json`` under ``--root`` (default build/bench). Wall-clock seconds only; nothing here
+is asserted by the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmarks.bench import DATE, ensure_day, parse_size
+
+SETTINGS = ("local[2]", "2g")
+
+
+def _session():
+    from recsys_spark.session import build_session, job_settings
+
+    master, memory = SETTINGS
+    return build_session(
+        "recsys-spark-cold", master, job_settings(10_000, {"spark.driver.memory": memory}), log_level="ERROR"
+    )
+
+
+def _run_floor(input_root: str) -> None:
+    from benchmarks.bench import Day
+    from recsys_spark.config import load_config
+
+    spark = _session()
+    try:
+        Day(spark, load_config(None), "cold", input_root, tempfile.mkdtemp()).floor()
+    finally:
+        spark.stop()
+
+
+def _run_startup() -> None:
+    spark = _session()
+    try:
+        spark.range(1).count()
+    finally:
+        spark.stop()
+
+
+def _timed(cmd: Sequence[str], ok: Sequence[int] = (0,)) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+    took = time.perf_counter() - started
+    if done.returncode not in ok:
+        raise SystemExit(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr.strip().splitlines()[-1:]}")
+    return took
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=parse_size, default=parse_size("2M"))
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--root", default="build/bench")
+    parser.add_argument("--run-floor", help=argparse.SUPPRESS)
+    parser.add_argument("--run-startup", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.run_floor:
+        _run_floor(args.run_floor)
+        return 0
+    if args.run_startup:
+        _run_startup()
+        return 0
+    root = Path(args.root).resolve()
+    size, rows = args.size
+    input_root = ensure_day(root / "data", rows, args.seed)
+    python = sys.executable
+    master, memory = SETTINGS
+    commands = {
+        "job": (
+            [
+                python,
+                "-m",
+                "recsys_spark.cli",
+                "evaluate",
+                "--date",
+                DATE.isoformat(),
+                "--input-root",
+                str(input_root),
+                "--output-root",
+                str(root / "work" / "cold-job"),
+                "--master",
+                master,
+                "--set",
+                f"spark.driver.memory={memory}",
+            ],
+            (0, 8),  # 8: a hard rule violated (generated days break some on purpose); every table is written
+        ),
+        "floor": ([python, "-m", "benchmarks.cold", "--run-floor", str(input_root)], (0,)),
+        "startup": ([python, "-m", "benchmarks.cold", "--run-startup"], (0,)),
+    }
+    env_note = f"PYTHONPATH={os.environ.get('PYTHONPATH', '')}"
+    seconds: dict[str, list[float]] = {k: [] for k in commands}
+    for round_no in range(args.repeats):
+        for name, (cmd, ok) in commands.items():
+            seconds[name].append(_timed(cmd, ok))
+            print(f"[cold {size}] round {round_no + 1} {name}: {seconds[name][-1]:.2f} s", flush=True)
+    med = {k: statistics.median(v) for k, v in seconds.items()}
+    lines = [
+        f"Cold runs on the {size} day ({input_root}), {args.repeats} interleaved round(s), medians; {env_note}",
+        "",
+        "| process | s | × cold floor |",
+        "|---|---|---|",
+        *(f"| {k} | {med[k]:.2f} | {med[k] / med['floor']:.2f} |" for k in commands),
+        "",
+        f"Target: cold job <= 3x cold floor: {'met' if med['job'] <= 3 * med['floor'] else 'NOT met'} "
+        f"({med['job'] / med['floor']:.2f}x). Start-up share: {med['startup'] / med['job']:.0%} of the job, "
+        f"{med['startup'] / med['floor']:.0%} of the floor.",
+    ]
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "cold.md").write_text("\n".join(lines) + "\n")
+    (root / "cold.json").write_text(json.dumps({"size": size, "rows": rows, "seconds": seconds}, indent=1))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
