@@ -143,14 +143,22 @@ def read_assignments(spark: SparkSession, path: str) -> DataFrame:
 
 
 def user_variants(assignments: DataFrame) -> DataFrame:
-    """(user_id, variants): map experiment -> variant, null for a user with several variants of it."""
-    per_experiment = (
-        assignments.groupBy(USER, EXPERIMENT)
-        .agg(F.array_distinct(F.collect_list(VARIANT)).alias("vs"))
-        .select(USER, EXPERIMENT, F.when(F.size("vs") == 1, F.col("vs")[0]).alias(VARIANT))
+    """(user_id, variants): map experiment -> variant, null for a user with several variants of it.
+
+    One aggregation by user (the variants of each experiment are resolved in the user's row: an
+    aggregation by (user, experiment) first cost a second shuffle).
+    """
+    pairs = F.array_distinct(F.collect_list(F.struct(EXPERIMENT, VARIANT)))
+    experiments = F.array_distinct(F.transform("pairs", lambda p: p[EXPERIMENT]))
+    variant = F.transform(
+        experiments,
+        lambda e: F.transform(F.filter("pairs", lambda p: p[EXPERIMENT] == e), lambda p: p[VARIANT]),
     )
-    return per_experiment.groupBy(USER).agg(
-        F.map_from_entries(F.collect_list(F.struct(EXPERIMENT, VARIANT))).alias(VARIANTS)
+    one = F.transform(variant, lambda vs: F.when(F.size(vs) == 1, vs[0]))
+    return (
+        assignments.groupBy(USER)
+        .agg(pairs.alias("pairs"))
+        .select(USER, F.map_from_arrays(experiments, one).alias(VARIANTS))
     )
 
 
@@ -329,30 +337,29 @@ def layer_checks(rows: DataFrame, layers: Mapping[str, str], threshold: float) -
     names = sorted(set(layers.values()))
     if len(names) < 2:
         return []
-    spark = rows.sparkSession
-    layer_of = spark.createDataFrame(sorted(layers.items()), f"{EXPERIMENT} string, {LAYER} string")
+    layer_of = F.create_map(*[F.lit(x) for item in sorted(layers.items()) for x in item])
+    # per user, its (layer, cell) pairs; the layers where it has exactly one cell; every pair of those: one
+    # aggregation by user and one small count (a self-join of the cells cost a second shuffle)
     cells = (
         rows.where((F.col(SLICE) == ALL) & F.col(VARIANT).isNotNull())
-        .join(F.broadcast(layer_of), on=EXPERIMENT, how="inner")
-        .groupBy(USER, LAYER)
-        .agg(F.count(F.lit(1)).alias("m"), F.first(F.concat_ws("/", EXPERIMENT, VARIANT)).alias("cell"))
-        .where(F.col("m") == 1)
-        .drop("m")
+        .select(USER, layer_of[F.col(EXPERIMENT)].alias(LAYER), F.concat_ws("/", EXPERIMENT, VARIANT).alias("cell"))
+        .where(F.col(LAYER).isNotNull())
+        .groupBy(USER)
+        .agg(F.collect_list(F.struct(LAYER, "cell")).alias("cells"))
     )
-    a, b = cells.alias("a"), cells.alias("b")
-    pairs = (
-        a.join(
-            b, on=(F.col(f"a.{USER}") == F.col(f"b.{USER}")) & (F.col(f"a.{LAYER}") < F.col(f"b.{LAYER}")), how="inner"
+    single = F.filter("cells", lambda a: F.size(F.filter("cells", lambda b: b[LAYER] == a[LAYER])) == 1)
+    pair = F.flatten(
+        F.transform(
+            single,
+            lambda a: F.transform(
+                F.filter(single, lambda b: a[LAYER] < b[LAYER]),
+                lambda b: F.struct(
+                    a[LAYER].alias("la"), a["cell"].alias("ca"), b[LAYER].alias("lb"), b["cell"].alias("cb")
+                ),
+            ),
         )
-        .groupBy(
-            F.col(f"a.{LAYER}").alias("la"),
-            F.col("a.cell").alias("ca"),
-            F.col(f"b.{LAYER}").alias("lb"),
-            F.col("b.cell").alias("cb"),
-        )
-        .count()
-        .collect()
     )
+    pairs = cells.select(F.explode(pair).alias("p")).groupBy("p.la", "p.ca", "p.lb", "p.cb").count().collect()
     out = []
     for i, la in enumerate(names):
         for lb in names[i + 1 :]:
