@@ -12,7 +12,7 @@ from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 from scipy import stats
 
 from recsys_spark.config import load_config
-from recsys_spark.experiments import experiment_lines, run_window, user_business_sums
+from recsys_spark.experiments import experiment_lines, run_window, user_business_sums, user_variants
 from recsys_spark.pipeline import evaluate_day
 from recsys_spark.schema import SLICE, USER
 from recsys_spark.write import DailyOutput
@@ -265,3 +265,19 @@ def test_srm_severity_is_a_setting():
     assert hard.severity == "hard"  # the pipeline then exits 8 after writing every output
     with pytest.raises(Exception, match="srm_severity"):
         load_config(None, ["experiments.srm_severity=fatal"])
+
+
+def test_user_variants_one_map_per_user_null_for_several_variants_in_one_shuffle(spark):
+    rows = [
+        ("u1", "e1", "control", None),
+        ("u1", "e1", "control", None),  # the same assignment twice: one variant
+        ("u1", "e2", "treatment", None),
+        ("u2", "e1", "control", None),
+        ("u2", "e1", "treatment", None),  # two variants of e1: excluded from e1 (null), kept in e2
+        ("u2", "e2", "control", None),
+    ]
+    assignments = spark.createDataFrame(rows, "user_id string, experiment string, variant string, layer string")
+    got = {r[USER]: dict(r["variants"]) for r in user_variants(assignments).collect()}
+    assert got == {"u1": {"e1": "control", "e2": "treatment"}, "u2": {"e1": None, "e2": "control"}}
+    plan = user_variants(assignments)._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("Exchange hashpartitioning") == 1, plan  # one aggregation by user, no second shuffle
