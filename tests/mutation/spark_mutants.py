@@ -123,7 +123,7 @@ MUTANTS = [
         AGG,
         "merge_by_slice(out, {slice_value: Moments.from_rows(rows)})",
         "out[slice_value] = Moments.from_rows(rows)",
-        T_PIPE,
+        ("tests/test_aggregate.py::test_a_slice_spread_over_several_partitions_merges_every_partitions_moments",),
         "only the last partition's moments of a slice kept",
     ),
     # --- label.py: attribution -----------------------------------------------------------------------------
@@ -238,7 +238,7 @@ MUTANTS = [
         RULES,
         "(F.col(SCORE) < 0) | (F.col(SCORE) > 1)",
         "(F.col(SCORE) <= 0) | (F.col(SCORE) > 1)",
-        T_OPS,
+        ("tests/test_rules.py::test_scores_exactly_0_and_1_are_in_range",),
         "score 0 counted out of range",
     ),
     Mutant(
