@@ -361,19 +361,29 @@ def run_one(m: Mutant, work: Path) -> tuple[str, float, str]:
         return "error", 0.0, f"the original text occurs {src.count(m.old)} times in {m.path}"
     target.write_text(src.replace(m.old, m.new))
     env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
+    # pyproject's pytest `pythonpath = ["."]` puts the repo first on sys.path, ahead of PYTHONPATH: the
+    # driver would import the unmutated package.  Override it with the copy first (Spark's Python workers
+    # get the copy from PYTHONPATH), and check under pytest itself which package the tests import.
+    pytest_args = [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", f"pythonpath={root} ."]
+    probe_test = root / "test_probe_mutated_copy.py"
+    probe_test.write_text(
+        "import recsys_spark, recsys_spark.aggregate\n\n\ndef test_the_mutated_copy_is_imported():\n"
+        f"    assert recsys_spark.__file__.startswith({str(root)!r}), recsys_spark.__file__\n"
+    )
     probe = subprocess.run(
-        [sys.executable, "-P", "-c", "import recsys_spark; print(recsys_spark.__file__)"],
+        [*pytest_args, "--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), str(probe_test)],
         env=env,
         cwd=REPO,
         capture_output=True,
         text=True,
         check=False,
     )
-    if not probe.stdout.startswith(str(root)):
-        return "error", 0.0, f"the mutated copy is not the one imported: {probe.stdout.strip()}"
+    if probe.returncode != 0:
+        lines = probe.stdout.strip().splitlines() or [""]
+        return "error", 0.0, f"the mutated copy is not the one the tests import: {lines[-1]}"
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-P", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not cluster", *m.tests],
+        [*pytest_args, "-x", "-m", "not cluster", *m.tests],
         env=env,
         cwd=REPO,
         capture_output=True,
