@@ -452,3 +452,93 @@ def test_spark_auc_bootstrap_matches_sklearn(spark):
     np.testing.assert_allclose(
         got, [roc_auc_score(relevance > 0, scores, sample_weight=w[:, r]) for r in range(10)], rtol=1e-12
     )
+
+
+def _sums(**columns):
+    """The named sums of per-user arrays: "x" = Σx and "x*y" = Σxy for every pair (what Spark sums)."""
+    out = {}
+    for a, x in columns.items():
+        out[a] = float(np.sum(x))
+        for b, y in columns.items():
+            out[f"{a}*{b}"] = float(x @ y)
+    return out
+
+
+def _t_reference(x: np.ndarray, confidence: float):
+    """(mean, se, half-width) of a t interval by scipy."""
+    se = st.sem(x)
+    return x.mean(), se, st.t.ppf(0.5 + confidence / 2, len(x) - 1) * se
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.8])
+def test_every_health_interval_with_categories_and_a_previous_day(confidence):
+    # five users with requests; four of them exposed (entropies), three returning (update rate): each row
+    # has its own per-user numerator, denominator and unit count
+    pv = np.array([2.0, 1.0, 4.0, 3.0, 1.0])
+    empty = np.array([1.0, 0.0, 1.0, 0.0, 0.0])
+    covered = np.array([1.0, 1.0, 2.0, 3.0, 0.0])
+    lists = np.array([1.0, 1.0, 3.0, 3.0, 1.0])
+    list_hu = np.array([0.5, 0.0, 2.5, 1.0, 0.9])  # per user, the sum of its lists' entropies (nats)
+    user_h = np.array([0.7, 1.2, 0.1, 0.9])  # per exposed user, the entropy of its categories
+    new, items = np.array([1.0, 0.0, 3.0]), np.array([2.0, 4.0, 5.0])  # returning users' new / shown items
+    k = 4
+    sums = {
+        **_sums(pv=pv, pv_empty=empty, pv_covered=covered),
+        **_sums(list_hu=list_hu, lists=lists),
+        **_sums(update_new=new, update_items=items),
+        "uv": 5,
+        "uv_empty": float((empty > 0).sum()),
+        "uv_covered": float((covered > 0).sum()),
+        "users_exposed": 4,
+        "user_h": float(user_h.sum()),
+        "user_h2": float(user_h @ user_h),
+        "returning": 3,
+        "update_sum": float((new / items).sum()),
+        "update_sum2": float((new / items) @ (new / items)),
+    }
+    got = health_intervals(sums, k, True, confidence)
+    z = st.norm.ppf(0.5 + confidence / 2)
+    ones = np.ones(5)
+    delta_rows = {
+        ("pv_coverage", "global"): (covered, pv),
+        ("pv_failure_rate", "global"): (empty, pv),
+        ("uv_coverage", "global"): ((covered > 0).astype(float), ones),
+        ("uv_failure_rate", "global"): ((empty > 0).astype(float), ones),
+        ("category_diversity", "list_avg"): (list_hu / math.log(k), lists),
+        ("update_rate", "global"): (new, items),
+    }
+    assert set(got) == set(delta_rows) | {("category_diversity", "user_avg"), ("update_rate", "user_avg")}
+    for key, (x, y) in delta_rows.items():
+        want = RatioStats.from_values(x, y)
+        assert got[key].method == "delta", key
+        assert got[key].value == pytest.approx(want.ratio, rel=1e-12), key
+        assert got[key].se == pytest.approx(math.sqrt(want.var_ratio), rel=1e-9), key
+        assert got[key].ci_high - got[key].value == pytest.approx(z * got[key].se, rel=1e-9), key
+        assert got[key].value - got[key].ci_low == pytest.approx(z * got[key].se, rel=1e-9), key
+    assert got[("category_diversity", "list_avg")].value == pytest.approx(list_hu.sum() / math.log(k) / lists.sum())
+    for key, x in (
+        (("category_diversity", "user_avg"), user_h / math.log(k)),
+        (("update_rate", "user_avg"), new / items),
+    ):
+        mean, se, half = _t_reference(x, confidence)
+        assert got[key].method == "t", key
+        assert (got[key].value, got[key].se) == (pytest.approx(mean, rel=1e-12), pytest.approx(se, rel=1e-9)), key
+        assert (got[key].ci_low, got[key].ci_high) == (pytest.approx(mean - half), pytest.approx(mean + half)), key
+
+
+def test_health_intervals_with_one_category_or_none_and_without_a_previous_day():
+    sums = {"uv": 3, "pv": 3, "pv*pv": 3, "lists": 5, "users_exposed": 2, "list_hu": 0.0, "user_h": 0.0}
+    one = health_intervals(sums, 1, False)
+    # one category: every diversity is 0 by definition, with a zero-width interval over its own units
+    for agg in ("list_avg", "user_avg"):
+        i = one[("category_diversity", agg)]
+        assert (i.value, i.se, i.ci_low, i.ci_high, i.method) == (0.0, 0.0, 0.0, 0.0, "t"), agg
+    assert health_intervals({**sums, "users_exposed": 1}, 1, False)[("category_diversity", "user_avg")].method == "none"
+    assert health_intervals({**sums, "lists": 1}, 1, False)[("category_diversity", "list_avg")].method == "none"
+    keys = set(health_intervals(sums, None, False))
+    assert keys == {
+        ("pv_coverage", "global"),
+        ("pv_failure_rate", "global"),
+        ("uv_coverage", "global"),
+        ("uv_failure_rate", "global"),
+    }

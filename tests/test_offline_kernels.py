@@ -372,3 +372,52 @@ def test_offline_generator_writes_every_input_and_a_loadable_config(tmp_path):
     assert not train_pairs & set(zip(truth.user_id, truth.item_id, strict=True))  # a real split
     assert counts["items"] == 400
     assert generate(tmp_path / "again", users=50, items=400, seed=3) == counts  # one seed, the same data
+
+
+def test_score_sampled_one_row_per_user_with_its_counts_means_and_types():
+    # user b: targets 0.9 (no negative above: rank 1) and 0.5 (0.7 above: rank 2), negatives 0.7, 0.1;
+    # user a: target 0.2 below both negatives 0.3, 0.8 (rank 3).  Rows in order of first appearance.
+    frame = pd.DataFrame(
+        {
+            "user_id": ["b", "b", "b", "b", "a", "a", "a"],
+            "score": [0.9, 0.5, 0.7, 0.1, 0.3, 0.2, 0.8],
+            "is_target": pd.array([True, True, False, False, False, True, False], dtype="boolean"),  # nullable
+        }
+    )
+    out = S.score_sampled(frame, [2], {})
+    assert list(out.columns) == [name for name, _ in S.user_columns([2])]
+    assert out["user_id"].tolist() == ["b", "a"]
+    assert out["n_targets"].tolist() == [2, 1] and out["n_negatives"].tolist() == [2, 2]
+    assert out["sampled_rank"].tolist() == [1.5, 3.0]  # mean of the ranks 1 and 2
+    assert out["sampled_mrr"].tolist() == pytest.approx([(1 + 1 / 2) / 2, 1 / 3])
+    assert out["sampled_auc"].tolist() == pytest.approx([(2 / 2 + 1 / 2) / 2, 0.0])  # (m + 1 - rank) / m
+    assert out["corrected_mrr"].isna().all()  # no table for m = 2
+    assert out["user_id"].dtype == object
+    assert (out["n_targets"].dtype, out["n_negatives"].dtype) == (np.int64, np.int64)
+    assert (out.dtypes.iloc[3:] == np.float64).all()
+
+
+def test_score_sampled_without_targets_is_an_empty_frame_of_the_declared_types():
+    frame = pd.DataFrame({"user_id": ["a", "a"], "score": [0.1, 0.2], "is_target": [False, False]})
+    out = S.score_sampled(frame, [2], {})
+    assert len(out) == 0 and list(out.columns) == [name for name, _ in S.user_columns([2])]
+    spark_to_pandas = {"string": object, "long": np.int64, "double": np.float64}
+    assert [out[name].dtype for name, _ in S.user_columns([2])] == [spark_to_pandas[t] for _, t in S.user_columns([2])]
+
+
+def test_user_columns_name_and_type_every_sampled_and_corrected_metric():
+    cols = S.user_columns([2])
+    assert cols[:8] == [
+        ("user_id", "string"),
+        ("n_targets", "long"),
+        ("n_negatives", "long"),
+        ("sampled_rank", "double"),
+        ("sampled_auc", "double"),
+        ("corrected_auc", "double"),
+        ("sampled_mrr", "double"),
+        ("corrected_mrr", "double"),
+    ]
+    rest = [
+        (S.column(name, k, kind), "double") for name, k in S.metric_names([2])[2:] for kind in ("sampled", "corrected")
+    ]
+    assert cols[8:] == rest and ("corrected_ndcg_at_2", "double") in rest

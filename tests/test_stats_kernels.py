@@ -295,3 +295,21 @@ def test_bootstrap_se_of_a_mean_is_close_to_the_t_se():
     reps = (w * x[:, None]).sum(0) / w.sum(0)
     got = bootstrap_interval(x.mean(), reps)
     assert got.se == pytest.approx(x.std(ddof=1) / math.sqrt(len(x)), rel=0.15)  # sd of a 200-rep SE ~ 5%
+
+
+def test_mean_stats_merge_with_an_empty_part_or_without_m2():
+    # an empty part (n = 0, mean NaN) adds nothing: m2 of 2, 4 stays 2, not NaN
+    s = MeanStats.from_values(np.array([2.0, 4.0]))
+    empty = MeanStats(0.0, 0.0, 0.0, 0.0)
+    for merged in (s.merge(empty), empty.merge(s)):
+        assert (merged.n, merged.sum, merged.sum_sq, merged.m2, merged.var) == (2.0, 6.0, 20.0, 2.0, 2.0)
+    both_empty = empty.merge(empty)
+    assert (both_empty.n, both_empty.m2) == (0.0, 0.0)
+    # a part known only by its sums (no m2): the merge has no m2, and the variance comes from the sums
+    no_m2 = MeanStats(2.0, 6.0, 20.0)  # 2, 4
+    for merged in (
+        no_m2.merge(MeanStats.from_values(np.array([6.0]))),
+        MeanStats.from_values(np.array([6.0])).merge(no_m2),
+    ):
+        assert merged.m2 is None
+        assert (merged.n, merged.mean, merged.var) == (3.0, 4.0, 4.0)
