@@ -208,6 +208,27 @@ def test_cuped_without_variation_in_x_is_plain_welch():
     assert comp.p_value == pytest.approx(0.3322826189, abs=1e-10)
 
 
+def test_cuped_relative_lift_is_over_the_adjusted_control_mean():
+    # the adjusted means shift with the pooled mean of x (the difference does not): the lift's base is
+    # mean(y_c) - theta (mean(x_c) - mean of x over both arms)
+    c, t = CovariateStats.from_values(YC, XC), CovariateStats.from_values(YT, XT)
+    comp, theta = cuped_compare(c, t)
+    x, y = np.r_[XC, XT], np.r_[YC, YT]
+    assert theta == pytest.approx(np.cov(x, y)[0, 1] / np.var(x, ddof=1), rel=1e-12)
+    base = YC.mean() - theta * (XC.mean() - x.mean())
+    assert comp.rel_delta == pytest.approx(comp.delta / base, rel=1e-12)
+
+
+def test_cuped_theta_needs_two_users_and_a_varying_covariate():
+    assert cuped_theta([CovariateStats.from_values(np.array([5.0]), np.array([2.0]))]) == 0.0  # one user
+    two = [CovariateStats.from_values(np.array([5.0]), np.array([2.0])), CovariateStats.from_values([8.0], [4.0])]
+    assert cuped_theta(two) == pytest.approx(1.5)  # (8 - 5) / (4 - 2)
+    # x counts as constant when its spread sum (x - mean)^2 is at most 1e-12 of max(sum x^2, 1)
+    assert cuped_theta([CovariateStats(2.0, 0.0, 0.0, 0.0, 1.5e-12, 1.5e-12)]) == pytest.approx(1.0)
+    assert cuped_theta([CovariateStats(2.0, 0.0, 0.0, 0.0, 1e-12, 1e-12)]) == 0.0  # exactly at the tolerance
+    assert cuped_theta([CovariateStats(2.0, 0.0, 0.0, 2.0, 2.0 + 1e-12, 1e-12)]) == 0.0  # tolerance 2e-12 here
+
+
 # --- power: golden (REFERENCES.md) ----------------------------------------------------------------
 def test_sample_size_and_mde_golden():
     n = sample_size_per_arm(0.10 * 0.90, 0.11 * 0.89, 0.01)

@@ -542,3 +542,28 @@ def test_health_intervals_with_one_category_or_none_and_without_a_previous_day()
         ("uv_coverage", "global"),
         ("uv_failure_rate", "global"),
     }
+
+
+def test_histogram_rows_count_items_per_replicate_catalog_flag_and_count():
+    from recsys_spark.kernels.bootstrap import histogram_rows
+
+    # 4 items (rows) x 2 replicates; items 0, 1, 3 in the catalog, item 2 not
+    e = np.array([[1, 0], [1, 2], [5, 0], [0, 2]])
+    got = histogram_rows(e, np.array([True, True, False, True]))
+    assert got == [
+        (0, True, 0.0, 1.0),
+        (0, True, 1.0, 2.0),
+        (0, False, 5.0, 1.0),
+        (1, True, 0.0, 1.0),
+        (1, True, 2.0, 2.0),
+        (1, False, 0.0, 1.0),
+    ]
+
+
+def test_novelty_replicates_are_nan_without_exposures_or_clickers():
+    from recsys_spark.kernels.bootstrap import novelty_replicates
+
+    log_sum, exposures = np.array([2.0, 1.0, 3.0]), np.array([1.0, 0.0, 2.0])
+    # log2(1 + 1) - 2 / 1; no exposure; log2(2) - 3 / 2
+    np.testing.assert_array_equal(novelty_replicates(log_sum, exposures, 1), [-1.0, np.nan, -0.5])
+    assert np.isnan(novelty_replicates(log_sum, exposures, 0)).all()  # no clickers in the window
