@@ -567,3 +567,22 @@ def test_novelty_replicates_are_nan_without_exposures_or_clickers():
     # log2(1 + 1) - 2 / 1; no exposure; log2(2) - 3 / 2
     np.testing.assert_array_equal(novelty_replicates(log_sum, exposures, 1), [-1.0, np.nan, -0.5])
     assert np.isnan(novelty_replicates(log_sum, exposures, 0)).all()  # no clickers in the window
+
+
+def test_gini_replicates_over_exposed_items_and_over_the_catalog():
+    from recsys_spark.kernels.bootstrap import gini_replicates
+
+    def gini(x):  # independent: sum over sorted values of (2i - n - 1) x_i / (n sum x), times n / (n - 1)
+        x = np.sort(np.asarray(x, dtype=float))
+        n = len(x)
+        return (2 * np.arange(1, n + 1) - n - 1) @ x / (n * x.sum()) * n / (n - 1)
+
+    # {(count in the replicate, in catalog): items}; replicate 2 has no row; 3 catalog items never exposed
+    hist = {
+        0: {(2.0, True): 1.0, (0.0, True): 1.0, (1.0, False): 2.0},
+        1: {(3.0, True): 1.0, (1.0, True): 2.0, (0.0, False): 1.0},
+    }
+    exposed, catalog = gini_replicates(hist, 3, 3.0)
+    np.testing.assert_allclose(exposed, [gini([2, 1, 1]), gini([3, 1, 1]), np.nan], rtol=1e-12)
+    np.testing.assert_allclose(catalog, [gini([2, 0, 1, 1, 0, 0, 0]), gini([3, 1, 1, 0, 0, 0, 0]), np.nan], rtol=1e-12)
+    assert gini_replicates(hist, 3, None)[1] is None  # no catalog

@@ -228,6 +228,38 @@ def test_paired_t_matches_scipy():
     assert got.rel_ci_high == pytest.approx(high / a.mean())
 
 
+def test_paired_t_every_field_by_hand_and_scipy():
+    a, b = np.array([1.0, 2.0, 4.0, 3.0]), np.array([2.0, 2.5, 5.0, 3.5])
+    d = b - a  # 1, .5, 1, .5: mean .75
+    got = paired_t(MeanStats.from_values(d), MeanStats.from_values(a), confidence=0.9)
+    ref = st.ttest_rel(b, a)
+    q = st.t.ppf(0.95, 3)
+    se = st.sem(d)
+    assert (got.delta, got.df, got.method) == (0.75, 3.0, "paired_t")
+    assert got.se == pytest.approx(se, rel=1e-12)
+    assert (got.ci_low, got.ci_high) == (pytest.approx(0.75 - q * se), pytest.approx(0.75 + q * se))
+    assert got.p_value == pytest.approx(ref.pvalue, rel=1e-10) and got.rel_p_value == got.p_value
+    rel, rel_se = 0.75 / 2.5, se / 2.5  # the control mean taken as fixed
+    assert (got.rel_delta, got.rel_se) == (pytest.approx(rel), pytest.approx(rel_se))
+    assert (got.rel_ci_low, got.rel_ci_high) == (pytest.approx(rel - q * rel_se), pytest.approx(rel + q * rel_se))
+    two = paired_t(MeanStats.from_values(d[:2]), MeanStats.from_values(a[:2]))  # two units: 1 df
+    assert two.df == 1.0 and two.p_value == pytest.approx(st.ttest_rel(b[:2], a[:2]).pvalue, rel=1e-10)
+    assert two.ci_high == pytest.approx(0.75 + st.t.ppf(0.975, 1) * st.sem(d[:2]))
+
+
+def test_paired_t_edges_one_unit_constant_differences_zero_control():
+    one = paired_t(MeanStats.from_values(np.array([0.5])), MeanStats.from_values(np.array([2.0])))
+    assert one.delta == 0.5 and one.rel_delta == 0.25
+    assert all(math.isnan(v) for v in (one.df, one.se, one.ci_low, one.ci_high, one.p_value))
+    # every difference the same: se 0, the t statistic infinite (p 0) unless the difference is 0 (p undefined)
+    for value, p in ((0.5, 0.0), (-0.5, 0.0)):
+        got = paired_t(MeanStats.from_values(np.full(3, value)), MeanStats.from_values(np.array([1.0, 2.0, 3.0])))
+        assert (got.se, got.p_value, got.ci_low, got.ci_high) == (0.0, p, value, value)
+    assert math.isnan(paired_t(MeanStats.from_values(np.zeros(3)), MeanStats.from_values(np.ones(3))).p_value)
+    zero_control = paired_t(MeanStats.from_values(np.array([1.0, 2.0])), MeanStats.from_values(np.zeros(2)))
+    assert math.isnan(zero_control.rel_delta) and math.isnan(zero_control.rel_se)
+
+
 # --------------------------------------------------------------------------- multiple testing
 
 
