@@ -586,3 +586,16 @@ def test_gini_replicates_over_exposed_items_and_over_the_catalog():
     np.testing.assert_allclose(exposed, [gini([2, 1, 1]), gini([3, 1, 1]), np.nan], rtol=1e-12)
     np.testing.assert_allclose(catalog, [gini([2, 0, 1, 1, 0, 0, 0]), gini([3, 1, 1, 0, 0, 0, 0]), np.nan], rtol=1e-12)
     assert gini_replicates(hist, 3, None)[1] is None  # no catalog
+
+
+def test_merge_weighted_u_by_hand():
+    from recsys_spark.kernels.bootstrap import merge_weighted_u
+
+    assert merge_weighted_u([]).shape == (0,)
+    # two score ranges, three replicates: (U, P, N) per replicate
+    low = (np.array([0.0, 0.5, 0.0]), np.array([0.0, 1.0, 2.0]), np.array([1.0, 1.0, 0.0]))
+    high = (np.array([0.0, 0.0, 0.0]), np.array([1.0, 0.0, 1.0]), np.array([0.0, 0.0, 0.0]))
+    # replicate 0: the high positive beats the low negative (U 1 of 1 x 1); 1: a tie inside low (1/2);
+    # 2: no negative at all
+    np.testing.assert_array_equal(merge_weighted_u([low, high]), [1.0, 0.5, np.nan])
+    np.testing.assert_array_equal(merge_weighted_u([low]), [np.nan, 0.5, np.nan])

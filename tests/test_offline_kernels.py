@@ -421,3 +421,17 @@ def test_user_columns_name_and_type_every_sampled_and_corrected_metric():
         (S.column(name, k, kind), "double") for name, k in S.metric_names([2])[2:] for kind in ("sampled", "corrected")
     ]
     assert cols[8:] == rest and ("corrected_ndcg_at_2", "double") in rest
+
+
+def test_tables_for_every_usable_number_of_negatives():
+    # n = 10 items: m = 0 (nothing sampled) and m >= n (more negatives than other items) have no table
+    tables = S.tables_for(10, [3, 0, 1, 9, 10, 3, 12], [2], 0.01)
+    assert sorted(tables) == [1, 3, 9]
+    assert set(tables[3]) == {name for name, _ in S.user_columns([2]) if name.startswith("corrected_")}
+    # AUC is not corrected: its table is the naive (m + 1 - r) / m at r = 1..m+1
+    np.testing.assert_allclose(tables[3]["corrected_auc"], [1.0, 2 / 3, 1 / 3, 0.0], rtol=1e-12)
+    for replace in (False, True):
+        got = S.tables_for(10, [3], [2], 0.01, replace=replace)[3]["corrected_ndcg_at_2"]
+        np.testing.assert_allclose(got, S.correction_table("ndcg", 10, 3, 2, 0.01, replace=replace), rtol=1e-12)
+    with_replacement = S.tables_for(10, [3], [2], 0.01, replace=True)[3]["corrected_ndcg_at_2"]
+    assert not np.allclose(with_replacement, tables[3]["corrected_ndcg_at_2"])  # the default is without
