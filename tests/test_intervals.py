@@ -599,3 +599,12 @@ def test_merge_weighted_u_by_hand():
     # 2: no negative at all
     np.testing.assert_array_equal(merge_weighted_u([low, high]), [1.0, 0.5, np.nan])
     np.testing.assert_array_equal(merge_weighted_u([low]), [np.nan, 0.5, np.nan])
+
+
+def test_business_intervals_use_the_confidence_they_are_given():
+    sums = _health_sums(per_user())
+    z = st.norm.ppf(0.9)
+    for key, i in business_intervals(sums, 0.8).items():
+        assert i.method == "delta", key
+        assert i.ci_high - i.value == pytest.approx(z * i.se, rel=1e-9), key
+        assert i.se == pytest.approx(business_intervals(sums)[key].se, rel=1e-12), key

@@ -435,3 +435,12 @@ def test_tables_for_every_usable_number_of_negatives():
         np.testing.assert_allclose(got, S.correction_table("ndcg", 10, 3, 2, 0.01, replace=replace), rtol=1e-12)
     with_replacement = S.tables_for(10, [3], [2], 0.01, replace=True)[3]["corrected_ndcg_at_2"]
     assert not np.allclose(with_replacement, tables[3]["corrected_ndcg_at_2"])  # the default is without
+
+
+def test_target_metrics_without_negatives_are_nan_and_with_one_are_defined():
+    # m = 0: nothing was sampled, no naive value; m = 1: rank 1 or 2 of two items
+    values = S.target_metrics(np.array([1.0, 1.0, 2.0]), np.array([0, 1, 1]), [1], {})
+    np.testing.assert_array_equal(values["sampled_auc"], [np.nan, 1.0, 0.0])
+    np.testing.assert_array_equal(values["sampled_mrr"], [np.nan, 1.0, 0.5])
+    np.testing.assert_array_equal(values["sampled_recall_at_1"], [np.nan, 1.0, 0.0])
+    assert np.isnan(values["corrected_mrr"]).all()  # no tables given

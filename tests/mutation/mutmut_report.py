@@ -128,6 +128,24 @@ EQUIVALENT = [
         "correction_tables returns one table per metric it is given: the lengths are equal",
         r"x_tables_for",
     ),
+    (
+        r"np\.asarray\((rank|m), (dtype=None)?\)",
+        r"np\.asarray\((rank|m), dtype=np\.(float64|int64)\)",
+        "score_sampled passes float ranks and integer m: the arrays already have those types",
+        r"x_target_metrics",
+    ),
+    (
+        r"metric_at_rank\(name, np\.(floor|ceil)\(rank\), (None|1), k\)",
+        r"metric_at_rank\(name, np\.(floor|ceil)\(rank\), 0, k\)",
+        "metric_at_rank reads n only for auc, which takes the other branch here",
+        r"x_target_metrics",
+    ),
+    (
+        r"naive = np\.where\(m >= 0,",
+        r"naive = np\.where\(m > 0,",
+        "the sampled column is np.where(m > 0, naive, NaN) on the next lines: a value for m = 0 never reaches it",
+        r"x_target_metrics",
+    ),
 ]
 
 
