@@ -608,3 +608,9 @@ def test_business_intervals_use_the_confidence_they_are_given():
         assert i.method == "delta", key
         assert i.ci_high - i.value == pytest.approx(z * i.se, rel=1e-9), key
         assert i.se == pytest.approx(business_intervals(sums)[key].se, rel=1e-12), key
+
+
+def test_ratio_stats_read_missing_or_null_sums_as_zero():
+    got = ratio_stats({"uv": 3, "clicked": 2.0, "exposures": None}, "uv", "clicked", "exposures")
+    assert got == RatioStats(3.0, 2.0, 0.0, 0.0, 0.0, 0.0)
+    assert delta_interval(ratio_stats({}, "uv", "clicked", "exposures")).value is None
