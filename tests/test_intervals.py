@@ -614,3 +614,35 @@ def test_ratio_stats_read_missing_or_null_sums_as_zero():
     got = ratio_stats({"uv": 3, "clicked": 2.0, "exposures": None}, "uv", "clicked", "exposures")
     assert got == RatioStats(3.0, 2.0, 0.0, 0.0, 0.0, 0.0)
     assert delta_interval(ratio_stats({}, "uv", "clicked", "exposures")).value is None
+
+
+def test_weighted_u_takes_poissons_uint8_weights_without_overflow():
+    from recsys_spark.kernels.bootstrap import WeightedU
+
+    # 300 tied positives and 300 tied negatives of weight 1 as uint8 (poisson_weights' type): sums above 255
+    scores = np.r_[np.zeros(300), np.ones(300)]
+    positive = np.r_[np.zeros(300, bool), np.ones(300, bool)]
+    u = WeightedU(1)
+    u.add(scores, positive, np.ones((600, 1), dtype=np.uint8))
+    u.finish()
+    u.finish()  # a second finish adds nothing
+    assert (u.u.tolist(), u.pos.tolist(), u.neg.tolist()) == ([90000.0], [300.0], [300.0])
+
+
+def test_personalization_replicates_need_two_users_and_a_pair():
+    from recsys_spark.kernels.bootstrap import personalization_replicates
+
+    got = personalization_replicates(
+        np.array([2.0, 2.0, 0.0, 1.0]), np.array([4.0, 4.0, 0.0, 2.0]), np.array([2.0, 1.0, 3.0, 2.0])
+    )
+    # 1 - 2 / (1 * 4); one user; no pair; 1 - 1 / (1 * 2)
+    np.testing.assert_array_equal(got, [0.5, np.nan, np.nan, 0.5])
+
+
+def test_item_replicates_have_a_row_for_every_item_even_unexposed_ones():
+    from recsys_spark.kernels.bootstrap import item_replicates
+
+    # items 0..2, only item 0 has rows; exposures as integers, weights as poisson_weights' uint8
+    e, c = item_replicates(np.array([0, 0]), 3, np.array([2, 3]), np.array([[1, 2], [1, 0]], dtype=np.uint8))
+    assert e.tolist() == [[5.0, 4.0], [0.0, 0.0], [0.0, 0.0]]
+    assert c.tolist() == [[2.0, 2.0], [0.0, 0.0], [0.0, 0.0]]

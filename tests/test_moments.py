@@ -137,3 +137,11 @@ def test_user_table_moments_read_nulls_as_missing_and_skip_unused_slices():
     by_slice = user_table_moments(frame, (1,))
     assert set(by_slice) == {"all", "p=1"}
     assert by_slice["all"].n["mrr"] == 1 and by_slice["all"].mean["mrr"] == 1.0
+
+
+def test_merging_into_an_empty_part_keeps_the_mean_exactly_and_no_values_mean_zero():
+    # the empty side's mean must not enter: 0.1 stays 0.1 to the last bit (not 1 + (0.1 - 1))
+    part = Moments.of({"x": np.array([0.1, 0.1])}, {"x": np.array([1.0, 1.0])}, {})
+    assert Moments().merge(part).mean["x"] == 0.1 and part.merge(Moments()).mean["x"] == 0.1
+    empty = Moments.of({"x": np.array([np.nan])}, {"x": np.array([1.0])}, {})
+    assert empty.merge(empty).mean["x"] == 0.0  # no value on either side: mean 0 by convention

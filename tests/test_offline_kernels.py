@@ -444,3 +444,21 @@ def test_target_metrics_without_negatives_are_nan_and_with_one_are_defined():
     np.testing.assert_array_equal(values["sampled_mrr"], [np.nan, 1.0, 0.5])
     np.testing.assert_array_equal(values["sampled_recall_at_1"], [np.nan, 1.0, 0.0])
     assert np.isnan(values["corrected_mrr"]).all()  # no tables given
+
+
+def test_score_predictions_columns_and_types_also_when_empty():
+    spark_to_pandas = {"string": object, "long": np.int64, "double": np.float64}
+    frame = pd.DataFrame({"user_id": ["b", "a", "b"], "score": [0.9, 0.2, 0.4], "label": [1.0, 0.0, 0.0]})
+    for f in (frame, frame.iloc[:0]):
+        out = K.score_predictions(f)
+        assert list(out.columns) == [name for name, _ in K.PREDICTION_COLUMNS]
+        assert [out[n].dtype for n, _ in K.PREDICTION_COLUMNS] == [spark_to_pandas[t] for _, t in K.PREDICTION_COLUMNS]
+    out = K.score_predictions(frame)
+    assert out["user_id"].tolist() == ["b", "a"] and out["n_predictions"].tolist() == [2, 1]
+    assert out["n_positive"].tolist() == [1, 0] and out["predicted_sum"].tolist() == pytest.approx([1.3, 0.2])
+
+
+def test_expected_naive_auc_is_unbiased():
+    # the naive AUC (m + 1 - r~) / m has expectation (n - r) / (n - 1) at full rank r
+    for replace in (False, True):
+        assert S.expected_naive("auc", 100, 9, 5, replace=replace) == pytest.approx(95 / 99, rel=1e-12)

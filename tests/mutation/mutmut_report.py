@@ -146,6 +146,25 @@ EQUIVALENT = [
         "the sampled column is np.where(m > 0, naive, NaN) on the next lines: a value for m = 0 never reaches it",
         r"x_target_metrics",
     ),
+    (
+        r"np\.add\.reduceat\(.*, starts, \)",
+        r"np\.add\.reduceat\(.*, starts, axis=0\)",
+        "axis=0 is reduceat's default",
+        r"WeightedU.add",
+    ),
+    (
+        r"np\.asarray\((weights|exposures), (dtype=None)?\)",
+        r"np\.asarray\((weights|exposures), dtype=np\.float64\)",
+        "each use multiplies by a float64 array or goes through np.bincount, which casts weights to float64",
+        r"x_item_replicates",
+    ),
+    (
+        r"np\.asarray\((pos|neg), (dtype=None)?\)",
+        r"np\.asarray\((pos|neg), dtype=np\.float64\)",
+        "class counts: cumsum, subtraction and the product with neg / 2.0 give the same float sums for integer"
+        " counts (far below 2^53)",
+        r"x_u_from_histogram",
+    ),
 ]
 
 
