@@ -345,3 +345,13 @@ def test_mean_stats_merge_with_an_empty_part_or_without_m2():
     ):
         assert merged.m2 is None
         assert (merged.n, merged.mean, merged.var) == (3.0, 4.0, 4.0)
+
+
+def test_mean_stats_from_weighted_values_equal_the_repeated_values():
+    # bootstrap weights: each unit counts w times; a NaN value is dropped together with its weight
+    got = MeanStats.from_values(np.array([1.0, 2.0, np.nan, 4.0]), weights=np.array([2, 0, 5, 1], dtype=np.uint8))
+    assert got == MeanStats.from_values(np.array([1.0, 1.0, 4.0]))
+    assert (got.n, got.sum, got.sum_sq, got.m2) == (3.0, 6.0, 18.0, 6.0)
+    # no value at all: n 0 and m2 0; None (an object column's null) is missing like NaN
+    assert MeanStats.from_values(np.array([np.nan])) == MeanStats(0.0, 0.0, 0.0, 0.0)
+    assert MeanStats.from_values([1.0, None, 3.0]) == MeanStats.from_values(np.array([1.0, 3.0]))

@@ -165,6 +165,18 @@ EQUIVALENT = [
         " counts (far below 2^53)",
         r"x_u_from_histogram",
     ),
+    (
+        r"np\.asarray\(weights, (dtype=None)?\)\[ok\]",
+        r"np\.asarray\(weights, dtype=np\.float64\)\[ok\]",
+        "the weights only enter w.sum() (integer sums are exact) and np.dot with float64 arrays",
+        r"MeanStats.from_values",
+    ),
+    (
+        r"\*\* 2\)\) if \(n\) or True else 0\.0",
+        r"\*\* 2\)\) if n else 0\.0",
+        "n = 0 means no value: np.dot of two empty arrays is 0.0 already (total / n is NaN but multiplies nothing)",
+        r"MeanStats.from_values",
+    ),
 ]
 
 
