@@ -12,6 +12,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from recsys_spark.kernels.experiments import (
+    ChiSquare,
     CovariateStats,
     MetricSpec,
     analyse_experiment,
@@ -78,6 +79,17 @@ def test_independence_drops_empty_rows_and_needs_two_by_two():
     assert independence_test(np.array([[5, 7]])).p_value == 1.0
     with_empty = independence_test(np.array([[10, 20], [0, 0], [20, 10]]))
     assert with_empty.statistic == pytest.approx(4 * 25 / 15)
+    assert independence_test(np.array([[5, 7]])) == ChiSquare(0.0, 1.0, 0)
+    assert independence_test(np.array([[5, 0], [7, 0]])) == ChiSquare(0.0, 1.0, 0)  # one column left
+    # an empty column is dropped too (its expected counts would be 0)
+    empty_column = independence_test(np.array([[10, 0, 20], [20, 0, 10]]))
+    assert (empty_column.statistic, empty_column.df) == (pytest.approx(4 * 25 / 15), 1)
+
+
+def test_independence_keeps_rows_and_columns_with_a_single_count():
+    ref = stats.chi2_contingency(np.array([[1, 0], [0, 1]]), correction=False)
+    got = independence_test(np.array([[1, 0], [0, 1]]))
+    assert (got.statistic, got.df) == (pytest.approx(ref.statistic), 1) and ref.statistic == pytest.approx(2.0)
 
 
 # --- Welch and delta (through the row builder) -----------------------------------------------------

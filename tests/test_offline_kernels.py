@@ -462,3 +462,8 @@ def test_expected_naive_auc_is_unbiased():
     # the naive AUC (m + 1 - r~) / m has expectation (n - r) / (n - 1) at full rank r
     for replace in (False, True):
         assert S.expected_naive("auc", 100, 9, 5, replace=replace) == pytest.approx(95 / 99, rel=1e-12)
+
+
+def test_calibration_bin_clips_probabilities_outside_the_unit_interval():
+    # below 0 is bin 0, above 1 the last bin (scores that are not probabilities still land in a bin)
+    assert K.calibration_bin(np.array([-0.5, -1e-9, 0.5, 1.5, 3.0]), 4).tolist() == [0, 0, 2, 3, 3]

@@ -177,6 +177,20 @@ EQUIVALENT = [
         "n = 0 means no value: np.dot of two empty arrays is 0.0 already (total / n is NaN but multiplies nothing)",
         r"MeanStats.from_values",
     ),
+    (
+        r"np\.asarray\(table, (dtype=None)?\)",
+        r"np\.asarray\(table, dtype=np\.float64\)",
+        "counts: integer sums are exact, and the expected counts are a true division (float) anyway",
+        r"x_independence_test",
+    ),
+    (
+        r"np\.clip\(np\.asarray\(p, (dtype=None)?\), 0\.0, 1\.0\)|np\.clip\(np\.asarray\(p, dtype=np\.float64\), 0\.0,"
+        r" (2\.0|None)\)",
+        r"np\.clip\(np\.asarray\(p, dtype=np\.float64\), 0\.0, 1\.0\)",
+        "an integer p gives the same floor(p bins); and above 1 the min(..., bins - 1) on the next line already"
+        " gives the last bin, so the upper clip is redundant",
+        r"x_calibration_bin",
+    ),
 ]
 
 
