@@ -191,6 +191,13 @@ EQUIVALENT = [
         " gives the last bin, so the upper clip is redundant",
         r"x_calibration_bin",
     ),
+    (
+        r"np\.asarray\((label|p), (dtype=None)?\)",
+        r"np\.asarray\((label|p), dtype=np\.float64\)",
+        "labels come as bool (score_predictions' label > 0) or numbers, p as numbers: y log p + (1 - y) log1p(-p)"
+        " is the same for each (checked for bool and int labels)",
+        r"x_log_loss_terms",
+    ),
 ]
 
 
