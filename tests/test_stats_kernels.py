@@ -50,6 +50,7 @@ def test_mean_stats_hand_values_and_merge():
     merged = MeanStats.from_values(np.array([6.0, np.nan])).merge(MeanStats.from_values(np.array([1.0, 2.0, 3.0])))
     assert merged == whole  # NaN is missing, merge adds (and combines m2 by Chan et al.)
     assert MeanStats(4, 12, 50).var == whole.var == MeanStats.from_moments(4, 3.0, 14.0).var
+    assert MeanStats.from_moments(4, 3.0, 14.0) == whole  # sum 4 * 3, sum_sq 14 + 4 * 9 = 50, m2 kept
 
 
 def test_t_interval_matches_scipy():

@@ -198,6 +198,12 @@ EQUIVALENT = [
         " is the same for each (checked for bool and int labels)",
         r"x_log_loss_terms",
     ),
+    (
+        r"np\.asarray\(scores, (dtype=None)?\)",
+        r"np\.asarray\(scores, dtype=np\.float64\)",
+        "its callers pass Spark doubles (float64 already); run boundaries and counts are the same for any numbers",
+        r"x_sorted_histogram",
+    ),
 ]
 
 
