@@ -64,6 +64,15 @@ def test_srm_edge_cases():
     assert srm_test([10, 0], [1, 0]).p_value == 1.0
 
 
+def test_srm_degenerate_results_whole_and_a_single_user():
+    for observed in ([5], [0, 0], []):
+        assert srm_test(observed) == ChiSquare(0.0, 1.0, 0), observed
+    one = srm_test([1, 0])  # E = 1/2 each: (1/2)^2 / (1/2) * 2 = 1
+    assert (one.statistic, one.df) == (1.0, 1) and one.p_value == pytest.approx(stats.chi2.sf(1.0, 1))
+    with pytest.raises(ValueError, match="observed and weights differ in length"):
+        srm_test([1, 2], [1, 1, 1])
+
+
 def test_independence_matches_chi2_contingency():
     table = np.array([[120, 90, 30], [100, 110, 50]])
     r = independence_test(table)

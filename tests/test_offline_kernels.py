@@ -467,3 +467,37 @@ def test_expected_naive_auc_is_unbiased():
 def test_calibration_bin_clips_probabilities_outside_the_unit_interval():
     # below 0 is bin 0, above 1 the last bin (scores that are not probabilities still land in a bin)
     assert K.calibration_bin(np.array([-0.5, -1e-9, 0.5, 1.5, 3.0]), 4).tolist() == [0, 0, 2, 3, 3]
+
+
+def _correction_reference(name, n, m, k, gamma, replace):
+    """Krichene-Rendle by hand: A[r, j] = P(r~ = j + 1 | r) from scipy's hypergeom / binom, then the solve."""
+    r = np.arange(1, n + 1)[:, None]
+    j = np.arange(m + 1)[None, :]
+    a = stats.binom.pmf(j, m, (r - 1) / (n - 1)) if replace else stats.hypergeom.pmf(j, n - 1, r - 1, m)
+    target = S.metric_at_rank(name, np.arange(1, n + 1), n, k)
+    return np.linalg.solve((1 - gamma) * a.T @ a + gamma * np.diag(a.sum(axis=0)), a.T @ target)
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_correction_tables_equal_the_estimator_by_hand_in_any_chunking(replace):
+    metrics = [("ndcg", 2), ("auc", None), ("recall", 3)]
+    for chunk in (20_000, 7):  # 7: the ranks 1..20 in three chunks
+        got = S.correction_tables(metrics, 20, 4, 0.3, replace, chunk=chunk)
+        for (name, k), table in zip(metrics, got, strict=True):
+            np.testing.assert_allclose(
+                table, _correction_reference(name, 20, 4, k, 0.3, replace), rtol=1e-9, atol=1e-12
+            )
+    # defaults: gamma 0.01, without replacement; correction_table is the one-metric form
+    np.testing.assert_allclose(
+        S.correction_table("ndcg", 20, 4, 2), _correction_reference("ndcg", 20, 4, 2, 0.01, False)
+    )
+    np.testing.assert_allclose(
+        S.correction_table("ndcg", 20, 4, 2, replace=replace), _correction_reference("ndcg", 20, 4, 2, 0.01, replace)
+    )
+
+
+def test_correction_tables_accept_m_1_n_m_plus_1_gamma_1_and_refuse_the_rest():
+    assert len(S.correction_tables([("mrr", None)], 2, 1, 1.0)[0]) == 2  # m = 1, n = m + 1, gamma = 1
+    for n, m, gamma in ((5, 0, 0.5), (3, 3, 0.5), (3, 4, 0.5), (5, 2, 0.0), (5, 2, 1.5)):
+        with pytest.raises(ValueError, match="need 1 <= m < n|gamma must be in"):
+            S.correction_tables([("mrr", None)], n, m, gamma)

@@ -204,6 +204,24 @@ EQUIVALENT = [
         "its callers pass Spark doubles (float64 already); run boundaries and counts are the same for any numbers",
         r"x_sorted_histogram",
     ),
+    (
+        r"self\.n\.get\(name, 1\.0\)",
+        r"self\.n\.get\(name, 0\.0\)",
+        "a missing column has no sd either way: n 0 or 1, both fail n > 1",
+        r"Moments.sd",
+    ),
+    (
+        r"np\.asarray\((clickers|observed|weights), (dtype=None)?\)",
+        r"np\.asarray\((clickers|observed|weights), dtype=np\.float64\)",
+        "counts and weights: integer sums are exact and every division and log goes through float64",
+        r"x_self_information|x_srm_test",
+    ),
+    (
+        r'groupby\("slice", (sort=(None|True), )?observed=True\)',
+        r'groupby\("slice", sort=False, observed=True\)',
+        "only the order of the slices in the returned dict changes; the aggregate sorts the slices itself",
+        r"x_user_table_moments",
+    ),
 ]
 
 
