@@ -145,3 +145,8 @@ def test_merging_into_an_empty_part_keeps_the_mean_exactly_and_no_values_mean_ze
     assert Moments().merge(part).mean["x"] == 0.1 and part.merge(Moments()).mean["x"] == 0.1
     empty = Moments.of({"x": np.array([np.nan])}, {"x": np.array([1.0])}, {})
     assert empty.merge(empty).mean["x"] == 0.0  # no value on either side: mean 0 by convention
+
+
+def test_moments_of_a_column_without_values_has_mean_zero():
+    m = Moments.of({"x": np.array([np.nan, np.nan])}, {"x": np.array([1.0, 1.0])}, {})
+    assert (m.n["x"], m.mean["x"], m.m2["x"]) == (0.0, 0.0, 0.0)

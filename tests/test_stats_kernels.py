@@ -356,3 +356,15 @@ def test_mean_stats_from_weighted_values_equal_the_repeated_values():
     # no value at all: n 0 and m2 0; None (an object column's null) is missing like NaN
     assert MeanStats.from_values(np.array([np.nan])) == MeanStats(0.0, 0.0, 0.0, 0.0)
     assert MeanStats.from_values([1.0, None, 3.0]) == MeanStats.from_values(np.array([1.0, 3.0]))
+
+
+def test_t_interval_from_two_units_and_ratio_stats_with_weights():
+    two = t_interval(MeanStats.from_values(np.array([1.0, 3.0])))  # mean 2, sd sqrt 2, se 1, t(.975, 1)
+    assert (two.method, two.value, two.se) == ("t", 2.0, 1.0)
+    assert two.ci_high == pytest.approx(2.0 + st.t.ppf(0.975, 1))
+    assert t_interval(MeanStats(0.0, 0.0, 0.0)) == Interval(None, None, None, None, "none")
+    # bootstrap weights: each unit counts w times
+    got = RatioStats.from_values(
+        np.array([1.0, 0.0, 2.0]), np.array([3.0, 1.0, 4.0]), np.array([2, 0, 1], dtype=np.uint8)
+    )
+    assert got == RatioStats.from_values(np.array([1.0, 1.0, 2.0]), np.array([3.0, 3.0, 4.0]))

@@ -222,6 +222,36 @@ EQUIVALENT = [
         "only the order of the slices in the returned dict changes; the aggregate sorts the slices itself",
         r"x_user_table_moments",
     ),
+    (
+        r"np\.errstate\(invalid=None\)",
+        r"np\.errstate\(invalid=\"ignore\"\)",
+        "only silences numpy's invalid-value warning; the values are the same",
+    ),
+    (
+        r"np\.where\(ok, logp, 1\.0\)",
+        r"np\.where\(ok, logp, 0\.0\)",
+        "the entries where ok is false are replaced by 0 by the outer np.where",
+        r"x_rank_distribution",
+    ),
+    (
+        r"np\.(asarray|arange)\((ranks|m \+ 1|a|b), (dtype=None)?\)",
+        r"np\.(asarray|arange)\((ranks|m \+ 1|a|b), dtype=np\.float64\)",
+        "integer ranks and counts: every use is a comparison, a subtraction from a float or gammaln, which give"
+        " the same values",
+        r"x_rank_distribution|x__log_choose",
+    ),
+    (
+        r"return Interval\.none\(s\.mean if \(s\.n\) or True else None\)",
+        r"return Interval\.none\(s\.mean if s\.n else None\)",
+        "n = 0: the mean is NaN and Interval.none turns a non-finite value into None",
+        r"x_t_interval",
+    ),
+    (
+        r"np\.asarray\((x|y|weights), (dtype=None)?\)$",
+        r"np\.asarray\((x|y|weights), dtype=np\.float64\)$",
+        "each array only enters np.dot with float64 arrays or w.sum(): integer input gives the same sums",
+        r"RatioStats.from_values",
+    ),
 ]
 
 
