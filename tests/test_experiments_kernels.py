@@ -250,6 +250,26 @@ def test_cuped_theta_needs_two_users_and_a_varying_covariate():
     assert cuped_theta([CovariateStats(2.0, 0.0, 0.0, 2.0, 2.0 + 1e-12, 1e-12)]) == 0.0  # tolerance 2e-12 here
 
 
+def test_cuped_compare_uses_the_confidence_it_is_given():
+    from recsys_spark.kernels.experiments import cuped_adjusted
+    from recsys_spark.kernels.stats import welch
+
+    c, t = CovariateStats.from_values(YC, XC), CovariateStats.from_values(YT, XT)
+    comp, theta = cuped_compare(c, t, confidence=0.8)
+    x_mean = (XC.sum() + XT.sum()) / 12
+    want = welch(cuped_adjusted(c, theta, x_mean), cuped_adjusted(t, theta, x_mean), 0.8)
+    assert (comp.ci_low, comp.ci_high) == (pytest.approx(want.ci_low), pytest.approx(want.ci_high))
+    assert comp.ci_high - comp.delta < cuped_compare(c, t)[0].ci_high - comp.delta  # narrower than at 95 %
+
+
+def test_result_row_as_tuple_follows_result_columns():
+    from recsys_spark.kernels.experiments import RESULT_COLUMNS, ResultRow
+
+    names = [name for name, _ in RESULT_COLUMNS]
+    row = ResultRow(**{name: f"v{i}" for i, name in enumerate(names)})
+    assert row.as_tuple() == tuple(f"v{i}" for i in range(len(names)))
+
+
 # --- power: golden (REFERENCES.md) ----------------------------------------------------------------
 def test_sample_size_and_mde_golden():
     n = sample_size_per_arm(0.10 * 0.90, 0.11 * 0.89, 0.01)

@@ -470,8 +470,8 @@ def _t_reference(x: np.ndarray, confidence: float):
     return x.mean(), se, st.t.ppf(0.5 + confidence / 2, len(x) - 1) * se
 
 
-@pytest.mark.parametrize("confidence", [0.95, 0.8])
-def test_every_health_interval_with_categories_and_a_previous_day(confidence):
+@pytest.mark.parametrize("confidence, k", [(0.95, 4), (0.8, 4), (0.95, 2)])
+def test_every_health_interval_with_categories_and_a_previous_day(confidence, k):
     # five users with requests; four of them exposed (entropies), three returning (update rate): each row
     # has its own per-user numerator, denominator and unit count
     pv = np.array([2.0, 1.0, 4.0, 3.0, 1.0])
@@ -481,7 +481,6 @@ def test_every_health_interval_with_categories_and_a_previous_day(confidence):
     list_hu = np.array([0.5, 0.0, 2.5, 1.0, 0.9])  # per user, the sum of its lists' entropies (nats)
     user_h = np.array([0.7, 1.2, 0.1, 0.9])  # per exposed user, the entropy of its categories
     new, items = np.array([1.0, 0.0, 3.0]), np.array([2.0, 4.0, 5.0])  # returning users' new / shown items
-    k = 4
     sums = {
         **_sums(pv=pv, pv_empty=empty, pv_covered=covered),
         **_sums(list_hu=list_hu, lists=lists),

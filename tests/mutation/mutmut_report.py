@@ -252,6 +252,31 @@ EQUIVALENT = [
         "each array only enters np.dot with float64 arrays or w.sum(): integer input gives the same sums",
         r"RatioStats.from_values",
     ),
+    (
+        r"if \(diff\.n >= 2\) or True else math\.nan",
+        r"if diff\.n >= 2 else math\.nan",
+        "below two units df is NaN (and se NaN), and scipy's t quantile and p of NaN df are NaN too",
+        r"x_paired_t",
+    ),
+    (
+        r"other\.as_tuple\(\), (strict=(None|False))?\)",
+        r"other\.as_tuple\(\), strict=True\)",
+        "both tuples have the six fields of CovariateStats",
+        r"CovariateStats.merge",
+    ),
+    (
+        r"if \(n_categories > 1\) or True else 0\.0|if n_categories >= 1 else 0\.0",
+        r"if n_categories > 1 else 0\.0",
+        "K = 1: log 1 = 0 takes the same branch as the guard (K = 0, where log fails, is not a category count"
+        " the health pass produces: a day with exposures has at least one category, 'unknown')",
+        r"x_health_intervals",
+    ),
+    (
+        r"MeanStats\(_get\(stats, n\), 0\.0, 0\.0\), \)",
+        r"MeanStats\(_get\(stats, n\), 0\.0, 0\.0\), confidence\)",
+        "one category: the interval has se 0, so its width is 0 at any confidence",
+        r"x_health_intervals",
+    ),
 ]
 
 
