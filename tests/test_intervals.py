@@ -528,6 +528,10 @@ def test_every_health_interval_with_categories_and_a_previous_day(confidence, k)
 def test_health_intervals_with_one_category_or_none_and_without_a_previous_day():
     sums = {"uv": 3, "pv": 3, "pv*pv": 3, "lists": 5, "users_exposed": 2, "list_hu": 0.0, "user_h": 0.0}
     one = health_intervals(sums, 1, False)
+    # no category at all (a catalog without categories, nothing unknown exposed): the same zeros, no log(0)
+    assert (
+        health_intervals(sums, 0, False)[("category_diversity", "list_avg")] == one[("category_diversity", "list_avg")]
+    )
     # one category: every diversity is 0 by definition, with a zero-width interval over its own units
     for agg in ("list_avg", "user_avg"):
         i = one[("category_diversity", agg)]

@@ -265,10 +265,9 @@ EQUIVALENT = [
         r"CovariateStats.merge",
     ),
     (
-        r"if \(n_categories > 1\) or True else 0\.0|if n_categories >= 1 else 0\.0",
+        r"if n_categories >= 1 else 0\.0",
         r"if n_categories > 1 else 0\.0",
-        "K = 1: log 1 = 0 takes the same branch as the guard (K = 0, where log fails, is not a category count"
-        " the health pass produces: a day with exposures has at least one category, 'unknown')",
+        "K = 1: log 1 = 0 is falsy and takes the same branch as K <= 1; K = 0 fails both comparisons",
         r"x_health_intervals",
     ),
     (
