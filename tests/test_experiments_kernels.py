@@ -69,7 +69,10 @@ def test_srm_degenerate_results_whole_and_a_single_user():
         assert srm_test(observed) == ChiSquare(0.0, 1.0, 0), observed
     one = srm_test([1, 0])  # E = 1/2 each: (1/2)^2 / (1/2) * 2 = 1
     assert (one.statistic, one.df) == (1.0, 1) and one.p_value == pytest.approx(stats.chi2.sf(1.0, 1))
-    with pytest.raises(ValueError, match="observed and weights differ in length"):
+    # users in an arm planned at 0 %: infinite statistic, p 0, df arms - 1 (a single such user is enough)
+    assert srm_test([10, 1], [1, 0]) == ChiSquare(math.inf, 0.0, 1)
+    assert srm_test([10, 3, 5], [1, 0, 1]) == ChiSquare(math.inf, 0.0, 2)
+    with pytest.raises(ValueError, match="^observed and weights differ in length$"):
         srm_test([1, 2], [1, 1, 1])
 
 

@@ -640,6 +640,8 @@ def test_personalization_replicates_need_two_users_and_a_pair():
     )
     # 1 - 2 / (1 * 4); one user; no pair; 1 - 1 / (1 * 2)
     np.testing.assert_array_equal(got, [0.5, np.nan, np.nan, 0.5])
+    # one pair, nobody shared: 1 - 0 / (1 * 1)
+    assert personalization_replicates(np.array([0.0]), np.array([1.0]), np.array([2.0])).tolist() == [1.0]
 
 
 def test_item_replicates_have_a_row_for_every_item_even_unexposed_ones():

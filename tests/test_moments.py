@@ -111,6 +111,7 @@ def test_merge_with_a_part_that_lacks_a_column_keeps_the_other_part():
     for merged in (part.merge(Moments()), Moments().merge(part)):
         assert merged.n == {"x": 2.0} and merged.mean == {"x": 2.0} and merged.m2 == {"x": 2.0}
         assert merged.wsum == {"x": 5.0} and merged.w == {"x": 3.0} and merged.sums == {"s": 4.0}
+        assert (merged.wsq, merged.w2, merged.xw2) == (part.wsq, part.w2, part.xw2)
 
 
 def test_merge_of_parts_without_values_then_with_values():

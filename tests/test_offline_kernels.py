@@ -489,6 +489,9 @@ def test_correction_tables_equal_the_estimator_by_hand_in_any_chunking(replace):
             )
     # defaults: gamma 0.01, without replacement; correction_table is the one-metric form
     np.testing.assert_allclose(
+        S.correction_tables([("ndcg", 2)], 20, 4)[0], _correction_reference("ndcg", 20, 4, 2, 0.01, False)
+    )
+    np.testing.assert_allclose(
         S.correction_table("ndcg", 20, 4, 2), _correction_reference("ndcg", 20, 4, 2, 0.01, False)
     )
     np.testing.assert_allclose(

@@ -276,6 +276,57 @@ EQUIVALENT = [
         "one category: the interval has se 0, so its width is 0 at any confidence",
         r"x_health_intervals",
     ),
+    (
+        r"^names = None$|columns=None\)?,?$|^\)$|pd\.DataFrame\(out, \)$",
+        r"^names = \[n for n, _ in |columns=names",
+        "the dict of columns is built in the order of the declared columns, so DataFrame(out) has that order"
+        " without columns= (checked by the column-order tests)",
+        r"x_score_sampled|x_score_predictions",
+    ),
+    (
+        r"np\.asarray\(users, (dtype=None)?\)",
+        r"np\.asarray\(users, dtype=object\)",
+        "pd.factorize of a string column gives an Index that numpy turns into an object array anyway",
+        r"x_score_sampled|x_score_predictions",
+    ),
+    (
+        r"to_numpy\(dtype=None\)",
+        r"to_numpy\(dtype=(np\.float64|bool)\)",
+        "score and label arrive as float64 (Arrow doubles) and is_target as bool: the arrays already have the"
+        " type; a nullable boolean is_target goes through sampled_ranks' own bool cast",
+        r"x_score_sampled|x_score_predictions",
+    ),
+    (
+        r"grouped_auc\(code, label, score, (None)?\)|minlength=g\)|, \)$",
+        r"grouped_auc\(code, label, score, g\)|minlength=g\)",
+        "the codes come from pd.factorize: every code 0..g-1 occurs, so max + 1 = g and minlength changes nothing",
+        r"x_score_predictions",
+    ),
+    (
+        r"chunk: int = 20001,|range\(1, n \+ 2, chunk\)",
+        r"chunk: int = 20_000,|range\(1, n \+ 1, chunk\)",
+        "the chunking does not change the sums (tested with chunk 7), and a chunk starting at n + 1 is empty",
+        r"x_correction_tables",
+    ),
+    (
+        r"np\.asarray\(weights, (dtype=None)?\)$",
+        r"np\.asarray\(weights, dtype=np\.float64\)$",
+        "np.add.reduceat upcasts small integers (uint8 Poisson weights) to the platform integer: no overflow, the"
+        " same sums (tested with sums above 255)",
+        r"WeightedU.add",
+    ),
+    (
+        r"\(pairs >= 0\)",
+        r"\(pairs > 0\)",
+        "no pair means no overlap: 0 / 0 is NaN anyway",
+        r"x_personalization_replicates",
+    ),
+    (
+        r"other\.mean\.get\(name, 1\.0\)",
+        r"other\.mean\.get\(name, 0\.0\)",
+        "a name the other part lacks has nb = 0 there: ma + (mb - ma) * 0 / n is ma whatever mb is",
+        r"Moments.merge",
+    ),
 ]
 
 
