@@ -297,7 +297,7 @@ EQUIVALENT = [
         r"x_score_sampled|x_score_predictions",
     ),
     (
-        r"grouped_auc\(code, label, score, (None)?\)|minlength=g\)|, \)$",
+        r"grouped_auc\(code, label, score, (None)?\)|minlength=g\)|, \),?$",
         r"grouped_auc\(code, label, score, g\)|minlength=g\)",
         "the codes come from pd.factorize: every code 0..g-1 occurs, so max + 1 = g and minlength changes nothing",
         r"x_score_predictions",
