@@ -303,7 +303,7 @@ MUTANTS = [
         SLICES,
         'items = [r["rows"] / r[ITEM_EXPOSURES] for r in hist]',
         'items = [r["rows"] for r in hist]',
-        T_HEALTH,
+        ("tests/test_health_spark.py::test_popularity_cutoffs_count_items_not_rows",),
         "histogram counts rows as items",
     ),
     # --- health.py: the sufficient statistics of the health kernels ----------------------------------------
