@@ -137,3 +137,24 @@ def test_precision_at_k_divides_the_hits_by_k_lists():
     assert by[("all", "precision", 2, "global")].value == pytest.approx(3 / 8)
     assert by[("all", "recall", 2, "global")].value == pytest.approx(3 / 5)
     assert by[("all", "precision", 2, "list_avg")].value == pytest.approx((1.0 + 0.0 + 2 * 1.0) / 4)
+
+
+@pytest.mark.spark
+def test_a_slice_spread_over_several_partitions_merges_every_partitions_moments(spark):
+    # aggregate_users of the DataFrame merges one partial per (slice, partition) on the driver: the
+    # rows must equal those of the pandas table as a whole, with "all" split over several partitions
+    from pyspark.sql import functions as F
+
+    users = spark.createDataFrame(FRAME).repartition(3)
+    spread = users.select("slice", F.spark_partition_id().alias("part")).distinct().collect()
+    assert sum(r["slice"] == "all" for r in spread) >= 2  # else the test cannot fail
+    whole, whole_counts = _rows(user_table_moments(FRAME, KS))
+    got, got_counts = _rows(users)
+    assert got_counts == whole_counts
+    assert got.keys() == whole.keys()
+    for key, row in whole.items():
+        assert got[key].n == row.n, key
+        for value, want in ((got[key].value, row.value), (got[key].se, row.se)):
+            assert (value is None) == (want is None), key
+            if want is not None:
+                assert value == pytest.approx(want, abs=1e-12), key

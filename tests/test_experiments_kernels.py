@@ -12,6 +12,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from recsys_spark.kernels.experiments import (
+    ChiSquare,
     CovariateStats,
     MetricSpec,
     analyse_experiment,
@@ -63,6 +64,18 @@ def test_srm_edge_cases():
     assert srm_test([10, 0], [1, 0]).p_value == 1.0
 
 
+def test_srm_degenerate_results_whole_and_a_single_user():
+    for observed in ([5], [0, 0], []):
+        assert srm_test(observed) == ChiSquare(0.0, 1.0, 0), observed
+    one = srm_test([1, 0])  # E = 1/2 each: (1/2)^2 / (1/2) * 2 = 1
+    assert (one.statistic, one.df) == (1.0, 1) and one.p_value == pytest.approx(stats.chi2.sf(1.0, 1))
+    # users in an arm planned at 0 %: infinite statistic, p 0, df arms - 1 (a single such user is enough)
+    assert srm_test([10, 1], [1, 0]) == ChiSquare(math.inf, 0.0, 1)
+    assert srm_test([10, 3, 5], [1, 0, 1]) == ChiSquare(math.inf, 0.0, 2)
+    with pytest.raises(ValueError, match="^observed and weights differ in length$"):
+        srm_test([1, 2], [1, 1, 1])
+
+
 def test_independence_matches_chi2_contingency():
     table = np.array([[120, 90, 30], [100, 110, 50]])
     r = independence_test(table)
@@ -78,6 +91,17 @@ def test_independence_drops_empty_rows_and_needs_two_by_two():
     assert independence_test(np.array([[5, 7]])).p_value == 1.0
     with_empty = independence_test(np.array([[10, 20], [0, 0], [20, 10]]))
     assert with_empty.statistic == pytest.approx(4 * 25 / 15)
+    assert independence_test(np.array([[5, 7]])) == ChiSquare(0.0, 1.0, 0)
+    assert independence_test(np.array([[5, 0], [7, 0]])) == ChiSquare(0.0, 1.0, 0)  # one column left
+    # an empty column is dropped too (its expected counts would be 0)
+    empty_column = independence_test(np.array([[10, 0, 20], [20, 0, 10]]))
+    assert (empty_column.statistic, empty_column.df) == (pytest.approx(4 * 25 / 15), 1)
+
+
+def test_independence_keeps_rows_and_columns_with_a_single_count():
+    ref = stats.chi2_contingency(np.array([[1, 0], [0, 1]]), correction=False)
+    got = independence_test(np.array([[1, 0], [0, 1]]))
+    assert (got.statistic, got.df) == (pytest.approx(ref.statistic), 1) and ref.statistic == pytest.approx(2.0)
 
 
 # --- Welch and delta (through the row builder) -----------------------------------------------------
@@ -206,6 +230,47 @@ def test_cuped_without_variation_in_x_is_plain_welch():
     comp, theta = cuped_compare(c, t)
     assert theta == 0.0
     assert comp.p_value == pytest.approx(0.3322826189, abs=1e-10)
+
+
+def test_cuped_relative_lift_is_over_the_adjusted_control_mean():
+    # the adjusted means shift with the pooled mean of x (the difference does not): the lift's base is
+    # mean(y_c) - theta (mean(x_c) - mean of x over both arms)
+    c, t = CovariateStats.from_values(YC, XC), CovariateStats.from_values(YT, XT)
+    comp, theta = cuped_compare(c, t)
+    x, y = np.r_[XC, XT], np.r_[YC, YT]
+    assert theta == pytest.approx(np.cov(x, y)[0, 1] / np.var(x, ddof=1), rel=1e-12)
+    base = YC.mean() - theta * (XC.mean() - x.mean())
+    assert comp.rel_delta == pytest.approx(comp.delta / base, rel=1e-12)
+
+
+def test_cuped_theta_needs_two_users_and_a_varying_covariate():
+    assert cuped_theta([CovariateStats.from_values(np.array([5.0]), np.array([2.0]))]) == 0.0  # one user
+    two = [CovariateStats.from_values(np.array([5.0]), np.array([2.0])), CovariateStats.from_values([8.0], [4.0])]
+    assert cuped_theta(two) == pytest.approx(1.5)  # (8 - 5) / (4 - 2)
+    # x counts as constant when its spread sum (x - mean)^2 is at most 1e-12 of max(sum x^2, 1)
+    assert cuped_theta([CovariateStats(2.0, 0.0, 0.0, 0.0, 1.5e-12, 1.5e-12)]) == pytest.approx(1.0)
+    assert cuped_theta([CovariateStats(2.0, 0.0, 0.0, 0.0, 1e-12, 1e-12)]) == 0.0  # exactly at the tolerance
+    assert cuped_theta([CovariateStats(2.0, 0.0, 0.0, 2.0, 2.0 + 1e-12, 1e-12)]) == 0.0  # tolerance 2e-12 here
+
+
+def test_cuped_compare_uses_the_confidence_it_is_given():
+    from recsys_spark.kernels.experiments import cuped_adjusted
+    from recsys_spark.kernels.stats import welch
+
+    c, t = CovariateStats.from_values(YC, XC), CovariateStats.from_values(YT, XT)
+    comp, theta = cuped_compare(c, t, confidence=0.8)
+    x_mean = (XC.sum() + XT.sum()) / 12
+    want = welch(cuped_adjusted(c, theta, x_mean), cuped_adjusted(t, theta, x_mean), 0.8)
+    assert (comp.ci_low, comp.ci_high) == (pytest.approx(want.ci_low), pytest.approx(want.ci_high))
+    assert comp.ci_high - comp.delta < cuped_compare(c, t)[0].ci_high - comp.delta  # narrower than at 95 %
+
+
+def test_result_row_as_tuple_follows_result_columns():
+    from recsys_spark.kernels.experiments import RESULT_COLUMNS, ResultRow
+
+    names = [name for name, _ in RESULT_COLUMNS]
+    row = ResultRow(**{name: f"v{i}" for i, name in enumerate(names)})
+    assert row.as_tuple() == tuple(f"v{i}" for i in range(len(names)))
 
 
 # --- power: golden (REFERENCES.md) ----------------------------------------------------------------

@@ -427,3 +427,10 @@ def test_health_values_without_items_table_skip_catalog_metrics():
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__]))
+
+
+def test_popularity_shares_must_be_inside_the_unit_interval():
+    for head, tail in ((1.0, 0.1), (1.5, 0.1), (0.0, 0.1), (0.5, 1.0), (0.5, 0.0), (0.6, 0.5)):
+        with pytest.raises(ValueError, match="need 0 < head_share, tail_share < 1"):
+            popularity_thresholds([3, 1], [1, 1], head, tail)
+    assert popularity_thresholds([3, 1], [1, 1], 0.5, 0.5) == (3.0, 1.0)  # the sum may be exactly 1

@@ -229,3 +229,16 @@ def test_health_is_one_python_pass_that_moves_sums_not_exposure_rows(health):
         summed.unpersist()
     finally:
         by_user.unpersist()
+
+
+def test_popularity_cutoffs_count_items_not_rows(spark):
+    # item a has 6 exposure rows, b..e one each: the histogram is 1 item at count 6 and 4 items at 1
+    # (10 exposures), not 6 + 4 "items".  Above count 1 lie 6 / 10 of the exposures: with tail_share
+    # 0.3 that is below 1 - 0.3, so no exposed item is tail (counted per row it would be 36 / 40)
+    from recsys_spark.kernels.health import popularity_thresholds
+    from recsys_spark.slices import ITEM_EXPOSURES
+
+    rows = [("a", 6)] * 6 + [(i, 1) for i in "bcde"]
+    labelled = spark.createDataFrame(rows, f"item_id string, {ITEM_EXPOSURES} long")
+    got = popularity_cutoffs(labelled, 0.5, 0.3)
+    assert (got.head_min, got.tail_max) == popularity_thresholds([6, 1], [1, 4], 0.5, 0.3) == (6.0, -1.0)

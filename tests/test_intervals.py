@@ -452,3 +452,202 @@ def test_spark_auc_bootstrap_matches_sklearn(spark):
     np.testing.assert_allclose(
         got, [roc_auc_score(relevance > 0, scores, sample_weight=w[:, r]) for r in range(10)], rtol=1e-12
     )
+
+
+def _sums(**columns):
+    """The named sums of per-user arrays: "x" = Σx and "x*y" = Σxy for every pair (what Spark sums)."""
+    out = {}
+    for a, x in columns.items():
+        out[a] = float(np.sum(x))
+        for b, y in columns.items():
+            out[f"{a}*{b}"] = float(x @ y)
+    return out
+
+
+def _t_reference(x: np.ndarray, confidence: float):
+    """(mean, se, half-width) of a t interval by scipy."""
+    se = st.sem(x)
+    return x.mean(), se, st.t.ppf(0.5 + confidence / 2, len(x) - 1) * se
+
+
+@pytest.mark.parametrize("confidence, k", [(0.95, 4), (0.8, 4), (0.95, 2)])
+def test_every_health_interval_with_categories_and_a_previous_day(confidence, k):
+    # five users with requests; four of them exposed (entropies), three returning (update rate): each row
+    # has its own per-user numerator, denominator and unit count
+    pv = np.array([2.0, 1.0, 4.0, 3.0, 1.0])
+    empty = np.array([1.0, 0.0, 1.0, 0.0, 0.0])
+    covered = np.array([1.0, 1.0, 2.0, 3.0, 0.0])
+    lists = np.array([1.0, 1.0, 3.0, 3.0, 1.0])
+    list_hu = np.array([0.5, 0.0, 2.5, 1.0, 0.9])  # per user, the sum of its lists' entropies (nats)
+    user_h = np.array([0.7, 1.2, 0.1, 0.9])  # per exposed user, the entropy of its categories
+    new, items = np.array([1.0, 0.0, 3.0]), np.array([2.0, 4.0, 5.0])  # returning users' new / shown items
+    sums = {
+        **_sums(pv=pv, pv_empty=empty, pv_covered=covered),
+        **_sums(list_hu=list_hu, lists=lists),
+        **_sums(update_new=new, update_items=items),
+        "uv": 5,
+        "uv_empty": float((empty > 0).sum()),
+        "uv_covered": float((covered > 0).sum()),
+        "users_exposed": 4,
+        "user_h": float(user_h.sum()),
+        "user_h2": float(user_h @ user_h),
+        "returning": 3,
+        "update_sum": float((new / items).sum()),
+        "update_sum2": float((new / items) @ (new / items)),
+    }
+    got = health_intervals(sums, k, True, confidence)
+    z = st.norm.ppf(0.5 + confidence / 2)
+    ones = np.ones(5)
+    delta_rows = {
+        ("pv_coverage", "global"): (covered, pv),
+        ("pv_failure_rate", "global"): (empty, pv),
+        ("uv_coverage", "global"): ((covered > 0).astype(float), ones),
+        ("uv_failure_rate", "global"): ((empty > 0).astype(float), ones),
+        ("category_diversity", "list_avg"): (list_hu / math.log(k), lists),
+        ("update_rate", "global"): (new, items),
+    }
+    assert set(got) == set(delta_rows) | {("category_diversity", "user_avg"), ("update_rate", "user_avg")}
+    for key, (x, y) in delta_rows.items():
+        want = RatioStats.from_values(x, y)
+        assert got[key].method == "delta", key
+        assert got[key].value == pytest.approx(want.ratio, rel=1e-12), key
+        assert got[key].se == pytest.approx(math.sqrt(want.var_ratio), rel=1e-9), key
+        assert got[key].ci_high - got[key].value == pytest.approx(z * got[key].se, rel=1e-9), key
+        assert got[key].value - got[key].ci_low == pytest.approx(z * got[key].se, rel=1e-9), key
+    assert got[("category_diversity", "list_avg")].value == pytest.approx(list_hu.sum() / math.log(k) / lists.sum())
+    for key, x in (
+        (("category_diversity", "user_avg"), user_h / math.log(k)),
+        (("update_rate", "user_avg"), new / items),
+    ):
+        mean, se, half = _t_reference(x, confidence)
+        assert got[key].method == "t", key
+        assert (got[key].value, got[key].se) == (pytest.approx(mean, rel=1e-12), pytest.approx(se, rel=1e-9)), key
+        assert (got[key].ci_low, got[key].ci_high) == (pytest.approx(mean - half), pytest.approx(mean + half)), key
+
+
+def test_health_intervals_with_one_category_or_none_and_without_a_previous_day():
+    sums = {"uv": 3, "pv": 3, "pv*pv": 3, "lists": 5, "users_exposed": 2, "list_hu": 0.0, "user_h": 0.0}
+    one = health_intervals(sums, 1, False)
+    # no category at all (a catalog without categories, nothing unknown exposed): the same zeros, no log(0)
+    assert (
+        health_intervals(sums, 0, False)[("category_diversity", "list_avg")] == one[("category_diversity", "list_avg")]
+    )
+    # one category: every diversity is 0 by definition, with a zero-width interval over its own units
+    for agg in ("list_avg", "user_avg"):
+        i = one[("category_diversity", agg)]
+        assert (i.value, i.se, i.ci_low, i.ci_high, i.method) == (0.0, 0.0, 0.0, 0.0, "t"), agg
+    assert health_intervals({**sums, "users_exposed": 1}, 1, False)[("category_diversity", "user_avg")].method == "none"
+    assert health_intervals({**sums, "lists": 1}, 1, False)[("category_diversity", "list_avg")].method == "none"
+    keys = set(health_intervals(sums, None, False))
+    assert keys == {
+        ("pv_coverage", "global"),
+        ("pv_failure_rate", "global"),
+        ("uv_coverage", "global"),
+        ("uv_failure_rate", "global"),
+    }
+
+
+def test_histogram_rows_count_items_per_replicate_catalog_flag_and_count():
+    from recsys_spark.kernels.bootstrap import histogram_rows
+
+    # 4 items (rows) x 2 replicates; items 0, 1, 3 in the catalog, item 2 not
+    e = np.array([[1, 0], [1, 2], [5, 0], [0, 2]])
+    got = histogram_rows(e, np.array([True, True, False, True]))
+    assert got == [
+        (0, True, 0.0, 1.0),
+        (0, True, 1.0, 2.0),
+        (0, False, 5.0, 1.0),
+        (1, True, 0.0, 1.0),
+        (1, True, 2.0, 2.0),
+        (1, False, 0.0, 1.0),
+    ]
+
+
+def test_novelty_replicates_are_nan_without_exposures_or_clickers():
+    from recsys_spark.kernels.bootstrap import novelty_replicates
+
+    log_sum, exposures = np.array([2.0, 1.0, 3.0]), np.array([1.0, 0.0, 2.0])
+    # log2(1 + 1) - 2 / 1; no exposure; log2(2) - 3 / 2
+    np.testing.assert_array_equal(novelty_replicates(log_sum, exposures, 1), [-1.0, np.nan, -0.5])
+    assert np.isnan(novelty_replicates(log_sum, exposures, 0)).all()  # no clickers in the window
+
+
+def test_gini_replicates_over_exposed_items_and_over_the_catalog():
+    from recsys_spark.kernels.bootstrap import gini_replicates
+
+    def gini(x):  # independent: sum over sorted values of (2i - n - 1) x_i / (n sum x), times n / (n - 1)
+        x = np.sort(np.asarray(x, dtype=float))
+        n = len(x)
+        return (2 * np.arange(1, n + 1) - n - 1) @ x / (n * x.sum()) * n / (n - 1)
+
+    # {(count in the replicate, in catalog): items}; replicate 2 has no row; 3 catalog items never exposed
+    hist = {
+        0: {(2.0, True): 1.0, (0.0, True): 1.0, (1.0, False): 2.0},
+        1: {(3.0, True): 1.0, (1.0, True): 2.0, (0.0, False): 1.0},
+    }
+    exposed, catalog = gini_replicates(hist, 3, 3.0)
+    np.testing.assert_allclose(exposed, [gini([2, 1, 1]), gini([3, 1, 1]), np.nan], rtol=1e-12)
+    np.testing.assert_allclose(catalog, [gini([2, 0, 1, 1, 0, 0, 0]), gini([3, 1, 1, 0, 0, 0, 0]), np.nan], rtol=1e-12)
+    assert gini_replicates(hist, 3, None)[1] is None  # no catalog
+
+
+def test_merge_weighted_u_by_hand():
+    from recsys_spark.kernels.bootstrap import merge_weighted_u
+
+    assert merge_weighted_u([]).shape == (0,)
+    # two score ranges, three replicates: (U, P, N) per replicate
+    low = (np.array([0.0, 0.5, 0.0]), np.array([0.0, 1.0, 2.0]), np.array([1.0, 1.0, 0.0]))
+    high = (np.array([0.0, 0.0, 0.0]), np.array([1.0, 0.0, 1.0]), np.array([0.0, 0.0, 0.0]))
+    # replicate 0: the high positive beats the low negative (U 1 of 1 x 1); 1: a tie inside low (1/2);
+    # 2: no negative at all
+    np.testing.assert_array_equal(merge_weighted_u([low, high]), [1.0, 0.5, np.nan])
+    np.testing.assert_array_equal(merge_weighted_u([low]), [np.nan, 0.5, np.nan])
+
+
+def test_business_intervals_use_the_confidence_they_are_given():
+    sums = _health_sums(per_user())
+    z = st.norm.ppf(0.9)
+    for key, i in business_intervals(sums, 0.8).items():
+        assert i.method == "delta", key
+        assert i.ci_high - i.value == pytest.approx(z * i.se, rel=1e-9), key
+        assert i.se == pytest.approx(business_intervals(sums)[key].se, rel=1e-12), key
+
+
+def test_ratio_stats_read_missing_or_null_sums_as_zero():
+    got = ratio_stats({"uv": 3, "clicked": 2.0, "exposures": None}, "uv", "clicked", "exposures")
+    assert got == RatioStats(3.0, 2.0, 0.0, 0.0, 0.0, 0.0)
+    assert delta_interval(ratio_stats({}, "uv", "clicked", "exposures")).value is None
+
+
+def test_weighted_u_takes_poissons_uint8_weights_without_overflow():
+    from recsys_spark.kernels.bootstrap import WeightedU
+
+    # 300 tied positives and 300 tied negatives of weight 1 as uint8 (poisson_weights' type): sums above 255
+    scores = np.r_[np.zeros(300), np.ones(300)]
+    positive = np.r_[np.zeros(300, bool), np.ones(300, bool)]
+    u = WeightedU(1)
+    u.add(scores, positive, np.ones((600, 1), dtype=np.uint8))
+    u.finish()
+    u.finish()  # a second finish adds nothing
+    assert (u.u.tolist(), u.pos.tolist(), u.neg.tolist()) == ([90000.0], [300.0], [300.0])
+
+
+def test_personalization_replicates_need_two_users_and_a_pair():
+    from recsys_spark.kernels.bootstrap import personalization_replicates
+
+    got = personalization_replicates(
+        np.array([2.0, 2.0, 0.0, 1.0]), np.array([4.0, 4.0, 0.0, 2.0]), np.array([2.0, 1.0, 3.0, 2.0])
+    )
+    # 1 - 2 / (1 * 4); one user; no pair; 1 - 1 / (1 * 2)
+    np.testing.assert_array_equal(got, [0.5, np.nan, np.nan, 0.5])
+    # one pair, nobody shared: 1 - 0 / (1 * 1)
+    assert personalization_replicates(np.array([0.0]), np.array([1.0]), np.array([2.0])).tolist() == [1.0]
+
+
+def test_item_replicates_have_a_row_for_every_item_even_unexposed_ones():
+    from recsys_spark.kernels.bootstrap import item_replicates
+
+    # items 0..2, only item 0 has rows; exposures as integers, weights as poisson_weights' uint8
+    e, c = item_replicates(np.array([0, 0]), 3, np.array([2, 3]), np.array([[1, 2], [1, 0]], dtype=np.uint8))
+    assert e.tolist() == [[5.0, 4.0], [0.0, 0.0], [0.0, 0.0]]
+    assert c.tolist() == [[2.0, 2.0], [0.0, 0.0], [0.0, 0.0]]

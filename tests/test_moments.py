@@ -111,6 +111,7 @@ def test_merge_with_a_part_that_lacks_a_column_keeps_the_other_part():
     for merged in (part.merge(Moments()), Moments().merge(part)):
         assert merged.n == {"x": 2.0} and merged.mean == {"x": 2.0} and merged.m2 == {"x": 2.0}
         assert merged.wsum == {"x": 5.0} and merged.w == {"x": 3.0} and merged.sums == {"s": 4.0}
+        assert (merged.wsq, merged.w2, merged.xw2) == (part.wsq, part.w2, part.xw2)
 
 
 def test_merge_of_parts_without_values_then_with_values():
@@ -137,3 +138,16 @@ def test_user_table_moments_read_nulls_as_missing_and_skip_unused_slices():
     by_slice = user_table_moments(frame, (1,))
     assert set(by_slice) == {"all", "p=1"}
     assert by_slice["all"].n["mrr"] == 1 and by_slice["all"].mean["mrr"] == 1.0
+
+
+def test_merging_into_an_empty_part_keeps_the_mean_exactly_and_no_values_mean_zero():
+    # the empty side's mean must not enter: 0.1 stays 0.1 to the last bit (not 1 + (0.1 - 1))
+    part = Moments.of({"x": np.array([0.1, 0.1])}, {"x": np.array([1.0, 1.0])}, {})
+    assert Moments().merge(part).mean["x"] == 0.1 and part.merge(Moments()).mean["x"] == 0.1
+    empty = Moments.of({"x": np.array([np.nan])}, {"x": np.array([1.0])}, {})
+    assert empty.merge(empty).mean["x"] == 0.0  # no value on either side: mean 0 by convention
+
+
+def test_moments_of_a_column_without_values_has_mean_zero():
+    m = Moments.of({"x": np.array([np.nan, np.nan])}, {"x": np.array([1.0, 1.0])}, {})
+    assert (m.n["x"], m.mean["x"], m.m2["x"]) == (0.0, 0.0, 0.0)

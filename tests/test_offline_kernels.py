@@ -372,3 +372,135 @@ def test_offline_generator_writes_every_input_and_a_loadable_config(tmp_path):
     assert not train_pairs & set(zip(truth.user_id, truth.item_id, strict=True))  # a real split
     assert counts["items"] == 400
     assert generate(tmp_path / "again", users=50, items=400, seed=3) == counts  # one seed, the same data
+
+
+def test_score_sampled_one_row_per_user_with_its_counts_means_and_types():
+    # user b: targets 0.9 (no negative above: rank 1) and 0.5 (0.7 above: rank 2), negatives 0.7, 0.1;
+    # user a: target 0.2 below both negatives 0.3, 0.8 (rank 3).  Rows in order of first appearance.
+    frame = pd.DataFrame(
+        {
+            "user_id": ["b", "b", "b", "b", "a", "a", "a"],
+            "score": [0.9, 0.5, 0.7, 0.1, 0.3, 0.2, 0.8],
+            "is_target": pd.array([True, True, False, False, False, True, False], dtype="boolean"),  # nullable
+        }
+    )
+    out = S.score_sampled(frame, [2], {})
+    assert list(out.columns) == [name for name, _ in S.user_columns([2])]
+    assert out["user_id"].tolist() == ["b", "a"]
+    assert out["n_targets"].tolist() == [2, 1] and out["n_negatives"].tolist() == [2, 2]
+    assert out["sampled_rank"].tolist() == [1.5, 3.0]  # mean of the ranks 1 and 2
+    assert out["sampled_mrr"].tolist() == pytest.approx([(1 + 1 / 2) / 2, 1 / 3])
+    assert out["sampled_auc"].tolist() == pytest.approx([(2 / 2 + 1 / 2) / 2, 0.0])  # (m + 1 - rank) / m
+    assert out["corrected_mrr"].isna().all()  # no table for m = 2
+    assert out["user_id"].dtype == object
+    assert (out["n_targets"].dtype, out["n_negatives"].dtype) == (np.int64, np.int64)
+    assert (out.dtypes.iloc[3:] == np.float64).all()
+
+
+def test_score_sampled_without_targets_is_an_empty_frame_of_the_declared_types():
+    frame = pd.DataFrame({"user_id": ["a", "a"], "score": [0.1, 0.2], "is_target": [False, False]})
+    out = S.score_sampled(frame, [2], {})
+    assert len(out) == 0 and list(out.columns) == [name for name, _ in S.user_columns([2])]
+    spark_to_pandas = {"string": object, "long": np.int64, "double": np.float64}
+    assert [out[name].dtype for name, _ in S.user_columns([2])] == [spark_to_pandas[t] for _, t in S.user_columns([2])]
+
+
+def test_user_columns_name_and_type_every_sampled_and_corrected_metric():
+    cols = S.user_columns([2])
+    assert cols[:8] == [
+        ("user_id", "string"),
+        ("n_targets", "long"),
+        ("n_negatives", "long"),
+        ("sampled_rank", "double"),
+        ("sampled_auc", "double"),
+        ("corrected_auc", "double"),
+        ("sampled_mrr", "double"),
+        ("corrected_mrr", "double"),
+    ]
+    rest = [
+        (S.column(name, k, kind), "double") for name, k in S.metric_names([2])[2:] for kind in ("sampled", "corrected")
+    ]
+    assert cols[8:] == rest and ("corrected_ndcg_at_2", "double") in rest
+
+
+def test_tables_for_every_usable_number_of_negatives():
+    # n = 10 items: m = 0 (nothing sampled) and m >= n (more negatives than other items) have no table
+    tables = S.tables_for(10, [3, 0, 1, 9, 10, 3, 12], [2], 0.01)
+    assert sorted(tables) == [1, 3, 9]
+    assert set(tables[3]) == {name for name, _ in S.user_columns([2]) if name.startswith("corrected_")}
+    # AUC is not corrected: its table is the naive (m + 1 - r) / m at r = 1..m+1
+    np.testing.assert_allclose(tables[3]["corrected_auc"], [1.0, 2 / 3, 1 / 3, 0.0], rtol=1e-12)
+    for replace in (False, True):
+        got = S.tables_for(10, [3], [2], 0.01, replace=replace)[3]["corrected_ndcg_at_2"]
+        np.testing.assert_allclose(got, S.correction_table("ndcg", 10, 3, 2, 0.01, replace=replace), rtol=1e-12)
+    with_replacement = S.tables_for(10, [3], [2], 0.01, replace=True)[3]["corrected_ndcg_at_2"]
+    assert not np.allclose(with_replacement, tables[3]["corrected_ndcg_at_2"])  # the default is without
+
+
+def test_target_metrics_without_negatives_are_nan_and_with_one_are_defined():
+    # m = 0: nothing was sampled, no naive value; m = 1: rank 1 or 2 of two items
+    values = S.target_metrics(np.array([1.0, 1.0, 2.0]), np.array([0, 1, 1]), [1], {})
+    np.testing.assert_array_equal(values["sampled_auc"], [np.nan, 1.0, 0.0])
+    np.testing.assert_array_equal(values["sampled_mrr"], [np.nan, 1.0, 0.5])
+    np.testing.assert_array_equal(values["sampled_recall_at_1"], [np.nan, 1.0, 0.0])
+    assert np.isnan(values["corrected_mrr"]).all()  # no tables given
+
+
+def test_score_predictions_columns_and_types_also_when_empty():
+    spark_to_pandas = {"string": object, "long": np.int64, "double": np.float64}
+    frame = pd.DataFrame({"user_id": ["b", "a", "b"], "score": [0.9, 0.2, 0.4], "label": [1.0, 0.0, 0.0]})
+    for f in (frame, frame.iloc[:0]):
+        out = K.score_predictions(f)
+        assert list(out.columns) == [name for name, _ in K.PREDICTION_COLUMNS]
+        assert [out[n].dtype for n, _ in K.PREDICTION_COLUMNS] == [spark_to_pandas[t] for _, t in K.PREDICTION_COLUMNS]
+    out = K.score_predictions(frame)
+    assert out["user_id"].tolist() == ["b", "a"] and out["n_predictions"].tolist() == [2, 1]
+    assert out["n_positive"].tolist() == [1, 0] and out["predicted_sum"].tolist() == pytest.approx([1.3, 0.2])
+
+
+def test_expected_naive_auc_is_unbiased():
+    # the naive AUC (m + 1 - r~) / m has expectation (n - r) / (n - 1) at full rank r
+    for replace in (False, True):
+        assert S.expected_naive("auc", 100, 9, 5, replace=replace) == pytest.approx(95 / 99, rel=1e-12)
+
+
+def test_calibration_bin_clips_probabilities_outside_the_unit_interval():
+    # below 0 is bin 0, above 1 the last bin (scores that are not probabilities still land in a bin)
+    assert K.calibration_bin(np.array([-0.5, -1e-9, 0.5, 1.5, 3.0]), 4).tolist() == [0, 0, 2, 3, 3]
+
+
+def _correction_reference(name, n, m, k, gamma, replace):
+    """Krichene-Rendle by hand: A[r, j] = P(r~ = j + 1 | r) from scipy's hypergeom / binom, then the solve."""
+    r = np.arange(1, n + 1)[:, None]
+    j = np.arange(m + 1)[None, :]
+    a = stats.binom.pmf(j, m, (r - 1) / (n - 1)) if replace else stats.hypergeom.pmf(j, n - 1, r - 1, m)
+    target = S.metric_at_rank(name, np.arange(1, n + 1), n, k)
+    return np.linalg.solve((1 - gamma) * a.T @ a + gamma * np.diag(a.sum(axis=0)), a.T @ target)
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_correction_tables_equal_the_estimator_by_hand_in_any_chunking(replace):
+    metrics = [("ndcg", 2), ("auc", None), ("recall", 3)]
+    for chunk in (20_000, 7):  # 7: the ranks 1..20 in three chunks
+        got = S.correction_tables(metrics, 20, 4, 0.3, replace, chunk=chunk)
+        for (name, k), table in zip(metrics, got, strict=True):
+            np.testing.assert_allclose(
+                table, _correction_reference(name, 20, 4, k, 0.3, replace), rtol=1e-9, atol=1e-12
+            )
+    # defaults: gamma 0.01, without replacement; correction_table is the one-metric form
+    np.testing.assert_allclose(
+        S.correction_tables([("ndcg", 2)], 20, 4)[0], _correction_reference("ndcg", 20, 4, 2, 0.01, False)
+    )
+    np.testing.assert_allclose(
+        S.correction_table("ndcg", 20, 4, 2), _correction_reference("ndcg", 20, 4, 2, 0.01, False)
+    )
+    np.testing.assert_allclose(
+        S.correction_table("ndcg", 20, 4, 2, replace=replace), _correction_reference("ndcg", 20, 4, 2, 0.01, replace)
+    )
+
+
+def test_correction_tables_accept_m_1_n_m_plus_1_gamma_1_and_refuse_the_rest():
+    assert len(S.correction_tables([("mrr", None)], 2, 1, 1.0)[0]) == 2  # m = 1, n = m + 1, gamma = 1
+    for n, m, gamma in ((5, 0, 0.5), (3, 3, 0.5), (3, 4, 0.5), (5, 2, 0.0), (5, 2, 1.5)):
+        with pytest.raises(ValueError, match="need 1 <= m < n|gamma must be in"):
+            S.correction_tables([("mrr", None)], n, m, gamma)

@@ -70,3 +70,39 @@ def test_scan_rules_on_labelled_exposures(spark):
     frame = rules_frame(spark, results)
     assert frame.schema.simpleString() == spark.createDataFrame([], RULE_CHECKS_DDL).schema.simpleString()
     assert frame.count() == len(results) == len(as_dicts(results))
+
+
+@pytest.mark.spark
+def test_scores_exactly_0_and_1_are_in_range(spark):
+    # [0, 1] is closed: of 0, 1, 0.5, -0.25 and 1.25 only the last two are out of range (2 of 5 item rows)
+    rows = [
+        ("u1", "r1", item, score, 1, True, "books")
+        for item, score in zip("abcde", (0.0, 1.0, 0.5, -0.25, 1.25), strict=True)
+    ]
+    exposures = spark.createDataFrame(
+        rows,
+        "user_id string, request_id string, item_id string, score double, copies long, _in_catalog boolean, "
+        "_category string",
+    )
+    counts = {
+        "exposure_rows": 5,
+        "bad_score": 0,
+        "duplicate_exposures": 0,
+        "orphan_events": 0,
+        "valid_events": 0,
+        "empty_responses": 0,
+    }
+    results = scan_rules(
+        exposures,
+        counts,
+        has_catalog=True,
+        has_score=True,
+        blacklist_items=[],
+        blacklist_categories=[],
+        bot_requests_per_user=10,
+        thresholds=threshold_settings(load_config()),
+        previous_exposure_rows=None,
+    )
+    got = {r.rule: r for r in results}
+    assert got["score_out_of_range_rate"].violations == 2
+    assert got["score_out_of_range_rate"].rate == pytest.approx(2 / 5)

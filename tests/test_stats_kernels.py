@@ -50,6 +50,7 @@ def test_mean_stats_hand_values_and_merge():
     merged = MeanStats.from_values(np.array([6.0, np.nan])).merge(MeanStats.from_values(np.array([1.0, 2.0, 3.0])))
     assert merged == whole  # NaN is missing, merge adds (and combines m2 by Chan et al.)
     assert MeanStats(4, 12, 50).var == whole.var == MeanStats.from_moments(4, 3.0, 14.0).var
+    assert MeanStats.from_moments(4, 3.0, 14.0) == whole  # sum 4 * 3, sum_sq 14 + 4 * 9 = 50, m2 kept
 
 
 def test_t_interval_matches_scipy():
@@ -228,6 +229,38 @@ def test_paired_t_matches_scipy():
     assert got.rel_ci_high == pytest.approx(high / a.mean())
 
 
+def test_paired_t_every_field_by_hand_and_scipy():
+    a, b = np.array([1.0, 2.0, 4.0, 3.0]), np.array([2.0, 2.5, 5.0, 3.5])
+    d = b - a  # 1, .5, 1, .5: mean .75
+    got = paired_t(MeanStats.from_values(d), MeanStats.from_values(a), confidence=0.9)
+    ref = st.ttest_rel(b, a)
+    q = st.t.ppf(0.95, 3)
+    se = st.sem(d)
+    assert (got.delta, got.df, got.method) == (0.75, 3.0, "paired_t")
+    assert got.se == pytest.approx(se, rel=1e-12)
+    assert (got.ci_low, got.ci_high) == (pytest.approx(0.75 - q * se), pytest.approx(0.75 + q * se))
+    assert got.p_value == pytest.approx(ref.pvalue, rel=1e-10) and got.rel_p_value == got.p_value
+    rel, rel_se = 0.75 / 2.5, se / 2.5  # the control mean taken as fixed
+    assert (got.rel_delta, got.rel_se) == (pytest.approx(rel), pytest.approx(rel_se))
+    assert (got.rel_ci_low, got.rel_ci_high) == (pytest.approx(rel - q * rel_se), pytest.approx(rel + q * rel_se))
+    two = paired_t(MeanStats.from_values(d[:2]), MeanStats.from_values(a[:2]))  # two units: 1 df
+    assert two.df == 1.0 and two.p_value == pytest.approx(st.ttest_rel(b[:2], a[:2]).pvalue, rel=1e-10)
+    assert two.ci_high == pytest.approx(0.75 + st.t.ppf(0.975, 1) * st.sem(d[:2]))
+
+
+def test_paired_t_edges_one_unit_constant_differences_zero_control():
+    one = paired_t(MeanStats.from_values(np.array([0.5])), MeanStats.from_values(np.array([2.0])))
+    assert one.delta == 0.5 and one.rel_delta == 0.25
+    assert all(math.isnan(v) for v in (one.df, one.se, one.ci_low, one.ci_high, one.p_value))
+    # every difference the same: se 0, the t statistic infinite (p 0) unless the difference is 0 (p undefined)
+    for value, p in ((0.5, 0.0), (-0.5, 0.0)):
+        got = paired_t(MeanStats.from_values(np.full(3, value)), MeanStats.from_values(np.array([1.0, 2.0, 3.0])))
+        assert (got.se, got.p_value, got.ci_low, got.ci_high) == (0.0, p, value, value)
+    assert math.isnan(paired_t(MeanStats.from_values(np.zeros(3)), MeanStats.from_values(np.ones(3))).p_value)
+    zero_control = paired_t(MeanStats.from_values(np.array([1.0, 2.0])), MeanStats.from_values(np.zeros(2)))
+    assert math.isnan(zero_control.rel_delta) and math.isnan(zero_control.rel_se)
+
+
 # --------------------------------------------------------------------------- multiple testing
 
 
@@ -295,3 +328,43 @@ def test_bootstrap_se_of_a_mean_is_close_to_the_t_se():
     reps = (w * x[:, None]).sum(0) / w.sum(0)
     got = bootstrap_interval(x.mean(), reps)
     assert got.se == pytest.approx(x.std(ddof=1) / math.sqrt(len(x)), rel=0.15)  # sd of a 200-rep SE ~ 5%
+
+
+def test_mean_stats_merge_with_an_empty_part_or_without_m2():
+    # an empty part (n = 0, mean NaN) adds nothing: m2 of 2, 4 stays 2, not NaN
+    s = MeanStats.from_values(np.array([2.0, 4.0]))
+    empty = MeanStats(0.0, 0.0, 0.0, 0.0)
+    for merged in (s.merge(empty), empty.merge(s)):
+        assert (merged.n, merged.sum, merged.sum_sq, merged.m2, merged.var) == (2.0, 6.0, 20.0, 2.0, 2.0)
+    both_empty = empty.merge(empty)
+    assert (both_empty.n, both_empty.m2) == (0.0, 0.0)
+    # a part known only by its sums (no m2): the merge has no m2, and the variance comes from the sums
+    no_m2 = MeanStats(2.0, 6.0, 20.0)  # 2, 4
+    for merged in (
+        no_m2.merge(MeanStats.from_values(np.array([6.0]))),
+        MeanStats.from_values(np.array([6.0])).merge(no_m2),
+    ):
+        assert merged.m2 is None
+        assert (merged.n, merged.mean, merged.var) == (3.0, 4.0, 4.0)
+
+
+def test_mean_stats_from_weighted_values_equal_the_repeated_values():
+    # bootstrap weights: each unit counts w times; a NaN value is dropped together with its weight
+    got = MeanStats.from_values(np.array([1.0, 2.0, np.nan, 4.0]), weights=np.array([2, 0, 5, 1], dtype=np.uint8))
+    assert got == MeanStats.from_values(np.array([1.0, 1.0, 4.0]))
+    assert (got.n, got.sum, got.sum_sq, got.m2) == (3.0, 6.0, 18.0, 6.0)
+    # no value at all: n 0 and m2 0; None (an object column's null) is missing like NaN
+    assert MeanStats.from_values(np.array([np.nan])) == MeanStats(0.0, 0.0, 0.0, 0.0)
+    assert MeanStats.from_values([1.0, None, 3.0]) == MeanStats.from_values(np.array([1.0, 3.0]))
+
+
+def test_t_interval_from_two_units_and_ratio_stats_with_weights():
+    two = t_interval(MeanStats.from_values(np.array([1.0, 3.0])))  # mean 2, sd sqrt 2, se 1, t(.975, 1)
+    assert (two.method, two.value, two.se) == ("t", 2.0, 1.0)
+    assert two.ci_high == pytest.approx(2.0 + st.t.ppf(0.975, 1))
+    assert t_interval(MeanStats(0.0, 0.0, 0.0)) == Interval(None, None, None, None, "none")
+    # bootstrap weights: each unit counts w times
+    got = RatioStats.from_values(
+        np.array([1.0, 0.0, 2.0]), np.array([3.0, 1.0, 4.0]), np.array([2, 0, 1], dtype=np.uint8)
+    )
+    assert got == RatioStats.from_values(np.array([1.0, 1.0, 2.0]), np.array([3.0, 3.0, 4.0]))

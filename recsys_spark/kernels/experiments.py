@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -339,10 +339,6 @@ def parse_metric(name: str) -> MetricSpec:
         num, den = _RATIOS[metric]
         return MetricSpec(name, metric, k, agg, "ratio", num, den)
     raise ValueError(f"metric {name!r} has no per-user form to test (pooled AUC, Gini, diversity... have none)")
-
-
-def needed_ks(specs: Iterable[MetricSpec]) -> tuple[int, ...]:
-    return tuple(sorted({s.k for s in specs if s.k is not None}))
 
 
 # --- result rows ---------------------------------------------------------------------------------

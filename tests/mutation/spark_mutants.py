@@ -123,7 +123,7 @@ MUTANTS = [
         AGG,
         "merge_by_slice(out, {slice_value: Moments.from_rows(rows)})",
         "out[slice_value] = Moments.from_rows(rows)",
-        T_PIPE,
+        ("tests/test_aggregate.py::test_a_slice_spread_over_several_partitions_merges_every_partitions_moments",),
         "only the last partition's moments of a slice kept",
     ),
     # --- label.py: attribution -----------------------------------------------------------------------------
@@ -238,7 +238,7 @@ MUTANTS = [
         RULES,
         "(F.col(SCORE) < 0) | (F.col(SCORE) > 1)",
         "(F.col(SCORE) <= 0) | (F.col(SCORE) > 1)",
-        T_OPS,
+        ("tests/test_rules.py::test_scores_exactly_0_and_1_are_in_range",),
         "score 0 counted out of range",
     ),
     Mutant(
@@ -303,7 +303,7 @@ MUTANTS = [
         SLICES,
         'items = [r["rows"] / r[ITEM_EXPOSURES] for r in hist]',
         'items = [r["rows"] for r in hist]',
-        T_HEALTH,
+        ("tests/test_health_spark.py::test_popularity_cutoffs_count_items_not_rows",),
         "histogram counts rows as items",
     ),
     # --- health.py: the sufficient statistics of the health kernels ----------------------------------------
@@ -361,19 +361,29 @@ def run_one(m: Mutant, work: Path) -> tuple[str, float, str]:
         return "error", 0.0, f"the original text occurs {src.count(m.old)} times in {m.path}"
     target.write_text(src.replace(m.old, m.new))
     env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
+    # pyproject's pytest `pythonpath = ["."]` puts the repo first on sys.path, ahead of PYTHONPATH: the
+    # driver would import the unmutated package.  Override it with the copy first (Spark's Python workers
+    # get the copy from PYTHONPATH), and check under pytest itself which package the tests import.
+    pytest_args = [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", f"pythonpath={root} ."]
+    probe_test = root / "test_probe_mutated_copy.py"
+    probe_test.write_text(
+        "import recsys_spark, recsys_spark.aggregate\n\n\ndef test_the_mutated_copy_is_imported():\n"
+        f"    assert recsys_spark.__file__.startswith({str(root)!r}), recsys_spark.__file__\n"
+    )
     probe = subprocess.run(
-        [sys.executable, "-P", "-c", "import recsys_spark; print(recsys_spark.__file__)"],
+        [*pytest_args, "--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), str(probe_test)],
         env=env,
         cwd=REPO,
         capture_output=True,
         text=True,
         check=False,
     )
-    if not probe.stdout.startswith(str(root)):
-        return "error", 0.0, f"the mutated copy is not the one imported: {probe.stdout.strip()}"
+    if probe.returncode != 0:
+        lines = probe.stdout.strip().splitlines() or [""]
+        return "error", 0.0, f"the mutated copy is not the one the tests import: {lines[-1]}"
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-P", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not cluster", *m.tests],
+        [*pytest_args, "-x", "-m", "not cluster", *m.tests],
         env=env,
         cwd=REPO,
         capture_output=True,
