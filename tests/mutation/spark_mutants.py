@@ -308,12 +308,20 @@ MUTANTS = [
     ),
     # --- health.py: the sufficient statistics of the health kernels ----------------------------------------
     Mutant(
-        "health-entropy-sign",
+        "health-category-entropy",
         HEALTH,
-        "F.log(n) - F.try_divide(s, n)",
-        "F.log(n) + F.try_divide(s, n)",
+        'F.sum(_n_log_n(c)).alias("cat_s")',
+        'F.sum(c * c).alias("cat_s")',
         T_HEALTH,
-        "per-list and per-user entropy",
+        "global category diversity (the per-list and per-user entropies are kernels/health_pass.py's, under mutmut)",
+    ),
+    Mutant(
+        "health-unknown-category",
+        HEALTH,
+        'F.when(F.col("key") == UNKNOWN, c)',
+        'F.when(F.col("key") != UNKNOWN, c)',
+        T_HEALTH,
+        "the unknown category counts in K",
     ),
     Mutant(
         "health-overlap",
@@ -330,14 +338,6 @@ MUTANTS = [
         'F.log2(F.coalesce(F.col("k"), F.lit(0)) + 2)',
         T_HEALTH,
         "novelty",
-    ),
-    Mutant(
-        "health-covered-strict",
-        HEALTH,
-        '_count_if(F.col("n") >= min_list_length)',
-        '_count_if(F.col("n") > min_list_length)',
-        T_HEALTH,
-        "pv_coverage",
     ),
     Mutant(
         "health-update-new",
