@@ -16,6 +16,12 @@ Events
     Spark Connect, which has none);
   * anything else the job logs with :func:`event`.
 
+Spark's own lines are JSON objects too (``"event": "spark_log"``, the log4j2 layout of
+``log4j2-local.properties`` and ``conf/log4j2.properties``), and what a local JVM or a Python
+worker writes to stderr outside log4j2 is wrapped as ``"event": "stderr"``
+(:func:`child_stderr_as_json`): the driver's stderr holds nothing but JSON lines, except the
+one-line ``recsys-spark: error: ...`` of a failed run.
+
 The run id is, first found: the Spark setting ``spark.recsys.runId`` (the Airflow DAG passes
 ``{{ run_id }}``), the environment variable ``RECSYS_RUN_ID``, else a random 12-hex-digit id
 made once per process. The same id goes into the catalog rows (:mod:`recsys_spark.catalog`).
