@@ -170,8 +170,10 @@ def test_cli_on_a_generated_day_writes_the_three_outputs(generated):
     assert sum(quality["rejected_clicks"].values()) == 0
     assert quality["orphan_events"] == _orphans_by_hand(generated / "in")
     assert quality["orphan_events"] + quality["attributed_events"] == summary["input_rows"]["clicks"]
-    # the driver log is JSON lines (recsys_spark/log.py): a start and an end line per stage, with the ids
-    events = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    # the driver log is JSON lines (recsys_spark/log.py): a start and an end line per stage, with the ids;
+    # Spark's own lines ("spark_log") and the JVM's raw stderr ("stderr") are JSON too (tests/test_log.py)
+    records = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    events = [e for e in records if e["event"] not in ("spark_log", "stderr")]
     stages = [e["stage"] for e in events if e["event"] == "stage_end"]
     assert stages == ["read", "validate", "label", "metrics", "experiments", "health", "rules", "write"]
     assert [e["stage"] for e in events if e["event"] == "stage_start"] == stages
