@@ -1,4 +1,9 @@
-"""File-system operations through Hadoop's FileSystem API (local disk, HDFS, S3...)."""
+"""File-system operations through Hadoop's FileSystem API (local disk, HDFS, S3...).
+
+That API is reached through py4j, which a Spark Connect session does not have: there,
+:func:`exists` asks the data source instead (:func:`recsys_spark.connect.path_exists`) and every
+other call fails with one line saying that it needs a classic session (recsys_spark/connect.py).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,10 @@ from pyspark.sql import SparkSession
 
 
 def _path(spark: SparkSession, path: str):
+    from recsys_spark import connect
+
+    if connect.is_connect(spark):
+        raise connect.refuse(f"a Spark Connect session, for a file-system call on {path}")
     jvm = spark.sparkContext._jvm
     assert jvm is not None, "the SparkContext is stopped"
     hpath = jvm.org.apache.hadoop.fs.Path(path)
@@ -17,6 +26,10 @@ def exists(spark: SparkSession, path: str) -> bool:
         from recsys_spark import catalog
 
         return catalog.exists(spark, path)
+    from recsys_spark import connect
+
+    if connect.is_connect(spark):
+        return connect.path_exists(spark, path)
     fs, hpath = _path(spark, path)
     return bool(fs.exists(hpath))
 

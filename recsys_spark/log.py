@@ -16,6 +16,12 @@ Events
     Spark Connect, which has none);
   * anything else the job logs with :func:`event`.
 
+Spark's own lines are JSON objects too (``"event": "spark_log"``, the log4j2 layout of
+``log4j2-local.properties`` and ``conf/log4j2.properties``), and what a local JVM or a Python
+worker writes to stderr outside log4j2 is wrapped as ``"event": "stderr"``
+(:func:`child_stderr_as_json`): the driver's stderr holds nothing but JSON lines, except the
+one-line ``recsys-spark: error: ...`` of a failed run.
+
 The run id is, first found: the Spark setting ``spark.recsys.runId`` (the Airflow DAG passes
 ``{{ run_id }}``), the environment variable ``RECSYS_RUN_ID``, else a random 12-hex-digit id
 made once per process. The same id goes into the catalog rows (:mod:`recsys_spark.catalog`).
@@ -42,7 +48,7 @@ PROGRESS_SECONDS = 20.0
 RUN_ID_CONF = "spark.recsys.runId"
 RUN_ID_ENV = "RECSYS_RUN_ID"
 
-_state: dict[str, str | None] = {"run_id": None, "app_id": None}
+_state: dict[str, str | None] = {"run_id": None, "app_id": None, "stderr_json": None}
 _lock = threading.Lock()
 
 
@@ -57,8 +63,10 @@ class JsonFormatter(logging.Formatter):
             .replace("+00:00", "Z"),
             "level": record.levelname,
         }
-        if fields is None:  # a plain LOGGER.info("text")
+        if fields is None:  # a plain LOGGER.info("text"), a warning, another library's record
             body.update(event="message", message=record.getMessage())
+            if record.name != LOGGER.name:
+                body["logger"] = record.name
         else:
             body.update(fields)
         body.setdefault("run_id", run_id())
@@ -68,12 +76,83 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(body, default=str)
 
 
+def _as_json_line(line: str) -> str:
+    """``line`` if it is a JSON object already, else the line wrapped in one (``event``: ``stderr``)."""
+    text = line.strip()
+    if text.startswith("{"):
+        try:
+            if isinstance(json.loads(text), dict):
+                return text
+        except ValueError:
+            pass
+    now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    level = "WARNING" if text.startswith(("WARN", "Warning")) else "ERROR" if "ERROR" in text[:40] else "INFO"
+    # the ids as known so far: asking for them here could fix the run id before the session says it
+    body: dict[str, str | None] = {"ts": now, "level": level, "event": "stderr", "message": text}
+    body.update(run_id=_state["run_id"], app_id=_state["app_id"])
+    return json.dumps(body, default=str)
+
+
+class _ChildStderr(threading.Thread):
+    """Copies what child processes write to the pipe onto the real stderr, one JSON line per line."""
+
+    def __init__(self, read_fd: int, out_fd: int) -> None:
+        super().__init__(name="recsys-child-stderr", daemon=True)
+        self.read_fd, self.out_fd = read_fd, out_fd
+
+    def run(self) -> None:
+        with os.fdopen(self.read_fd, "rb") as pipe:
+            for raw in pipe:
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                if not line.strip():
+                    continue
+                try:
+                    os.write(self.out_fd, (_as_json_line(line) + "\n").encode("utf-8"))
+                except OSError:  # stderr gone: nothing left to tell
+                    return
+
+
+@contextmanager
+def child_stderr_as_json() -> Iterator[None]:
+    """Processes started inside (the local Spark JVM and, through it, the Python workers) write their
+    stderr through a pipe whose lines reach this process's stderr as JSON objects: the JVM's own start-up
+    line (``WARNING: Using incubator modules: jdk.incubator.vector``, printed before log4j2 starts) and
+    anything a worker prints become ``{"event": "stderr", "message": ...}``; log4j2's lines, JSON already
+    (log4j2-local.properties), pass as they are.  This process's own stderr is restored on leaving, so the
+    one-line ``recsys-spark: error: ...`` stays as it is.  Lines a child writes after this process has
+    exited (the JVM's shutdown hooks, at INFO) are lost."""
+    sys.stderr.flush()
+    read_fd, write_fd = os.pipe()
+    saved, out_fd = os.dup(2), os.dup(2)
+    _ChildStderr(read_fd, out_fd).start()
+    os.dup2(write_fd, 2)
+    os.close(write_fd)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def setup_logging(verbose: bool = False, stream: IO[str] | None = None) -> None:
+    """The job's lines as JSON on ``stream`` (stderr); so are Python's warnings and other libraries' records
+    of level WARNING and up (through the root logger), so that the driver's stderr holds nothing but JSON
+    lines (Spark's own lines: the log4j2 layout in log4j2-local.properties / conf/log4j2.properties)."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter())
     LOGGER.handlers[:] = [handler]
     LOGGER.setLevel(logging.DEBUG if verbose else logging.INFO)
     LOGGER.propagate = False
+    _state["stderr_json"] = "yes" if stream is None else None
+    logging.captureWarnings(True)  # warnings.warn(...) -> the "py.warnings" logger -> the root's handler
+    root = logging.getLogger()
+    root.handlers[:] = [h for h in root.handlers if not getattr(h, "recsys_json", False)]
+    other = logging.StreamHandler(stream or sys.stderr)
+    other.setFormatter(JsonFormatter())
+    other.setLevel(logging.WARNING)
+    other.recsys_json = True  # type: ignore[attr-defined]
+    root.addHandler(other)
 
 
 def _active_session() -> Any:
@@ -109,6 +188,11 @@ def app_id() -> str | None:
             except Exception:  # noqa: BLE001 - Connect sessions may not expose it
                 _state["app_id"] = None
     return _state["app_id"]
+
+
+def stderr_is_json() -> bool:
+    """True once :func:`setup_logging` sends the job's lines to the real stderr (the commands do)."""
+    return _state["stderr_json"] is not None
 
 
 def reset() -> None:

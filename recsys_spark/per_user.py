@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import pandas as pd
 import pyarrow as pa
@@ -50,6 +50,7 @@ from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from recsys_spark import connect
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
 from recsys_spark.kernels.ranking import Gain
 from recsys_spark.kernels.users import INPUT_COLUMNS, score_users
@@ -237,9 +238,14 @@ class UserMetrics:
         (built on :func:`partition_by_user`: then the pass reads it in place, no shuffle)."""
         self.ranked, self.ks, self.gain = ranked, tuple(ks), gain
         self.max_user_rows, self.rows_per_bucket, self.list_unit = max_user_rows, rows_per_bucket, list_unit
-        self.totals = ranked.sparkSession.sparkContext.accumulator(PassTotals(), _PassTotalsParam())
         rows = ranked if partitions is None else ranked.repartition(partitions, USER)
-        self.frame = _score_partitions(rows, self.ks, gain, max_user_rows, self.totals)
+        self.totals: Any  # an accumulator of PassTotals, or its Connect stand-in (same .value)
+        if connect.is_connect(ranked.sparkSession):  # no accumulators there: the sums from the pass's output
+            self.frame = _score_partitions(rows, self.ks, gain, max_user_rows).persist(CACHE_LEVEL)
+            self.totals = connect.DeferredTotals(rows, self.frame, self.ks, max_user_rows)
+        else:
+            self.totals = ranked.sparkSession.sparkContext.accumulator(PassTotals(), _PassTotalsParam())
+            self.frame = _score_partitions(rows, self.ks, gain, max_user_rows, self.totals)
         self._heavy_moments: dict[str, Moments] = {}
 
     @property

@@ -21,6 +21,7 @@ from recsys_spark import catalog, fs, log, templates
 from recsys_spark.aggregate import MetricRow, aggregate_users, metrics_frame
 from recsys_spark.bootstrap import auc_bootstrap
 from recsys_spark.config import Config
+from recsys_spark.connect import default_parallelism
 from recsys_spark.errors import EmptyInputError, HardRuleViolation, JobError, root_cause
 from recsys_spark.experiments import experiment_stage
 from recsys_spark.health import HealthResult, evaluate_health, lorenz_frame
@@ -579,7 +580,7 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     partitions = bucket_count(
         valid.valid_exposure_rows * (1 + len(cfg.slices.names)),
         cfg.execution.rows_per_bucket,
-        spark.sparkContext.defaultParallelism,
+        default_parallelism(spark),
     )
     by_user = partition_by_user(sliced, partitions)
     labels = label_counts(all_slice(by_user), valid.valid_events + n_late)  # builds the user partitions
@@ -638,7 +639,7 @@ def run_metric_stage(labelled: DataFrame, cfg: Config, out: DailyOutput, rows: i
     aborts ``out``) and unpersists the partitions.
     """
     spark = labelled.sparkSession
-    partitions = bucket_count(rows, cfg.execution.rows_per_bucket, spark.sparkContext.defaultParallelism)
+    partitions = bucket_count(rows, cfg.execution.rows_per_bucket, default_parallelism(spark))
     by_user = partition_by_user(labelled, partitions)
     ranked = ranking_input(by_user, cfg.ranking.list_unit, has_score)
     try:

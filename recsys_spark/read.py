@@ -65,12 +65,12 @@ def _read_parquet_files(spark: SparkSession, path: str, what: str) -> DataFrame:
     try:
         spark.conf.set(NANOS_AS_LONG, "false")  # so that a nanosecond column is seen, and marked
         try:
-            return spark.read.parquet(path)
+            return _analysed(spark.read.parquet(path))
         except AnalysisException as exc:
             if "NANOS" not in str(exc):
                 raise
             spark.conf.set(NANOS_AS_LONG, "true")
-            df = spark.read.parquet(path)
+            df = _analysed(spark.read.parquet(path))
             zone = "utc" if "NANOS,true" in str(exc).replace(" ", "") else "local"
             return df.select(
                 *[
@@ -88,6 +88,13 @@ def _read_parquet_files(spark: SparkSession, path: str, what: str) -> DataFrame:
         raise UnreadableInputError(f"unreadable input {what}: {path}: {root_cause(exc)}") from None
     except Exception as exc:  # corrupt footers surface as Java exceptions
         raise UnreadableInputError(f"unreadable input {what}: {path}: {root_cause(exc)}") from None
+
+
+def _analysed(df: DataFrame) -> DataFrame:
+    """``df`` once Spark has resolved it: a classic session does it when the frame is made, a Connect
+    session only when asked (here its schema), so that a missing or unreadable file fails here too."""
+    df.schema  # noqa: B018 - the call is the point
+    return df
 
 
 def empty_frame(spark: SparkSession, columns: Sequence[ColumnSpec]) -> DataFrame:

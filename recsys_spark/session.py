@@ -58,7 +58,17 @@ def build_session(
     settings: Mapping[str, str] | None = None,
     log_level: str = "WARN",
 ) -> SparkSession:
-    """Get or create the session; see the module docstring for what is set."""
+    """Get or create the session; see the module docstring for what is set.
+
+    Refuses Spark Connect (``SPARK_REMOTE``, ``spark.remote``, ``spark.api.mode=connect``, an
+    ``sc://`` master) with a one-line :class:`~recsys_spark.errors.UsageError`, before any JVM
+    starts where it can tell: the commands need a classic session (:mod:`recsys_spark.connect`).
+    """
+    from recsys_spark import connect, log
+
+    reason = connect.requested(master, settings or {})
+    if reason is not None:
+        raise connect.refuse(reason)
     builder = SparkSession.builder.appName(app_name)
     if not under_spark_submit():
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -71,6 +81,12 @@ def build_session(
         builder = builder.master(master)
     for key, value in (settings or {}).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if under_spark_submit() or not log.stderr_is_json():
+        spark = builder.getOrCreate()
+    else:  # the JVM starts here: its stderr (and its workers') as JSON lines, as the job's own
+        with log.child_stderr_as_json():
+            spark = builder.getOrCreate()
+    if connect.is_connect(spark):  # e.g. spark-submit --conf spark.api.mode=connect
+        raise connect.refuse("a Spark Connect session")
     spark.sparkContext.setLogLevel(log_level)
     return spark

@@ -61,6 +61,28 @@ def test_bad_arguments_exit_with_one_line_before_spark_starts(capsys, args, code
     assert err.count("\n") == 1 and err.startswith("recsys-spark: error:") and needle in err
 
 
+@pytest.mark.parametrize(
+    "extra, env, given",
+    [
+        ([], {"SPARK_REMOTE": "sc://localhost:15002"}, "SPARK_REMOTE=sc://localhost:15002"),
+        (["--master", "sc://spark-connect.example:15002"], {}, "--master sc://"),
+        (["--set", 'spark={"spark.api.mode" = "connect"}'], {}, "spark.api.mode=connect"),
+    ],
+)
+def test_spark_connect_is_refused_with_one_line_naming_what_is_not_supported(tmp_path, extra, env, given):
+    """The commands need a classic session (recsys_spark/connect.py): asked for Spark Connect, one line
+    and exit 2 before any JVM or Connect server starts, never a traceback or a hang on a gRPC channel."""
+    proc = subprocess.run(
+        [*CLI, "evaluate", "--date", DATE, "--input-root", str(tmp_path), "--output-root", str(tmp_path / "o"), *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
+    assert_one_line_error(proc, 2, "Spark Connect is not supported", "classic session", given)
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("cli")
@@ -148,8 +170,10 @@ def test_cli_on_a_generated_day_writes_the_three_outputs(generated):
     assert sum(quality["rejected_clicks"].values()) == 0
     assert quality["orphan_events"] == _orphans_by_hand(generated / "in")
     assert quality["orphan_events"] + quality["attributed_events"] == summary["input_rows"]["clicks"]
-    # the driver log is JSON lines (recsys_spark/log.py): a start and an end line per stage, with the ids
-    events = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    # the driver log is JSON lines (recsys_spark/log.py): a start and an end line per stage, with the ids;
+    # Spark's own lines ("spark_log") and the JVM's raw stderr ("stderr") are JSON too (tests/test_log.py)
+    records = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    events = [e for e in records if e["event"] not in ("spark_log", "stderr")]
     stages = [e["stage"] for e in events if e["event"] == "stage_end"]
     assert stages == ["read", "validate", "label", "metrics", "experiments", "health", "rules", "write"]
     assert [e["stage"] for e in events if e["event"] == "stage_start"] == stages

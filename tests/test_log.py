@@ -65,3 +65,45 @@ def test_a_long_stage_logs_progress_while_it_runs(lines):
     progress = next(line for line in lines() if line["event"] == "progress")
     assert progress["stage"] == "metrics" and progress["elapsed"] >= 0 and progress["run_id"] == "run-42"
     assert log.PROGRESS_SECONDS <= 30  # the default interval keeps the promise of a line every 30 s
+
+
+@pytest.mark.spark
+def test_a_cli_run_logs_nothing_but_json_lines_spark_s_own_lines_included(tmp_path):
+    """Issue 17: "Logs are JSON lines (nothing before the brace)": the job's lines and Spark's (log4j2,
+    recsys_spark/log4j2-local.properties), at INFO (--verbose: hundreds of Spark lines), with Python's
+    warnings on. stdout is the run's result for a person (the headline lines), not the log."""
+    import os
+    import subprocess
+    import sys
+
+    date = "2026-11-20"
+    subprocess.run(
+        [sys.executable, "-m", "recsys_spark.generate", "--date", date, "--output-root", str(tmp_path / "in")]
+        + ["--users", "60", "--seed", "3"],
+        check=True,
+        capture_output=True,
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONWARNINGS", "SPARK_REMOTE")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "recsys_spark.cli", "evaluate", "--date", date, "--verbose"]
+        + ["--input-root", str(tmp_path / "in"), "--output-root", str(tmp_path / "out"), "--master", "local[1]"]
+        + ["--set", "rules.fail_on_hard=false", "--set", "spark.spark.sql.shuffle.partitions=2"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stderr.splitlines()
+    not_json = []
+    for line in lines:
+        try:
+            assert isinstance(json.loads(line), dict)
+        except (ValueError, AssertionError):
+            not_json.append(line)
+    assert not not_json, f"{len(not_json)} of {len(lines)} stderr lines are not JSON objects: {not_json[:5]}"
+    records = [json.loads(line) for line in lines]
+    spark_lines = [r for r in records if r["event"] == "spark_log"]
+    assert len(spark_lines) > 20 and all(r["level"] and r["ts"].endswith("Z") for r in spark_lines)
+    assert any(r["logger"].startswith("org.apache.spark") for r in spark_lines)
+    assert [r["stage"] for r in records if r["event"] == "stage_end"][0] == "read"

@@ -1,0 +1,142 @@
+"""Spark Connect: the day's computation runs on a real local Connect server and gives the classic numbers.
+
+The Connect session is ``SparkSession.builder.remote("local[2]")``: pyspark starts a Spark Connect
+server in a JVM of its own and talks to it over gRPC, as it would to a remote one.  It runs in a
+subprocess (a process holding a classic SparkContext, as this suite's does, cannot start one), and
+its numbers are compared with the classic :func:`pipeline.evaluate_day` of the same day, run on the
+suite's session.  What runs on Connect and what does not: recsys_spark/connect.py.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+DATE = "2026-11-20"
+SETTINGS = [
+    'slices.names=["platform", "popularity"]',
+    "rules.fail_on_hard=false",  # generated days carry duplicates, as real logs do
+    "execution.max_user_rows=600",  # the heavy user takes the bounded path: the set-aside users too
+    "stats.bootstrap_replicates=20",
+]
+KEY = ["metric", "k", "aggregation", "slice"]
+
+CONNECT_RUN = textwrap.dedent(
+    """
+    import datetime as dt, json, sys
+    from pyspark.sql import SparkSession
+    from recsys_spark import connect, log
+    from recsys_spark.config import load_config
+    from recsys_spark.session import LOCAL_DEFAULTS
+
+    date, input_root, output_dir, result, *settings = sys.argv[1:]
+    log.setup_logging()
+    spark = (
+        SparkSession.builder.remote("local[2]")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "2")
+        .config("spark.driver.extraJavaOptions", LOCAL_DEFAULTS["spark.driver.extraJavaOptions"])
+        .getOrCreate()
+    )
+    assert connect.is_connect(spark), type(spark)
+    cfg = load_config(None, settings)
+    day = connect.evaluate_metrics(spark, cfg, dt.date.fromisoformat(date), input_root, output_dir)
+    with open(result, "w") as handle:
+        json.dump(day.summary, handle, default=str)
+    spark.stop()
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def days(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("connect")
+    subprocess.run(
+        [sys.executable, "-m", "recsys_spark.generate", "--date", DATE, "--output-root", str(root / "in")]
+        + ["--users", "150", "--days", "2", "--seed", "5", "--heavy-user-exposures", "900"],
+        check=True,
+        capture_output=True,
+    )
+    return root
+
+
+def _close(a, b) -> bool:
+    if a is None or b is None or (isinstance(a, float) and math.isnan(a)):
+        return (a is None or (isinstance(a, float) and math.isnan(a))) == (
+            b is None or (isinstance(b, float) and math.isnan(b))
+        )
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+@pytest.mark.spark
+def test_the_days_metrics_on_spark_connect_equal_the_classic_run(spark, days):
+    import pandas as pd
+
+    from recsys_spark.config import load_config
+    from recsys_spark.pipeline import evaluate_day
+
+    classic = evaluate_day(
+        spark, load_config(None, SETTINGS), dt.date.fromisoformat(DATE), str(days / "in"), str(days / "classic")
+    )
+    result = days / "connect-summary.json"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")]),
+    }
+    env.pop("SPARK_REMOTE", None)
+    env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    proc = subprocess.run(
+        [sys.executable, "-c", CONNECT_RUN, DATE, str(days / "in"), str(days / "connect"), str(result), *SETTINGS],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    on_connect = json.loads(result.read_text())
+    # the run took the Connect stand-ins: the bounded path's users came from an aggregation, not an accumulator
+    assert on_connect["data_quality"]["users_over_row_bound"] == classic["data_quality"]["users_over_row_bound"] == 1
+
+    # every metric row: the same keys, the same values (the partitions' sums merge in another order: last bits)
+    a = pd.read_parquet(days / "classic" / "metrics" / f"dt={DATE}").sort_values(KEY, na_position="first")
+    b = pd.read_parquet(days / "connect" / "metrics").sort_values(KEY, na_position="first")
+    assert len(a) == len(b) > 100
+    assert a[KEY].astype(str).values.tolist() == b[KEY].astype(str).values.tolist()
+    for column in ["value", "n", "se", "ci_low", "ci_high", "ci_method"]:
+        pairs = zip(a[column].tolist(), b[column].tolist(), strict=True)
+        bad = [
+            (k, x, y) for k, (x, y) in zip(a[KEY].values.tolist(), pairs, strict=True) if not (x == y or _close(x, y))
+        ]
+        assert not bad, f"{column} differs on Connect: {bad[:5]}"
+
+    # the per-user table row for row
+    users_a = pd.read_parquet(days / "classic" / "user_metrics" / f"dt={DATE}")
+    users_b = pd.read_parquet(days / "connect" / "user_metrics")
+    order = ["slice", "user_id", "k"]
+    pd.testing.assert_frame_equal(
+        users_a.sort_values(order).reset_index(drop=True)[sorted(users_a.columns)],
+        users_b.sort_values(order).reset_index(drop=True)[sorted(users_a.columns)],
+        check_exact=False,
+        rtol=1e-12,
+    )
+
+    # the rules and the summary's counts and headline
+    # (the classic run adds the experiments' rules: evaluate_metrics leaves experiments out)
+    assert on_connect["rules"] == [r for r in classic["rules"] if not r["rule"].startswith("experiment_")]
+    assert on_connect["status"] == classic["status"]
+    assert on_connect["input_rows"] == classic["input_rows"]
+    assert on_connect["data_quality"] == {
+        k: v for k, v in classic["data_quality"].items() if k in on_connect["data_quality"]
+    }
+    assert on_connect["headline"].keys() == classic["headline"].keys()
+    for name, value in classic["headline"].items():
+        assert _close(value, on_connect["headline"][name]), name
