@@ -1,4 +1,4 @@
-"""Health indicators and business metrics per slice: two passes, one collect of small sums.
+"""Health indicators and business metrics per slice: one Python pass, one collect of small sums.
 
 The sliced labelled exposures (one row per (exposure, slice), empty
 responses included with a null item; see :mod:`recsys_spark.slices`) are
@@ -8,35 +8,40 @@ items' exposure counts per slice -- and the maths is done on the driver by
 
 The sliced rows come hash-partitioned by user and persisted
 (:func:`per_user.partition_by_user`, the same partitions the per-user
-metrics read), so every group-by whose keys include the user runs inside the
-partitions, without another shuffle of the rows, and reads only the cached
-columns it needs:
+metrics read), so every user is whole in one partition:
 
-* pass A (:func:`request_pass`) groups them by (slice, user, request,
-  category), then by request and by user: PV, UV, coverage, failure,
-  business counts, category entropy per list; by (slice, user, category):
-  category entropy per user; by (slice, category), one small shuffle of
-  partial sums: the slice's category counts;
-* pass B (:func:`item_pass`) groups them by (slice, user, item)
-  (:func:`user_items`), then by (slice, item) (one shuffle of the user-item
-  pairs): the exposure histogram (Gini, Lorenz, item coverage), the users per
-  item (personalization) and the popularity join (novelty); and by (slice,
-  user), the user's item set joined on the user with the previous day's set
-  (update_rate; only the previous day's sets move).
+* :func:`partition_pass`: one ``mapInArrow`` per partition
+  (:func:`kernels.health_pass.partition_sums`) gives, per slice, PV, UV,
+  coverage, failure, business counts, the per-list and per-user category
+  entropies and the per-user products of the intervals; per (slice,
+  category) the exposures; per (slice, item) the exposures, the distinct
+  users and the catalog flag.  Only these partial sums are shuffled (by
+  slice, name, key) and persisted for the branches below;
+* :func:`request_rows`: the per-slice sums and the slice's category counts;
+* :func:`item_pass`: from the item rows, the exposure histogram (Gini,
+  Lorenz, item coverage), the users per item (personalization) and the
+  popularity join (novelty);
+* :func:`update_pass` (with a previous day): the user's item set joined on
+  the user with the previous day's set (update_rate; only the previous
+  day's sets move).
 
-Both passes and the catalog counts are one query (a union of long rows
+The branches and the catalog counts are one query (a union of long rows
 ``(slice, name, key, value)``) and one collect.  What reaches the driver is a
 few sums per slice plus the histograms, whose size is the number of distinct
 exposure counts (at most sqrt(2 * exposures) per slice), never proportional
 to users or items.  The Lorenz curve (at most ``lorenz_points`` rows per
 slice) is computed exactly from the histogram (:func:`kernels.health.lorenz_curve`).
 
-Intervals (docs/statistics.md): the (slice, user) aggregation of pass A also
-sums per-user squares and cross products, from which :mod:`kernels.intervals`
-gives delta-method and t intervals with the user as the unit; with
-``stats.bootstrap_replicates`` > 0, :mod:`recsys_spark.bootstrap` adds its own
-passes and one more collect of per-replicate sums for Gini, personalization,
-novelty, item coverage and the global category diversity.
+Intervals (docs/statistics.md): the pass also sums per-user squares and
+cross products, from which :mod:`kernels.intervals` gives delta-method and t
+intervals with the user as the unit; with ``stats.bootstrap_replicates`` > 0,
+:mod:`recsys_spark.bootstrap` adds its own passes and one more collect of
+per-replicate sums for Gini, personalization, novelty, item coverage and the
+global category diversity.
+
+Memory: one call holds its partition (about ``execution.rows_per_bucket``
+rows, more when one user is heavier: such a user is held whole here, unlike
+in the per-user pass; docs/performance.md).
 """
 
 from __future__ import annotations
