@@ -52,8 +52,6 @@ PRODUCTS: dict[str, tuple[str, str]] = {
     "list_hu*list_hu": ("list_h", "list_h"),
     "list_hu*lists": ("list_h", "lists"),
 }
-#: the per-slice sums of users' products, and of the user's list entropy sum
-USER_PRODUCTS = [*PRODUCTS, "list_hu"]
 
 #: the output: columns of long rows, ``slice`` (code), ``name``, ``key`` (code, -1 for none), ``value``,
 #: ``users`` (NaN but on ``item`` rows)
