@@ -65,8 +65,8 @@ from recsys_spark import generate
 from recsys_spark.aggregate import metrics_frame
 from recsys_spark.config import Config, load_config
 from recsys_spark.errors import HardRuleViolation
-from recsys_spark.label import deduplicate_exposures, join_feedback, labelled_exposures
-from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, ranking_input
+from recsys_spark.label import by_user, deduplicate_exposures, join_feedback
+from recsys_spark.per_user import UserMetrics, bucket_count, persist_user_rows, ranking_input
 from recsys_spark.pipeline import evaluate_day, run_metric_stage
 from recsys_spark.read import conform, read_parquet
 from recsys_spark.schema import (
@@ -201,11 +201,16 @@ class Day:
         clicks = conform(read_parquet(self.spark, paths["clicks"], "clicks partition"), CLICK_COLUMNS, paths["clicks"])
         return exposures, clicks
 
+    def partitions(self, rows: int) -> int:
+        return bucket_count(rows, self.cfg.execution.rows_per_bucket, self.spark.sparkContext.defaultParallelism)
+
     def join(self) -> DataFrame:
+        """The job's labelling: exposures and clicks partitioned by user, deduplicated and joined there."""
         exposures, clicks = self.read()
+        partitions = self.partitions(self.rows)
         return join_feedback(
-            deduplicate_exposures(exposures),
-            clicks,
+            deduplicate_exposures(by_user(exposures, partitions)),
+            by_user(clicks, partitions),
             self.cfg.attribution.window_minutes,
             self.cfg.labels.event_weights,
             self.cfg.labels.click_event,
@@ -216,12 +221,12 @@ class Day:
         # the duplicate count is part of the deduplication the job does (the summary reports it); left
         # unused, Spark prunes it from the main branch only, and the attribution's candidates no longer
         # share the main branch's deduplicating shuffle (see label.resolve_session_events)
-        _noop(labelled_exposures(self.join()).groupBy(USER).agg(F.count(F.lit(1)), F.sum(RELEVANCE), F.sum(COPIES)))
+        _noop(self.join().groupBy(USER).agg(F.count(F.lit(1)), F.sum(RELEVANCE), F.sum(COPIES)))
 
     # the labelled exposures the metric stage and the peers start from, cached as in the job
     def cache_labelled(self) -> None:
         self.joined = self.join().persist(CACHE_LEVEL)
-        self.exposures = labelled_exposures(self.joined).where(F.col(ITEM).isNotNull()).count()
+        self.exposures = self.joined.where(F.col(ITEM).isNotNull()).count()
 
     def uncache_labelled(self) -> None:
         if self.joined is not None:
@@ -231,17 +236,14 @@ class Day:
     def ranked(self) -> DataFrame:
         """The ranking input the peers start from (not partitioned by user)."""
         assert self.joined is not None, "cache_labelled() first"
-        return ranking_input(labelled_exposures(self.joined), self.cfg.ranking.list_unit, has_score=True)
+        return ranking_input(self.joined, self.cfg.ranking.list_unit, has_score=True)
 
     # ours ----------------------------------------------------------------------------------
     def user_partitions(self) -> DataFrame:
         """The labelled exposures partitioned by user and persisted, as the label stage hands them on;
         the caller unpersists them."""
         assert self.joined is not None, "cache_labelled() first"
-        partitions = bucket_count(
-            self.exposures, self.cfg.execution.rows_per_bucket, self.spark.sparkContext.defaultParallelism
-        )
-        return partition_by_user(labelled_exposures(self.joined), partitions)
+        return persist_user_rows(by_user(self.joined, self.partitions(self.exposures)))
 
     def metric_stage(self) -> None:
         """The job's "metrics" stage (:func:`pipeline.run_metric_stage`) from the cached labelled exposures,
@@ -249,7 +251,7 @@ class Day:
         assert self.joined is not None, "cache_labelled() first"
         out = DailyOutput(self.spark, f"{self.work}/metric_stage", DATE.isoformat())
         try:
-            metrics = run_metric_stage(labelled_exposures(self.joined), self.cfg, out, self.exposures)
+            metrics = run_metric_stage(self.joined, self.cfg, out, self.exposures)
             out.stage("metrics", metrics_frame(self.spark, metrics.rows).coalesce(1))
             out.commit()
         except BaseException:
@@ -876,7 +878,7 @@ def run_skew(
     )
     day = Day(spark, cfg, "skew", str(input_root), str(root / "work" / "skew-check"))
     pairs = (
-        labelled_exposures(day.join())
+        day.join()
         .where((F.col(USER) == user) & F.col(ITEM).isNotNull())
         .select(SCORE, (F.col(RELEVANCE) > 0).alias("y"))
         .toPandas()
@@ -1072,7 +1074,7 @@ def run_bench(
                 cfg.execution.max_user_rows,
             )
             structure.setdefault(
-                "shuffles of labelled exposures in the per-user stage", shuffles_before_cache(users.frame)
+                "shuffles of labelled exposures after labelling, per-user stage", shuffles_before_cache(users.frame)
             )
             by_user.unpersist()
         finally:

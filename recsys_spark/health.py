@@ -7,7 +7,7 @@ items' exposure counts per slice -- and the maths is done on the driver by
 :mod:`recsys_spark.kernels.health` and :mod:`recsys_spark.kernels.business`.
 
 The sliced rows come hash-partitioned by user and persisted
-(:func:`per_user.partition_by_user`, the same partitions the per-user
+(:func:`per_user.persist_user_rows`, the same partitions the per-user
 metrics read), so every user is whole in one partition:
 
 * :func:`partition_pass`: one ``mapInArrow`` per partition
@@ -250,7 +250,7 @@ def update_pass(prepared: DataFrame, previous: DataFrame) -> DataFrame:
     """update_rate's sums: each returning user's item set today against the previous day's, as long rows.
 
     Item sets per user on both days, joined on the user: the rows stay where
-    :func:`per_user.partition_by_user` put them, only the previous day's sets move; the inner join keeps
+    :func:`per_user.persist_user_rows` put them, only the previous day's sets move; the inner join keeps
     returning users only.
     """
     before = previous.groupBy(USER).agg(F.collect_set(ITEM).alias("before"))
@@ -357,7 +357,7 @@ def evaluate_health(
     Parameters
     ----------
     prepared : sliced labelled exposures hash-partitioned by user and
-        persisted (:func:`per_user.partition_by_user`):
+        persisted (:func:`per_user.persist_user_rows`):
         ``slice``, ``user_id``, ``request_id``, ``item_id`` null for empty
         responses, ``clicked``, ``_category``, ``_in_catalog``.
     dims : the slice dimensions (item dimensions restrict the catalog).

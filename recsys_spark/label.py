@@ -2,16 +2,25 @@
 
 Rules (docs/metrics.md, "Labelling"):
 
-* exposures are deduplicated on (request_id, item_id), keeping the smallest
-  position (then the earliest ts); ``copies`` keeps how many rows collapsed;
-* an event with a request_id belongs to the exposure with the same request_id
-  and item_id; one without belongs to the latest exposure with the same
-  user_id, session_id and item_id whose ts lies in [event ts - window, event ts]
-  (ties on ts: the largest request_id);
+* exposures are deduplicated on (user_id, request_id, item_id), keeping the
+  smallest position (then the earliest ts); ``copies`` keeps how many rows
+  collapsed;
+* an event with a request_id belongs to the exposure with the same user_id,
+  request_id and item_id; one without belongs to the latest exposure with the
+  same user_id, session_id and item_id whose ts lies in [event ts - window,
+  event ts] (ties on ts: the largest request_id);
 * relevance = the largest weight among the exposure's events (unlisted events
   weigh 0); ``clicked`` = at least one event named ``click_event``;
-* events that match no exposure are *orphans*: they are kept in the output of
-  :func:`join_feedback` (flagged) so that they are counted, not lost.
+* events that match no exposure are *orphans*: every event is attributed or an
+  orphan, so :func:`label_counts` counts them as events - attributed events.
+
+Every key holds the user: exposures and clicks hash-partitioned by user once
+(:func:`by_user`, the one shuffle of exposure rows) are deduplicated, attributed
+and joined inside their partitions, and the labelled rows come out still
+partitioned by user for the per-user pass.  Spark shares the partitioning only
+with ``spark.sql.requireAllClusterKeysForCoPartition=false`` (the job sets it,
+:func:`recsys_spark.session.job_settings`); without it the results are the same,
+with more shuffles.
 """
 
 from __future__ import annotations
@@ -25,7 +34,6 @@ from recsys_spark.schema import (
     CLICKED,
     COPIES,
     EVENT,
-    EXPOSED,
     ITEM,
     N_EVENTS,
     POSITION,
@@ -37,18 +45,28 @@ from recsys_spark.schema import (
 )
 
 
+def by_user(df: DataFrame, partitions: int) -> DataFrame:
+    """``df`` hash-partitioned by user_id into ``partitions`` (every row of a user in one partition)."""
+    return df.repartition(partitions, USER)
+
+
 def deduplicate_exposures(exposures: DataFrame) -> DataFrame:
-    """One row per (request_id, item_id): the smallest position, then earliest ts.
+    """One row per (user_id, request_id, item_id): the smallest position, then earliest ts.
 
     Adds ``copies`` (rows that collapsed into this one).  An empty response
-    (null item) stays one row per request.
+    (null item) stays one row per request.  A (request_id, item_id) pair under
+    two users is two exposures: each user was shown the item.
     """
-    others = [c for c in exposures.columns if c not in (REQUEST, ITEM, POSITION, TS)]
+    others = [c for c in exposures.columns if c not in (USER, REQUEST, ITEM, POSITION, TS)]
     keep = F.min(F.struct(POSITION, TS, *others)).alias("_kept")
+    # user_id is never null here (validation rejects such rows); said explicitly, because the
+    # attribution's join infers it and Spark pushes that filter down to the scan: written here too,
+    # both branches read the same rows, and the session-window candidates reuse this shuffle
     return (
-        exposures.groupBy(REQUEST, ITEM)
+        exposures.where(F.col(USER).isNotNull())
+        .groupBy(USER, REQUEST, ITEM)
         .agg(keep, F.count(F.lit(1)).alias(COPIES))
-        .select(REQUEST, ITEM, *[F.col(f"_kept.{c}").alias(c) for c in (POSITION, TS, *others)], COPIES)
+        .select(USER, REQUEST, ITEM, *[F.col(f"_kept.{c}").alias(c) for c in (POSITION, TS, *others)], COPIES)
     )
 
 
@@ -65,24 +83,26 @@ def resolve_session_events(events: DataFrame, exposures: DataFrame, window_minut
     """Give events without a request_id the request_id of the exposure they belong to.
 
     Identical events (same user, session, item and ts) are resolved together.
-    Returns (request_id, item_id, weight, is_click, n) with a null request_id
-    for events that found no exposure in the window.
+    Returns (user_id, request_id, item_id, weight, is_click, n) for the events
+    that found an exposure in the window; the others are orphans (no row).
     """
     grouped = (
         events.where(F.col(REQUEST).isNull())
         .groupBy(USER, SESSION, ITEM, TS)
         .agg(F.max("weight").alias("weight"), F.max("is_click").alias("is_click"), F.count(F.lit(1)).alias("n"))
     )
-    # No filter on the grouping keys of ``exposures`` here (not even the item_id IS NOT NULL a plain
-    # equality would imply): Spark pushes such a filter below the deduplication, which then runs
-    # twice, once per branch, with a second full shuffle of the exposures.  Written this way the
-    # candidates read the same deduplicated exposures as the main join (a reused exchange; ``copies``
-    # is referenced so that it is not pruned from this branch's copy), and an empty response (null
-    # item) still matches no event, since the event's item must be non-null.
+    # No filter on the other grouping keys of ``exposures`` here (not even the item_id IS NOT NULL a
+    # plain equality would imply): Spark pushes such a filter below the deduplication, whose shuffle
+    # this branch would then no longer share with the main join.  Written this way the candidates
+    # read the same exposures as the main join (a reused exchange; ``copies`` is referenced so that it
+    # is not pruned from this branch's copy), and an empty response (null item) still matches no
+    # event, since the event's item must be non-null.
     candidates = exposures.where(F.col(COPIES) > 0).select(
         USER, SESSION, ITEM, F.col(REQUEST).alias("_req"), F.col(TS).alias("_exp_ts")
     )
     window = F.expr(f"INTERVAL {int(round(window_minutes * 60))} SECONDS")
+    # an inner join: an event without a candidate is an orphan, and the smaller side (the events, as a
+    # rule) can be the hashed one, so the exposures are neither sorted nor moved for it
     joined = grouped.join(
         candidates,
         on=[
@@ -93,58 +113,54 @@ def resolve_session_events(events: DataFrame, exposures: DataFrame, window_minut
             candidates["_exp_ts"] <= grouped[TS],
             candidates["_exp_ts"] >= grouped[TS] - window,
         ],
-        how="left",
+        how="inner",
     )
-    latest = F.max(F.when(F.col("_req").isNotNull(), F.struct("_exp_ts", "_req")))
     return (
         joined.groupBy(grouped[USER], grouped[SESSION], grouped[ITEM], grouped[TS])
         .agg(
-            latest.alias("_match"),
+            F.max(F.struct("_exp_ts", "_req")).alias("_match"),
             F.max("weight").alias("weight"),
             F.max("is_click").alias("is_click"),
             F.max("n").alias("n"),
         )
-        .select(F.col("_match._req").alias(REQUEST), ITEM, "weight", "is_click", "n")
+        .select(USER, F.col("_match._req").alias(REQUEST), ITEM, "weight", "is_click", "n")
     )
 
 
 def join_feedback(
     exposures: DataFrame, clicks: DataFrame, window_minutes: float, weights: Mapping[str, float], click_event: str
 ) -> DataFrame:
-    """Deduplicated exposures joined with their feedback; orphan events kept as rows.
+    """The deduplicated exposures with their feedback: one row per exposure (empty responses included).
 
-    Output: the exposure columns plus ``relevance``, ``clicked``, ``n_events``
-    and ``exposed`` (false on rows that are orphan events: no exposure matched;
-    their ``n_events`` says how many events).  Rows with ``exposed`` true are
-    the labelled exposures.
+    Output: the exposure columns plus ``relevance``, ``clicked`` and ``n_events``
+    (the events attributed to it).  Orphan events give no row; see
+    :func:`label_counts`.  With ``exposures`` and ``clicks`` partitioned by user
+    (:func:`by_user`, same number of partitions) no exposure row is shuffled
+    again, and the result keeps that partitioning.
     """
     events = weigh_events(clicks, weights, click_event)
     direct = events.where(F.col(REQUEST).isNotNull()).select(
-        REQUEST, ITEM, "weight", "is_click", F.lit(1).cast("long").alias("n")
+        USER, REQUEST, ITEM, "weight", "is_click", F.lit(1).cast("long").alias("n")
     )
-    # session events that found no exposure keep a null request_id: they never
-    # match in the join below and come out as orphan rows
+    # session events that found no exposure in their window are left out: orphans, counted as such
     by_session = resolve_session_events(events, exposures, window_minutes)
     attributed = (
         direct.unionByName(by_session)
-        .groupBy(REQUEST, ITEM)
+        .groupBy(USER, REQUEST, ITEM)
         .agg(F.max("weight").alias(RELEVANCE), F.max("is_click").alias(CLICKED), F.sum("n").alias(N_EVENTS))
     )
-    return (
-        exposures.withColumn(EXPOSED, F.lit(True))
-        .join(attributed, on=[REQUEST, ITEM], how="full")
-        .select(
-            *[F.col(c) for c in exposures.columns],
-            F.coalesce(EXPOSED, F.lit(False)).alias(EXPOSED),
-            F.coalesce(RELEVANCE, F.lit(0.0)).alias(RELEVANCE),
-            F.coalesce(CLICKED, F.lit(False)).alias(CLICKED),
-            F.coalesce(N_EVENTS, F.lit(0)).cast("long").alias(N_EVENTS),
-        )
+    # a left join on the keys: they come from the exposure side (an empty response, null item, matches
+    # no event: every valid event has an item)
+    return exposures.join(attributed, on=[USER, REQUEST, ITEM], how="left").select(
+        *[F.col(c) for c in exposures.columns],
+        F.coalesce(RELEVANCE, F.lit(0.0)).alias(RELEVANCE),
+        F.coalesce(CLICKED, F.lit(False)).alias(CLICKED),
+        F.coalesce(N_EVENTS, F.lit(0)).cast("long").alias(N_EVENTS),
     )
 
 
 def label_counts(labelled: DataFrame, events: int) -> dict[str, int]:
-    """Data-quality counts in one pass over labelled exposures (:func:`labelled_exposures`; one row per
+    """Data-quality counts in one pass over labelled exposures (:func:`join_feedback`; one row per
     exposure: with slices, the caller keeps the ``all`` rows).
 
     ``events`` is the number of events given to :func:`join_feedback`: each one is either attributed
@@ -172,8 +188,3 @@ def label_counts(labelled: DataFrame, events: int) -> dict[str, int]:
         "clicked_exposures",
     )
     return {k: counts[k] for k in order}
-
-
-def labelled_exposures(joined: DataFrame) -> DataFrame:
-    """The exposure rows of a :func:`join_feedback` result (empty responses included)."""
-    return joined.where(F.col(EXPOSED)).drop(EXPOSED)

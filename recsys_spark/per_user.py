@@ -1,6 +1,6 @@
 """Spark adapter: score all users in one pass over the labelled exposures, whole partitions at a time.
 
-:func:`partition_by_user` then ``mapInArrow(...)``: one shuffle puts every
+:func:`persist_user_rows` then ``mapInArrow(...)``: one shuffle puts every
 row of a user in the same partition (the health indicators read the same
 persisted partitions); each Python task reads its
 partition as Arrow batches, turns the strings into pandas categoricals
@@ -78,8 +78,9 @@ from recsys_spark.schema import (
 from recsys_spark.session import CACHE_LEVEL
 
 
-def partition_by_user(sliced: DataFrame, partitions: int) -> DataFrame:
-    """The one shuffle of the labelled exposures: every row of a user in one partition, persisted.
+def persist_user_rows(sliced: DataFrame) -> DataFrame:
+    """The labelled exposures, partitioned by user by the caller (:func:`recsys_spark.label.by_user`),
+    narrowed and persisted: every row of a user in one partition.
 
     Keeps the columns the per-user pass, the health indicators, the label
     counts and the business rules need; all read it in place (no further
@@ -105,7 +106,7 @@ def partition_by_user(sliced: DataFrame, partitions: int) -> DataFrame:
         )
         if c in sliced.columns
     ]
-    return sliced.select(*keep).repartition(partitions, USER).persist(CACHE_LEVEL)
+    return sliced.select(*keep).persist(CACHE_LEVEL)
 
 
 def ranking_input(labelled: DataFrame, list_unit: str, has_score: bool) -> DataFrame:
@@ -235,7 +236,7 @@ class UserMetrics:
         list_unit: str = "request",
     ) -> None:
         """``partitions``: hash-partition ``ranked`` by user into that many; None when it already is
-        (built on :func:`partition_by_user`: then the pass reads it in place, no shuffle)."""
+        (built on :func:`persist_user_rows`: then the pass reads it in place, no shuffle)."""
         self.ranked, self.ks, self.gain = ranked, tuple(ks), gain
         self.max_user_rows, self.rows_per_bucket, self.list_unit = max_user_rows, rows_per_bucket, list_unit
         rows = ranked if partitions is None else ranked.repartition(partitions, USER)

@@ -25,8 +25,8 @@ from recsys_spark.connect import default_parallelism
 from recsys_spark.errors import EmptyInputError, HardRuleViolation, JobError, root_cause
 from recsys_spark.experiments import experiment_stage
 from recsys_spark.health import HealthResult, evaluate_health, lorenz_frame
-from recsys_spark.label import deduplicate_exposures, join_feedback, label_counts, labelled_exposures
-from recsys_spark.per_user import UserMetrics, bucket_count, partition_by_user, ranking_input
+from recsys_spark.label import by_user, deduplicate_exposures, join_feedback, label_counts
+from recsys_spark.per_user import UserMetrics, bucket_count, persist_user_rows, ranking_input
 from recsys_spark.pooled_auc import pooled_auc
 from recsys_spark.read import conform, empty_frame, read_parquet
 from recsys_spark.rules import RuleResult, as_dicts, rules_frame, scan_rules
@@ -168,11 +168,11 @@ class Day:
 class Labelled:
     """Exposures joined with their feedback, sliced and partitioned by user (persisted), and the ranking input."""
 
-    joined: DataFrame  # label.join_feedback: exposure rows and orphan events (persisted only for popularity)
+    joined: DataFrame  # label.join_feedback: one row per exposure, by user (persisted only for popularity)
     labels: dict[str, int]  # label.label_counts
     sliced: DataFrame  # one row per (exposure, slice)
     cutoffs: PopularityCutoffs | None
-    by_user: DataFrame  # sliced, hash-partitioned by user and persisted: the one shuffle of exposures
+    by_user: DataFrame  # sliced, hash-partitioned by user and persisted (the one shuffle of exposures)
     ranked: DataFrame  # by_user's exposed items with list_id and score (same partitions)
     partitions: int
     late: DataFrame | None = None  # the next day's late events that match a late exposure (persisted)
@@ -548,13 +548,13 @@ def catalog_conflicts(items: DataFrame | None) -> tuple[int, tuple[str, ...]]:
 
 
 def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
-    """Deduplicate, attach slice columns, attribute feedback, explode the slices and partition them by
-    user, persisted: the one shuffle of exposures, which the counts here, the metrics, the health
-    indicators and the rules all read in place.
+    """Partition exposures and clicks by user, deduplicate, attach slice columns, attribute feedback,
+    explode the slices, persisted: the one shuffle of exposure rows (:mod:`recsys_spark.label`), whose
+    partitions the counts here, the metrics, the health indicators and the rules all read in place.
 
-    Only those partitions are kept: the orphan events are counted from the valid events instead of
-    read (see :func:`label.label_counts`), and the join itself is persisted only when the popularity
-    slice needs a pass over it first (its cut-offs).
+    Only those partitions are kept: the orphan events are counted from the valid events (see
+    :func:`label.label_counts`), and the labelled rows are persisted before the explode only when the
+    popularity slice needs a pass over them first (its cut-offs).
     """
     inputs, valid = day.inputs, day.valid
     window = cfg.attribution.window_minutes
@@ -564,17 +564,6 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
         late = late.persist(CACHE_LEVEL)
         n_late = late.count()
         clicks = clicks.unionByName(late, allowMissingColumns=True)
-    deduplicated = deduplicate_exposures(valid.exposures).transform(
-        add_slice_columns, inputs.slices, day.date, cfg.slices.new_user_days
-    )
-    joined = join_feedback(deduplicated, clicks, window, cfg.labels.event_weights, cfg.labels.click_event)
-    cutoffs = None
-    if "popularity" in cfg.slices.names:
-        joined = joined.persist(CACHE_LEVEL)
-        cutoffs = popularity_cutoffs(
-            labelled_exposures(joined), cfg.slices.popularity_head_share, cfg.slices.popularity_tail_share
-        )
-    sliced = explode_slices(labelled_exposures(joined), inputs.slices.dims, cutoffs)
     # each exposure comes once under "all" and at most once more per slice dimension; the valid rows
     # (before deduplication) bound the exposures
     partitions = bucket_count(
@@ -582,16 +571,29 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
         cfg.execution.rows_per_bucket,
         default_parallelism(spark),
     )
-    by_user = partition_by_user(sliced, partitions)
-    labels = label_counts(all_slice(by_user), valid.valid_events + n_late)  # builds the user partitions
+    deduplicated = deduplicate_exposures(by_user(valid.exposures, partitions)).transform(
+        add_slice_columns, inputs.slices, day.date, cfg.slices.new_user_days
+    )
+    joined = join_feedback(
+        deduplicated, by_user(clicks, partitions), window, cfg.labels.event_weights, cfg.labels.click_event
+    )
+    cutoffs = None
+    if "popularity" in cfg.slices.names:
+        joined = joined.persist(CACHE_LEVEL)
+        cutoffs = popularity_cutoffs(joined, cfg.slices.popularity_head_share, cfg.slices.popularity_tail_share)
+    # partitioned by user again: Spark drops this repartition when the rows already are (it keeps it when
+    # a slice's join or window moved them, e.g. popularity's count by item)
+    sliced = explode_slices(by_user(joined, partitions), inputs.slices.dims, cutoffs)
+    user_rows = persist_user_rows(sliced)
+    labels = label_counts(all_slice(user_rows), valid.valid_events + n_late)  # builds the user partitions
     labels["late_events"] = n_late
     return Labelled(
         joined,
         labels,
         sliced,
         cutoffs,
-        by_user,
-        ranking_input(by_user, cfg.ranking.list_unit, inputs.has_score),
+        user_rows,
+        ranking_input(user_rows, cfg.ranking.list_unit, inputs.has_score),
         partitions,
         late,
     )
@@ -633,19 +635,19 @@ def metric_stage(labelled: Labelled, cfg: Config, out: DailyOutput) -> Metrics:
 def run_metric_stage(labelled: DataFrame, cfg: Config, out: DailyOutput, rows: int, has_score: bool = True) -> Metrics:
     """The metric stage on labelled exposures built outside :func:`evaluate_day` (the benchmark's entry).
 
-    ``labelled``: one row per labelled exposure (:func:`label.labelled_exposures`, optionally with a
+    ``labelled``: one row per labelled exposure (:func:`label.join_feedback`, optionally with a
     ``slice`` column), ``rows`` about how many (it sizes the user partitions). Partitions them by user (the
     one shuffle), runs :func:`metric_stage` (``user_metrics`` staged in ``out``; the caller commits or
     aborts ``out``) and unpersists the partitions.
     """
     spark = labelled.sparkSession
     partitions = bucket_count(rows, cfg.execution.rows_per_bucket, default_parallelism(spark))
-    by_user = partition_by_user(labelled, partitions)
-    ranked = ranking_input(by_user, cfg.ranking.list_unit, has_score)
+    user_rows = persist_user_rows(by_user(labelled, partitions))
+    ranked = ranking_input(user_rows, cfg.ranking.list_unit, has_score)
     try:
-        return metric_stage(Labelled(labelled, {}, labelled, None, by_user, ranked, partitions), cfg, out)
+        return metric_stage(Labelled(labelled, {}, labelled, None, user_rows, ranked, partitions), cfg, out)
     finally:
-        by_user.unpersist()
+        user_rows.unpersist()
 
 
 def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config) -> HealthResult:

@@ -43,6 +43,10 @@ def job_settings(arrow_batch_rows: int, extra: Mapping[str, str] | None = None) 
         # tiny tasks, which multiplies the job's time (docs/performance.md)
         "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
         "spark.sql.execution.arrow.maxRecordsPerBatch": str(arrow_batch_rows),
+        # exposures and clicks are partitioned by user once; the deduplication (user, request, item), the
+        # attribution joins and the per-user pass all reuse that partitioning.  Spark's default (true)
+        # re-shuffles a join unless it is partitioned by all of its keys (recsys_spark/label.py)
+        "spark.sql.requireAllClusterKeysForCoPartition": "false",
         **(extra or {}),
     }
 

@@ -9,12 +9,13 @@ collect_ignore = ["airflow"]  # the DAG test runs in its own venv: make test-air
 
 @pytest.fixture(scope="session")
 def spark():
-    from recsys_spark.session import build_session
+    from recsys_spark.session import build_session, job_settings
 
     session = build_session(
         app_name="recsys-spark-tests",
         master="local[2]",
         settings={
+            **job_settings(2),  # the settings the job runs with; the lines below tune them for tests
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
             "spark.ui.enabled": "false",

@@ -10,8 +10,9 @@ import pytest
 
 from recsys_spark.config import load_config
 from recsys_spark.health import evaluate_health, item_pass, partition_pass, request_rows
-from recsys_spark.label import deduplicate_exposures, join_feedback, labelled_exposures
-from recsys_spark.per_user import partition_by_user
+from recsys_spark.label import by_user as partitioned_by_user
+from recsys_spark.label import deduplicate_exposures, join_feedback
+from recsys_spark.per_user import persist_user_rows
 from recsys_spark.pipeline import evaluate_day
 from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS, input_ddl
 from recsys_spark.slices import SliceInputs, add_slice_columns, explode_slices, popularity_cutoffs, resolve_slices
@@ -49,12 +50,12 @@ def health(spark):
     inputs = SliceInputs(dims, catalog, None, "items", "users")
     deduplicated = deduplicate_exposures(exposures).transform(add_slice_columns, inputs, golden.DAY, 7)
     joined = join_feedback(deduplicated, spark.createDataFrame(golden.CLICKS, CLICK_DDL), 30.0, {"click": 1.0}, "click")
-    cutoffs = popularity_cutoffs(labelled_exposures(joined), 0.2, 0.2)
-    sliced = explode_slices(labelled_exposures(joined), dims, cutoffs)
+    cutoffs = popularity_cutoffs(joined, 0.2, 0.2)
+    sliced = explode_slices(joined, dims, cutoffs)
     # the job's own partitioning: the per-user metrics and health read the same persisted rows
     result = evaluate_health(
         spark,
-        partition_by_user(sliced, 4),
+        persist_user_rows(partitioned_by_user(sliced, 4)),
         dims,
         catalog,
         min_list_length=5,
@@ -182,7 +183,7 @@ def test_shared_user_partitions_are_cached_deserialized(health):
     from pyspark import StorageLevel
 
     _, sliced, _ = health
-    by_user = partition_by_user(sliced, 2)
+    by_user = persist_user_rows(partitioned_by_user(sliced, 2))
     try:
         assert by_user.storageLevel == StorageLevel.MEMORY_AND_DISK_DESER
     finally:
@@ -212,7 +213,7 @@ def test_health_is_one_python_pass_that_moves_sums_not_exposure_rows(health):
     # the branches then read those sums, persisted, and shuffle only them: no exposure row moves again
     _, sliced, _ = health
     rows = sliced.sparkSession.createDataFrame(sliced.collect(), sliced.schema)  # no lineage in the plan text
-    by_user = partition_by_user(rows, 2)
+    by_user = persist_user_rows(partitioned_by_user(rows, 2))
     try:
         by_user.count()
         summed = partition_pass(by_user, 5)
