@@ -328,24 +328,29 @@ def multiple_assignment_check(experiment: str, excluded: int, counted: int) -> C
     )
 
 
-def layer_checks(rows: DataFrame, layers: Mapping[str, str], threshold: float) -> list[Check]:
+def layer_checks(users: DataFrame, layers: Mapping[str, str], threshold: float) -> list[Check]:
     """Chi-square test of independence of the variants of users in both layers, per pair of layers.
 
-    A user's cell in a layer is its (experiment, variant); users with several
-    cells in one layer, or excluded for several variants, are left out.
+    ``users``: the day's ``experiment_users`` rows (one per slice and user, with the ``variants``
+    map); only the ``all`` slice is read.  A user's cell in a layer is its (experiment, variant);
+    users with several cells in one layer, or excluded for several variants, are left out.
     """
     names = sorted(set(layers.values()))
     if len(names) < 2:
         return []
     layer_of = F.create_map(*[F.lit(x) for item in sorted(layers.items()) for x in item])
-    # per user, its (layer, cell) pairs; the layers where it has exactly one cell; every pair of those: one
-    # aggregation by user and one small count (a self-join of the cells cost a second shuffle)
-    cells = (
-        rows.where((F.col(SLICE) == ALL) & F.col(VARIANT).isNotNull())
-        .select(USER, layer_of[F.col(EXPERIMENT)].alias(LAYER), F.concat_ws("/", EXPERIMENT, VARIANT).alias("cell"))
-        .where(F.col(LAYER).isNotNull())
-        .groupBy(USER)
-        .agg(F.collect_list(F.struct(LAYER, "cell")).alias("cells"))
+    # a user's (layer, cell) pairs come from its own row's map: no aggregation by user, no shuffle;
+    # the layers where it has exactly one cell, and every pair of those, are computed in the row
+    cells = users.where(F.col(SLICE) == ALL).select(
+        F.filter(
+            F.transform(
+                F.filter(F.map_entries(VARIANTS), lambda e: e["value"].isNotNull()),  # not excluded
+                lambda e: F.struct(
+                    layer_of[e["key"]].alias(LAYER), F.concat_ws("/", e["key"], e["value"]).alias("cell")
+                ),
+            ),
+            lambda c: c[LAYER].isNotNull(),
+        ).alias("cells")
     )
     single = F.filter("cells", lambda a: F.size(F.filter("cells", lambda b: b[LAYER] == a[LAYER])) == 1)
     pair = F.flatten(
@@ -419,7 +424,7 @@ def _confidence(cfg: Config) -> float:
 
 
 def analyse(
-    rows: DataFrame, cfg: Config, specs: Sequence[MetricSpec], cuped: bool, layers: Mapping[str, str] | None
+    rows: DataFrame, cfg: Config, specs: Sequence[MetricSpec], cuped: bool
 ) -> tuple[list[ResultRow], list[Check], dict[str, Any]]:
     """Result rows, checks and the summary section from exploded per-user rows (one per experiment, slice, user)."""
     ex = cfg.experiments
@@ -454,8 +459,6 @@ def analyse(
                 for r in rows_of
                 if r.slice == ALL and r.covariate_n is not None
             }
-    if layers:
-        checks += layer_checks(rows, layers, ex.srm_p_threshold)
     return results, checks, section
 
 
@@ -525,7 +528,8 @@ def experiment_stage(
     )
     values = read_user_values(spark, out.staged_path("user_metrics"), cfg.metrics.k)
     staged = out.stage(USERS_TABLE, user_day_table(by_user, values, assignments))
-    rows = explode_variants(spark.read.parquet(staged))
+    users = spark.read.parquet(staged)
+    rows = explode_variants(users)
     cuped = ex.cuped_days > 0
     if cuped:
         previous, found = read_user_tables(spark, out.root, previous_days(date, ex.cuped_days))
@@ -534,7 +538,9 @@ def experiment_stage(
             f"tables{': none found, no adjustment' if not found else ''}"
         )
         rows = with_covariates(rows, previous, specs)
-    results, checks, section = analyse(rows, cfg, specs, cuped, layers)
+    results, checks, section = analyse(rows, cfg, specs, cuped)
+    if layers:
+        checks += layer_checks(users, layers, ex.srm_p_threshold)
     out.stage(RESULTS_TABLE, results_frame(spark, results).coalesce(1))
     out.stage(CHECKS_TABLE, checks_frame(spark, checks).coalesce(1))
     failed = [str(c.experiment) for c in checks if c.check == "srm" and not c.passed]
@@ -614,7 +620,7 @@ def run_window(
         rows = with_covariates(rows, previous, specs)
     rows = rows.persist()
     try:
-        results, checks, section = analyse(rows, cfg, specs, cuped, None)
+        results, checks, section = analyse(rows, cfg, specs, cuped)
     finally:
         rows.unpersist()
     if experiment not in section:
