@@ -327,6 +327,113 @@ EQUIVALENT = [
         "a name the other part lacks has nb = 0 there: ma + (mb - ma) * 0 / n is ma whatever mb is",
         r"Moments.merge",
     ),
+    # kernels/health_pass.py (reviewed 23 Nov, third session)
+    (
+        r"np\.full\(n, -1, (dtype=None)?\)",
+        r"np\.full\(n, -1, dtype=np\.int64\)",
+        "np.full infers int64 from the integer fill value -1",
+        r"x__columns",
+    ),
+    (
+        r"np\.array\(\[r\[2\] for r in sums\], (dtype=None)?\)",
+        r"np\.array\(\[r\[2\] for r in sums\], dtype=np\.float64\)",
+        "the values are Python floats (or none): numpy makes a float64 array either way",
+        r"x__columns",
+    ),
+    (
+        r"^(?!.*minlength).*np\.bincount\(",
+        r"np\.bincount\(.*minlength=",
+        "the group ids come from _groups (np.unique's inverse) and every id 0 .. size - 1 occurs (every item group"
+        " has a user pair), so bincount's length is size without minlength",
+        r"x__sum|x__exposed_rows|x_partition_sums",
+    ),
+    (
+        r"minlength=len\(sc_first\)\), \)$",
+        r"minlength=len\(sc_first\)\), None",
+        "users=None is _part's default",
+        r"x__exposed_rows",
+    ),
+    (
+        r"if len\(c\) else 2 ",
+        r"if len\(c\) else 1 ",
+        "an empty column gives an empty key: its base only scales zero rows",
+        r"x__groups",
+    ),
+    (
+        r"if radix (> 2\*\*62|>= 2 \* 62|>= 2\*\*63):|^radix = 2$|\+ 3 if len\(c\)",
+        r"if radix >= 2\*\*62:|^radix = 1$|\+ 2 if len\(c\)",
+        "the fallback (np.unique over the rows, sorted lexicographically as the folded key is) gives the same"
+        " groups, so reaching it sooner (radix from 2, the threshold 124, a wider base) changes nothing; and a"
+        " radix below 2^63 still fits the folded key (< radix) in int64",
+        r"x__groups",
+    ),
+    (
+        r"key \* base - \(c\.astype\(np\.int64\) \+ 1\)|key \* base \+ \(c\.astype\(np\.int64\) (- 1|\+ 2)\)",
+        r"key \* base \+ \(c\.astype\(np\.int64\) \+ 1\)",
+        "each digit still takes base consecutive values (c - 1 .. max - 1, c + 2 .. max + 2, or subtracted): the"
+        " fold stays one-to-one; only the numbering of the groups changes, and every output row carries its own"
+        " slice and key codes (nothing reads the order)",
+        r"x__groups",
+    ),
+    (
+        r"inverse\.reshape\((None|-2)\)",
+        r"inverse\.reshape\(-1\)",
+        "np.unique's inverse is already 1-d (numpy 2.4): reshape(None) and reshape(-2) return it unchanged",
+        r"x__groups",
+    ),
+    (
+        r"np\.zeros\(len\(n\), (dtype=None)?\)|^pos = n > 1$",
+        r"np\.zeros\(len\(n\), dtype=np\.float64\)|^pos = n > 0$",
+        "np.zeros is float64 by default; and 1 ln 1 = 0 is the value the zeros already hold",
+        r"x__n_log_n",
+    ),
+    (
+        r"^pos = (None|n >= 0)$",
+        r"^pos = n > 0$",
+        "where n = 0, s = 0 too (Σ 0 ln 0 := 0), and ln 0 - 0 / 0 is NaN, the value the NaN fill already holds"
+        " (numpy warns only: no pytest filter makes it an error)",
+        r"x__entropy",
+    ),
+    (r"\] = None$", r"\] = np\.nan$", "assigning None into a float64 array stores NaN", r"x__nansum"),
+    (
+        r"np\.full\(n, name, (dtype=None)?\)",
+        r"np\.full\(n, name, dtype=object\)",
+        "a part is concatenated after _columns' object array of names, never empty when a part exists (parts come"
+        " only with exposed rows, which give per-slice sums): the result is an object array of str either way",
+        r"x__part",
+    ),
+    (
+        r"np\.nan_to_num\(v, \)",
+        r"np\.nan_to_num\(v, nan=0\.0\)",
+        "nan=0.0 is nan_to_num's default",
+        r"x_partition_sums",
+    ),
+    # kernels/moments.py's dtype arguments (reviewed 23 Nov, third session; pandas 2.3, tested in
+    # tests/test_moments.py with numpy, nullable and Arrow-backed columns)
+    (
+        r"to_numpy\((dtype=None, )?na_value=np\.nan\)|to_numpy\(dtype=np\.float64, (na_value=None)?\)",
+        r"to_numpy\(dtype=np\.float64, na_value=np\.nan\)",
+        "pandas turns a missing value of a float column (NaN, pd.NA of Float64 or double[pyarrow], None of an object"
+        " column) into NaN for dtype float64 whatever na_value is, and without dtype gives float64, or an object"
+        " array of floats and NaN that Moments.of casts to float64: the same moments",
+        r"x_user_table_moments",
+    ),
+    (
+        r"to_numpy\((dtype=None)?\)",
+        r"to_numpy\(dtype=np\.float64\)",
+        "the counts are int64 (Spark longs; Int64 and int64[pyarrow] without nulls give int64 arrays too):"
+        " ranked == 0, the products (far below 2^63) and the sums are the same integers, and Moments.of casts"
+        " weights and sums to float64",
+        r"x_user_table_moments",
+    ),
+    (
+        r"np\.asarray\((weights\[name\]|v), (dtype=None)?\)",
+        r"np\.asarray\((weights\[name\]|v), dtype=np\.float64\)",
+        "user_table_moments, the only caller, passes float64 weights and float64 or bool sums"
+        " (users_without_ranked_list, which np.sum counts: the same float); integer weights or sums give the"
+        " same exact sums and products (tested)",
+        r"Moments.of",
+    ),
 ]
 
 
