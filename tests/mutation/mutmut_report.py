@@ -25,6 +25,21 @@ OUT = REPO / "build" / "mutation" / "kernels.md"
 #: (regex on the mutated line, regex on the original line, reason[, regex on the mutant's function]): reviewed
 #: equivalences
 EQUIVALENT = [
+    # kernels/regression.py (reviewed 23 Nov, third session); first, so that these reasons win over the older
+    # unrestricted patterns that also match rankdata's lines
+    (
+        r"np\.argsort\(v, (kind=(None|\"STABLE\"))?\)",
+        r"np\.argsort\(v, kind=\"stable\"\)",
+        "tied values get their group's average rank: the order among ties does not change any rank",
+        r"x_rankdata",
+    ),
+    (
+        r"np\.(empty|asarray)\((len\(v\)|values), (dtype=None)?\)",
+        r"np\.(empty|asarray)\((len\(v\)|values), dtype=np\.float64\)",
+        "np.empty is float64 by default; integer values sort and compare the same, and the average ranks are"
+        " floats either way",
+        r"x_rankdata",
+    ),
     (r'float\("NAN"\)', r'float\("nan"\)', 'float() parses "NAN" as NaN'),
     (r"\.astype\(None\)", r"\.astype\(np\.float64\)", "astype(None) is astype(float64)"),
     (
@@ -433,6 +448,28 @@ EQUIVALENT = [
         " (users_without_ranked_list, which np.sum counts: the same float); integer weights or sums give the"
         " same exact sums and products (tested)",
         r"Moments.of",
+    ),
+    # kernels/regression.py, continued
+    (
+        r"return r, min\(2\.0, 2\.0 \* t_sf\(t, n - 2\)\)",
+        r"return r, min\(1\.0, 2\.0 \* t_sf\(t, n - 2\)\)",
+        "t = |r| sqrt(...) >= 0, so t_sf(t) = I_x(df/2, 1/2) / 2 <= 1/2: the cap at 1 never binds",
+        r"x__correlation",
+    ),
+    (
+        r"np\.asarray\((x|y), (dtype=None)?\)",
+        r"np\.asarray\((x|y), dtype=np\.float64\)",
+        "x and y are numbers (the report drops None before the call; a Float64 column with pd.NA becomes a float"
+        " array with NaN): integer input gives the same means, dot products and ranks",
+        r"x_fit_line",
+    ),
+    (
+        r"lo, hi = -2\.0, 1\.0|lo, hi = -1\.0, 2\.0|while t_sf\(lo, df\) <= target|lo \*= 3\.0"
+        r"|while t_sf\(hi, df\) >= target",
+        r"lo, hi = -1\.0, 1\.0|while t_sf\(lo, df\) < target|lo \*= 2\.0|while t_sf\(hi, df\) > target",
+        "another initial bracket or widening step still brackets the root, and the bisection stops at the same"
+        " 1e-12 (relative) width: the quantile is the same to its stated precision",
+        r"x_t_ppf",
     ),
 ]
 
