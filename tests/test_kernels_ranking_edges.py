@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from recsys_spark.kernels.ranking import dcg_at_k, discount, list_metrics
+from recsys_spark.kernels.ranking import dcg_at_k, discount, gain, list_metrics
 
 METRICS = ("ndcg", "map", "precision", "recall", "hit_rate", "hits")
 
@@ -41,3 +41,8 @@ def test_list_metrics_of_no_list():
     got = list_metrics([], [], [], (1, 5))
     assert set(got) == {"n", "n_relevant", "mrr"} | {f"{m}@{k}" for m in METRICS for k in (1, 5)}
     assert all(len(v) == 0 for v in got.values())
+
+
+def test_gain_default_is_exponential():
+    assert gain(np.array([0.0, 1.0, 3.0])).tolist() == [0.0, 1.0, 7.0]
+    assert gain([0, 1, 3], "linear").tolist() == [0.0, 1.0, 3.0]
