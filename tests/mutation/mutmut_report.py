@@ -471,6 +471,120 @@ EQUIVALENT = [
         " 1e-12 (relative) width: the quantile is the same to its stated precision",
         r"x_t_ppf",
     ),
+    # kernels/users.py (reviewed 23 Nov, third session)
+    (
+        r"^tied = .*\) \| \(",
+        r"^tied = \(u\[1:\] == u\[:-1\]\) & \(li\[1:\] == li\[:-1\]\) & \(s\[1:\] == s\[:-1\]\)"
+        r" & \(p\[1:\] == p\[:-1\]\)$",
+        "tied only decides whether to sort again with the item id as the last key, which reorders exact ties"
+        " only: a superset of the true ties (an & made |) gives the same order, just sorted once more",
+        r"x__rank_order",
+    ),
+    (
+        r"\[\"(score|relevance)\"\]\.to_numpy\((dtype=None, )?na_value=(-np\.inf|0\.0)\)",
+        r"\[\"(score|relevance)\"\]\.to_numpy\(dtype=np\.float64, na_value=(-np\.inf|0\.0)\)",
+        "score and relevance arrive as float64, Float64 or Int64 columns: pandas gives float64 with the na_value"
+        " (or int64 without nulls), and every later use (comparisons, -score, gain, list_metrics' and"
+        " grouped_auc's float64 casts) gives the same ranks and values",
+        r"x_score_users",
+    ),
+    (
+        r"^(?!.*minlength).*np\.bincount\(unit_idx, ",
+        r"np\.bincount\(unit_idx, .*minlength=n_units\)",
+        "unit_idx is np.unique's inverse over the units of the lists: every unit 0 .. n_units - 1 occurs, so"
+        " bincount's length is n_units without minlength",
+        r"x_score_users",
+    ),
+    (
+        r"np\.where\(n_ranked (>= 0, unit_sum\(values\) / n_ranked, np\.nan|> 0, unit_sum\(values\) / n_ranked,"
+        r" None)\)",
+        r"np\.where\(n_ranked > 0, unit_sum\(values\) / n_ranked, np\.nan\)",
+        "a unit without a ranked list has unit_sum 0 and n_ranked 0: 0 / 0 is NaN already (errstate silences it);"
+        " a None there becomes NaN in user_table's float64 cast",
+        r"x_score_users",
+    ),
+    (
+        r"grouped_auc\(row_unit, relevance > 0, score, (None)?\)",
+        r"grouped_auc\(row_unit, relevance > 0, score, n_units\)",
+        "every unit has rows, so row_unit's largest code is n_units - 1 and the inferred group count is n_units",
+        r"x_score_users",
+    ),
+    (
+        r"np\.asarray\((slices|users), (dtype=None)?\)",
+        r"np\.asarray\((slices|users), dtype=object\)",
+        "pd.factorize's uniques of a string, string[python] or categorical column are an object array already,"
+        " and user_table casts slice and user_id to object (integer ids become the same Python ints)",
+        r"x_score_users",
+    ),
+    (
+        r"\.astype\(None\)",
+        r"\.astype\(np\.int64\)",
+        "user_table casts every column to its declared type (long: int64); the counts are exact integers in"
+        " float64, so the values are the same",
+        r"x_score_users",
+    ),
+    (
+        r"np\.asarray\((ks|per_user\[name\]), (dtype=None)?\)|astype\(_DTYPES\[kind\], (copy=None)?\)",
+        r"np\.asarray\((ks|per_user\[name\]), dtype=(np\.int32|_DTYPES\[kind\])\)|astype\(_DTYPES\[kind\],"
+        r" copy=False\)",
+        "the next line casts every column to its declared type (astype(_DTYPES[kind])), None of an object array"
+        " to NaN, strings to Python str; copy= only decides whether the array is copied",
+        r"x_user_table",
+    ),
+    # kernels/ranking.py (reviewed 23 Nov, third session)
+    (
+        r"np\.asarray\((rel_ranked|ideal_ranked), (dtype=None)?\)",
+        r"np\.asarray\((rel_ranked|ideal_ranked), dtype=np\.float64\)",
+        "relevance is numeric: every use is a > 0 comparison, np.sort or gain(), which casts to float64",
+        r"x_dcg_at_k|x_ndcg_at_k|x_list_metrics",
+    ),
+    (
+        r"np\.arange\((2, n \+ 2|total), (dtype=None)?\)",
+        r"np\.arange\((2, n \+ 2|total), dtype=np\.(float64|int64)\)",
+        "np.arange of integers is int64 already, and np.log2 of the integer ranks is the same float64",
+        r"x_discount|x_list_metrics",
+    ),
+    (
+        r"reduceat\(.*, starts\) if \(total\) or True else (np\.zeros\(0\)|nan)$",
+        r"reduceat\(.*, starts\) if total else (np\.zeros\(0\)|nan)$",
+        "np.add / np.minimum.reduceat over no list (empty starts) return an empty float array too (tested:"
+        " list_metrics of no list)",
+        r"x_list_metrics",
+    ),
+    (
+        r"np\.where\(relevant > 0, rank, total \+ 2\)",
+        r"np\.where\(relevant > 0, rank, total \+ 1\)",
+        "the sentinel rank of a list without a relevant item is never read: mrr is np.where(has_relevant, 1 /"
+        " first, NaN)",
+        r"x_list_metrics",
+    ),
+    (
+        r"out\[name\] = values\.astype\(_DTYPES\[kind\], copy=True\)|pd\.DataFrame\(out, (columns=None)?\)$",
+        r"out\[name\] = values\.astype\(_DTYPES\[kind\], copy=False\)|pd\.DataFrame\(out, columns=\[name for",
+        "copy= only decides whether the array is copied; the dict is filled in USER_METRICS_COLUMNS' order, so"
+        " DataFrame(out) has that column order without columns= (the tests check the column list)",
+        r"x_user_table",
+    ),
+    (
+        r"^disc = 2\.0 / np\.log2\(rank \+ 1\.0\)$",
+        r"^disc = 1\.0 / np\.log2\(rank \+ 1\.0\)$",
+        "disc only enters NDCG's ratio of DCG to IDCG terms, both doubled: scaling by 2 is exact in binary floating"
+        " point, so the ratio is the same to the bit",
+        r"x_list_metrics",
+    ),
+    (
+        r"np\.asarray\(rel, (dtype=None)?\)",
+        r"np\.asarray\(rel, dtype=np\.float64\)",
+        "integer relevances: exp2 gives the same floats and the linear gain the same values, which every caller"
+        " multiplies by a float64 discount",
+        r"x_gain",
+    ),
+    (
+        r"np\.where\(idcg >= 0, ",
+        r"np\.where\(idcg > 0, ",
+        "idcg = 0 means no relevant item in the top k, so the DCG is 0 too: 0 / 0 is NaN already",
+        r"x_list_metrics",
+    ),
 ]
 
 
@@ -497,7 +611,12 @@ def _diff(functions: dict[str, str], key: str) -> tuple[str, str]:
     orig = functions.get(re.sub(r"__mutmut_\d+$", "__mutmut_orig", name), "")
     mutant = functions.get(name, "")
     minus, plus = [], []
-    for line in difflib.ndiff(orig.splitlines()[1:], mutant.splitlines()[1:]):
+
+    # the def line too (a mutated default argument), with the mutant's own name taken out
+    def lines(src: str) -> list[str]:
+        return [re.sub(r"__mutmut_(orig|\d+)\(", "(", src.splitlines()[0]), *src.splitlines()[1:]] if src else []
+
+    for line in difflib.ndiff(lines(orig), lines(mutant)):
         if line.startswith("- "):
             minus.append(line[2:].strip())
         elif line.startswith("+ "):
