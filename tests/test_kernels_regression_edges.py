@@ -37,18 +37,18 @@ def test_correlation_of_x_spanning_exactly_one_and_of_two_points():
 
 @pytest.mark.parametrize("level", [0.0, 1.0, 1.5, -0.1])
 def test_level_outside_the_open_unit_interval_is_refused(level):
-    with pytest.raises(ValueError, match=r"level must be in \(0, 1\), got"):
+    with pytest.raises(ValueError, match=r"^level must be in \(0, 1\), got -?[0-9.]+$"):
         fit_line([1, 2, 3], [1, 2, 4], level=level)
 
 
 def test_unequal_lengths_are_refused_with_the_reason():
-    with pytest.raises(ValueError, match="x and y must have the same length"):
+    with pytest.raises(ValueError, match=r"^x and y must have the same length$"):
         fit_line([1, 2, 3], [1, 2])
 
 
 @pytest.mark.parametrize("q", [0.0, 1.0, 1.5, -0.5])
 def test_t_quantile_outside_the_open_unit_interval_is_refused(q):
-    with pytest.raises(ValueError, match=r"q must be in \(0, 1\), got"):
+    with pytest.raises(ValueError, match=r"^q must be in \(0, 1\), got -?[0-9.]+$"):
         t_ppf(q, 5)
 
 

@@ -465,10 +465,13 @@ EQUIVALENT = [
     ),
     (
         r"lo, hi = -2\.0, 1\.0|lo, hi = -1\.0, 2\.0|while t_sf\(lo, df\) <= target|lo \*= 3\.0"
-        r"|while t_sf\(hi, df\) >= target",
-        r"lo, hi = -1\.0, 1\.0|while t_sf\(lo, df\) < target|lo \*= 2\.0|while t_sf\(hi, df\) > target",
-        "another initial bracket or widening step still brackets the root, and the bisection stops at the same"
-        " 1e-12 (relative) width: the quantile is the same to its stated precision",
+        r"|while t_sf\(hi, df\) >= target|if t_sf\(mid, df\) >= target"
+        r"|if hi - lo (<= 1e-12 \* max\(1\.0|< 1e-12 / max\(1\.0|< 1e-12 \* max\(2\.0), abs\(mid\)\)",
+        r"lo, hi = -1\.0, 1\.0|while t_sf\(lo, df\) < target|lo \*= 2\.0|while t_sf\(hi, df\) > target"
+        r"|if t_sf\(mid, df\) > target|if hi - lo < 1e-12 \* max\(1\.0, abs\(mid\)\)",
+        "another initial bracket or widening step still brackets the root; a tie at the target going either way,"
+        " or a stopping width of 1e-12 taken with <=, divided or for |t| < 2 doubled, still returns the midpoint"
+        " of an interval around the root at most 2e-12 wide: the quantile to its stated precision (1e-12)",
         r"x_t_ppf",
     ),
     # kernels/users.py (reviewed 23 Nov, third session)
