@@ -46,3 +46,8 @@ def test_list_metrics_of_no_list():
 def test_gain_default_is_exponential():
     assert gain(np.array([0.0, 1.0, 3.0])).tolist() == [0.0, 1.0, 7.0]
     assert gain([0, 1, 3], "linear").tolist() == [0.0, 1.0, 3.0]
+
+
+def test_an_unknown_gain_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match=r"^unknown gain 'cubic': use 'exponential' or 'linear'$"):
+        gain([1.0], "cubic")  # type: ignore[arg-type]
