@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from recsys_spark.kernels.regression import fit_line, t_ppf
+from recsys_spark.kernels.regression import betainc, fit_line, t_ppf, t_sf
 
 
 def test_a_perfect_line_has_p_value_zero_and_r_clipped_to_one_when_rounding_overshoots():
@@ -55,3 +55,16 @@ def test_t_quantile_outside_the_open_unit_interval_is_refused(q):
 def test_t_median_is_exactly_zero():
     for df in (1, 3, 30):
         assert t_ppf(0.5, df) == 0.0
+
+
+def test_t_tail_far_out_keeps_its_relative_precision():
+    # p-values of 1e-5 .. 1e-30: the direct continued fraction, not 1 - (1 - p), which would round to 0
+    from scipy import stats
+
+    for t, df in [(40.0, 30), (12.0, 20), (8.0, 60), (25.0, 9)]:
+        assert t_sf(t, df) == pytest.approx(stats.t.sf(t, df), rel=1e-9)
+
+
+def test_incomplete_beta_at_the_ends_of_the_interval():
+    for a, b in [(0.5, 0.5), (2.0, 0.5), (15.0, 0.5)]:
+        assert betainc(a, b, 0.0) == 0.0 and betainc(a, b, 1.0) == 1.0

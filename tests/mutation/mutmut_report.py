@@ -465,13 +465,15 @@ EQUIVALENT = [
     ),
     (
         r"lo, hi = -2\.0, 1\.0|lo, hi = -1\.0, 2\.0|while t_sf\(lo, df\) <= target|lo \*= 3\.0"
-        r"|while t_sf\(hi, df\) >= target|if t_sf\(mid, df\) >= target"
+        r"|while t_sf\(hi, df\) >= target|if t_sf\(mid, df\) >= target|hi \*= 3\.0|for _ in range\(201\)"
         r"|if hi - lo (<= 1e-12 \* max\(1\.0|< 1e-12 / max\(1\.0|< 1e-12 \* max\(2\.0), abs\(mid\)\)",
         r"lo, hi = -1\.0, 1\.0|while t_sf\(lo, df\) < target|lo \*= 2\.0|while t_sf\(hi, df\) > target"
-        r"|if t_sf\(mid, df\) > target|if hi - lo < 1e-12 \* max\(1\.0, abs\(mid\)\)",
+        r"|if t_sf\(mid, df\) > target|if hi - lo < 1e-12 \* max\(1\.0, abs\(mid\)\)|hi \*= 2\.0"
+        r"|for _ in range\(200\)",
         "another initial bracket or widening step still brackets the root; a tie at the target going either way,"
         " or a stopping width of 1e-12 taken with <=, divided or for |t| < 2 doubled, still returns the midpoint"
-        " of an interval around the root at most 2e-12 wide: the quantile to its stated precision (1e-12)",
+        " of an interval around the root at most 2e-12 wide: the quantile to its stated precision (1e-12); the"
+        " bisection stops by width long before 200 rounds",
         r"x_t_ppf",
     ),
     # kernels/users.py (reviewed 23 Nov, third session)
@@ -587,6 +589,42 @@ EQUIVALENT = [
         r"np\.where\(idcg > 0, ",
         "idcg = 0 means no relevant item in the top k, so the DCG is 0 too: 0 / 0 is NaN already",
         r"x_list_metrics",
+    ),
+    (
+        r"np\.asarray\(item, (dtype=None)?\)",
+        r"np\.asarray\(item, dtype=object\)",
+        "item is the frame's item_id Series: np.asarray gives the object array of its strings (a categorical's"
+        " values), or integers that factorize(sort=True) orders the same",
+        r"x__rank_order",
+    ),
+    (
+        r"np\.r_\[False, \(a\[1:\]",
+        r"np\.r_\[True, \(a\[1:\]",
+        "the run ids then start at 0 instead of 1: segment_starts reads only where the id changes, the same rows",
+        r"x__run_ids",
+    ),
+    (
+        r"return tail if t > 0 else 1\.0 - tail",
+        r"return tail if t >= 0 else 1\.0 - tail",
+        "at t = 0, tail = I_1(df/2, 1/2) / 2 = 1/2 and 1 - 1/2 = 1/2: both branches give the same value",
+        r"x_t_sf",
+    ),
+    (
+        r"if abs\(delta - 1\.0\) <= 1e-15:|for m in range\(1, 501\):",
+        r"if abs\(delta - 1\.0\) < 1e-15:|for m in range\(1, 500\):",
+        "stopping on |delta - 1| <= 1e-15 instead of < changes the result by at most that factor (below the"
+        " tests' and scipy's 1e-10); a 500th round only runs for a fraction that has not converged in 499, which"
+        " the report's df (days - 2) never reach (it converges in tens of rounds)",
+        r"x__betacf",
+    ),
+    (
+        r"^if x <?=? ?\(a [+-] [12]\.0\) [*/] \(a [+-] b \+ [23]\.0\):$",
+        r"^if x < \(a \+ 1\.0\) / \(a \+ b \+ 2\.0\):$",
+        "the threshold only picks which continued fraction (direct, or 1 - the symmetric one) is evaluated; for"
+        " Student's t (b = 1/2) both converge to ~1e-11 relative on either side (checked against scipy for a up"
+        " to 5000 and x up to 0.99995), and moving the threshold toward the middle never sends a tiny tail"
+        " (small x) to the 1 - (1 - p) branch (tested far in the tail)",
+        r"x_betainc",
     ),
 ]
 
