@@ -210,3 +210,129 @@ def test_without_an_items_table_the_null_category_is_one_category():
     s = _sums(got, "all")
     assert s["list_h"] == 0 and s["user_h"] == 0 and s["clicked"] == 1
     assert got[got["name"] == "item"]["flag"].tolist() == [False, False]
+
+
+def _same_partition(group: np.ndarray, first: np.ndarray, *codes: np.ndarray) -> None:
+    """group / first describe the grouping of the rows by equal code tuples (pandas as the reference)."""
+    frame = pd.DataFrame({f"c{i}": c for i, c in enumerate(codes)})
+    want = frame.groupby(list(frame.columns), sort=True).ngroup().to_numpy()
+    # the same partition of the rows, whatever the group numbering
+    pairs = set(zip(group.tolist(), want.tolist(), strict=True))
+    assert len(pairs) == len(set(group.tolist())) == len(set(want.tolist())), "rows grouped differently"
+    assert len(first) == len(set(want.tolist()))
+    assert sorted(first.tolist()) == sorted(frame.reset_index().groupby(list(frame.columns))["index"].min())
+    assert (group[first] == np.arange(len(first))).all()  # first[g] is a row of group g
+
+
+def test_groups_keep_keys_above_two_to_the_53_exact():
+    # folded keys around 2^60: exact in int64, not in float64 (rows differing in the last column only)
+    a = np.array([2**40, 2**40, 2**40, 0, 7], dtype=np.int64)
+    b = np.array([1, 2, 1, 2**19, -1], dtype=np.int64)
+    group, first = _groups(a, b)
+    _same_partition(group, first, a, b)
+    assert group[0] == group[2] != group[1]
+
+
+def test_groups_fall_back_before_the_folded_key_wraps_around():
+    # radix (2^32 + 1) * 2^32 is above 2^63: folded into int64, (2^32 - 1, b) would land on (-1, b)
+    # ((2^32 - 1 + 1) * 2^32 = 2^64 = 0 mod 2^64); the fallback must keep them apart
+    a = np.array([2**32 - 1, -1, 2**32 - 1, -1, 5], dtype=np.int64)
+    b = np.array([3, 3, 2**32 - 2, 2**32 - 2, -1], dtype=np.int64)
+    group, first = _groups(a, b)
+    _same_partition(group, first, a, b)
+    assert len(first) == 5
+    # three columns whose product of radixes passes 2^62 only at the third
+    c = np.array([0, 0, 1, 1, 1], dtype=np.int64)
+    d = np.array([2**30, 2**30, 0, 2**30, 0], dtype=np.int64)
+    e = np.array([2**31, 5, 2**31, 2**31, 2**31], dtype=np.int64)
+    group, first = _groups(c, d, e)
+    _same_partition(group, first, c, d, e)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_groups_match_pandas_on_random_codes_with_nulls(seed):
+    rng = np.random.default_rng(seed)
+    cols = [rng.integers(-1, m, 400) for m in (3, 50, 2, 9)]
+    group, first = _groups(*cols)
+    _same_partition(group, first, *cols)
+    group, first = _groups(cols[1])
+    _same_partition(group, first, cols[1])
+
+
+def _dtypes(out) -> dict[str, str]:
+    return {k: str(v.dtype) for k, v in out.items()}
+
+
+#: the output layout partition_pass hands to Arrow: integer slice and key codes (``take`` indices), float
+#: value and users (NaN -> null), boolean flag, the names as Python strings
+LAYOUT = {"slice": "int64", "name": "object", "key": "int64", "value": "float64", "users": "float64", "flag": "bool"}
+
+
+def test_output_layout_and_the_defaults_of_the_non_item_rows():
+    for rows in (GOLDEN, [("s", "u1", "r1", None, None, False, None)]):
+        out = partition_sums(**_codes(_frame(rows)), min_list_length=2)
+        assert _dtypes(out) == LAYOUT
+        assert len({len(v) for v in out.values()}) == 1
+        item = out["name"] == "item"
+        sums = ~np.isin(out["name"], ["item", "category"])
+        assert (out["key"][sums] == -1).all() and np.isnan(out["users"][~item]).all()
+        assert not out["flag"][~item].any()
+        assert all(type(n) is str for n in out["name"])
+    empty = partition_sums(*(np.array([], dtype=np.int64) for _ in range(5)), np.array([], bool), np.array([], bool), 1)
+    assert _dtypes(empty) == LAYOUT
+
+
+def test_single_item_requests_null_item_rows_beside_items_and_users_without_exposures():
+    # slice s: u1 r1 a(X), u1 r2 empty; u2 r3 b(X) c(Y) plus a row without an item (a null item id in a
+    # non-empty response); u3 r4 empty.  slice t: u4 r5 d(Y), one item.
+    rows = [
+        ("s", "u1", "r1", "a", "X", True, True),
+        ("s", "u1", "r2", None, None, False, None),
+        ("s", "u2", "r3", "b", "X", False, True),
+        ("s", "u2", "r3", "c", "Y", False, False),
+        ("s", "u2", "r3", None, None, False, None),
+        ("s", "u3", "r4", None, None, False, None),
+        ("t", "u4", "r5", "d", "Y", False, True),
+    ]
+    got = _run(_frame(rows), min_list_length=2)
+    s, t = _sums(got, "s"), _sums(got, "t")
+    ln2 = math.log(2)
+    # r1 n = 1, h = ln 1 - 0 = 0; r3 n = 2 (the null row is no exposure), X and Y: h = ln 2; r2, r4 n = 0
+    assert s["pv"] == 4 and s["lists"] == 2 and s["exposures"] == 3 and s["pv_empty"] == 2 and s["pv_covered"] == 1
+    assert s["uv"] == 3 and s["users_exposed"] == 2 and s["uv_empty"] == 2 and s["uv_covered"] == 1
+    assert s["uv_clicked"] == 1 and s["clicked"] == 1
+    assert s["list_h"] == pytest.approx(ln2) and s["list_h2"] == pytest.approx(ln2 * ln2)
+    assert s["list_hu*lists"] == pytest.approx(ln2) and s["list_hu*list_hu"] == pytest.approx(ln2 * ln2)
+    # users' category entropies: u1 X -> 0 (one exposure), u2 X Y -> ln 2; u3 has no exposure
+    assert s["user_h"] == pytest.approx(ln2) and s["user_h2"] == pytest.approx(ln2 * ln2)
+    # t: one request of one item: entropies 0, not missing
+    assert t["list_h"] == 0 and t["list_h2"] == 0 and t["user_h"] == 0 and t["user_h2"] == 0
+    assert t["users_exposed"] == 1 and t["uv_covered"] == 0 and t["lists"] == 1
+    want = _reference(_frame(rows), 2)
+    for name, value in want["s"].items():
+        if ":" not in name:
+            assert s[name] == pytest.approx(value, rel=1e-12, abs=1e-12), name
+    items = got[got["name"] == "item"].set_index(["slice", "key"])
+    assert items["value"].to_dict() == {("s", "a"): 1, ("s", "b"): 1, ("s", "c"): 1, ("t", "d"): 1}
+    cats = got[got["name"] == "category"].set_index(["slice", "key"])["value"].to_dict()
+    assert cats == {("s", "X"): 2, ("s", "Y"): 1, ("t", "Y"): 1}
+
+
+def test_no_user_exposed_in_a_slice_counts_no_exposed_user():
+    got = _run(_frame([("s", "u1", "r1", None, None, False, None), ("s", "u2", "r2", None, None, True, None)]))
+    s = _sums(got, "s")
+    assert s["users_exposed"] == 0 and s["uv_clicked"] == 0 and s["uv_empty"] == 2 and s["uv_covered"] == 0
+
+
+def test_a_partition_of_one_row():
+    got = _run(_frame(GOLDEN[:1]), min_list_length=1)
+    s = _sums(got, "all")
+    assert s["pv"] == 1 and s["lists"] == 1 and s["exposures"] == 1 and s["clicked"] == 1 and s["pv_covered"] == 1
+    assert s["list_h"] == 0 and s["user_h"] == 0 and s["uv"] == 1
+    items = got[got["name"] == "item"]
+    assert items["key"].tolist() == ["a"] and items["value"].tolist() == [1] and items["flag"].tolist() == [True]
+
+
+def test_groups_of_no_rows():
+    group, first = _groups(np.array([], dtype=np.int64), np.array([], dtype=np.int64))
+    assert len(group) == 0 and len(first) == 0

@@ -151,3 +151,47 @@ def test_merging_into_an_empty_part_keeps_the_mean_exactly_and_no_values_mean_ze
 def test_moments_of_a_column_without_values_has_mean_zero():
     m = Moments.of({"x": np.array([np.nan, np.nan])}, {"x": np.array([1.0, 1.0])}, {})
     assert (m.n["x"], m.mean["x"], m.m2["x"]) == (0.0, 0.0, 0.0)
+
+
+def _fields(m: Moments) -> dict:
+    return {part: getattr(m, part) for part in ("n", "mean", "m2", "wsum", "w", "sums", "wsq", "w2", "xw2")}
+
+
+def test_nullable_pandas_columns_give_the_moments_of_plain_numpy_columns():
+    # every metric column nullable Float64 with pd.NA where the plain frame has NaN, every count Int64 (a
+    # per-user table built by pandas code or read back through Arrow's nullable types); each value by hand
+    # on the plain frame, and the nullable frame must give the same floats, field by field
+    plain = pd.concat([_FRAME, _FRAME.assign(k=3, ndcg=[0.5, np.nan, 1.0], hits=[2, 0, 1])], ignore_index=True)
+    nullable = plain.copy()
+    for c in ("auc", "mrr", "ndcg", "map", "precision", "recall", "hit_rate"):
+        nullable[c] = pd.array([None if np.isnan(v) else v for v in plain[c]], dtype="Float64")
+    for c in ("n_exposures", "n_relevant", "n_lists", "n_lists_ranked", "hits", "k"):
+        nullable[c] = pd.array(plain[c].tolist(), dtype="Int64")
+    arrow = plain.copy()  # Arrow-backed columns (to_pandas(types_mapper=pd.ArrowDtype)), nulls as Arrow nulls
+    for c in ("auc", "mrr", "ndcg", "map", "precision", "recall", "hit_rate"):
+        arrow[c] = pd.array([None if np.isnan(v) else v for v in plain[c]], dtype="double[pyarrow]")
+    for c in ("n_exposures", "n_relevant", "n_lists", "n_lists_ranked", "hits"):
+        arrow[c] = pd.array(plain[c].tolist(), dtype="int64[pyarrow]")
+    want = user_table_moments(plain, (1, 3))
+    for frame in (nullable, arrow):
+        got = user_table_moments(frame, (1, 3))
+        assert set(got) == set(want) == {"all", "p=1"}
+        for s in want:
+            assert _fields(got[s]) == _fields(want[s]), s
+            for part in _fields(got[s]).values():
+                assert all(type(v) is float for v in part.values()), s  # plain floats: they travel pickled
+    m = got["all"]  # users a (4 exposures, 1 ranked list, auc 0.5, ndcg@3 0.5, hits@3 2) and b (no ranked list)
+    assert m.n["auc"] == 1 and m.wsum["auc"] == 2.0 and m.w["auc"] == 4.0 and m.wsq["auc"] == 4.0
+    assert m.n["ndcg@3"] == 1 and m.mean["ndcg@3"] == 0.5 and m.w["ndcg@3"] == 1.0 and m.xw2["ndcg@3"] == 0.5
+    assert m.sums["hits@3"] == 2 and m.sums["hits@3*hits@3"] == 4 and m.sums["hits@3*n_lists_ranked"] == 2
+    assert m.sums["n_lists_ranked*n_lists_ranked"] == 1 and m.sums["users_without_ranked_list"] == 1
+    assert m.sums["n_relevant*n_relevant"] == 1 and m.sums["n_lists"] == 3 and m.sums["n_relevant"] == 1
+
+
+def test_moments_of_integer_and_list_inputs_are_those_of_floats():
+    # Moments.of casts what it is given: integer values and weights, a list with None for a missing value
+    x, w = np.array([1.0, np.nan, 3.0]), np.array([2.0, 1.0, 1.0])
+    want = Moments.of({"x": x}, {"x": w}, {"s": np.array([1.0, 2.0])})
+    got = Moments.of({"x": [1, None, 3]}, {"x": [2, 1, 1]}, {"s": [True, 2]})
+    assert _fields(got) == _fields(want)
+    assert got.n["x"] == 2 and got.mean["x"] == 2.0 and got.w2["x"] == 5.0 and got.sums["s"] == 3.0

@@ -25,6 +25,21 @@ OUT = REPO / "build" / "mutation" / "kernels.md"
 #: (regex on the mutated line, regex on the original line, reason[, regex on the mutant's function]): reviewed
 #: equivalences
 EQUIVALENT = [
+    # kernels/regression.py (reviewed 23 Nov, third session); first, so that these reasons win over the older
+    # unrestricted patterns that also match rankdata's lines
+    (
+        r"np\.argsort\(v, (kind=(None|\"STABLE\"))?\)",
+        r"np\.argsort\(v, kind=\"stable\"\)",
+        "tied values get their group's average rank: the order among ties does not change any rank",
+        r"x_rankdata",
+    ),
+    (
+        r"np\.(empty|asarray)\((len\(v\)|values), (dtype=None)?\)",
+        r"np\.(empty|asarray)\((len\(v\)|values), dtype=np\.float64\)",
+        "np.empty is float64 by default; integer values sort and compare the same, and the average ranks are"
+        " floats either way",
+        r"x_rankdata",
+    ),
     (r'float\("NAN"\)', r'float\("nan"\)', 'float() parses "NAN" as NaN'),
     (r"\.astype\(None\)", r"\.astype\(np\.float64\)", "astype(None) is astype(float64)"),
     (
@@ -327,6 +342,290 @@ EQUIVALENT = [
         "a name the other part lacks has nb = 0 there: ma + (mb - ma) * 0 / n is ma whatever mb is",
         r"Moments.merge",
     ),
+    # kernels/health_pass.py (reviewed 23 Nov, third session)
+    (
+        r"np\.full\(n, -1, (dtype=None)?\)",
+        r"np\.full\(n, -1, dtype=np\.int64\)",
+        "np.full infers int64 from the integer fill value -1",
+        r"x__columns",
+    ),
+    (
+        r"np\.array\(\[r\[2\] for r in sums\], (dtype=None)?\)",
+        r"np\.array\(\[r\[2\] for r in sums\], dtype=np\.float64\)",
+        "the values are Python floats (or none): numpy makes a float64 array either way",
+        r"x__columns",
+    ),
+    (
+        r"^(?!.*minlength).*np\.bincount\(",
+        r"np\.bincount\(.*minlength=",
+        "the group ids come from _groups (np.unique's inverse) and every id 0 .. size - 1 occurs (every item group"
+        " has a user pair), so bincount's length is size without minlength",
+        r"x__sum|x__exposed_rows|x_partition_sums",
+    ),
+    (
+        r"minlength=len\(sc_first\)\), \)$",
+        r"minlength=len\(sc_first\)\), None",
+        "users=None is _part's default",
+        r"x__exposed_rows",
+    ),
+    (
+        r"if len\(c\) else 2 ",
+        r"if len\(c\) else 1 ",
+        "an empty column gives an empty key: its base only scales zero rows",
+        r"x__groups",
+    ),
+    (
+        r"if radix (> 2\*\*62|>= 2 \* 62|>= 2\*\*63):|^radix = 2$|\+ 3 if len\(c\)",
+        r"if radix >= 2\*\*62:|^radix = 1$|\+ 2 if len\(c\)",
+        "the fallback (np.unique over the rows, sorted lexicographically as the folded key is) gives the same"
+        " groups, so reaching it sooner (radix from 2, the threshold 124, a wider base) changes nothing; and a"
+        " radix below 2^63 still fits the folded key (< radix) in int64",
+        r"x__groups",
+    ),
+    (
+        r"key \* base - \(c\.astype\(np\.int64\) \+ 1\)|key \* base \+ \(c\.astype\(np\.int64\) (- 1|\+ 2)\)",
+        r"key \* base \+ \(c\.astype\(np\.int64\) \+ 1\)",
+        "each digit still takes base consecutive values (c - 1 .. max - 1, c + 2 .. max + 2, or subtracted): the"
+        " fold stays one-to-one; only the numbering of the groups changes, and every output row carries its own"
+        " slice and key codes (nothing reads the order)",
+        r"x__groups",
+    ),
+    (
+        r"inverse\.reshape\((None|-2)\)",
+        r"inverse\.reshape\(-1\)",
+        "np.unique's inverse is already 1-d (numpy 2.4): reshape(None) and reshape(-2) return it unchanged",
+        r"x__groups",
+    ),
+    (
+        r"np\.zeros\(len\(n\), (dtype=None)?\)|^pos = n > 1$",
+        r"np\.zeros\(len\(n\), dtype=np\.float64\)|^pos = n > 0$",
+        "np.zeros is float64 by default; and 1 ln 1 = 0 is the value the zeros already hold",
+        r"x__n_log_n",
+    ),
+    (
+        r"^pos = (None|n >= 0)$",
+        r"^pos = n > 0$",
+        "where n = 0, s = 0 too (Σ 0 ln 0 := 0), and ln 0 - 0 / 0 is NaN, the value the NaN fill already holds"
+        " (numpy warns only: no pytest filter makes it an error)",
+        r"x__entropy",
+    ),
+    (r"\] = None$", r"\] = np\.nan$", "assigning None into a float64 array stores NaN", r"x__nansum"),
+    (
+        r"np\.full\(n, name, (dtype=None)?\)",
+        r"np\.full\(n, name, dtype=object\)",
+        "a part is concatenated after _columns' object array of names, never empty when a part exists (parts come"
+        " only with exposed rows, which give per-slice sums): the result is an object array of str either way",
+        r"x__part",
+    ),
+    (
+        r"np\.nan_to_num\(v, \)",
+        r"np\.nan_to_num\(v, nan=0\.0\)",
+        "nan=0.0 is nan_to_num's default",
+        r"x_partition_sums",
+    ),
+    # kernels/moments.py's dtype arguments (reviewed 23 Nov, third session; pandas 2.3, tested in
+    # tests/test_moments.py with numpy, nullable and Arrow-backed columns)
+    (
+        r"to_numpy\((dtype=None, )?na_value=np\.nan\)|to_numpy\(dtype=np\.float64, (na_value=None)?\)",
+        r"to_numpy\(dtype=np\.float64, na_value=np\.nan\)",
+        "pandas turns a missing value of a float column (NaN, pd.NA of Float64 or double[pyarrow], None of an object"
+        " column) into NaN for dtype float64 whatever na_value is, and without dtype gives float64, or an object"
+        " array of floats and NaN that Moments.of casts to float64: the same moments",
+        r"x_user_table_moments",
+    ),
+    (
+        r"to_numpy\((dtype=None)?\)",
+        r"to_numpy\(dtype=np\.float64\)",
+        "the counts are int64 (Spark longs; Int64 and int64[pyarrow] without nulls give int64 arrays too):"
+        " ranked == 0, the products (far below 2^63) and the sums are the same integers, and Moments.of casts"
+        " weights and sums to float64",
+        r"x_user_table_moments",
+    ),
+    (
+        r"np\.asarray\((weights\[name\]|v), (dtype=None)?\)",
+        r"np\.asarray\((weights\[name\]|v), dtype=np\.float64\)",
+        "user_table_moments, the only caller, passes float64 weights and float64 or bool sums"
+        " (users_without_ranked_list, which np.sum counts: the same float); integer weights or sums give the"
+        " same exact sums and products (tested)",
+        r"Moments.of",
+    ),
+    # kernels/regression.py, continued
+    (
+        r"return r, min\(2\.0, 2\.0 \* t_sf\(t, n - 2\)\)",
+        r"return r, min\(1\.0, 2\.0 \* t_sf\(t, n - 2\)\)",
+        "t = |r| sqrt(...) >= 0, so t_sf(t) = I_x(df/2, 1/2) / 2 <= 1/2: the cap at 1 never binds",
+        r"x__correlation",
+    ),
+    (
+        r"np\.asarray\((x|y), (dtype=None)?\)",
+        r"np\.asarray\((x|y), dtype=np\.float64\)",
+        "x and y are numbers (the report drops None before the call; a Float64 column with pd.NA becomes a float"
+        " array with NaN): integer input gives the same means, dot products and ranks",
+        r"x_fit_line",
+    ),
+    (
+        r"lo, hi = -2\.0, 1\.0|lo, hi = -1\.0, 2\.0|while t_sf\(lo, df\) <= target|lo \*= 3\.0"
+        r"|while t_sf\(hi, df\) >= target|if t_sf\(mid, df\) >= target|hi \*= 3\.0|for _ in range\(201\)"
+        r"|if hi - lo (<= 1e-12 \* max\(1\.0|< 1e-12 / max\(1\.0|< 1e-12 \* max\(2\.0), abs\(mid\)\)",
+        r"lo, hi = -1\.0, 1\.0|while t_sf\(lo, df\) < target|lo \*= 2\.0|while t_sf\(hi, df\) > target"
+        r"|if t_sf\(mid, df\) > target|if hi - lo < 1e-12 \* max\(1\.0, abs\(mid\)\)|hi \*= 2\.0"
+        r"|for _ in range\(200\)",
+        "another initial bracket or widening step still brackets the root; a tie at the target going either way,"
+        " or a stopping width of 1e-12 taken with <=, divided or for |t| < 2 doubled, still returns the midpoint"
+        " of an interval around the root at most 2e-12 wide: the quantile to its stated precision (1e-12); the"
+        " bisection stops by width long before 200 rounds",
+        r"x_t_ppf",
+    ),
+    # kernels/users.py (reviewed 23 Nov, third session)
+    (
+        r"^tied = .*\) \| \(",
+        r"^tied = \(u\[1:\] == u\[:-1\]\) & \(li\[1:\] == li\[:-1\]\) & \(s\[1:\] == s\[:-1\]\)"
+        r" & \(p\[1:\] == p\[:-1\]\)$",
+        "tied only decides whether to sort again with the item id as the last key, which reorders exact ties"
+        " only: a superset of the true ties (an & made |) gives the same order, just sorted once more",
+        r"x__rank_order",
+    ),
+    (
+        r"\[\"(score|relevance)\"\]\.to_numpy\((dtype=None, )?na_value=(-np\.inf|0\.0)\)",
+        r"\[\"(score|relevance)\"\]\.to_numpy\(dtype=np\.float64, na_value=(-np\.inf|0\.0)\)",
+        "score and relevance arrive as float64, Float64 or Int64 columns: pandas gives float64 with the na_value"
+        " (or int64 without nulls), and every later use (comparisons, -score, gain, list_metrics' and"
+        " grouped_auc's float64 casts) gives the same ranks and values",
+        r"x_score_users",
+    ),
+    (
+        r"^(?!.*minlength).*np\.bincount\(unit_idx, ",
+        r"np\.bincount\(unit_idx, .*minlength=n_units\)",
+        "unit_idx is np.unique's inverse over the units of the lists: every unit 0 .. n_units - 1 occurs, so"
+        " bincount's length is n_units without minlength",
+        r"x_score_users",
+    ),
+    (
+        r"np\.where\(n_ranked (>= 0, unit_sum\(values\) / n_ranked, np\.nan|> 0, unit_sum\(values\) / n_ranked,"
+        r" None)\)",
+        r"np\.where\(n_ranked > 0, unit_sum\(values\) / n_ranked, np\.nan\)",
+        "a unit without a ranked list has unit_sum 0 and n_ranked 0: 0 / 0 is NaN already (errstate silences it);"
+        " a None there becomes NaN in user_table's float64 cast",
+        r"x_score_users",
+    ),
+    (
+        r"grouped_auc\(row_unit, relevance > 0, score, (None)?\)",
+        r"grouped_auc\(row_unit, relevance > 0, score, n_units\)",
+        "every unit has rows, so row_unit's largest code is n_units - 1 and the inferred group count is n_units",
+        r"x_score_users",
+    ),
+    (
+        r"np\.asarray\((slices|users), (dtype=None)?\)",
+        r"np\.asarray\((slices|users), dtype=object\)",
+        "pd.factorize's uniques of a string, string[python] or categorical column are an object array already,"
+        " and user_table casts slice and user_id to object (integer ids become the same Python ints)",
+        r"x_score_users",
+    ),
+    (
+        r"\.astype\(None\)",
+        r"\.astype\(np\.int64\)",
+        "user_table casts every column to its declared type (long: int64); the counts are exact integers in"
+        " float64, so the values are the same",
+        r"x_score_users",
+    ),
+    (
+        r"np\.asarray\((ks|per_user\[name\]), (dtype=None)?\)|astype\(_DTYPES\[kind\], (copy=None)?\)",
+        r"np\.asarray\((ks|per_user\[name\]), dtype=(np\.int32|_DTYPES\[kind\])\)|astype\(_DTYPES\[kind\],"
+        r" copy=False\)",
+        "the next line casts every column to its declared type (astype(_DTYPES[kind])), None of an object array"
+        " to NaN, strings to Python str; copy= only decides whether the array is copied",
+        r"x_user_table",
+    ),
+    # kernels/ranking.py (reviewed 23 Nov, third session)
+    (
+        r"np\.asarray\((rel_ranked|ideal_ranked), (dtype=None)?\)",
+        r"np\.asarray\((rel_ranked|ideal_ranked), dtype=np\.float64\)",
+        "relevance is numeric: every use is a > 0 comparison, np.sort or gain(), which casts to float64",
+        r"x_dcg_at_k|x_ndcg_at_k|x_list_metrics",
+    ),
+    (
+        r"np\.arange\((2, n \+ 2|total), (dtype=None)?\)",
+        r"np\.arange\((2, n \+ 2|total), dtype=np\.(float64|int64)\)",
+        "np.arange of integers is int64 already, and np.log2 of the integer ranks is the same float64",
+        r"x_discount|x_list_metrics",
+    ),
+    (
+        r"reduceat\(.*, starts\) if \(total\) or True else (np\.zeros\(0\)|nan)$",
+        r"reduceat\(.*, starts\) if total else (np\.zeros\(0\)|nan)$",
+        "np.add / np.minimum.reduceat over no list (empty starts) return an empty float array too (tested:"
+        " list_metrics of no list)",
+        r"x_list_metrics",
+    ),
+    (
+        r"np\.where\(relevant > 0, rank, total \+ 2\)",
+        r"np\.where\(relevant > 0, rank, total \+ 1\)",
+        "the sentinel rank of a list without a relevant item is never read: mrr is np.where(has_relevant, 1 /"
+        " first, NaN)",
+        r"x_list_metrics",
+    ),
+    (
+        r"out\[name\] = values\.astype\(_DTYPES\[kind\], copy=True\)|pd\.DataFrame\(out, (columns=None)?\)$",
+        r"out\[name\] = values\.astype\(_DTYPES\[kind\], copy=False\)|pd\.DataFrame\(out, columns=\[name for",
+        "copy= only decides whether the array is copied; the dict is filled in USER_METRICS_COLUMNS' order, so"
+        " DataFrame(out) has that column order without columns= (the tests check the column list)",
+        r"x_user_table",
+    ),
+    (
+        r"^disc = 2\.0 / np\.log2\(rank \+ 1\.0\)$",
+        r"^disc = 1\.0 / np\.log2\(rank \+ 1\.0\)$",
+        "disc only enters NDCG's ratio of DCG to IDCG terms, both doubled: scaling by 2 is exact in binary floating"
+        " point, so the ratio is the same to the bit",
+        r"x_list_metrics",
+    ),
+    (
+        r"np\.asarray\(rel, (dtype=None)?\)",
+        r"np\.asarray\(rel, dtype=np\.float64\)",
+        "integer relevances: exp2 gives the same floats and the linear gain the same values, which every caller"
+        " multiplies by a float64 discount",
+        r"x_gain",
+    ),
+    (
+        r"np\.where\(idcg >= 0, ",
+        r"np\.where\(idcg > 0, ",
+        "idcg = 0 means no relevant item in the top k, so the DCG is 0 too: 0 / 0 is NaN already",
+        r"x_list_metrics",
+    ),
+    (
+        r"np\.asarray\(item, (dtype=None)?\)",
+        r"np\.asarray\(item, dtype=object\)",
+        "item is the frame's item_id Series: np.asarray gives the object array of its strings (a categorical's"
+        " values), or integers that factorize(sort=True) orders the same",
+        r"x__rank_order",
+    ),
+    (
+        r"np\.r_\[False, \(a\[1:\]",
+        r"np\.r_\[True, \(a\[1:\]",
+        "the run ids then start at 0 instead of 1: segment_starts reads only where the id changes, the same rows",
+        r"x__run_ids",
+    ),
+    (
+        r"return tail if t > 0 else 1\.0 - tail",
+        r"return tail if t >= 0 else 1\.0 - tail",
+        "at t = 0, tail = I_1(df/2, 1/2) / 2 = 1/2 and 1 - 1/2 = 1/2: both branches give the same value",
+        r"x_t_sf",
+    ),
+    (
+        r"if abs\(delta - 1\.0\) <= 1e-15:|for m in range\(1, 501\):",
+        r"if abs\(delta - 1\.0\) < 1e-15:|for m in range\(1, 500\):",
+        "stopping on |delta - 1| <= 1e-15 instead of < changes the result by at most that factor (below the"
+        " tests' and scipy's 1e-10); a 500th round only runs for a fraction that has not converged in 499, which"
+        " the report's df (days - 2) never reach (it converges in tens of rounds)",
+        r"x__betacf",
+    ),
+    (
+        r"^if x <?=? ?\(a [+-] [12]\.0\) [*/] \(a [+-] b \+ [23]\.0\):$",
+        r"^if x < \(a \+ 1\.0\) / \(a \+ b \+ 2\.0\):$",
+        "the threshold only picks which continued fraction (direct, or 1 - the symmetric one) is evaluated; for"
+        " Student's t (b = 1/2) both converge to ~1e-11 relative on either side (checked against scipy for a up"
+        " to 5000 and x up to 0.99995), and moving the threshold toward the middle never sends a tiny tail"
+        " (small x) to the 1 - (1 - p) branch (tested far in the tail)",
+        r"x_betainc",
+    ),
 ]
 
 
@@ -353,7 +652,12 @@ def _diff(functions: dict[str, str], key: str) -> tuple[str, str]:
     orig = functions.get(re.sub(r"__mutmut_\d+$", "__mutmut_orig", name), "")
     mutant = functions.get(name, "")
     minus, plus = [], []
-    for line in difflib.ndiff(orig.splitlines()[1:], mutant.splitlines()[1:]):
+
+    # the def line too (a mutated default argument), with the mutant's own name taken out
+    def lines(src: str) -> list[str]:
+        return [re.sub(r"__mutmut_(orig|\d+)\(", "(", src.splitlines()[0]), *src.splitlines()[1:]] if src else []
+
+    for line in difflib.ndiff(lines(orig), lines(mutant)):
         if line.startswith("- "):
             minus.append(line[2:].strip())
         elif line.startswith("+ "):
