@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 
 import health_golden as golden
@@ -243,3 +244,26 @@ def test_popularity_cutoffs_count_items_not_rows(spark):
     labelled = spark.createDataFrame(rows, f"item_id string, {ITEM_EXPOSURES} long")
     got = popularity_cutoffs(labelled, 0.5, 0.3)
     assert (got.head_min, got.tail_max) == popularity_thresholds([6, 1], [1, 4], 0.5, 0.3) == (6.0, -1.0)
+
+
+def test_k_counts_unknown_only_when_an_exposed_item_is_missing_from_the_catalog(spark):
+    # every exposed item is in the catalog (3 categories): K = 3, not 4. Two categories exposed equally:
+    # category_diversity (global) = ln 2 / ln 3 (an `unknown` counted in K would give ln 2 / ln 4 = 0.5)
+    catalog = spark.createDataFrame(
+        [("i1", "a"), ("i2", "a"), ("i3", "b"), ("i4", "c")], "item_id string, category string"
+    )
+    rows = spark.createDataFrame(
+        [("all", "u1", "r1", "i1", False, "a", True), ("all", "u1", "r1", "i3", True, "b", True)]
+        + [("all", "u2", "r2", "i2", False, "a", True), ("all", "u2", "r2", "i3", False, "b", True)],
+        "slice string, user_id string, request_id string, item_id string, clicked boolean, _category string, "
+        "_in_catalog boolean",
+    )
+    dims = resolve_slices([], ["user_id", "item_id"], catalog.columns, None)
+    prepared = persist_user_rows(partitioned_by_user(rows, 2))
+    try:
+        result = evaluate_health(spark, prepared, dims, catalog, min_list_length=1, lorenz_points=11)
+    finally:
+        prepared.unpersist()
+    got = {(r.metric, r.aggregation): r.value for r in result.rows if r.slice == "all"}
+    assert result.info["categories"] == 3
+    assert got[("category_diversity", "global")] == pytest.approx(math.log(2) / math.log(3), abs=1e-12)

@@ -154,8 +154,8 @@ MUTANTS = [
     Mutant(
         "label-earliest-exposure",
         LABEL,
-        'latest = F.max(F.when(F.col("_req").isNotNull()',
-        'latest = F.min(F.when(F.col("_req").isNotNull()',
+        'F.max(F.struct("_exp_ts", "_req")).alias("_match")',
+        'F.min(F.struct("_exp_ts", "_req")).alias("_match")',
         T_LABEL,
         "event given to the earliest exposure",
     ),
