@@ -368,3 +368,73 @@ def test_t_interval_from_two_units_and_ratio_stats_with_weights():
         np.array([1.0, 0.0, 2.0]), np.array([3.0, 1.0, 4.0]), np.array([2, 0, 1], dtype=np.uint8)
     )
     assert got == RatioStats.from_values(np.array([1.0, 1.0, 2.0]), np.array([3.0, 3.0, 4.0]))
+
+
+# --- the bootstrap's hashing, against a plain-Python reference (pins every constant and step) -----------
+_M64 = (1 << 64) - 1
+
+
+def _splitmix64_ref(x: int) -> int:
+    z = (x + 0x9E3779B97F4A7C15) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def _hash_unit_ref(unit: str) -> int:
+    """FNV-1a over the id's code points (one 32-bit word each), then splitmix64(h xor splitmix64(length))."""
+    h = 0xCBF29CE484222325
+    for ch in unit:
+        h = ((h ^ ord(ch)) * 0x100000001B3) & _M64
+    return _splitmix64_ref(h ^ _splitmix64_ref(len(unit)))
+
+
+def _poisson_ref(unit: str, replicate: int, seed: int) -> int:
+    key = _splitmix64_ref(_hash_unit_ref(unit) ^ _splitmix64_ref(seed & _M64))
+    bits = _splitmix64_ref((key + (replicate + 1) * 0x9E3779B97F4A7C15) & _M64)
+    u = (bits >> 11) / 2.0**53
+    k, p, cdf = 0, math.exp(-1.0), math.exp(-1.0)  # the Poisson(1) inverse CDF, the first k with F(k) > u
+    while cdf <= u:
+        k += 1
+        p /= k
+        cdf += p
+    return k
+
+
+UNITS = ["u1", "abc", "", "user-0042", "é😀x", "7" * 40]
+
+
+def test_hash_units_matches_a_plain_python_fnv_splitmix_reference():
+    got = hash_units(np.array(UNITS))
+    assert [int(v) for v in got] == [_hash_unit_ref(u) for u in UNITS]
+    # integers are hashed as their decimal strings; an empty array gives an empty hash
+    assert int(hash_units(np.array([12345]))[0]) == _hash_unit_ref("12345")
+    assert hash_units(np.array([], dtype=str)).shape == (0,)
+
+
+def test_poisson_weights_match_the_reference_per_unit_replicate_and_seed():
+    for seed in (0, 7, -3):
+        w = poisson_weights(np.array(UNITS), 6, seed)
+        assert w.dtype == np.uint8 and w.shape == (len(UNITS), 6)
+        assert w.tolist() == [[_poisson_ref(u, r, seed) for r in range(6)] for u in UNITS]
+    assert poisson_weights(np.array(UNITS), 0, 7).shape == (len(UNITS), 0)
+    with pytest.raises(ValueError, match="replicates must be >= 0, got -1"):
+        poisson_weights(np.array(UNITS), -1, 7)
+
+
+def test_a_difference_without_variance_is_infinitely_significant_and_none_is_undefined():
+    # se = 0 (every unit of both arms has the same value): a nonzero difference is certain (stat ±inf, p 0),
+    # a zero difference undefined (NaN); the relative lift keeps its delta-method se, here 0 too
+    c = MeanStats.from_values(np.array([2.0, 2.0, 2.0]))
+    up, down, same = (MeanStats.from_values(np.array([v] * 3)) for v in (3.0, 1.0, 2.0))
+    for treatment, sign in ((up, 1.0), (down, -1.0)):
+        r = welch(c, treatment)
+        assert r.se == 0.0 and r.delta == sign and r.p_value == 0.0
+        assert (r.ci_low, r.ci_high) == (sign, sign) and r.rel_se == 0.0 and r.rel_delta == sign / 2
+        assert math.isnan(r.rel_p_value)
+    r = welch(c, same)
+    assert r.delta == 0.0 and math.isnan(r.p_value)
+    # a control mean of 0: no relative lift, no relative se
+    zero = MeanStats.from_values(np.array([0.0, 1.0, -1.0]))
+    r = welch(zero, MeanStats.from_values(np.array([1.0, 2.0, 0.0])))
+    assert math.isnan(r.rel_delta) and math.isnan(r.rel_se) and r.se == pytest.approx(math.sqrt(2 / 3))
