@@ -69,3 +69,23 @@ def test_grouped_auc_has_one_value_per_group_code_and_handles_no_rows():
     for n_groups, size in ((None, 0), (2, 2)):  # no rows at all
         values, n_pos, n_neg = grouped_auc([], [], [], n_groups)
         assert len(values) == len(n_pos) == len(n_neg) == size and np.isnan(values).all()
+
+
+def test_grouped_auc_infers_the_groups_and_takes_integer_labels_and_scores():
+    # no n_groups: G = max code + 1, so a last group with one class is NaN, not cut off; labels as 0/1
+    # integers and scores as integers (ties), compared with scikit-learn per group
+    rng = np.random.default_rng(11)
+    group = np.repeat(np.arange(5), 40)
+    rng.shuffle(group)
+    labels = rng.integers(0, 2, len(group))
+    labels[group == 4] = 1  # the last group: positives only
+    scores = rng.integers(0, 6, len(group))
+    values, n_pos, n_neg = grouped_auc(group, labels, scores)
+    assert len(values) == len(n_pos) == len(n_neg) == 5
+    for g in range(4):
+        of = group == g
+        assert values[g] == pytest.approx(roc_auc_score(labels[of], scores[of]), abs=1e-12)
+        assert (n_pos[g], n_neg[g]) == (labels[of].sum(), (1 - labels[of]).sum())
+    assert math.isnan(values[4]) and n_neg[4] == 0 and n_pos[4] == 40
+    empty = grouped_auc(np.array([], dtype=np.int64), np.array([]), np.array([]))
+    assert all(len(a) == 0 for a in empty)
