@@ -474,9 +474,10 @@ def read_late_clicks(
 
 
 def late_events(day: Day, window_minutes: float, time_zone: str) -> DataFrame | None:
-    """The next day's late events that can belong to the day: those matching (by request and item, or
-    by user, session and item) an exposure of the day's last ``window_minutes`` -- a small join of two
-    small sides, so that the next day's own clicks are not counted as the day's orphans."""
+    """The next day's late events that can belong to the day: those matching (by user, request and item,
+    or by user, session and item: the attribution's keys) an exposure of the day's last ``window_minutes``
+    -- a small join of two small sides, so that the next day's own clicks are not counted as the day's
+    orphans."""
     late = day.history.late_clicks
     if late is None:
         return None
@@ -485,7 +486,7 @@ def late_events(day: Day, window_minutes: float, time_zone: str) -> DataFrame | 
         (F.col(TS) >= instant(end - dt.timedelta(minutes=window_minutes))) & F.col(ITEM).isNotNull()
     )
     direct = late.where(F.col(REQUEST).isNotNull()).join(
-        F.broadcast(tail.select(REQUEST, ITEM).distinct()), on=[REQUEST, ITEM], how="left_semi"
+        F.broadcast(tail.select(USER, REQUEST, ITEM).distinct()), on=[USER, REQUEST, ITEM], how="left_semi"
     )
     by_session = late.where(F.col(REQUEST).isNull()).join(
         F.broadcast(tail.select(USER, SESSION, ITEM).distinct()), on=[USER, SESSION, ITEM], how="left_semi"

@@ -219,7 +219,8 @@ def test_late_feedback_after_midnight_is_read_from_the_next_partition(spark, tmp
     assert any(n.startswith("provisional: no clicks partition for 2026-11-21") for n in first["notes"])
     assert first["data_quality"]["clicked_exposures"] == 3
     # the next day arrives: a click at 00:05 on the exposure shown at 23:58, one by session at 00:07,
-    # one at 00:10 on an item the day never showed, one at 01:00 (past the window)
+    # one at 00:10 on an item the day never showed, one at 01:00 (past the window), and one at 00:06 on
+    # u5's request and item by another user (the attribution's keys hold the user: not u5's, not the day's)
     after = dt.datetime(2026, 11, 21, 0, 5, tzinfo=UTC)
     write(
         tmp_path / "in" / "clicks" / "dt=2026-11-21",
@@ -227,6 +228,7 @@ def test_late_feedback_after_midnight_is_read_from_the_next_partition(spark, tmp
             ("u5", "s5", "r5", "d", after, "click"),
             ("u5", "s5", None, "e", after + dt.timedelta(minutes=2), "click"),
             ("u9", "s9", "r9", "z", after + dt.timedelta(minutes=5), "click"),
+            ("u8", "s5", "r5", "d", after + dt.timedelta(minutes=1), "click"),
             ("u1", "s1", "r1", "a", after + dt.timedelta(minutes=55), "click"),
         ],
         CLICK_SCHEMA,
