@@ -54,8 +54,10 @@ from recsys_spark.slices import (
     SliceInputs,
     add_slice_columns,
     explode_slices,
+    item_exposure_counts,
     popularity_cutoffs,
     read_slice_inputs,
+    with_item_exposures,
 )
 from recsys_spark.validate import (
     click_checks,
@@ -168,14 +170,14 @@ class Day:
 class Labelled:
     """Exposures joined with their feedback, sliced and partitioned by user (persisted), and the ranking input."""
 
-    joined: DataFrame  # label.join_feedback: one row per exposure, by user (persisted only for popularity)
     labels: dict[str, int]  # label.label_counts
-    sliced: DataFrame  # one row per (exposure, slice)
     cutoffs: PopularityCutoffs | None
-    by_user: DataFrame  # sliced, hash-partitioned by user and persisted (the one shuffle of exposures)
+    by_user: DataFrame  # one row per (exposure, slice), hash-partitioned by user and persisted
     ranked: DataFrame  # by_user's exposed items with list_id and score (same partitions)
     partitions: int
-    late: DataFrame | None = None  # the next day's late events that match a late exposure (persisted)
+    #: what else labelling persisted: the next day's late events that match a late exposure; with the
+    #: popularity slice, the labelled rows and the item counts its buckets come from
+    persisted: tuple[DataFrame, ...] = ()
 
     @property
     def exposures(self) -> DataFrame:
@@ -183,10 +185,8 @@ class Labelled:
         return all_slice(self.by_user)
 
     def unpersist(self) -> None:
-        self.by_user.unpersist()
-        self.joined.unpersist()
-        if self.late is not None:
-            self.late.unpersist()
+        for df in (self.by_user, *self.persisted):
+            df.unpersist()
 
 
 def all_slice(by_user: DataFrame) -> DataFrame:
@@ -578,25 +578,26 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     joined = join_feedback(
         deduplicated, by_user(clicks, partitions), window, cfg.labels.event_weights, cfg.labels.click_event
     )
-    cutoffs = None
-    if "popularity" in cfg.slices.names:
+    cutoffs, kept = None, [late]
+    if "popularity" in cfg.slices.names:  # the day's count per item, then its bucket on every row
         joined = joined.persist(CACHE_LEVEL)
-        cutoffs = popularity_cutoffs(joined, cfg.slices.popularity_head_share, cfg.slices.popularity_tail_share)
+        counts = item_exposure_counts(joined).persist(CACHE_LEVEL)
+        cutoffs = popularity_cutoffs(counts, cfg.slices.popularity_head_share, cfg.slices.popularity_tail_share)
+        kept += [joined, counts]
+        joined = with_item_exposures(joined, counts)
     # partitioned by user again: Spark drops this repartition when the rows already are (it keeps it when
-    # a slice's join or window moved them, e.g. popularity's count by item)
+    # a join moved them, e.g. the item counts when they are too large to broadcast)
     sliced = explode_slices(by_user(joined, partitions), inputs.slices.dims, cutoffs)
     user_rows = persist_user_rows(sliced)
     labels = label_counts(all_slice(user_rows), valid.valid_events + n_late)  # builds the user partitions
     labels["late_events"] = n_late
     return Labelled(
-        joined,
         labels,
-        sliced,
         cutoffs,
         user_rows,
         ranking_input(user_rows, cfg.ranking.list_unit, inputs.has_score),
         partitions,
-        late,
+        tuple(df for df in kept if df is not None),
     )
 
 
@@ -646,7 +647,7 @@ def run_metric_stage(labelled: DataFrame, cfg: Config, out: DailyOutput, rows: i
     user_rows = persist_user_rows(by_user(labelled, partitions))
     ranked = ranking_input(user_rows, cfg.ranking.list_unit, has_score)
     try:
-        return metric_stage(Labelled(labelled, {}, labelled, None, user_rows, ranked, partitions), cfg, out)
+        return metric_stage(Labelled({}, None, user_rows, ranked, partitions), cfg, out)
     finally:
         user_rows.unpersist()
 

@@ -35,7 +35,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from recsys_spark import fs
@@ -214,8 +214,8 @@ def _value(name: str, dims: SliceDims, date: dt.date, new_user_days: int) -> Col
 
 
 def add_slice_columns(exposures: DataFrame, inputs: SliceInputs, date: dt.date, new_user_days: int) -> DataFrame:
-    """The exposures plus ``_category``, ``_in_catalog``, one ``_s_<name>`` per dimension
-    (and ``_item_exposures`` with the popularity slice).
+    """The exposures plus ``_category``, ``_in_catalog`` and one ``_s_<name>`` per dimension but popularity
+    (which needs the day's count per item: :func:`item_exposure_counts`, :func:`with_item_exposures`).
 
     The items table is left-joined on item_id, the users table on user_id
     (each has one row per key, see :func:`read_slice_inputs`).
@@ -246,11 +246,8 @@ def add_slice_columns(exposures: DataFrame, inputs: SliceInputs, date: dt.date, 
     values = [
         _value(name, dims, date, new_user_days).alias(slice_column(name)) for name in dims.names if name != "popularity"
     ]
-    extra = []
-    if "popularity" in dims.names:
-        extra.append(F.count(ITEM).over(Window.partitionBy(ITEM)).alias(ITEM_EXPOSURES))
     return df.select(
-        *[F.col(c) for c in exposures.columns], F.col(ITEM_CATEGORY), in_catalog.alias(IN_CATALOG), *values, *extra
+        *[F.col(c) for c in exposures.columns], F.col(ITEM_CATEGORY), in_catalog.alias(IN_CATALOG), *values
     )
 
 
@@ -262,20 +259,39 @@ class PopularityCutoffs:
     tail_max: float
 
 
-def popularity_cutoffs(labelled: DataFrame, head_share: float, tail_share: float) -> PopularityCutoffs:
-    """Cut-offs of the popularity buckets from the histogram of the day's exposure counts.
+def item_exposure_counts(labelled: DataFrame) -> DataFrame:
+    """One row per exposed item: ``item_id``, ``_item_exposures`` = its labelled exposures of the day.
 
-    One small job: rows grouped by their item's exposure count c; the group
-    has c rows per item, so items = rows / c.  The histogram has at most
-    sqrt(2 * exposures) rows.
+    An aggregation with a partial step: what moves is at most one row per item and partition, never the
+    exposure rows.  The caller persists it; its size once materialized is what lets Spark broadcast it
+    (:func:`with_item_exposures`).
     """
-    hist = (
-        labelled.where(F.col(ITEM).isNotNull()).groupBy(ITEM_EXPOSURES).agg(F.count(F.lit(1)).alias("rows")).collect()
-    )
+    return labelled.where(F.col(ITEM).isNotNull()).groupBy(ITEM).agg(F.count(F.lit(1)).alias(ITEM_EXPOSURES))
+
+
+def popularity_cutoffs(counts: DataFrame, head_share: float, tail_share: float) -> PopularityCutoffs:
+    """Cut-offs of the popularity buckets from the histogram of the items' exposure counts.
+
+    ``counts``: :func:`item_exposure_counts`.  One small job: the items grouped by their count c; the
+    histogram (c, items with c exposures) has at most sqrt(2 * exposures) rows.
+    """
+    hist = counts.groupBy(ITEM_EXPOSURES).agg(F.count(F.lit(1)).alias("items")).collect()
     values = [float(r[ITEM_EXPOSURES]) for r in hist]
-    items = [r["rows"] / r[ITEM_EXPOSURES] for r in hist]
+    items = [float(r["items"]) for r in hist]
     head_min, tail_max = popularity_thresholds(values, items, head_share, tail_share)
     return PopularityCutoffs(head_min, tail_max)
+
+
+def with_item_exposures(labelled: DataFrame, counts: DataFrame) -> DataFrame:
+    """``labelled`` plus ``_item_exposures`` (null for an empty response), by a left join on item_id.
+
+    With ``counts`` persisted and materialized, Spark plans the join with the counts' real size: under
+    ``spark.sql.autoBroadcastJoinThreshold`` (10 MB by default, a few hundred thousand items) it broadcasts
+    them and the labelled rows stay where they are, partitioned by user; above it, it shuffles the rows by
+    item and the next :func:`recsys_spark.label.by_user` moves them back (two more shuffles, never a wrong
+    number).  Either way what reaches the driver is bounded by that setting.
+    """
+    return labelled.join(counts, on=ITEM, how="left")
 
 
 def popularity_bucket(count: Column, cutoffs: PopularityCutoffs) -> Column:

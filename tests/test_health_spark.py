@@ -16,7 +16,15 @@ from recsys_spark.label import deduplicate_exposures, join_feedback
 from recsys_spark.per_user import persist_user_rows
 from recsys_spark.pipeline import evaluate_day
 from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS, input_ddl
-from recsys_spark.slices import SliceInputs, add_slice_columns, explode_slices, popularity_cutoffs, resolve_slices
+from recsys_spark.slices import (
+    SliceInputs,
+    add_slice_columns,
+    explode_slices,
+    item_exposure_counts,
+    popularity_cutoffs,
+    resolve_slices,
+    with_item_exposures,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -51,8 +59,9 @@ def health(spark):
     inputs = SliceInputs(dims, catalog, None, "items", "users")
     deduplicated = deduplicate_exposures(exposures).transform(add_slice_columns, inputs, golden.DAY, 7)
     joined = join_feedback(deduplicated, spark.createDataFrame(golden.CLICKS, CLICK_DDL), 30.0, {"click": 1.0}, "click")
-    cutoffs = popularity_cutoffs(joined, 0.2, 0.2)
-    sliced = explode_slices(joined, dims, cutoffs)
+    counts = item_exposure_counts(joined)
+    cutoffs = popularity_cutoffs(counts, 0.2, 0.2)
+    sliced = explode_slices(with_item_exposures(joined, counts), dims, cutoffs)
     # the job's own partitioning: the per-user metrics and health read the same persisted rows
     result = evaluate_health(
         spark,
@@ -234,16 +243,24 @@ def test_health_is_one_python_pass_that_moves_sums_not_exposure_rows(health):
 
 
 def test_popularity_cutoffs_count_items_not_rows(spark):
-    # item a has 6 exposure rows, b..e one each: the histogram is 1 item at count 6 and 4 items at 1
-    # (10 exposures), not 6 + 4 "items".  Above count 1 lie 6 / 10 of the exposures: with tail_share
-    # 0.3 that is below 1 - 0.3, so no exposed item is tail (counted per row it would be 36 / 40)
+    # item a has 6 exposure rows, b..e one each (and one empty response): the counts are a 6, b..e 1, and
+    # the histogram is 1 item at count 6 and 4 items at 1 (10 exposures), not 6 + 4 "items".  Above count
+    # 1 lie 6 / 10 of the exposures: with tail_share 0.3 that is below 1 - 0.3, so no exposed item is tail
+    # (counted per row it would be 36 / 40)
     from recsys_spark.kernels.health import popularity_thresholds
     from recsys_spark.slices import ITEM_EXPOSURES
 
-    rows = [("a", 6)] * 6 + [(i, 1) for i in "bcde"]
-    labelled = spark.createDataFrame(rows, f"item_id string, {ITEM_EXPOSURES} long")
-    got = popularity_cutoffs(labelled, 0.5, 0.3)
+    rows = [("u1", "a")] * 3 + [("u2", "a")] * 3 + [("u3", i) for i in "bcde"] + [("u4", None)]
+    labelled = spark.createDataFrame(rows, "user_id string, item_id string")
+    counts = item_exposure_counts(labelled)
+    assert sorted((r.item_id, r[ITEM_EXPOSURES]) for r in counts.collect()) == [("a", 6)] + [(i, 1) for i in "bcde"]
+    got = popularity_cutoffs(counts, 0.5, 0.3)
     assert (got.head_min, got.tail_max) == popularity_thresholds([6, 1], [1, 4], 0.5, 0.3) == (6.0, -1.0)
+    withc = with_item_exposures(labelled, counts).collect()
+    assert len(withc) == len(rows)  # a left join: every row once, the empty response with no count
+    assert sorted((r.item_id or "", r[ITEM_EXPOSURES] or 0) for r in withc) == sorted(
+        [("a", 6)] * 6 + [(i, 1) for i in "bcde"] + [("", 0)]
+    )
 
 
 def test_k_counts_unknown_only_when_an_exposed_item_is_missing_from_the_catalog(spark):

@@ -231,3 +231,35 @@ def test_labelled_rows_keep_every_user_in_one_partition(spark, co_partition):
         assert added == (0 if co_partition == "false" else 1)
     finally:
         spark.conf.set(key, before)
+
+
+@pytest.mark.parametrize("broadcast", [True, False])
+def test_popularity_counts_reach_the_rows_without_moving_them(spark, broadcast):
+    # the popularity slice's count per item is an aggregation (one row per item moves, not the exposures)
+    # joined back to the labelled rows.  Persisted and materialized, the counts are small enough for Spark
+    # to broadcast: the rows stay where they are, partitioned by user (before: a window by item moved them
+    # there and back).  Without the broadcast (a day with too many items) Spark shuffles them by item and
+    # by_user moves them back: slower, and every user still in one partition with the same counts
+    from recsys_spark.slices import ITEM_EXPOSURES, item_exposure_counts, with_item_exposures
+
+    exposures = [(f"u{i % 7}", "s", f"r{i}", f"i{(i + j) % 5}", j, 0.1 * j, at(i)) for i in range(40) for j in range(3)]
+    joined = label(spark, exposures, [], partitions=4).persist()
+    counts = item_exposure_counts(joined).persist()
+    key, before = "spark.sql.autoBroadcastJoinThreshold", spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    try:
+        assert counts.count() == 5  # materialized: its real size is what the join is planned with
+        if not broadcast:
+            spark.conf.set(key, "-1")
+        rows = by_user(with_item_exposures(joined, counts), 4)
+        moved = [name for name, columns in _shuffles(rows) if "position" in columns]
+        assert moved == ([] if broadcast else ["Exchange", "Exchange"])
+        expected: dict[str, int] = {}
+        for e in exposures:
+            expected[e[3]] = expected.get(e[3], 0) + 1
+        got = rows.select("user_id", "item_id", ITEM_EXPOSURES, F.spark_partition_id().alias("p")).collect()
+        assert len(got) == 120 and all(r[ITEM_EXPOSURES] == expected[r.item_id] for r in got)
+        assert all(len({r.p for r in got if r.user_id == u}) == 1 for u in {r.user_id for r in got})
+    finally:
+        spark.conf.set(key, before)
+        counts.unpersist()
+        joined.unpersist()

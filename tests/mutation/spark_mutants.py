@@ -301,8 +301,8 @@ MUTANTS = [
     Mutant(
         "slices-items-per-count",
         SLICES,
-        'items = [r["rows"] / r[ITEM_EXPOSURES] for r in hist]',
-        'items = [r["rows"] for r in hist]',
+        'hist = counts.groupBy(ITEM_EXPOSURES).agg(F.count(F.lit(1)).alias("items")).collect()',
+        'hist = counts.groupBy(ITEM_EXPOSURES).agg(F.sum(ITEM_EXPOSURES).alias("items")).collect()',
         ("tests/test_health_spark.py::test_popularity_cutoffs_count_items_not_rows",),
         "histogram counts rows as items",
     ),
