@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
 
 import health_golden as golden
 import pytest
+from spark_plans import names_and_exchanges
 
 from recsys_spark.config import load_config
 from recsys_spark.health import evaluate_health, item_pass, partition_pass, request_rows
@@ -200,23 +200,6 @@ def test_shared_user_partitions_are_cached_deserialized(health):
         by_user.unpersist()
 
 
-def _nodes(plan):
-    """The physical plan's nodes, without the plans of the cached relations it reads (not its children)."""
-    yield plan
-    if plan.nodeName() == "AdaptiveSparkPlan":
-        yield from _nodes(plan.executedPlan())
-    children = plan.children()
-    for i in range(children.size()):
-        yield from _nodes(children.apply(i))
-
-
-def _plan(df) -> tuple[list[str], list[str]]:
-    """(node names, hash partitionings of the exchanges) of the executed plan, outside cached relations."""
-    nodes = list(_nodes(df._jdf.queryExecution().executedPlan()))
-    keys = [str(n.outputPartitioning().toString()) for n in nodes if n.nodeName() == "Exchange"]
-    return [str(n.nodeName()) for n in nodes], sorted(re.sub(r"#\d+L?", "", k) for k in keys)
-
-
 def test_health_is_one_python_pass_that_moves_sums_not_exposure_rows(health):
     # once the user partitions are built (the label stage counts them first), the health indicators are one
     # Python pass over them (kernels.health_pass) whose only shuffle is of partial sums by (slice, name, key);
@@ -227,13 +210,13 @@ def test_health_is_one_python_pass_that_moves_sums_not_exposure_rows(health):
     try:
         by_user.count()
         summed = partition_pass(by_user, 5)
-        names, exchanges = _plan(summed)
+        names, exchanges = names_and_exchanges(summed)
         assert names.count("MapInArrow") == 1 and "InMemoryTableScan" in names, names
         assert exchanges == ["hashpartitioning(slice, name, key, 2)"], exchanges  # the user partitions in place
         summed = summed.persist()
         summed.count()
         query = request_rows(summed).unionByName(item_pass(summed, None))
-        names, exchanges = _plan(query)
+        names, exchanges = names_and_exchanges(query)
         # every branch reads the persisted sums: the pass does not run again, nothing but sums moves
         assert "MapInArrow" not in names and "InMemoryTableScan" in names, names
         assert set(exchanges) == {"hashpartitioning(slice, 2)", "hashpartitioning(slice, exposures, in_catalog, 2)"}

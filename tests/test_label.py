@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
+from spark_plans import final_plan, shuffles
 
 from recsys_spark.label import by_user, deduplicate_exposures, join_feedback, label_counts
 from recsys_spark.read import conform
@@ -170,35 +171,6 @@ def test_a_request_under_two_users_is_two_exposures_and_events_keep_their_user(s
     assert (counts["exposures"], counts["duplicate_exposures"], counts["orphan_events"]) == (2, 1, 1)
 
 
-def _final_plan(df) -> str:
-    df.collect()
-    plan = df._jdf.queryExecution().executedPlan().toString().split("Initial Plan")[0]
-    assert "isFinalPlan=true" in plan
-    return plan
-
-
-def _shuffles(df) -> list[tuple[str, set[str]]]:
-    """(node name, output column names) of every shuffle exchange in ``df``'s final (adaptive) plan."""
-    df.collect()
-    out: list[tuple[str, set[str]]] = []
-
-    def walk(node) -> None:
-        name = str(node.nodeName())
-        if name == "AdaptiveSparkPlan":
-            return walk(node.executedPlan())
-        if name.endswith("QueryStage"):  # a stage: its exchange is its plan, not a child
-            return walk(node.plan())
-        if name in ("Exchange", "ReusedExchange") and "Broadcast" not in str(node.getClass().getSimpleName()):
-            attrs = node.output()
-            out.append((name, {str(attrs.apply(i).name()) for i in range(attrs.size())}))
-        children = node.children()
-        for i in range(children.size()):
-            walk(children.apply(i))
-
-    walk(df._jdf.queryExecution().executedPlan())
-    return out
-
-
 def test_exposures_are_shuffled_once_by_user(spark):
     # the one shuffle of exposure rows is the partitioning by user: the deduplication, both joins
     # and the session-window candidates read it in place (the candidates through a reused exchange;
@@ -206,7 +178,7 @@ def test_exposures_are_shuffled_once_by_user(spark):
     exposures = [(f"u{i % 2}", "s", f"r{i}", f"i{j}", j, 1.0 - j / 10, at(i)) for i in range(3) for j in range(4)]
     clicks = [("u1", "s", None, "i1", at(1.5), "click"), ("u0", "s", "r0", "i2", at(1), "click")]
     joined = label(spark, exposures, clicks)
-    of_exposures = sorted(name for name, columns in _shuffles(joined) if "position" in columns)
+    of_exposures = sorted(name for name, columns in shuffles(joined) if "position" in columns)
     assert of_exposures == ["Exchange", "ReusedExchange"]
     assert relevance_of(joined)[("r1", "i1")] == 1.0 and relevance_of(joined)[("r0", "i2")] == 1.0
 
@@ -225,7 +197,7 @@ def test_labelled_rows_keep_every_user_in_one_partition(spark, co_partition):
         rows = by_user(joined, 4).select("user_id", F.spark_partition_id().alias("p"))
         spread = rows.groupBy("user_id").agg(F.count_distinct("p").alias("n")).where(F.col("n") > 1).count()
         assert spread == 0 and rows.count() == 120
-        added = _final_plan(by_user(joined, 4)).count("REPARTITION_BY_NUM") - _final_plan(joined).count(
+        added = final_plan(by_user(joined, 4)).count("REPARTITION_BY_NUM") - final_plan(joined).count(
             "REPARTITION_BY_NUM"
         )
         assert added == (0 if co_partition == "false" else 1)
@@ -251,7 +223,7 @@ def test_popularity_counts_reach_the_rows_without_moving_them(spark, broadcast):
         if not broadcast:
             spark.conf.set(key, "-1")
         rows = by_user(with_item_exposures(joined, counts), 4)
-        moved = [name for name, columns in _shuffles(rows) if "position" in columns]
+        moved = [name for name, columns in shuffles(rows) if "position" in columns]
         assert moved == ([] if broadcast else ["Exchange", "Exchange"])
         expected: dict[str, int] = {}
         for e in exposures:
