@@ -50,11 +50,3 @@ def shuffles(df: Any) -> list[tuple[str, set[str]]]:
             attrs = node.output()
             out.append((name, {str(attrs.apply(i).name()) for i in range(attrs.size())}))
     return out
-
-
-def final_plan(df: Any) -> str:
-    """The text of ``df``'s final adaptive plan; runs ``df`` first."""
-    df.collect()
-    plan = str(df._jdf.queryExecution().executedPlan().toString()).split("Initial Plan")[0]
-    assert "isFinalPlan=true" in plan
-    return plan
