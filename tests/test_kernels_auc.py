@@ -89,3 +89,12 @@ def test_grouped_auc_infers_the_groups_and_takes_integer_labels_and_scores():
     assert math.isnan(values[4]) and n_neg[4] == 0 and n_pos[4] == 40
     empty = grouped_auc(np.array([], dtype=np.int64), np.array([]), np.array([]))
     assert all(len(a) == 0 for a in empty)
+
+
+def test_grouped_auc_counts_a_truthy_label_once_whatever_its_value():
+    # "labels: truthy for positives": a graded label (2, 3) is one positive, not 2 or 3 of them
+    group, scores = [0, 0, 0, 0, 0], [0.9, 0.8, 0.7, 0.2, 0.1]
+    graded = [2, 0, 3, 0, 1]
+    values, n_pos, n_neg = grouped_auc(group, graded, scores)
+    assert (n_pos[0], n_neg[0]) == (3.0, 2.0)
+    assert values[0] == pytest.approx(roc_auc_score([g > 0 for g in graded], scores), abs=1e-12)  # 4 / 6

@@ -438,3 +438,67 @@ def test_a_difference_without_variance_is_infinitely_significant_and_none_is_und
     zero = MeanStats.from_values(np.array([0.0, 1.0, -1.0]))
     r = welch(zero, MeanStats.from_values(np.array([1.0, 2.0, 0.0])))
     assert math.isnan(r.rel_delta) and math.isnan(r.rel_se) and r.se == pytest.approx(math.sqrt(2 / 3))
+
+
+# --- edges the mutation run found unpinned (docs/mutation.md, fourth session) ---------------------------------
+@pytest.mark.parametrize("confidence", [0.0, 1.0, 1.5, -0.1])
+def test_confidence_outside_the_open_unit_interval_is_refused(confidence):
+    with pytest.raises(ValueError, match=r"confidence must be in \(0, 1\)"):
+        t_interval(MeanStats.from_values(np.array([1.0, 2.0, 3.0])), confidence)
+
+
+def test_welch_with_two_units_per_arm_has_satterthwaite_df():
+    # the smallest arms with a variance: n = 2 each; df by hand, t and p as scipy's Welch test
+    c, t = np.array([1.0, 3.0]), np.array([2.0, 7.0])
+    r = welch(MeanStats.from_values(c), MeanStats.from_values(t))  # the default confidence, 0.95
+    vc, vt = 2.0 / 2, 12.5 / 2  # s² / n
+    assert r.df == pytest.approx((vc + vt) ** 2 / (vc**2 / 1 + vt**2 / 1), rel=1e-12)
+    ref = st.ttest_ind(t, c, equal_var=False)
+    assert r.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+    half = st.t.ppf(0.975, r.df) * math.sqrt(vc + vt)
+    assert (r.ci_low, r.ci_high) == pytest.approx((r.delta - half, r.delta + half), rel=1e-12)
+    assert welch(MeanStats.from_values(c), MeanStats.from_values(t), 0.95) == r
+
+
+def test_welch_without_variance_in_either_arm_has_infinite_df_and_a_normal_quantile():
+    # constant arms: both variances 0, Satterthwaite's denominator 0 -> df = inf; the difference is certain
+    r = welch(MeanStats.from_values(np.array([1.0, 1.0, 1.0])), MeanStats.from_values(np.array([2.0, 2.0])))
+    assert r.df == math.inf and r.delta == 1.0 and r.se == 0.0
+    assert (r.ci_low, r.ci_high) == (1.0, 1.0) and r.p_value == 0.0
+
+
+def test_welch_with_one_unit_in_an_arm_is_nan():
+    r = welch(MeanStats.from_values(np.array([1.0])), MeanStats.from_values(np.array([2.0, 4.0])))
+    assert math.isnan(r.df) and math.isnan(r.se) and math.isnan(r.p_value) and math.isnan(r.ci_low)
+
+
+def test_ratio_difference_welch_reports_its_df_and_refuses_an_unknown_quantile():
+    c = RatioStats.from_values(np.array(C_CLICKS, float), np.array(C_IMPR, float))
+    t = RatioStats.from_values(np.array(T_CLICKS, float), np.array(T_IMPR, float))
+    vc, vt = c.var_ratio, t.var_ratio
+    r = ratio_difference(c, t, quantile="welch")
+    assert r.df == pytest.approx((vc + vt) ** 2 / (vc**2 / 5 + vt**2 / 5), rel=1e-12)
+    assert ratio_difference(c, t).df is None  # normal quantile: no df
+    with pytest.raises(ValueError, match="quantile must be 'normal' or 'welch', got 'z'"):
+        ratio_difference(c, t, quantile="z")
+
+
+def test_bootstrap_interval_is_symmetric_around_the_value_and_keeps_the_value_without_replicates():
+    reps = np.array([0.4, 0.5, 0.6, 0.55])
+    r = bootstrap_interval(0.52, reps, 0.9)
+    se = float(np.std(reps, ddof=1))
+    half = st.norm.ppf(0.95) * se
+    assert r == Interval(
+        0.52, pytest.approx(se, rel=1e-12), pytest.approx(0.52 - half), pytest.approx(0.52 + half), "bootstrap"
+    )
+    assert isinstance(r.value, float)
+    few = bootstrap_interval(0.52, np.array([0.4, np.nan]))  # one finite replicate: no interval, the value kept
+    assert few == Interval(0.52, None, None, None, "none")
+
+
+def test_adjust_p_checks_its_method_even_without_p_values():
+    assert adjust_p([], "bh").tolist() == [] and adjust_p([], "holm").tolist() == []
+    assert np.isnan(adjust_p([np.nan], "bh")).all()
+    for p in ([], [np.nan], [0.5], [0.01, 0.2]):
+        with pytest.raises(ValueError, match="method must be 'holm', 'bh' or 'none', got 'BH'"):
+            adjust_p(p, "BH")

@@ -25,6 +25,104 @@ OUT = REPO / "build" / "mutation" / "kernels.md"
 #: (regex on the mutated line, regex on the original line, reason[, regex on the mutant's function]): reviewed
 #: equivalences
 EQUIVALENT = [
+    # kernels/auc.py grouped_auc (reviewed 24 Nov, fourth session)
+    (
+        r"np\.asarray\(scores, (dtype=None)?\)|np\.arange\(total, (dtype=None)?\)",
+        r"np\.asarray\(scores, dtype=np\.float64\)|np\.arange\(total, dtype=np\.int64\)",
+        "integer scores sort and compare as their float64 values; np.arange is int64 here",
+        r"x_grouped_auc",
+    ),
+    (
+        r"\] = None$|\(n_pos == 0\) & \(n_neg == 0\)",
+        r"\(n_pos == 0\) \| \(n_neg == 0\)\] = np\.nan$",
+        "None assigned into a float array is NaN, and a group without one of the classes divides 0 by 0"
+        " (NaN under errstate) before this line: the line only states it",
+        r"x_grouped_auc",
+    ),
+    (
+        r"g = int\(group\.max\(\)\) (\+|-) 1 if \(?n_groups is None and len\(group\)\)?( and False)? else",
+        r"g = int\(group\.max\(\)\) \+ 1 if n_groups is None and len\(group\) else",
+        "without n_groups, G only sizes np.bincount(..., minlength=G), which grows to max code + 1 by itself"
+        " (checked by hand with the inferred-groups test)",
+        r"x_grouped_auc",
+    ),
+    (
+        r"if \(total\) or True else|else np\.zeros\(1\)$",
+        r"if total else",
+        "with no rows the arrays are empty and numpy broadcasts an empty array with a length-1 one to an empty"
+        " result: the empty-input branches only avoid that (the empty-input test runs them)",
+        r"x_grouped_auc",
+    ),
+    # kernels/stats.py (reviewed 24 Nov, fourth session: each mutant read, the doubtful ones run by hand)
+    (
+        r"if \(rel_se\) or True else math\.nan",
+        r"if rel_se else math\.nan",
+        "_div(rel, 0) is already NaN: the guard is redundant",
+        r"x__compare",
+    ),
+    (
+        r"if \(vc \+ vt >= 0\) or True else math\.nan",
+        r"if vc \+ vt >= 0 else math\.nan",
+        "the two variances are >= 0 or NaN (MeanStats.var and RatioStats.var_ratio clip at 0), so their sum is"
+        " never negative, and sqrt(NaN) is NaN",
+        r"x__compare",
+    ),
+    (
+        r"if \(math\.isfinite\(df\)\) or True else",
+        r"if math\.isfinite\(df\) else",
+        "scipy's Student t with df = inf is the normal distribution (t.sf(1.5, inf) and norm.sf(1.5) differ in"
+        " the last bit, t.ppf(0.975, inf) = norm.ppf(0.975)): the normal branch only says so explicitly",
+        r"x__p_t|x__tq",
+    ),
+    (
+        r"if nc < 2 or nt < 2 or math\.isnan\(vc\) and math\.isnan\(vt\):"
+        r"|if nc < 2 or nt < 2 and math\.isnan\(vc\) or math\.isnan\(vt\):"
+        r"|if nc < 2 and nt < 2 or math\.isnan\(vc\) or math\.isnan\(vt\):",
+        r"if nc < 2 or nt < 2 or math\.isnan\(vc\) or math\.isnan\(vt\):",
+        "an arm with n < 2 has a NaN variance, and a NaN variance makes the formula NaN (a NaN den is truthy):"
+        " regrouping the guard changes no result",
+        r"x__satterthwaite",
+    ),
+    (
+        r"if \(math\.isfinite\(df\) or df == math\.inf\) or True else math\.nan",
+        r"if math\.isfinite\(df\) or df == math\.inf else math\.nan",
+        "df is NaN only when a variance is NaN (_satterthwaite's guard); then se is NaN and so is every bound,"
+        " whatever the quantile",
+        r"x_welch",
+    ),
+    (
+        r'if method == "none" or m == 1:',
+        r'if method == "none" or m == 0:',
+        "one p-value: Holm and BH both give min(1, p) = p for p in [0, 1], as the early return does; no"
+        " p-value: the general path returns the empty array too, and checks the method on both paths",
+        r"x_adjust_p",
+    ),
+    (
+        r"np\.asarray\(p_values, (dtype=None)?\)|np\.arange\(1, m \+ 1, (dtype=None)?\)",
+        r"np\.asarray\(p_values, dtype=np\.float64\)|np\.arange\(1, m \+ 1, dtype=np\.float64\)",
+        "the callers pass float p-values (NaN for none); ranks and p-values only meet float arithmetic, and"
+        " the output array is float64 either way",
+        r"x_adjust_p",
+    ),
+    (
+        r"np\.argsort\(q, (kind=(None|\"MERGESORT\"))?\)",
+        r"np\.argsort\(q, kind=\"mergesort\"\)",
+        "tied p-values get the same adjusted value in any order (Holm's running maximum and BH's running"
+        " minimum from the top give a tie one value), so the sort need not be stable",
+        r"x_adjust_p",
+    ),
+    (
+        r"np\.minimum\(2\.0, m \* sorted_p / rank\)",
+        r"np\.minimum\(1\.0, m \* sorted_p / rank\)",
+        "BH's running minimum from the top is at most m p_(m) / m = p_(m) <= 1: the cap never binds",
+        r"x_adjust_p",
+    ),
+    (
+        r"np\.asarray\(replicates, (dtype=None)?\)",
+        r"np\.asarray\(replicates, dtype=np\.float64\)",
+        "the callers pass float arrays; integer replicates would give the same finite mask and np.std in float64",
+        r"x_bootstrap_interval",
+    ),
     # kernels/regression.py (reviewed 23 Nov, third session); first, so that these reasons win over the older
     # unrestricted patterns that also match rankdata's lines
     (
