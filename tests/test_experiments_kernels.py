@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 
@@ -409,3 +410,44 @@ def test_ratio_cuped_through_the_named_sums():
     delta, se, _ = _linearized_cuped([(x, 5 * y, u, 5 * v) for x, y, u, v in arms])
     assert r["method"] == "delta_cuped" and r["covariate_n"] == 600
     assert r["delta"] == pytest.approx(delta, rel=1e-9) and r["se"] == pytest.approx(se, rel=1e-9)
+
+
+# --- parse_metric: every branch's per-user sums, by hand (docs/mutation.md, fourth session) -------------------
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("ndcg@10_user_avg", ("ndcg", 10, "user_avg", "mean", "ndcg_at_10_sum", "lists_ranked", 1.0)),
+        ("hit_rate@1_user_avg", ("hit_rate", 1, "user_avg", "mean", "hit_rate_at_1_sum", "lists_ranked", 1.0)),
+        ("map@5_list_avg", ("map", 5, "list_avg", "ratio", "map_at_5_sum", "lists_ranked", 1.0)),
+        ("mrr_user_avg", ("mrr", None, "user_avg", "mean", "mrr_sum", "lists_ranked", 1.0)),
+        ("mrr_list_avg", ("mrr", None, "list_avg", "ratio", "mrr_sum", "lists_ranked", 1.0)),
+        # global precision: Σ hits / (k Σ lists); global recall: Σ hits / Σ relevant
+        ("precision@10_global", ("precision", 10, "global", "ratio", "hits_at_10", "lists_ranked", 10.0)),
+        ("recall@20_global", ("recall", 20, "global", "ratio", "hits_at_20", "relevant", 1.0)),
+        ("auc_user_avg", ("auc", None, "user_avg", "mean", "auc_sum", "auc_exposures", 1.0)),
+        ("auc_impression_weighted", ("auc", None, "impression_weighted", "ratio", "auc_sum", "auc_exposures", 1.0)),
+        ("exposure_ctr_global", ("exposure_ctr", None, "global", "ratio", "clicked", "exposures", 1.0)),
+        ("pv_ctr_global", ("pv_ctr", None, "global", "ratio", "clicked", "requests", 1.0)),
+        ("pv_failure_rate_global", ("pv_failure_rate", None, "global", "ratio", "empty_requests", "requests", 1.0)),
+    ],
+)
+def test_parse_metric_gives_each_metric_its_per_user_sums(name, expected):
+    assert parse_metric(name) == MetricSpec(name, *expected)
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("ndcg@0_user_avg", "metric 'ndcg@0_user_avg': ndcg needs @k"),
+        ("ndcg_user_avg", "metric 'ndcg_user_avg': ndcg needs @k"),
+        ("hits_global", "metric 'hits_global': hits needs @k"),
+        ("auc@5_user_avg", "metric 'auc@5_user_avg': auc takes no @k"),
+        ("ndcg@10_global", "metric 'ndcg@10_global' has no per-user form"),
+        ("hits@10_global", "metric 'hits@10_global' has no per-user form"),
+        ("gini_global", "metric 'gini_global' has no per-user form"),
+        ("ndcg@10", "not a metric name of the form METRIC[@K]_AGGREGATION: 'ndcg@10'"),
+    ],
+)
+def test_parse_metric_refuses_what_has_no_per_user_form(name, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_metric(name)

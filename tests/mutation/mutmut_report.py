@@ -25,6 +25,14 @@ OUT = REPO / "build" / "mutation" / "kernels.md"
 #: (regex on the mutated line, regex on the original line, reason[, regex on the mutant's function]): reviewed
 #: equivalences
 EQUIVALENT = [
+    # kernels/experiments.py parse_metric (reviewed 24 Nov, fourth session)
+    (
+        r"float\(k or 2\)\)$|MetricSpec\(name, metric, None, agg, \"(mean|ratio)\", (\"auc_sum\"|num)",
+        r"float\(k or 1\)\)$|MetricSpec\(name, metric, k, agg, \"(mean|ratio)\", (\"auc_sum\"|num)",
+        "k is checked first: precision@k needs k >= 1, so `k or 1` never falls back; AUC and the business"
+        " ratios take no @k, so k is None there already",
+        r"x_parse_metric",
+    ),
     # kernels/auc.py grouped_auc (reviewed 24 Nov, fourth session)
     (
         r"np\.asarray\(scores, (dtype=None)?\)|np\.arange\(total, (dtype=None)?\)",
