@@ -504,3 +504,40 @@ def test_correction_tables_accept_m_1_n_m_plus_1_gamma_1_and_refuse_the_rest():
     for n, m, gamma in ((5, 0, 0.5), (3, 3, 0.5), (3, 4, 0.5), (5, 2, 0.0), (5, 2, 1.5)):
         with pytest.raises(ValueError, match="need 1 <= m < n|gamma must be in"):
             S.correction_tables([("mrr", None)], n, m, gamma)
+
+
+# --------------------------------------------------------------------------- the output's schema (mutation run)
+def test_list_columns_and_score_lists_output_have_the_declared_names_and_types():
+    expected = [("user_id", "string"), ("n_list", "long"), ("n_truth", "long"), ("mrr", "double")]
+    for k in (5, 10):
+        expected += [(f"{m}_at_{k}", "double") for m in ("precision", "recall", "f1", "ndcg", "map", "hit_rate")]
+        expected += [(f"hits_at_{k}", "long")]
+    expected += [("diversity", "double"), ("novelty", "double"), ("serendipity", "double")]
+    assert K.list_columns([5, 10]) == expected
+    pandas_type = {"string": "object", "long": "int64", "double": "float64"}
+    rows = [("u", 1, 2.0), ("u", 2, 0.0), ("u", None, 1.0), ("v", 1, 0.0)]
+    frame = pd.DataFrame([r + (None, np.nan, np.nan) for r in rows], columns=list(K.LIST_INPUT))
+    frame["rank"] = frame["rank"].astype(float)
+    for f in (frame, frame.iloc[:0]):  # a batch of users, and an empty batch
+        out = K.score_lists(f, [5, 10])
+        assert [(c, str(t)) for c, t in out.dtypes.items()] == [(n, pandas_type[t]) for n, t in expected]
+        assert len(out) == (2 if len(f) else 0)
+
+
+def test_score_lists_gain_is_exponential_by_default():
+    # one list: the relevance-2 item at rank 2, truth also holds a relevance-1 item not in the list
+    rows = [("u", 1, 0.0), ("u", 2, 2.0), ("u", None, 1.0)]
+    default = lists(rows, ks=(2,), gain="exponential").loc["u", "ndcg_at_2"]
+    assert lists(rows, ks=(2,), gain="linear").loc["u", "ndcg_at_2"] == pytest.approx((2 / L3) / (2 + 1 / L3))
+    assert default == pytest.approx((3 / L3) / (3 + 1 / L3))  # gains 2^2 - 1 = 3 and 2^1 - 1 = 1
+    frame = pd.DataFrame([r + (None, np.nan, np.nan) for r in rows], columns=list(K.LIST_INPUT))
+    frame["rank"] = frame["rank"].astype(float)
+    assert K.score_lists(frame, [2]).set_index("user_id").loc["u", "ndcg_at_2"] == pytest.approx(default)
+
+
+def test_a_null_relevance_is_not_truth():
+    # relevance null (a list item with no label) counts as 0: not a hit, not in the truth
+    labelled = lists([("u", 1, 0.0), ("u", 2, 1.0)]).loc["u"]
+    unlabelled = lists([("u", 1, None), ("u", 2, 1.0)]).loc["u"]
+    assert unlabelled["n_truth"] == labelled["n_truth"] == 1 and unlabelled["hits_at_2"] == 1
+    assert unlabelled["precision_at_2"] == labelled["precision_at_2"] == 1 / 2
