@@ -17,12 +17,16 @@ L3 = math.log2(3)  # discount of rank 2
 L4 = 2.0  # log2(4), discount of rank 3
 
 
-def lists(rows, ks=(2,), gain="linear"):
-    """rows: (user, rank or None, relevance[, category, self_info, new_category])"""
+def list_frame(rows) -> pd.DataFrame:
+    """rows: (user, rank or None, relevance[, category, self_info, new_category]) as a LIST_INPUT frame"""
     full = [r + (None, np.nan, np.nan)[len(r) - 3 :] for r in rows]
     frame = pd.DataFrame(full, columns=list(K.LIST_INPUT))
     frame["rank"] = frame["rank"].astype(float)
-    return K.score_lists(frame, ks, gain).set_index("user_id")
+    return frame
+
+
+def lists(rows, ks=(2,), gain="linear"):
+    return K.score_lists(list_frame(rows), ks, gain).set_index("user_id")
 
 
 # --------------------------------------------------------------------------- top-K lists
@@ -516,8 +520,7 @@ def test_list_columns_and_score_lists_output_have_the_declared_names_and_types()
     assert K.list_columns([5, 10]) == expected
     pandas_type = {"string": "object", "long": "int64", "double": "float64"}
     rows = [("u", 1, 2.0), ("u", 2, 0.0), ("u", None, 1.0), ("v", 1, 0.0)]
-    frame = pd.DataFrame([r + (None, np.nan, np.nan) for r in rows], columns=list(K.LIST_INPUT))
-    frame["rank"] = frame["rank"].astype(float)
+    frame = list_frame(rows)
     for f in (frame, frame.iloc[:0]):  # a batch of users, and an empty batch
         out = K.score_lists(f, [5, 10])
         assert [(c, str(t)) for c, t in out.dtypes.items()] == [(n, pandas_type[t]) for n, t in expected]
@@ -530,9 +533,7 @@ def test_score_lists_gain_is_exponential_by_default():
     default = lists(rows, ks=(2,), gain="exponential").loc["u", "ndcg_at_2"]
     assert lists(rows, ks=(2,), gain="linear").loc["u", "ndcg_at_2"] == pytest.approx((2 / L3) / (2 + 1 / L3))
     assert default == pytest.approx((3 / L3) / (3 + 1 / L3))  # gains 2^2 - 1 = 3 and 2^1 - 1 = 1
-    frame = pd.DataFrame([r + (None, np.nan, np.nan) for r in rows], columns=list(K.LIST_INPUT))
-    frame["rank"] = frame["rank"].astype(float)
-    assert K.score_lists(frame, [2]).set_index("user_id").loc["u", "ndcg_at_2"] == pytest.approx(default)
+    assert K.score_lists(list_frame(rows), [2]).set_index("user_id").loc["u", "ndcg_at_2"] == pytest.approx(default)
 
 
 def test_a_null_relevance_is_not_truth():
