@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -542,3 +543,118 @@ def test_a_null_relevance_is_not_truth():
     unlabelled = lists([("u", 1, None), ("u", 2, 1.0)]).loc["u"]
     assert unlabelled["n_truth"] == labelled["n_truth"] == 1 and unlabelled["hits_at_2"] == 1
     assert unlabelled["precision_at_2"] == labelled["precision_at_2"] == 1 / 2
+
+
+# ------------------------------------------------------------------- cases from the mutation run (fifth session)
+def test_list_rows_in_any_order_give_the_same_scores():
+    rows = [("a", 1, 0.0, "A", 1.0, 1.0), ("a", 2, 1.0, "B", 2.0, 1.0), ("a", 3, 1.0, "A", 3.0, 0.0)]
+    rows += [("a", None, 1.0), ("b", 1, 1.0, "A", 1.0, 0.0), ("b", 2, 0.0, "A", 1.0, 1.0)]
+    ordered = lists(rows, ks=(1, 3))
+    for seed in range(3):
+        shuffled = [rows[i] for i in np.random.default_rng(seed).permutation(len(rows))]
+        pd.testing.assert_frame_equal(lists(shuffled, ks=(1, 3)).loc[ordered.index], ordered)
+    assert ordered.loc["a", "mrr"] == 1 / 2 and ordered.loc["a", "hits_at_1"] == 0
+
+
+def test_f1_by_hand_where_precision_and_recall_differ():
+    # list a, b (both relevant), truth {a, b, c, d}: precision@2 = 1, recall@2 = 1/2, f1 = 2 * 1/2 / (3/2) = 2/3
+    r = lists([("u", 1, 1.0), ("u", 2, 1.0), ("u", None, 1.0), ("u", None, 1.0)]).loc["u"]
+    assert (r["precision_at_2"], r["recall_at_2"]) == (1.0, 0.5)
+    assert r["f1_at_2"] == pytest.approx(2 / 3)
+
+
+def test_a_null_relevance_scores_like_a_zero_in_every_metric():
+    labelled = lists([("u", 1, 0.0), ("u", 2, 1.0), ("u", None, 2.0)], ks=(1, 2)).loc["u"]
+    unlabelled = lists([("u", 1, None), ("u", 2, 1.0), ("u", None, 2.0)], ks=(1, 2)).loc["u"]
+    pd.testing.assert_series_equal(unlabelled, labelled)
+    assert labelled["ndcg_at_2"] == pytest.approx((1 / L3) / (2 + 1 / L3))
+
+
+def test_a_last_user_with_truth_but_no_list_keeps_every_array_aligned():
+    # the last user code has no list rows: per-user counts over list rows must still have a slot for it
+    # (three users, so that a count one slot short cannot broadcast)
+    out = lists([("a", 1, 1.0, "A", 1.0, 1.0), ("a", 2, 0.0, "B", 1.0, 0.0), ("b", 1, 0.0, "A"), ("c", None, 1.0)])
+    assert out.loc["c", "n_list"] == 0 and out.loc["c", "recall_at_2"] == 0.0
+    assert math.isnan(out.loc["c", "diversity"]) and math.isnan(out.loc["c", "serendipity"])
+    assert out.loc["a", "diversity"] == 1.0 and out.loc["a", "serendipity"] == 1 / 2
+
+
+def test_diversity_of_several_users_does_not_mix_their_category_pairs():
+    # three users over two categories (codes 0 and 1): a pair code must be unique per (user, category)
+    rows = [("a", 1, 0.0, "X"), ("a", 2, 0.0, "Y"), ("a", 3, 0.0, "Y")]  # 1 same pair of 3
+    rows += [("b", 1, 0.0, "X"), ("b", 2, 0.0, "X"), ("b", 3, 0.0, "X")]  # 3 same pairs of 3
+    rows += [("c", 1, 0.0, "X"), ("c", 2, 0.0, "Y"), ("c", 3, 0.0, None)]  # unknown: its own category
+    # two unknowns are one category; with codes X 0, Y 1, unknown 2, user 3's (d, X) sits where a
+    # division u / 3 + c would put (a, Y)
+    rows += [("d", 1, 0.0, None), ("d", 2, 0.0, None), ("d", 3, 0.0, "X")]
+    rows += [("e", 1, 0.0, "Y")]  # one item: no pair
+    out = lists(rows, ks=(3,))
+    assert out["diversity"].tolist()[:4] == pytest.approx([1 - 2 / 6, 0.0, 1.0, 1 - 2 / 6])
+    assert math.isnan(out.loc["e", "diversity"]) and out["diversity"].dtype == np.float64
+
+
+def test_serendipity_needs_a_known_category_of_a_list_item():
+    known = [("u", 1, 1.0, "A", 1.0, 1.0), ("u", 2, 0.0, "A", 1.0, np.nan)]  # one item's novelty known
+    unknown = [("u", 1, 1.0, "A", 1.0, np.nan), ("u", 2, 0.0, "A", 1.0, np.nan)]
+    single = [("u", 1, 1.0, "A", 1.0, 1.0), ("u", None, 1.0)]  # a one-item list
+    assert lists(known).loc["u", "serendipity"] == 1 / 2
+    assert math.isnan(lists(unknown).loc["u", "serendipity"])
+    assert lists(single).loc["u", "serendipity"] == 1.0
+    # a list without truth has no serendipity even when its categories are known
+    assert math.isnan(lists([("u", 1, 0.0, "A", 1.0, 1.0), ("u", 2, 0.0, "B", 1.0, 1.0)]).loc["u", "serendipity"])
+
+
+def test_numeric_columns_may_be_object_columns_holding_none():
+    # a frame built from Python rows keeps None in object columns: unknown rank (truth outside the list),
+    # relevance, self-information and category novelty
+    rows = [("u", 1, 1.0, "A", 2.0, 1.0), ("u", 2, 0.0, "B", None, None), ("u", None, 1.0), ("u", 3, None, "B")]
+    floats = list_frame(rows)
+    frame = floats.astype(object).where(floats.notna(), None)
+    assert all(frame[c].dtype == object for c in ("rank", "relevance", "self_info", "new_category"))
+    got = K.score_lists(frame, [2]).iloc[0]
+    pd.testing.assert_series_equal(got, K.score_lists(floats, [2]).iloc[0])
+    assert (got["novelty"], got["serendipity"], got["diversity"]) == (2.0, 1 / 2, 1.0)  # the top 2 items
+    assert (got["n_list"], got["n_truth"], got["recall_at_2"]) == (3, 2, 1 / 2)
+
+
+def test_calibration_table_every_column_and_an_empty_table():
+    bins = np.array([1, 0])  # out of order: the table is sorted by bin
+    table, ece = K.calibration_table(bins, np.array([3, 2]), np.array([2.15, 0.2]), np.array([2.0, 0.0]), 4)
+    expected = pd.DataFrame(
+        {
+            "bin": np.array([0, 1], dtype=np.int32),
+            "bin_low": [0.0, 0.25],
+            "bin_high": [0.25, 0.5],
+            "n": np.array([2, 3], dtype=np.int64),
+            "mean_predicted": [0.1, 2.15 / 3],
+            "observed_rate": [0.0, 2 / 3],
+        }
+    )
+    pd.testing.assert_frame_equal(table, expected)
+    assert ece == pytest.approx((2 * 0.1 + 3 * abs(2 / 3 - 2.15 / 3)) / 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no division by an empty total
+        empty, ece = K.calibration_table(np.array([], int), np.array([]), np.array([]), np.array([]), 4)
+    assert math.isnan(ece) and empty.empty and list(empty.columns) == list(expected.columns)
+
+
+def test_parse_errors_say_what_was_expected():
+    for bad in ("5,1", "5,5", "1,2,3"):
+        with pytest.raises(ValueError, match="expected 'LOW,HIGH' with LOW < HIGH, got"):
+            K.parse_range(bad)
+    with pytest.raises(ValueError, match=r"distortion key '3': expected 'PREDICTED,ACTUAL'"):
+        K.parse_distortion({"3": 1})
+
+
+def test_rating_errors_clip_rounded_predictions_at_both_ends_and_are_floats():
+    e = K.rating_errors(np.array([1, 5]), np.array([0, 7]), True, (1, 5))  # integer input: 0 -> 1, 7 -> 5
+    assert e["abs"].tolist() == [0.0, 0.0] and e["abs"].dtype == e["sq"].dtype == np.float64
+    e = K.rating_errors(np.array([1, 2]), np.array([1, 4]))
+    assert e["sq"].tolist() == [0.0, 4.0] and e["sq"].dtype == np.float64
+
+
+def test_rating_errors_without_a_distortion_table():
+    e = K.rating_errors(np.array([1.0, 2.0]), np.array([3.0, 2.0]))
+    assert set(e) == {"abs", "sq", "distortion", "distortion_missing"}
+    assert np.isnan(e["distortion"]).all() and e["distortion"].dtype == np.float64
+    assert e["distortion_missing"].tolist() == [False, False] and e["distortion_missing"].dtype == bool

@@ -85,7 +85,6 @@ def score_lists(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponentia
     """
     ks = tuple(ks)
     k_max = max(ks)
-    names = [n for n, _ in list_columns(ks)]
     if frame.empty:
         return pd.DataFrame(
             {
@@ -134,7 +133,7 @@ def score_lists(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponentia
             out[f"hit_rate_at_{k}"] = per[f"hit_rate@{k}"]
             out[f"hits_at_{k}"] = per[f"hits@{k}"].astype(np.int64)
         out.update(_beyond_accuracy(frame, user_code, n_users, in_list, rank, rel, k_max, has_truth))
-    return pd.DataFrame(out, columns=names)
+    return pd.DataFrame(out)  # built in list_columns' order
 
 
 def _beyond_accuracy(
@@ -170,7 +169,8 @@ def _beyond_accuracy(
         surprising = (rel[top] > 0) & (new > 0)
         serendipity = np.bincount(u, weights=surprising, minlength=n_users) / size
         has_categories = np.bincount(u, weights=~np.isnan(new), minlength=n_users) > 0
-        serendipity = np.where(has_truth & (size > 0) & has_categories, serendipity, np.nan)
+        # has_categories implies a non-empty top list (size > 0)
+        serendipity = np.where(has_truth & has_categories, serendipity, np.nan)
     return {"diversity": diversity, "novelty": novelty, "serendipity": serendipity}
 
 

@@ -33,6 +33,76 @@ EQUIVALENT = [
         " ratios take no @k, so k is None there already",
         r"x_parse_metric",
     ),
+    # kernels/offline.py (reviewed 24 Nov, fifth session: each mutant read, the doubtful ones run by hand)
+    (
+        r"\.to_numpy\(dtype=np\.float64, (na_value=None)?\)",
+        r"\.to_numpy\(dtype=np\.float64, na_value=np\.nan\)",
+        "for a float64 target pandas turns every missing value into NaN by itself (checked for float64, object"
+        " columns holding None, and the nullable Int64 / Float64 columns); the explicit na_value only says so",
+        r"x__beyond_accuracy|x_score_lists",
+    ),
+    (
+        r"\.to_numpy\(dtype=None\)\[top\]|\.to_numpy\(\)\[top\]",
+        r'category = frame\["category"\]\.to_numpy\(dtype=object\)\[top\]',
+        "categories are strings or None (object) or pandas strings, whose to_numpy() is an object array already",
+        r"x__beyond_accuracy",
+    ),
+    (
+        r'np\.where\(known, category, "(XX\\x00unknownXX|\\x00UNKNOWN)"\)',
+        r'np\.where\(known, category, "\\x00unknown"\)',
+        "the sentinel only has to differ from every real category; any string starting with NUL does",
+        r"x__beyond_accuracy",
+    ),
+    (
+        r"u\.astype\(np\.int64\) \* \(int\(cat_code\.max\(\)\) \+ 1\) - cat_code"
+        r"|u\.astype\(None\) \* \(int\(cat_code\.max\(\)\) \+ 1\) \+ cat_code"
+        r"|u\.astype\(np\.int64\) \* \(int\(cat_code\.max\(\)\) \+ 2\) \+ cat_code",
+        r"u\.astype\(np\.int64\) \* \(int\(cat_code\.max\(\)\) \+ 1\) \+ cat_code",
+        "the pair code only has to be one-to-one on (user, category): u (M + 1) - c, u (M + 2) + c and the float"
+        " product (exact below 2^53) are as well, and nothing but its equality is used",
+        r"x__beyond_accuracy",
+    ),
+    (
+        r"np\.bincount\(u, \)|np\.bincount\(u, weights=r_in, \)",
+        r"np\.bincount\(u, minlength=n_users\)|np\.bincount\(u, weights=r_in, minlength=n_users\)",
+        "u holds every user's code (each user has at least one row, and factorize numbers them 0..n_users-1),"
+        " so np.bincount already has n_users bins",
+        r"x_score_lists",
+    ),
+    (
+        r"pad = np\.maximum\(k_max \+ n_list, 0\)|pad = np\.maximum\(k_max - n_list, 1\)",
+        r"pad = np\.maximum\(k_max - n_list, 0\)",
+        "the padding only has to push a user's truth items outside the list past rank k_max; more padding rows"
+        " have relevance 0 and change no metric (hits, DCG, ideal DCG, n_relevant and mrr are the same)",
+        r"x_score_lists",
+    ),
+    (
+        r'rel = frame\["relevance"\]\.to_numpy\((dtype=None, )?na_value=0\.0\)',
+        r'rel = frame\["relevance"\]\.to_numpy\(dtype=np\.float64, na_value=0\.0\)',
+        "an object relevance column gives an object array of numbers (None made 0.0), which is only copied into"
+        " the float64 rows of list_metrics and compared with 0: the same values (the object-column test)",
+        r"x_score_lists",
+    ),
+    (
+        r"np\.asarray\(users, (dtype=None)?\)",
+        r"np\.asarray\(users, dtype=object\)",
+        "user ids are strings (the schema's user_id): factorize gives an object Index, whose array is object",
+        r"x_score_lists",
+    ),
+    (
+        r"np\.asarray\((bin_id|n|sum_pred|sum_label), (dtype=None)?\)",
+        r"np\.asarray\((bin_id|n|sum_pred|sum_label), dtype=np\.(int64|float64)\)",
+        "the inputs are numeric arrays (Spark's long counts and double sums): / is true division, the output"
+        " columns are cast to their types, and bin ids are integers either way",
+        r"x_calibration_table",
+    ),
+    (
+        r"np\.asarray\((rating|prediction), (dtype=None)?\)",
+        r"np\.asarray\((rating|prediction), dtype=np\.float64\)",
+        "the other operand is float64, so p - r, |p - r| and (p - r)^2 are float64 for any numeric array here,"
+        " and the comparisons with the table's float keys are numeric (integer input: tested)",
+        r"x_rating_errors",
+    ),
     # kernels/auc.py grouped_auc (reviewed 24 Nov, fourth session)
     (
         r"np\.asarray\(scores, (dtype=None)?\)|np\.arange\(total, (dtype=None)?\)",
