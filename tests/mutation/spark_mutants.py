@@ -191,6 +191,25 @@ MUTANTS = [
         T_LABEL,
         "orphans undercounted",
     ),
+    # the labelling's keys hold the user (a (request, item) pair logged under two users is two exposures)
+    Mutant(
+        "label-dedup-without-user",
+        LABEL,
+        "exposures.where(F.col(USER).isNotNull())\n        .groupBy(USER, REQUEST, ITEM)",
+        "exposures.where(F.col(USER).isNotNull())\n"
+        '        .withColumn(USER, F.expr("min(user_id) over (partition by request_id, item_id)"))\n'
+        "        .groupBy(USER, REQUEST, ITEM)",
+        T_LABEL,
+        "a (request, item) pair under two users deduplicated into one exposure",
+    ),
+    Mutant(
+        "label-feedback-join-without-user",
+        LABEL,
+        'exposures.join(attributed, on=[USER, REQUEST, ITEM], how="left")',
+        'exposures.join(attributed.drop(USER).dropDuplicates([REQUEST, ITEM]), on=[REQUEST, ITEM], how="left")',
+        T_LABEL,
+        "another user's event on the same (request, item) labels this user's exposure",
+    ),
     # --- pooled_auc.py: exact global AUC -------------------------------------------------------------------
     Mutant(
         "pooled-positive-threshold",
