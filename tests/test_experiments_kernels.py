@@ -451,3 +451,80 @@ def test_parse_metric_gives_each_metric_its_per_user_sums(name, expected):
 def test_parse_metric_refuses_what_has_no_per_user_form(name, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         parse_metric(name)
+
+
+# --- cases from the mutation run (fifth session) --------------------------------------------------
+def _two_slice_sums(rng, spec):
+    """control and b in 'all'; c only in 'platform=ios' (with control); b only in 'aa=1', which has no control"""
+    arm = lambda shift: _mean_sums(spec.name, rng.normal(0.3 + shift, 0.3, 50))  # noqa: E731
+    return {
+        ("control", "all"): arm(0.0),
+        ("b", "all"): arm(0.1),
+        ("control", "platform=ios"): arm(0.0),
+        ("c", "platform=ios"): arm(0.2),
+        ("b", "aa=1"): arm(0.1),  # sorts before "all": a slice without control is skipped, not the end
+    }
+
+
+def test_result_rows_are_compare_per_variant_and_slice_with_every_setting_passed():
+    rng = np.random.default_rng(21)
+    spec = parse_metric("ndcg@10_user_avg")
+    sums = _two_slice_sums(rng, spec)
+    rows = analyse_experiment("exp1", sums, [spec], "control", "none", confidence=0.9, power=0.9)
+    assert [(r.variant, r.slice) for r in rows] == [("b", "all"), ("c", "platform=ios")]
+    for r in rows:
+        expected = compare(sums[("control", r.slice)], sums[(r.variant, r.slice)], spec, 0.9, 0.9)
+        assert (r.experiment, r.metric, r.k, r.aggregation) == ("exp1", "ndcg", 10, "user_avg")
+        assert (r.ci_low, r.ci_high, r.mde, r.method) == (
+            expected["ci_low"],
+            expected["ci_high"],
+            expected["mde"],
+            "welch",
+        )
+    defaults = analyse_experiment("exp1", sums, [spec], "control")
+    for r in defaults:
+        expected = compare(sums[("control", r.slice)], sums[(r.variant, r.slice)], spec, 0.95, 0.8, False)
+        assert (r.ci_low, r.ci_high, r.mde, r.method) == (
+            expected["ci_low"],
+            expected["ci_high"],
+            expected["mde"],
+            "welch",
+        )
+
+
+def test_ratio_covariate_moments_are_the_means_and_the_sample_covariance():
+    from recsys_spark.kernels.experiments import RatioCovariateStats
+
+    rng = np.random.default_rng(2)
+    values = [rng.poisson(5, 30).astype(float) for _ in range(4)]
+    mu, cov = RatioCovariateStats.from_values(*values).moments()
+    assert mu == pytest.approx([v.mean() for v in values])
+    assert cov == pytest.approx(np.cov(np.vstack(values)), rel=1e-12)
+
+
+def test_ratio_cuped_adjusts_each_arm_towards_the_pooled_pre_period_ratio():
+    from recsys_spark.kernels.experiments import RatioCovariateStats, cuped_ratio_compare
+
+    rng = np.random.default_rng(5)
+    arms = [_ratio_arm(rng, 400, 1.0, pre_only=30), _ratio_arm(rng, 500, 1.15, pre_only=40)]
+    comp, theta = cuped_ratio_compare(*(RatioCovariateStats.from_values(*a) for a in arms))
+    pooled = (arms[0][2].sum() + arms[1][2].sum()) / (arms[0][3].sum() + arms[1][3].sum())
+    rc, pc = arms[0][0].sum() / arms[0][1].sum(), arms[0][2].sum() / arms[0][3].sum()
+    adjusted_control = rc - theta * (pc - pooled)
+    assert comp.rel_delta == pytest.approx(comp.delta / adjusted_control, rel=1e-12)
+
+
+def test_ratio_cuped_with_a_pre_period_ratio_that_never_varies_keeps_theta_zero():
+    from recsys_spark.kernels.experiments import RatioCovariateStats, cuped_ratio_compare
+    from recsys_spark.kernels.stats import RatioStats, ratio_difference
+
+    rng = np.random.default_rng(9)
+    arms = []
+    for n, pre_v in ((200, 2.0), (300, 4.0)):  # every user the same pre-period u / v, different per arm
+        y = rng.poisson(20, n) + 1.0
+        x = rng.binomial(y.astype(int), 0.1).astype(float)
+        arms.append((x, y, np.ones(n), np.full(n, pre_v)))
+    comp, theta = cuped_ratio_compare(*(RatioCovariateStats.from_values(*a) for a in arms))
+    assert theta == 0.0
+    plain = ratio_difference(*(RatioStats.from_values(x, y) for x, y, _, _ in arms))
+    assert comp.delta == pytest.approx(plain.delta, rel=1e-12) and comp.se == pytest.approx(plain.se, rel=1e-9)

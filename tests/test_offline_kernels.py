@@ -658,3 +658,30 @@ def test_rating_errors_without_a_distortion_table():
     assert set(e) == {"abs", "sq", "distortion", "distortion_missing"}
     assert np.isnan(e["distortion"]).all() and e["distortion"].dtype == np.float64
     assert e["distortion_missing"].tolist() == [False, False] and e["distortion_missing"].dtype == bool
+
+
+def test_metric_at_rank_precision_and_map_by_hand_and_refusals():
+    ranks = np.array([1, 2, 4, 5])  # integer ranks
+    assert S.metric_at_rank("precision", ranks, 100, 4).tolist() == [0.25, 0.25, 0.25, 0.0]
+    assert S.metric_at_rank("map", ranks, 100, 4).tolist() == [1.0, 0.5, 0.25, 0.0]
+    assert S.metric_at_rank("mrr", ranks, 100).tolist() == [1.0, 0.5, 0.25, 0.2]
+    with pytest.raises(ValueError, match="^ndcg needs k$"):
+        S.metric_at_rank("ndcg", ranks, 100)
+    with pytest.raises(ValueError, match="^unknown metric 'f1'$"):
+        S.metric_at_rank("f1", ranks, 100, 4)
+
+
+def test_sampled_ranks_of_no_rows_and_of_one_target_alone():
+    for got in S.sampled_ranks(np.array([], int), np.array([]), np.array([], bool)):
+        assert got.dtype == np.int64 and len(got) == 0
+    idx, m, above, ties = S.sampled_ranks(np.array([3]), np.array([0.5]), np.array([True]))
+    assert (idx.tolist(), m.tolist(), above.tolist(), ties.tolist()) == ([0], [0], [0], [0])
+
+
+def test_sampled_ranks_ties_do_not_cross_users():
+    # user 0's highest score (a negative) equals user 1's lowest (its target): adjacent after the sort
+    user = np.array([0, 0, 1, 1])
+    score = np.array([0.1, 0.5, 0.5, 0.9])
+    target = np.array([True, False, True, False])
+    idx, m, above, ties = S.sampled_ranks(user, score, target)
+    assert (idx.tolist(), m.tolist(), above.tolist(), ties.tolist()) == ([0, 2], [1, 1], [1, 1], [0, 0])

@@ -238,7 +238,7 @@ def popularity_thresholds(
     >>> popularity_thresholds([10, 5, 3, 1], [1, 1, 1, 2], 0.2, 0.2)   # T = 20; above: 0, .5, .75, .9
     (10.0, 1.0)
     """
-    if not (0 < head_share < 1 and 0 < tail_share < 1 and head_share + tail_share <= 1):
+    if not (0 < head_share and 0 < tail_share and head_share + tail_share <= 1):  # so each share is < 1
         raise ValueError("need 0 < head_share, tail_share < 1 and head_share + tail_share <= 1")
     values, items = _histogram(values, items)
     total = float(np.dot(values, items))
