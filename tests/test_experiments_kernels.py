@@ -13,6 +13,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from recsys_spark.kernels.experiments import (
+    COVARIATE_PARTS,
     ChiSquare,
     CovariateStats,
     MetricSpec,
@@ -528,3 +529,94 @@ def test_ratio_cuped_with_a_pre_period_ratio_that_never_varies_keeps_theta_zero(
     assert theta == 0.0
     plain = ratio_difference(*(RatioStats.from_values(x, y) for x, y, _, _ in arms))
     assert comp.delta == pytest.approx(plain.delta, rel=1e-12) and comp.se == pytest.approx(plain.se, rel=1e-9)
+
+
+def _covariate_sums(spec, y, x, has):
+    """a mean metric's sums, with covariate parts from the users where ``has``"""
+    parts = CovariateStats.from_values(y[has], x[has]).as_tuple()
+    return {**_mean_sums(spec.name, y), **{f"{spec.name}|{p}": v for p, v in zip(COVARIATE_PARTS, parts, strict=True)}}
+
+
+def _ratio_covariate_sums(spec, x, y, u, v):
+    pre = {"cn": (v > 0).sum(), "u": u.sum(), "v": v.sum(), "uu": u @ u, "vv": v @ v, "xu": x @ u, "xv": x @ v}
+    pre.update({"yu": y @ u, "yv": y @ v, "uv": u @ v})
+    return {**_ratio_sums(spec.name, x, y), **{f"{spec.name}|{k}": val for k, val in pre.items()}}
+
+
+def test_compare_passes_confidence_and_power_to_every_method():
+    from recsys_spark.kernels.experiments import RatioCovariateStats, cuped_ratio_compare
+    from recsys_spark.kernels.stats import RatioStats, ratio_difference, welch
+
+    mean_spec, ratio_spec = parse_metric("ndcg@10_user_avg"), parse_metric("exposure_ctr_global")
+    everyone = np.ones(6, bool)
+    rng = np.random.default_rng(4)
+    ratio_arms = [_ratio_arm(rng, 300, 1.0), _ratio_arm(rng, 300, 1.1)]
+    cases = [
+        ("welch", mean_spec, _mean_sums(mean_spec.name, YC), _mean_sums(mean_spec.name, YT), False,
+         welch(MeanStats.from_values(YC), MeanStats.from_values(YT), 0.9)),
+        ("welch_cuped", mean_spec, _covariate_sums(mean_spec, YC, XC, everyone),
+         _covariate_sums(mean_spec, YT, XT, everyone), True,
+         cuped_compare(CovariateStats.from_values(YC, XC), CovariateStats.from_values(YT, XT), 0.9)[0]),
+        ("delta", ratio_spec, _ratio_sums(ratio_spec.name, *ratio_arms[0][:2]),
+         _ratio_sums(ratio_spec.name, *ratio_arms[1][:2]), False,
+         ratio_difference(*(RatioStats.from_values(*a[:2]) for a in ratio_arms), 0.9)),
+        ("delta_cuped", ratio_spec, _ratio_covariate_sums(ratio_spec, *ratio_arms[0]),
+         _ratio_covariate_sums(ratio_spec, *ratio_arms[1]), True,
+         cuped_ratio_compare(*(RatioCovariateStats.from_values(*a) for a in ratio_arms), 0.9)[0]),
+    ]  # fmt: skip
+    for method, spec, control, treatment, cuped, expected in cases:
+        got = compare(control, treatment, spec, confidence=0.9, power=0.9, cuped=cuped)
+        assert got["method"] == method
+        assert (got["ci_low"], got["ci_high"]) == pytest.approx((expected.ci_low, expected.ci_high), rel=1e-9)
+        assert got["mde"] == pytest.approx(mde(expected.se, 0.9, 0.9), rel=1e-9)
+
+
+def test_compare_needs_two_users_in_each_arm():
+    spec = parse_metric("mrr_user_avg")
+    two = compare(_mean_sums(spec.name, np.array([0.5, 1.0])), _mean_sums(spec.name, np.array([0.2, 1.0])), spec)
+    assert two["delta"] == pytest.approx(-0.15) and two["p_value"] is not None
+    for c, t in (([0.5], [0.2, 1.0]), ([0.5, 1.0], [0.2])):
+        one = compare(_mean_sums(spec.name, np.array(c)), _mean_sums(spec.name, np.array(t)), spec)
+        assert one["delta"] is None and one["method"] == "welch"
+
+
+def test_cuped_needs_covariates_for_two_users_and_fills_the_rest_with_their_pooled_mean():
+    spec = parse_metric("ndcg@10_user_avg")
+    # no covariate parts at all: plain Welch
+    plain = compare(_mean_sums(spec.name, YC), _mean_sums(spec.name, YT), spec, cuped=True)
+    assert (plain["method"], plain["covariate_n"]) == ("welch", 0)
+    # one user of each arm has a covariate: two in all, CUPED runs
+    first = np.arange(6) == 0
+    two = compare(_covariate_sums(spec, YC, XC, first), _covariate_sums(spec, YT, XT, first), spec, cuped=True)
+    assert (two["method"], two["covariate_n"]) == ("welch_cuped", 2)
+    # the last two users of each arm have none: filled with the mean x of the other eight
+    has = np.arange(6) < 4
+    got = compare(_covariate_sums(spec, YC, XC, has), _covariate_sums(spec, YT, XT, has), spec, cuped=True)
+    fill = (XC[has].sum() + XT[has].sum()) / 8
+    xc, xt = np.where(has, XC, fill), np.where(has, XT, fill)
+    expected = cuped_compare(CovariateStats.from_values(YC, xc), CovariateStats.from_values(YT, xt))[0]
+    assert (got["method"], got["covariate_n"]) == ("welch_cuped", 8)
+    assert (got["delta"], got["se"]) == pytest.approx((expected.delta, expected.se), rel=1e-12)
+
+
+def test_ratio_cuped_needs_two_users_with_a_pre_period_in_each_arm():
+    spec = parse_metric("exposure_ctr_global")
+    rng = np.random.default_rng(6)
+    arms = [_ratio_arm(rng, 40, 1.0), _ratio_arm(rng, 40, 1.0)]
+
+    def keep(arm, n_pre):  # only the first n_pre users have pre-period data
+        x, y, u, v = (a.copy() for a in arm)
+        u[n_pre:], v[n_pre:] = 0.0, 0.0
+        return x, y, u, v
+
+    for n_c, n_t, method in ((2, 2, "delta_cuped"), (1, 2, "delta"), (2, 1, "delta")):
+        c, t = _ratio_covariate_sums(spec, *keep(arms[0], n_c)), _ratio_covariate_sums(spec, *keep(arms[1], n_t))
+        got = compare(c, t, spec, cuped=True)
+        assert (got["method"], got["covariate_n"]) == (method, n_c + n_t)
+
+
+def test_undefined_values_are_none_not_nan_or_inf():
+    spec = parse_metric("mrr_user_avg")
+    got = compare(_mean_sums(spec.name, np.zeros(4)), _mean_sums(spec.name, np.array([0.0, 0.5, 1.0, 0.5])), spec)
+    assert got["delta"] == 0.5 and got["rel_delta"] is None and got["rel_ci_low"] is None
+    assert math.isnan(mde(None)) and math.isnan(mde(math.nan)) and math.isnan(mde(math.inf))

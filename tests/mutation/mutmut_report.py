@@ -33,6 +33,53 @@ EQUIVALENT = [
         " ratios take no @k, so k is None there already",
         r"x_parse_metric",
     ),
+    # kernels/experiments.py analyse_experiment (reviewed 24 Nov, fifth session)
+    (
+        r"spec, confidence, power, None\)$",
+        r"spec, confidence, power, cuped\)$",
+        "compare only tests `if cuped`: None and False are both false (analyse_experiment's default is False)",
+        r"x_analyse_experiment",
+    ),
+    (
+        r"for r in family\], (dtype=None)?\)$|np\.nan if \(r\[\"p_value\"\] is None\) and False else",
+        r"for r in family\], dtype=np\.float64\)$",
+        "p-values are floats, and numpy makes None NaN in a float64 array: the array is float64 with NaN for a"
+        " missing p either way",
+        r"x_analyse_experiment",
+    ),
+    (
+        r"if \(len\(p\)\) or True else p$",
+        r"if len\(p\) else p$",
+        "adjust_p of no p-values returns an empty array (reviewed in the fourth session), which the loop below"
+        " reads the same as the empty p",
+        r"x_analyse_experiment",
+    ),
+    (
+        r"zip\(family, adjusted, (strict=(None|False))?\)",
+        r"zip\(family, adjusted, strict=True\)",
+        "adjusted has one value per family row by construction (adjust_p keeps the length)",
+        r"x_analyse_experiment",
+    ),
+    (
+        r"if isinstance\(c, (MeanStats|RatioStats)\) or isinstance\(t, (MeanStats|RatioStats)\):",
+        r"if isinstance\(c, (MeanStats|RatioStats)\) and isinstance\(t, (MeanStats|RatioStats)\):",
+        "arm_stats builds both arms from the same spec, so they are always of the same class",
+        r"x_compare",
+    ),
+    (
+        r"np\.errstate\(all=None\)",
+        r'np\.errstate\(all="ignore"\)',
+        "floating-point warnings only (a zero denominator gives NaN or inf either way, which _clean makes None);"
+        " no pytest filter makes them errors",
+        r"x_compare",
+    ),
+    (
+        r"if s\.n < 0:",
+        r"if s\.n <= 0:",
+        "with n = 0 every sum is 0 and MeanStats.mean / RatioStats.ratio are NaN (their _div), which _clean"
+        " makes None: the early return only says so",
+        r"x__value",
+    ),
     # kernels/stats.py hashing and the Poisson weights, _p_z (reviewed 24 Nov, fifth session)
     (
         r"if \(math\.isnan\(stat\)\) and False else",
