@@ -483,6 +483,7 @@ def test_result_rows_are_compare_per_variant_and_slice_with_every_setting_passed
             "welch",
         )
     defaults = analyse_experiment("exp1", sums, [spec], "control")
+    assert [r.covariate_n for r in defaults] == [None, None]  # no CUPED unless asked
     for r in defaults:
         expected = compare(sums[("control", r.slice)], sums[(r.variant, r.slice)], spec, 0.95, 0.8, False)
         assert (r.ci_low, r.ci_high, r.mde, r.method) == (
@@ -620,3 +621,15 @@ def test_undefined_values_are_none_not_nan_or_inf():
     got = compare(_mean_sums(spec.name, np.zeros(4)), _mean_sums(spec.name, np.array([0.0, 0.5, 1.0, 0.5])), spec)
     assert got["delta"] == 0.5 and got["rel_delta"] is None and got["rel_ci_low"] is None
     assert math.isnan(mde(None)) and math.isnan(mde(math.nan)) and math.isnan(mde(math.inf))
+
+
+def test_analyse_experiment_passes_cuped_to_compare():
+    spec = parse_metric("ndcg@10_user_avg")
+    everyone = np.ones(6, bool)
+    sums = {
+        ("control", "all"): _covariate_sums(spec, YC, XC, everyone),
+        ("b", "all"): _covariate_sums(spec, YT, XT, everyone),
+    }
+    (row,) = analyse_experiment("e", sums, [spec], "control", cuped=True)
+    expected = compare(sums[("control", "all")], sums[("b", "all")], spec, cuped=True)
+    assert (row.method, row.covariate_n, row.delta) == ("welch_cuped", 12, expected["delta"])

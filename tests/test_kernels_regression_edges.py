@@ -68,3 +68,26 @@ def test_t_tail_far_out_keeps_its_relative_precision():
 def test_incomplete_beta_at_the_ends_of_the_interval():
     for a, b in [(0.5, 0.5), (2.0, 0.5), (15.0, 0.5)]:
         assert betainc(a, b, 0.0) == 0.0 and betainc(a, b, 1.0) == 1.0
+
+
+@pytest.mark.parametrize(
+    "a, b, x, where",
+    [
+        (0.25, 2.25, 0.5, "the first denominator, 1 - (a + b) x / (a + 1)"),
+        (1.0, 4.0, 0.5, "d after the first even step"),
+        (1.0, 7.0, 0.5, "d after the second odd step"),
+        (2.0, 8.0, 0.5, "d after the second odd step"),
+        (3.0, 9.0, 0.75, "c after the first odd step"),
+    ],
+)
+def test_modified_lentz_steps_over_an_exactly_zero_denominator(a, b, x, where):
+    # the continued fraction's value (from scipy's I_x(a, b)) where one partial denominator is exactly 0 in
+    # floating point: the modified Lentz method replaces it by 1e-300 and goes on (docs/mutation.md);
+    # without the guard the step divides by zero.  Outside betainc's region x < (a + 1) / (a + b + 2),
+    # so _betacf is called directly.
+    from scipy.special import betainc as scipy_betainc
+
+    from recsys_spark.kernels.regression import _betacf
+
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    assert _betacf(a, b, x) == pytest.approx(scipy_betainc(a, b, x) * a / front, rel=1e-9), where

@@ -124,6 +124,14 @@ EQUIVALENT = [
         " about 21 x 2^-53 per weight (no unit of any test or generated day hits it); right is the definition",
         r"x_poisson_weights",
     ),
+    # kernels/regression.py _betacf (reviewed 24 Nov, fifth session)
+    (
+        r"if abs\((c|d)\) >= tiny else tiny",
+        r"if abs\((c|d)\) > tiny else tiny",
+        "the two differ only when |c| or |d| is exactly 1e-300, and then only in the sign of the replacement;"
+        " the exactly-zero denominators the guard is for are tested (test_kernels_regression_edges.py)",
+        r"x__betacf",
+    ),
     # kernels/health.py lorenz_curve (reviewed 24 Nov, fifth session)
     (
         r"if n \+ 2 <= max_points:|if n \+ 1 < max_points:",
