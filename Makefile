@@ -115,8 +115,8 @@ clean: ## remove build outputs (keeps .venv)
 	rm -rf build dist spark-warehouse metastore_db
 
 # Mutation testing (docs/mutation.md): mutmut over recsys_spark/kernels/ with the fast tests, two
-# workers (about 45 min for the 7,000 kernel mutants on the shared 2-core box), then the curated
-# Spark-layer mutants (about 40 min: each runs a Spark test module).  Not part of `make test`; run it
+# workers (about 25 min for the 7,000 kernel mutants on the shared 2-core box), then the curated
+# Spark-layer mutants (about 15 min: each runs a Spark test module).  Not part of `make test`; run it
 # before a release or after changing a formula.  Survivors: .venv/bin/mutmut results; .venv/bin/mutmut
 # show NAME; per module: .venv/bin/python tests/mutation/mutmut_report.py.  The two report-rendering
 # tests reach no kernel formula that other tests miss and take seconds per mutant: kept out through

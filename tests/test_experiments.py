@@ -9,12 +9,23 @@ import json
 import numpy as np
 import pytest
 from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
+from pyspark.sql import functions as F
 from scipy import stats
 
 from recsys_spark.config import load_config
-from recsys_spark.experiments import experiment_lines, run_window, user_business_sums, user_variants
+from recsys_spark.experiments import (
+    EXPERIMENT,
+    VARIANT,
+    arm_sums,
+    experiment_lines,
+    read_user_values,
+    run_window,
+    user_business_sums,
+    user_variants,
+)
+from recsys_spark.kernels.experiments import parse_metric
 from recsys_spark.pipeline import evaluate_day
-from recsys_spark.schema import SLICE, USER
+from recsys_spark.schema import LIST_METRICS, SLICE, USER, USER_METRICS_DDL
 from recsys_spark.write import DailyOutput
 
 pytestmark = pytest.mark.spark
@@ -281,3 +292,26 @@ def test_user_variants_one_map_per_user_null_for_several_variants_in_one_shuffle
     assert got == {"u1": {"e1": "control", "e2": "treatment"}, "u2": {"e1": None, "e2": "control"}}
     plan = user_variants(assignments)._jdf.queryExecution().executedPlan().toString()
     assert plan.count("Exchange hashpartitioning") == 1, plan  # one aggregation by user, no second shuffle
+
+
+def test_per_user_sums_weight_list_means_by_ranked_lists_and_user_means_skip_users_without_lists(spark, tmp_path):
+    # user_metrics as the metric stage writes it (one row per slice, user and k): a has two ranked lists
+    # (mean precision@10 0.3), b one (0.1), c none (no value); the experiment sums must give
+    # precision@10 per user over a and b only, (0.3 + 0.1) / 2, and per list (0.6 + 0.1) / 3
+    def row(user, lists, precision):
+        values = {m: (precision if m == "precision" else 0.5) if lists else float("nan") for m in LIST_METRICS}
+        return ("all", user, 10, 10, 1, lists, lists, 0.5, 0.5, *values.values(), lists)
+
+    path = str(tmp_path / "user_metrics")
+    rows = [row("a", 2, 0.3), row("b", 1, 0.1), row("c", 0, None)]
+    spark.createDataFrame(rows, USER_METRICS_DDL).write.parquet(path)
+    values = read_user_values(spark, path, [10])
+    sums = {r[USER]: r["precision_at_10_sum"] for r in values.collect()}
+    assert sums == pytest.approx({"a": 0.6, "b": 0.1, "c": 0.0})
+    specs = [parse_metric("precision@10_user_avg"), parse_metric("precision@10_list_avg")]
+    arms = arm_sums(values.withColumn(EXPERIMENT, F.lit("e")).withColumn(VARIANT, F.lit("control")), specs, False)
+    arm = arms[("e", "control", "all")]
+    per_user, per_list = specs[0].name, specs[1].name
+    assert (arm[f"{per_user}|n"], arm[f"{per_user}|x"]) == pytest.approx((2.0, 0.4))
+    assert (arm[f"{per_list}|x"], arm[f"{per_list}|y"]) == pytest.approx((0.7, 3.0))
+    assert arm["users"] == 3

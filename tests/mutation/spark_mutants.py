@@ -52,6 +52,7 @@ RULES = "recsys_spark/rules.py"
 SLICES = "recsys_spark/slices.py"
 HEALTH = "recsys_spark/health.py"
 STATS = "recsys_spark/kernels/stats.py"
+EXPERIMENTS = "recsys_spark/experiments.py"
 
 T_AGG = ("tests/test_aggregate.py",)
 T_LABEL = ("tests/test_label.py",)
@@ -59,6 +60,7 @@ T_PIPE = ("tests/test_pipeline.py",)
 T_BOUNDED = ("tests/test_bounded_memory.py::test_exact_auc_matches_scikit_learn_per_key_with_ties_across_batches",)
 T_OPS = ("tests/test_operations.py::test_hard_rules", "tests/test_operations.py::test_soft_rules")
 T_HEALTH = ("tests/test_health_spark.py",)
+T_EXP = ("tests/test_experiments.py",)
 
 MUTANTS = [
     # --- aggregate.py: per-user table -> metrics table (the fast tests reach aggregate_users) ----------------
@@ -209,6 +211,47 @@ MUTANTS = [
         'exposures.join(attributed.drop(USER).dropDuplicates([REQUEST, ITEM]), on=[REQUEST, ITEM], how="left")',
         T_LABEL,
         "another user's event on the same (request, item) labels this user's exposure",
+    ),
+    # --- experiments.py: the per-user sums and the arms' sufficient statistics ------------------------------
+    Mutant(
+        "exp-ratio-cross-product",
+        EXPERIMENTS,
+        's(num * den, "xy")',
+        's(num * num, "xy")',
+        T_EXP,
+        "delta-method variance of a ratio metric with the wrong covariance",
+    ),
+    Mutant(
+        "exp-mean-users-without-lists",
+        EXPERIMENTS,
+        "has = den > 0",
+        "has = den >= 0",
+        T_EXP,
+        "users without a ranked list counted in a per-user mean",
+    ),
+    Mutant(
+        "exp-user-values-not-weighted",
+        EXPERIMENTS,
+        "F.when((lists > 0) & value.isNotNull() & ~F.isnan(value), value * lists)",
+        "F.when((lists > 0) & value.isNotNull() & ~F.isnan(value), value)",
+        T_EXP,
+        "a user's list-metric sum is its mean, not mean x ranked lists",
+    ),
+    Mutant(
+        "exp-empty-requests",
+        EXPERIMENTS,
+        'F.count(F.when(F.col("n") == 0, 1)).cast("double").alias("empty_requests")',
+        'F.count(F.when(F.col("n") <= 1, 1)).cast("double").alias("empty_requests")',
+        T_EXP,
+        "a one-item response counted as empty",
+    ),
+    Mutant(
+        "exp-cuped-ratio-users-with-pre-period",
+        EXPERIMENTS,
+        's(F.when(v > 0, 1.0).otherwise(0.0), "cn")',
+        's(F.when(v >= 0, 1.0).otherwise(0.0), "cn")',
+        T_EXP,
+        "every user counted as having pre-period data",
     ),
     # --- pooled_auc.py: exact global AUC -------------------------------------------------------------------
     Mutant(
