@@ -53,6 +53,7 @@ SLICES = "recsys_spark/slices.py"
 HEALTH = "recsys_spark/health.py"
 STATS = "recsys_spark/kernels/stats.py"
 EXPERIMENTS = "recsys_spark/experiments.py"
+BOOTSTRAP = "recsys_spark/bootstrap.py"
 
 T_AGG = ("tests/test_aggregate.py",)
 T_LABEL = ("tests/test_label.py",)
@@ -61,6 +62,7 @@ T_BOUNDED = ("tests/test_bounded_memory.py::test_exact_auc_matches_scikit_learn_
 T_OPS = ("tests/test_operations.py::test_hard_rules", "tests/test_operations.py::test_soft_rules")
 T_HEALTH = ("tests/test_health_spark.py",)
 T_EXP = ("tests/test_experiments.py",)
+T_INTERVALS = ("tests/test_intervals.py",)
 
 MUTANTS = [
     # --- aggregate.py: per-user table -> metrics table (the fast tests reach aggregate_users) ----------------
@@ -252,6 +254,55 @@ MUTANTS = [
         's(F.when(v >= 0, 1.0).otherwise(0.0), "cn")',
         T_EXP,
         "every user counted as having pre-period data",
+    ),
+    # --- bootstrap.py: the replicates' partition-local sums (Poisson weights keyed by user) ------------------
+    Mutant(
+        "boot-overlap-pairs",
+        BOOTSTRAP,
+        '("overlap", (cs * (cs - 1.0)).sum(0))',
+        '("overlap", (cs * cs).sum(0))',
+        T_INTERVALS,
+        "personalization's replicates count a user's pair with itself",
+    ),
+    Mutant(
+        "boot-novelty-clickers",
+        BOOTSTRAP,
+        'np.log2(attrs["k"].fillna(0).to_numpy(dtype=np.float64) + 1.0)',
+        'np.log2(attrs["k"].fillna(0).to_numpy(dtype=np.float64) + 2.0)',
+        T_INTERVALS,
+        "novelty's replicates with the wrong smoothing of the clickers",
+    ),
+    Mutant(
+        "boot-users-per-row",
+        BOOTSTRAP,
+        "pairs = pd.concat(frames).drop_duplicates([SLICE, USER])",
+        "pairs = pd.concat(frames)",
+        T_INTERVALS,
+        "a replicate's users counted once per (user, item) row",
+    ),
+    Mutant(
+        "boot-auc-positive",
+        BOOTSTRAP,
+        '(F.col(RELEVANCE) > 0).alias("_positive")',
+        '(F.col(RELEVANCE) >= 0).alias("_positive")',
+        T_INTERVALS,
+        "every exposure a positive in the AUC's replicates",
+    ),
+    Mutant(
+        "boot-coverage-unexposed",
+        BOOTSTRAP,
+        "if cat and v > 0)",
+        "if cat and v >= 0)",
+        T_INTERVALS,
+        "item coverage's replicates count catalog items whose weighted exposures fell to 0",
+    ),
+    Mutant(
+        "boot-category-counts",
+        BOOTSTRAP,
+        'df["c"].to_numpy(dtype=np.float64), _weights(df[USER].to_numpy(), replicates, seed)',
+        "np.ones(len(df)), _weights(df[USER].to_numpy(), replicates, seed)",
+        T_INTERVALS,
+        "category diversity's replicates count users, not their exposures",
     ),
     # --- pooled_auc.py: exact global AUC -------------------------------------------------------------------
     Mutant(
