@@ -277,3 +277,39 @@ def test_compare_is_a_paired_t_over_users_in_both(spark, fixture):
     assert all(rr[14] is None or rr[14] >= rr[13] for rr in summary["rows"])  # Holm never lowers a p-value
     assert len(p) >= 1
     assert (fixture["out"] / "offline" / "compare" / "base=a,candidate=b" / "comparison").exists()
+
+
+def test_aggregate_counts_defined_values_pairs_ratios_and_carries_a_transform_by_hand(spark):
+    # the per-user table -> metrics rows step on its own, by hand: a mean over the users whose value is
+    # defined (null and NaN left out), a pooled ratio over the users whose numerator and denominator are
+    # both defined, and a transformed mean (the square root of a mean square, as RMSE from MSE)
+    from pyspark.sql import functions as F
+
+    from recsys_spark.kernels.stats import MeanStats, RatioStats, delta_interval, t_interval
+    from recsys_spark.offline.aggregate import Mean, Ratio, aggregate
+
+    def root(x: float) -> float:  # as the pipeline's RMSE: a bound below 0 is clipped
+        return math.sqrt(max(x, 0.0))
+
+    nan = float("nan")
+    rows = [(1.0, 1.0, 2.0), (2.0, 3.0, 4.0), (nan, 5.0, None), (None, None, 6.0), (4.0, nan, 1.0), (9.0, 2.0, 8.0)]
+    users = spark.createDataFrame(rows, "v double, a double, b double")
+    specs = [
+        Mean("m", 10, "user_avg", "v"),
+        Ratio("r", None, "global", F.col("a"), F.col("b")),
+        Mean("rmse", None, "user_avg", "v", root),
+    ]
+    got = {r[0]: r for r in aggregate(users, specs, 0.9)}
+    v = np.array([1.0, 2.0, 4.0, 9.0])
+    a, b = np.array([1.0, 3.0, 2.0]), np.array([2.0, 4.0, 8.0])  # the three pairs with both defined
+    mean, ratio = t_interval(MeanStats.from_values(v), 0.9), delta_interval(RatioStats.from_values(a, b), 0.9)
+    _, k, aggregation, slice_value, value, n, se, lo, hi, method = got["m"]
+    assert (k, aggregation, slice_value, n, method) == (10, "user_avg", "all", 4, mean.method)
+    assert (value, se, lo, hi) == pytest.approx((4.0, v.std(ddof=1) / 2, mean.ci_low, mean.ci_high), rel=1e-12)
+    _, _, _, _, value, n, se, lo, hi, _ = got["r"]
+    assert (value, n) == (pytest.approx(6 / 14, rel=1e-12), 3)
+    assert (se, lo, hi) == pytest.approx((ratio.se, ratio.ci_low, ratio.ci_high), rel=1e-12)
+    _, _, _, _, value, n, se, lo, hi, _ = got["rmse"]
+    slope = (root(mean.ci_high) - root(mean.ci_low)) / (mean.ci_high - mean.ci_low)
+    assert (value, lo, hi) == pytest.approx((2.0, root(mean.ci_low), root(mean.ci_high)), rel=1e-12)
+    assert se == pytest.approx(mean.se * slope, rel=1e-12) and n == 4

@@ -54,6 +54,7 @@ HEALTH = "recsys_spark/health.py"
 STATS = "recsys_spark/kernels/stats.py"
 EXPERIMENTS = "recsys_spark/experiments.py"
 BOOTSTRAP = "recsys_spark/bootstrap.py"
+OFFLINE = "recsys_spark/offline/aggregate.py"
 
 T_AGG = ("tests/test_aggregate.py",)
 T_LABEL = ("tests/test_label.py",)
@@ -63,6 +64,7 @@ T_OPS = ("tests/test_operations.py::test_hard_rules", "tests/test_operations.py:
 T_HEALTH = ("tests/test_health_spark.py",)
 T_EXP = ("tests/test_experiments.py",)
 T_INTERVALS = ("tests/test_intervals.py",)
+T_OFFLINE = ("tests/test_offline.py",)
 
 MUTANTS = [
     # --- aggregate.py: per-user table -> metrics table (the fast tests reach aggregate_users) ----------------
@@ -303,6 +305,39 @@ MUTANTS = [
         "np.ones(len(df)), _weights(df[USER].to_numpy(), replicates, seed)",
         T_INTERVALS,
         "category diversity's replicates count users, not their exposures",
+    ),
+    # --- offline/aggregate.py: offline evaluation's sums and intervals ----------------------------------------
+    Mutant(
+        "offline-nan-counted",
+        OFFLINE,
+        'F.when(c.isNotNull() & ~F.isnan(c), c.cast("double"))',
+        'F.when(c.isNotNull(), c.cast("double"))',
+        T_OFFLINE,
+        "users without a value (NaN: a list but no truth) counted in a mean",
+    ),
+    Mutant(
+        "offline-ratio-unpaired",
+        OFFLINE,
+        "both = x.isNotNull() & y.isNotNull()",
+        "both = x.isNotNull()",
+        T_OFFLINE,
+        "a pooled ratio's numerator and denominator from different users",
+    ),
+    Mutant(
+        "offline-ratio-cross-product",
+        OFFLINE,
+        'F.sum(x * y).alias(f"s{i}_sxy")',
+        'F.sum(x * x).alias(f"s{i}_sxy")',
+        T_OFFLINE,
+        "delta-method interval of a pooled ratio with the wrong covariance",
+    ),
+    Mutant(
+        "offline-transform-se",
+        OFFLINE,
+        "slope = (hi - lo) / (iv.ci_high - iv.ci_low) if iv.ci_high != iv.ci_low else 0.0",
+        "slope = 1.0",
+        T_OFFLINE,
+        "the se of a transformed metric (e.g. RMSE from MSE) not carried through the transform",
     ),
     # --- pooled_auc.py: exact global AUC -------------------------------------------------------------------
     Mutant(
