@@ -17,9 +17,11 @@ from recsys_spark.kernels.experiments import (
     ChiSquare,
     CovariateStats,
     MetricSpec,
+    RatioCovariateStats,
     analyse_experiment,
     compare,
     cuped_compare,
+    cuped_ratio_compare,
     cuped_theta,
     fill_covariate,
     independence_test,
@@ -28,7 +30,7 @@ from recsys_spark.kernels.experiments import (
     sample_size_per_arm,
     srm_test,
 )
-from recsys_spark.kernels.stats import MeanStats
+from recsys_spark.kernels.stats import MeanStats, RatioStats, ratio_difference, welch
 from recsys_spark.schema import EXPERIMENT_METRICS as DEFAULT_METRICS
 
 
@@ -122,6 +124,20 @@ def _ratio_sums(name: str, x: np.ndarray, y: np.ndarray) -> dict:
     }
 
 
+def _covariate_sums(spec: MetricSpec, y: np.ndarray, x: np.ndarray, has: np.ndarray | None = None) -> dict:
+    """A mean metric's sums, with the covariate parts of the users where ``has`` (all by default)."""
+    has = np.ones(len(y), bool) if has is None else has
+    parts = CovariateStats.from_values(y[has], x[has]).as_tuple()
+    return {**_mean_sums(spec.name, y), **{f"{spec.name}|{p}": v for p, v in zip(COVARIATE_PARTS, parts, strict=True)}}
+
+
+def _ratio_covariate_sums(spec: MetricSpec, x, y, u, v) -> dict:
+    """A ratio metric's sums with its pre-period parts (u = v = 0: no pre-period data)."""
+    pre = {"cn": (v > 0).sum(), "u": u.sum(), "v": v.sum(), "uu": u @ u, "vv": v @ v, "xu": x @ u, "xv": x @ v}
+    pre.update({"yu": y @ u, "yv": y @ v, "uv": u @ v})
+    return {**_ratio_sums(spec.name, x, y), **{f"{spec.name}|{k}": val for k, val in pre.items()}}
+
+
 def test_mean_metric_row_is_scipy_welch():
     rng = np.random.default_rng(3)
     a, b = rng.normal(0.30, 0.2, 40), rng.normal(0.36, 0.3, 55)
@@ -192,22 +208,11 @@ def test_cuped_reproduces_golden():
 def test_cuped_row_and_unadjusted_golden():
     spec = parse_metric("ndcg@10_user_avg")
 
-    def sums(y, x):
-        return {
-            **_mean_sums(spec.name, y),
-            **{
-                f"{spec.name}|{p}": v
-                for p, v in zip(
-                    ("cn", "cy", "cyy", "cx", "cxx", "cxy"), CovariateStats.from_values(y, x).as_tuple(), strict=True
-                )
-            },
-        }
-
-    plain = compare(sums(YC, XC), sums(YT, XT), spec)
+    plain = compare(_covariate_sums(spec, YC, XC), _covariate_sums(spec, YT, XT), spec)
     assert plain["method"] == "welch" and plain["delta"] == pytest.approx(1.3333333333)
     assert (plain["ci_low"], plain["ci_high"]) == pytest.approx((-1.5845511087, 4.2512177753), abs=1e-9)
     assert plain["p_value"] == pytest.approx(0.3322826189, abs=1e-10)
-    adjusted = compare(sums(YC, XC), sums(YT, XT), spec, cuped=True)
+    adjusted = compare(_covariate_sums(spec, YC, XC), _covariate_sums(spec, YT, XT), spec, cuped=True)
     assert adjusted["method"] == "welch_cuped" and adjusted["covariate_n"] == 12
     assert adjusted["delta"] == pytest.approx(0.7630685675, abs=1e-10)
     assert adjusted["p_value"] == pytest.approx(0.0097343930, abs=1e-10)
@@ -257,7 +262,6 @@ def test_cuped_theta_needs_two_users_and_a_varying_covariate():
 
 def test_cuped_compare_uses_the_confidence_it_is_given():
     from recsys_spark.kernels.experiments import cuped_adjusted
-    from recsys_spark.kernels.stats import welch
 
     c, t = CovariateStats.from_values(YC, XC), CovariateStats.from_values(YT, XT)
     comp, theta = cuped_compare(c, t, confidence=0.8)
@@ -372,7 +376,6 @@ def _ratio_arm(rng, n, lift, pre_only=0):
 
 
 def test_ratio_cuped_matches_the_linearized_oracle_and_reduces_the_error():
-    from recsys_spark.kernels.experiments import RatioCovariateStats, cuped_ratio_compare
 
     rng = np.random.default_rng(5)
     arms = [_ratio_arm(rng, 400, 1.0, pre_only=30), _ratio_arm(rng, 500, 1.15, pre_only=40)]
@@ -381,6 +384,10 @@ def test_ratio_cuped_matches_the_linearized_oracle_and_reduces_the_error():
     assert theta == pytest.approx(theta_ref, rel=1e-9)
     assert comp.delta == pytest.approx(delta, rel=1e-9) and comp.se == pytest.approx(se, rel=1e-9)
     assert comp.method == "delta_cuped" and comp.p_value == pytest.approx(2 * stats.norm.sf(abs(delta) / se))
+    # each arm is adjusted towards the pooled pre-period ratio, which cancels in the difference, not in the lift
+    pooled = (arms[0][2].sum() + arms[1][2].sum()) / (arms[0][3].sum() + arms[1][3].sum())
+    rc, pc = arms[0][0].sum() / arms[0][1].sum(), arms[0][2].sum() / arms[0][3].sum()
+    assert comp.rel_delta == pytest.approx(comp.delta / (rc - theta * (pc - pooled)), rel=1e-12)
     # the pre-period shares the user's propensity: the error shrinks against the plain delta method
     spec = parse_metric("exposure_ctr_global")
     plain = compare(_ratio_sums(spec.name, *arms[0][:2]), _ratio_sums(spec.name, *arms[1][:2]), spec)
@@ -392,22 +399,7 @@ def test_ratio_cuped_through_the_named_sums():
     arms = [_ratio_arm(rng, 300, 1.0), _ratio_arm(rng, 300, 1.0)]
     spec = parse_metric("precision@5_global")  # den_factor 5: precision = hits / (5 lists)
 
-    def sums(x, y, u, v):
-        pre = {
-            "cn": (v > 0).sum(),
-            "u": u.sum(),
-            "v": v.sum(),
-            "uu": u @ u,
-            "vv": v @ v,
-            "xu": x @ u,
-            "xv": x @ v,
-            "yu": y @ u,
-            "yv": y @ v,
-            "uv": u @ v,
-        }
-        return {**_ratio_sums(spec.name, x, y), **{f"{spec.name}|{k}": val for k, val in pre.items()}}
-
-    r = compare(sums(*arms[0]), sums(*arms[1]), spec, cuped=True)
+    r = compare(_ratio_covariate_sums(spec, *arms[0]), _ratio_covariate_sums(spec, *arms[1]), spec, cuped=True)
     delta, se, _ = _linearized_cuped([(x, 5 * y, u, 5 * v) for x, y, u, v in arms])
     assert r["method"] == "delta_cuped" and r["covariate_n"] == 600
     assert r["delta"] == pytest.approx(delta, rel=1e-9) and r["se"] == pytest.approx(se, rel=1e-9)
@@ -471,31 +463,17 @@ def test_result_rows_are_compare_per_variant_and_slice_with_every_setting_passed
     rng = np.random.default_rng(21)
     spec = parse_metric("ndcg@10_user_avg")
     sums = _two_slice_sums(rng, spec)
-    rows = analyse_experiment("exp1", sums, [spec], "control", "none", confidence=0.9, power=0.9)
-    assert [(r.variant, r.slice) for r in rows] == [("b", "all"), ("c", "platform=ios")]
-    for r in rows:
-        expected = compare(sums[("control", r.slice)], sums[(r.variant, r.slice)], spec, 0.9, 0.9)
-        assert (r.experiment, r.metric, r.k, r.aggregation) == ("exp1", "ndcg", 10, "user_avg")
-        assert (r.ci_low, r.ci_high, r.mde, r.method) == (
-            expected["ci_low"],
-            expected["ci_high"],
-            expected["mde"],
-            "welch",
-        )
-    defaults = analyse_experiment("exp1", sums, [spec], "control")
-    assert [r.covariate_n for r in defaults] == [None, None]  # no CUPED unless asked
-    for r in defaults:
-        expected = compare(sums[("control", r.slice)], sums[(r.variant, r.slice)], spec, 0.95, 0.8, False)
-        assert (r.ci_low, r.ci_high, r.mde, r.method) == (
-            expected["ci_low"],
-            expected["ci_high"],
-            expected["mde"],
-            "welch",
-        )
+    for settings, passed in (({"confidence": 0.9, "power": 0.9}, (0.9, 0.9, False)), ({}, (0.95, 0.8, False))):
+        rows = analyse_experiment("exp1", sums, [spec], "control", "none", **settings)
+        assert [(r.variant, r.slice) for r in rows] == [("b", "all"), ("c", "platform=ios")]
+        assert [r.covariate_n for r in rows] == [None, None]  # no CUPED unless asked
+        for r in rows:
+            expected = compare(sums[("control", r.slice)], sums[(r.variant, r.slice)], spec, *passed)
+            assert (r.experiment, r.metric, r.k, r.aggregation, r.method) == ("exp1", "ndcg", 10, "user_avg", "welch")
+            assert (r.ci_low, r.ci_high, r.mde) == (expected["ci_low"], expected["ci_high"], expected["mde"])
 
 
 def test_ratio_covariate_moments_are_the_means_and_the_sample_covariance():
-    from recsys_spark.kernels.experiments import RatioCovariateStats
 
     rng = np.random.default_rng(2)
     values = [rng.poisson(5, 30).astype(float) for _ in range(4)]
@@ -504,21 +482,7 @@ def test_ratio_covariate_moments_are_the_means_and_the_sample_covariance():
     assert cov == pytest.approx(np.cov(np.vstack(values)), rel=1e-12)
 
 
-def test_ratio_cuped_adjusts_each_arm_towards_the_pooled_pre_period_ratio():
-    from recsys_spark.kernels.experiments import RatioCovariateStats, cuped_ratio_compare
-
-    rng = np.random.default_rng(5)
-    arms = [_ratio_arm(rng, 400, 1.0, pre_only=30), _ratio_arm(rng, 500, 1.15, pre_only=40)]
-    comp, theta = cuped_ratio_compare(*(RatioCovariateStats.from_values(*a) for a in arms))
-    pooled = (arms[0][2].sum() + arms[1][2].sum()) / (arms[0][3].sum() + arms[1][3].sum())
-    rc, pc = arms[0][0].sum() / arms[0][1].sum(), arms[0][2].sum() / arms[0][3].sum()
-    adjusted_control = rc - theta * (pc - pooled)
-    assert comp.rel_delta == pytest.approx(comp.delta / adjusted_control, rel=1e-12)
-
-
 def test_ratio_cuped_with_a_pre_period_ratio_that_never_varies_keeps_theta_zero():
-    from recsys_spark.kernels.experiments import RatioCovariateStats, cuped_ratio_compare
-    from recsys_spark.kernels.stats import RatioStats, ratio_difference
 
     rng = np.random.default_rng(9)
     arms = []
@@ -532,31 +496,16 @@ def test_ratio_cuped_with_a_pre_period_ratio_that_never_varies_keeps_theta_zero(
     assert comp.delta == pytest.approx(plain.delta, rel=1e-12) and comp.se == pytest.approx(plain.se, rel=1e-9)
 
 
-def _covariate_sums(spec, y, x, has):
-    """a mean metric's sums, with covariate parts from the users where ``has``"""
-    parts = CovariateStats.from_values(y[has], x[has]).as_tuple()
-    return {**_mean_sums(spec.name, y), **{f"{spec.name}|{p}": v for p, v in zip(COVARIATE_PARTS, parts, strict=True)}}
-
-
-def _ratio_covariate_sums(spec, x, y, u, v):
-    pre = {"cn": (v > 0).sum(), "u": u.sum(), "v": v.sum(), "uu": u @ u, "vv": v @ v, "xu": x @ u, "xv": x @ v}
-    pre.update({"yu": y @ u, "yv": y @ v, "uv": u @ v})
-    return {**_ratio_sums(spec.name, x, y), **{f"{spec.name}|{k}": val for k, val in pre.items()}}
-
-
 def test_compare_passes_confidence_and_power_to_every_method():
-    from recsys_spark.kernels.experiments import RatioCovariateStats, cuped_ratio_compare
-    from recsys_spark.kernels.stats import RatioStats, ratio_difference, welch
 
     mean_spec, ratio_spec = parse_metric("ndcg@10_user_avg"), parse_metric("exposure_ctr_global")
-    everyone = np.ones(6, bool)
     rng = np.random.default_rng(4)
     ratio_arms = [_ratio_arm(rng, 300, 1.0), _ratio_arm(rng, 300, 1.1)]
     cases = [
         ("welch", mean_spec, _mean_sums(mean_spec.name, YC), _mean_sums(mean_spec.name, YT), False,
          welch(MeanStats.from_values(YC), MeanStats.from_values(YT), 0.9)),
-        ("welch_cuped", mean_spec, _covariate_sums(mean_spec, YC, XC, everyone),
-         _covariate_sums(mean_spec, YT, XT, everyone), True,
+        ("welch_cuped", mean_spec, _covariate_sums(mean_spec, YC, XC),
+         _covariate_sums(mean_spec, YT, XT), True,
          cuped_compare(CovariateStats.from_values(YC, XC), CovariateStats.from_values(YT, XT), 0.9)[0]),
         ("delta", ratio_spec, _ratio_sums(ratio_spec.name, *ratio_arms[0][:2]),
          _ratio_sums(ratio_spec.name, *ratio_arms[1][:2]), False,
@@ -625,10 +574,9 @@ def test_undefined_values_are_none_not_nan_or_inf():
 
 def test_analyse_experiment_passes_cuped_to_compare():
     spec = parse_metric("ndcg@10_user_avg")
-    everyone = np.ones(6, bool)
     sums = {
-        ("control", "all"): _covariate_sums(spec, YC, XC, everyone),
-        ("b", "all"): _covariate_sums(spec, YT, XT, everyone),
+        ("control", "all"): _covariate_sums(spec, YC, XC),
+        ("b", "all"): _covariate_sums(spec, YT, XT),
     }
     (row,) = analyse_experiment("e", sums, [spec], "control", cuped=True)
     expected = compare(sums[("control", "all")], sums[("b", "all")], spec, cuped=True)

@@ -430,10 +430,14 @@ if __name__ == "__main__":  # pragma: no cover
 
 
 def test_popularity_shares_must_be_inside_the_unit_interval():
-    for head, tail in ((1.0, 0.1), (1.5, 0.1), (0.0, 0.1), (0.5, 1.0), (0.5, 0.0), (0.6, 0.5)):
-        with pytest.raises(ValueError, match="need 0 < head_share, tail_share < 1"):
+    message = r"^need 0 < head_share, tail_share < 1 and head_share \+ tail_share <= 1$"
+    refused = ((1.0, 0.1), (1.5, 0.1), (0.0, 0.1), (0.5, 1.0), (0.5, 0.0), (0.6, 0.5), (math.nan, 0.2), (0.2, math.nan))
+    for head, tail in refused:
+        with pytest.raises(ValueError, match=message):
             popularity_thresholds([3, 1], [1, 1], head, tail)
     assert popularity_thresholds([3, 1], [1, 1], 0.5, 0.5) == (3.0, 1.0)  # the sum may be exactly 1
+    # counts 10, 5, 3, 1 (x2), T = 20; shares above: 0, .5, .75, .9: head < .5, tail >= .5
+    assert popularity_thresholds([10, 5, 3, 1], [1, 1, 1, 2], 0.5, 0.5) == (10.0, 5.0)
 
 
 # ------------------------------------------------------------------- cases from the mutation run (fifth session)
@@ -444,16 +448,3 @@ def test_histogram_and_lorenz_refusals_say_why():
         lorenz_curve([1, -2], [1, 1], 11)
     with pytest.raises(ValueError, match="^max_points must be at least 2$"):
         lorenz_curve([1], [1], 1)
-
-
-@pytest.mark.parametrize(
-    "head, tail", [(1.0, 0.1), (0.1, 1.0), (0.0, 0.5), (0.5, 0.0), (0.6, 0.5), (math.nan, 0.2), (0.2, math.nan)]
-)
-def test_popularity_thresholds_refuse_shares_outside_the_open_unit_interval_or_summing_above_one(head, tail):
-    with pytest.raises(ValueError, match=r"^need 0 < head_share, tail_share < 1 and head_share \+ tail_share <= 1$"):
-        popularity_thresholds([1, 2], [1, 1], head, tail)
-
-
-def test_popularity_thresholds_accept_shares_that_sum_to_one():
-    # counts 10, 5, 3, 1 (x2), T = 20; shares above: 0, .5, .75, .9: head < .5, tail >= .5
-    assert popularity_thresholds([10, 5, 3, 1], [1, 1, 1, 2], 0.5, 0.5) == (10.0, 5.0)
