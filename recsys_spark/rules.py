@@ -3,9 +3,11 @@
 Hard rules must never be violated; soft rules are rates with a threshold.
 Results are data (one row per rule in the ``rule_checks`` table), not log
 lines, so a scheduler can alert on them.  Most counts come from what earlier
-stages already counted; the rest from one aggregation over the labelled
-exposures (which already carry the catalog's ``_category`` and
-``_in_catalog``, joined once by the label stage) and one over users.
+stages already counted; the rest from one query over the labelled exposures
+(which already carry the catalog's ``_category`` and ``_in_catalog``, joined
+once by the label stage): summed per user where the user partitions hold
+them, then over users (:func:`row_counts`).  Examples of violations cost a
+further small query each, and only when there are violations.
 
 Each rule, its severity, what it counts and the denominator of its rate are
 in the table of docs/operations.md ("Business-rule scanning"), the only copy;
@@ -104,13 +106,17 @@ def scan_rules(
         if has_catalog and blacklist_categories
         else F.lit(False)
     )
-    agg = exposures.agg(
-        F.sum(item_row.cast("long")).alias("exposures"),
-        F.sum((item_row & blacklisted).cast("long")).alias("blacklisted"),
-        F.sum((item_row & out_of_range).cast("long")).alias("out_of_range"),
-        F.sum(duplicated.cast("long")).alias("duplicated_pairs"),
-        F.sum(missing.cast("long")).alias("missing"),
-        F.sum(banned.cast("long")).alias("banned"),
+    agg = row_counts(
+        exposures,
+        {
+            "exposures": item_row,
+            "blacklisted": item_row & blacklisted,
+            "out_of_range": item_row & out_of_range,
+            "duplicated_pairs": duplicated,
+            "missing": missing,
+            "banned": banned,
+        },
+        bot_requests_per_user,
     ).collect()[0]  # an aggregation without grouping: always one row
     n_exp = agg["exposures"] or 0
     results: list[RuleResult] = []
@@ -180,7 +186,11 @@ def scan_rules(
     results.append(
         soft("orphan_event_rate", counts["orphan_events"], counts["valid_events"], thresholds["max_orphan_rate"])
     )
-    bots, requests = _per_user_requests(exposures, bot_requests_per_user, thresholds["max_bot_user_rate"])
+    bots = agg["bots"] or 0
+    ex = (
+        _examples(_requests_per_user(exposures), F.col("requests") > bot_requests_per_user, F.col(USER)) if bots else []
+    )
+    requests = int(agg["requests"] or 0)
     results.append(
         soft("empty_response_rate", counts["empty_responses"], requests, thresholds["max_empty_response_rate"])
     )
@@ -199,7 +209,7 @@ def scan_rules(
                 ex,
             )
         )
-    results.append(bots)
+    results.append(soft("bot_user_rate", bots, agg["users"] or 0, thresholds["max_bot_user_rate"], ex))
     if previous_exposure_rows is not None:
         change = abs(counts["exposure_rows"] - previous_exposure_rows)
         results.append(soft("exposure_change", change, previous_exposure_rows, thresholds["max_exposure_change"]))
@@ -231,17 +241,28 @@ def feedback_rule(counts: Mapping[str, int], unweighted_events: Mapping[str, int
     return hard("no_feedback", 1, 1, [why])
 
 
-def _per_user_requests(exposures: DataFrame, max_requests: int, threshold: float) -> tuple[RuleResult, int]:
-    """(the bot rule, number of requests) from one aggregation of requests per user."""
-    per_user = exposures.groupBy(USER).agg(F.count_distinct(REQUEST).alias("requests"))
-    row = per_user.agg(
+def _requests_per_user(exposures: DataFrame) -> DataFrame:
+    """(user_id, requests): the user's distinct requests, empty responses included."""
+    return exposures.groupBy(USER).agg(F.count_distinct(REQUEST).alias("requests"))
+
+
+def row_counts(exposures: DataFrame, flags: Mapping[str, Column], max_requests: int) -> DataFrame:
+    """One row: the number of rows where each flag holds (a column per flag), the users, their requests
+    and the users with more than ``max_requests`` requests (``bots``).
+
+    One query, one job: the rows are summed per user first, where the user partitions hold them (an
+    aggregation by user needs no shuffle of exposure rows), then the per-user rows are summed.
+    """
+    per_user = exposures.groupBy(USER).agg(
+        F.count_distinct(REQUEST).alias("requests"),
+        *[F.sum(flag.cast("long")).alias(name) for name, flag in flags.items()],
+    )
+    return per_user.agg(
+        *[F.sum(name).alias(name) for name in flags],
         F.count(F.lit(1)).alias("users"),
         F.sum("requests").alias("requests"),
         F.sum((F.col("requests") > max_requests).cast("long")).alias("bots"),
-    ).collect()[0]
-    bots = row["bots"] or 0
-    ex = _examples(per_user, F.col("requests") > max_requests, F.col(USER)) if bots else []
-    return soft("bot_user_rate", bots, row["users"] or 0, threshold, ex), int(row["requests"] or 0)
+    )
 
 
 def rules_frame(spark: SparkSession, results: Sequence[RuleResult]) -> DataFrame:

@@ -106,3 +106,28 @@ def test_scores_exactly_0_and_1_are_in_range(spark):
     got = {r.rule: r for r in results}
     assert got["score_out_of_range_rate"].violations == 2
     assert got["score_out_of_range_rate"].rate == pytest.approx(2 / 5)
+
+
+@pytest.mark.spark
+def test_the_rule_counts_are_one_query_over_the_user_partitions_in_place(spark):
+    # the row flags, the users, their requests and the bots come from one query: summed per user where the
+    # user partitions hold the rows, so the only shuffle is of the per-partition sums (no exposure row moves)
+    from pyspark.sql import functions as F
+    from spark_plans import shuffles
+
+    from recsys_spark.label import by_user
+    from recsys_spark.per_user import persist_user_rows
+    from recsys_spark.rules import row_counts
+
+    rows = [("u1", "r1", "a"), ("u1", "r1", "b"), ("u1", "r2", None), ("u2", "r3", "a"), ("u3", "r4", "c")]
+    frame = spark.createDataFrame(rows, "user_id string, request_id string, item_id string")
+    persisted = persist_user_rows(by_user(frame, 2))
+    try:
+        persisted.count()
+        counts = row_counts(persisted, {"items": F.col("item_id").isNotNull(), "a": F.col("item_id") == "a"}, 1)
+        assert counts.collect()[0].asDict() == {"items": 4, "a": 2, "users": 3, "requests": 4, "bots": 1}
+        moved = shuffles(counts)
+        assert all("request_id" not in columns and "item_id" not in columns for _, columns in moved), moved
+        assert len(moved) == 1, moved  # the per-partition sums, to one partition
+    finally:
+        persisted.unpersist()
