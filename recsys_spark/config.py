@@ -78,6 +78,7 @@ class ExecutionConfig:
     max_user_rows: int = 200_000
     arrow_batch_rows: int = 10_000
     log_level: str = "WARN"
+    adaptive_outside_label: bool = False
 
 
 @dataclass(frozen=True)

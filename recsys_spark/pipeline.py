@@ -7,6 +7,7 @@ only wires them and times them.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
@@ -48,7 +49,7 @@ from recsys_spark.schema import (
     USER,
     summary_key,
 )
-from recsys_spark.session import CACHE_LEVEL
+from recsys_spark.session import CACHE_LEVEL, fixed_shuffles
 from recsys_spark.slices import (
     PopularityCutoffs,
     SliceInputs,
@@ -230,33 +231,34 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
             raise
         info.update(provisional=history.provisional, swept_staging=out.swept)
     try:
-        with log.stage("validate", timings) as info:
+        with log.stage("validate", timings) as info, outside_label(spark, cfg, 2 * default_parallelism(spark)):
             valid = validate_inputs(spark, inputs, cfg, date, paths)
             info.update(exposure_rows=valid.exposure_counts["rows"], click_rows=valid.click_counts["rows"])
         day = Day(date, paths, inputs, valid, history)
         with log.stage("label", timings) as info:
             labelled = label_day(spark, day, cfg)
             info.update(labelled.labels)
-        with log.stage("metrics", timings) as info:
-            metrics = metric_stage(labelled, cfg, out)
-            info.update(buckets=metrics.buckets, metric_rows=len(metrics.rows))
-        with log.stage("experiments", timings) as info:  # after user_metrics is staged: it reads it back
-            experiments = experiment_stage(spark, cfg, date, input_root, labelled.by_user, out)
-            info.update(experiments.info)
-        with log.stage("health", timings) as info:
-            health = health_stage(spark, labelled, day, cfg)
-            rows = metrics.rows + health.rows
-            notes = health.notes + metrics.notes + day_notes(day, out)
-            out.stage("lorenz", lorenz_frame(spark, health.lorenz))
-            out.stage("metrics", metrics_frame(spark, rows).coalesce(1))
-            info.update(health.info)
-        with log.stage("rules", timings) as info:
-            rule_results = rules_stage(labelled, day, cfg) + experiments.rules
-            out.stage("rule_checks", rules_frame(spark, rule_results).coalesce(1))
-            failed_hard = [r.rule for r in rule_results if r.severity == "hard" and not r.passed]
-            info.update(failed=[r.rule for r in rule_results if not r.passed])
-            if cfg.validation.write_rejected:
-                out.stage("rejected", rejected_rows(valid.rejected_exposures, valid.rejected_clicks))
+        with outside_label(spark, cfg, labelled.partitions):  # the user partitions are read in place
+            with log.stage("metrics", timings) as info:
+                metrics = metric_stage(labelled, cfg, out)
+                info.update(buckets=metrics.buckets, metric_rows=len(metrics.rows))
+            with log.stage("experiments", timings) as info:  # after user_metrics is staged: it reads it back
+                experiments = experiment_stage(spark, cfg, date, input_root, labelled.by_user, out)
+                info.update(experiments.info)
+            with log.stage("health", timings) as info:
+                health = health_stage(spark, labelled, day, cfg)
+                rows = metrics.rows + health.rows
+                notes = health.notes + metrics.notes + day_notes(day, out)
+                out.stage("lorenz", lorenz_frame(spark, health.lorenz))
+                out.stage("metrics", metrics_frame(spark, rows).coalesce(1))
+                info.update(health.info)
+            with log.stage("rules", timings) as info:
+                rule_results = rules_stage(labelled, day, cfg) + experiments.rules
+                out.stage("rule_checks", rules_frame(spark, rule_results).coalesce(1))
+                failed_hard = [r.rule for r in rule_results if r.severity == "hard" and not r.passed]
+                info.update(failed=[r.rule for r in rule_results if not r.passed])
+                if cfg.validation.write_rejected:
+                    out.stage("rejected", rejected_rows(valid.rejected_exposures, valid.rejected_clicks))
         with log.stage("write", timings):
             summary = build_summary(
                 cfg,
@@ -304,6 +306,15 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
             f"{iso}: hard business rules violated: {', '.join(failed_hard)} (outputs written; see rule_checks/dt={iso})"
         )
     return summary
+
+
+def outside_label(spark: SparkSession, cfg: Config, partitions: int) -> contextlib.AbstractContextManager:
+    """How validation and the stages after labelling are planned: without adaptive query execution, with
+    ``partitions`` shuffle partitions (:func:`session.fixed_shuffles`), unless
+    ``execution.adaptive_outside_label`` keeps the session's settings."""
+    if cfg.execution.adaptive_outside_label:
+        return contextlib.nullcontext()
+    return fixed_shuffles(spark, partitions)
 
 
 def status_of(results: Sequence[RuleResult]) -> str:
@@ -647,7 +658,8 @@ def run_metric_stage(labelled: DataFrame, cfg: Config, out: DailyOutput, rows: i
     user_rows = persist_user_rows(by_user(labelled, partitions))
     ranked = ranking_input(user_rows, cfg.ranking.list_unit, has_score)
     try:
-        return metric_stage(Labelled({}, None, user_rows, ranked, partitions), cfg, out)
+        with outside_label(spark, cfg, partitions):
+            return metric_stage(Labelled({}, None, user_rows, ranked, partitions), cfg, out)
     finally:
         user_rows.unpersist()
 

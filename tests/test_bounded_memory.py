@@ -93,14 +93,23 @@ def test_users_over_the_bound_get_the_same_rows_and_aggregates(spark, ranked, tm
             assert (a.se is None and other.se is None) or other.se == pytest.approx(a.se, abs=1e-12)
 
 
-def test_the_pass_is_not_shuffled_before_it_is_written(ranked):
+@pytest.mark.parametrize("fixed", [False, True])
+def test_the_pass_is_not_shuffled_before_it_is_written(ranked, fixed):
     # the pass hands its sums to the driver through an accumulator: Spark applies a result task's update once,
-    # retries included, but a map stage's again on every re-run; so nothing may shuffle the pass's output
+    # retries included, but a map stage's again on every re-run; so nothing may shuffle the pass's output,
+    # planned adaptively or, as the job runs it after labelling, without (session.fixed_shuffles)
+    import contextlib
+
+    from recsys_spark.session import fixed_shuffles
+
     by_user = ranked.repartition(4, "user_id").cache()
+    plan = fixed_shuffles(ranked.sparkSession, 3) if fixed else contextlib.nullcontext()
     try:
-        by_user.count()
-        users = UserMetrics(by_user, KS, "exponential", None, 10**9)
-        above_input = users.frame._jdf.queryExecution().executedPlan().toString().split("InMemoryTableScan")[0]
-        assert "MapInArrow" in above_input and "Exchange" not in above_input, above_input
+        with plan:
+            by_user.count()
+            users = UserMetrics(by_user, KS, "exponential", None, 10**9)
+            above_input = users.frame._jdf.queryExecution().executedPlan().toString().split("InMemoryTableScan")[0]
+            assert ("AdaptiveSparkPlan" in above_input) != fixed, above_input
+            assert "MapInArrow" in above_input and "Exchange" not in above_input, above_input
     finally:
         by_user.unpersist()

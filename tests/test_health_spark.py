@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 
@@ -16,6 +17,7 @@ from recsys_spark.label import deduplicate_exposures, join_feedback
 from recsys_spark.per_user import persist_user_rows
 from recsys_spark.pipeline import evaluate_day
 from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS, input_ddl
+from recsys_spark.session import fixed_shuffles
 from recsys_spark.slices import (
     SliceInputs,
     add_slice_columns,
@@ -200,27 +202,34 @@ def test_shared_user_partitions_are_cached_deserialized(health):
         by_user.unpersist()
 
 
-def test_health_is_one_python_pass_that_moves_sums_not_exposure_rows(health):
+@pytest.mark.parametrize("fixed", [False, True])
+def test_health_is_one_python_pass_that_moves_sums_not_exposure_rows(health, fixed):
     # once the user partitions are built (the label stage counts them first), the health indicators are one
     # Python pass over them (kernels.health_pass) whose only shuffle is of partial sums by (slice, name, key);
-    # the branches then read those sums, persisted, and shuffle only them: no exposure row moves again
+    # the branches then read those sums, persisted, and shuffle only them: no exposure row moves again.
+    # The same planned adaptively and, as the job plans it, without (session.fixed_shuffles)
     _, sliced, _ = health
-    rows = sliced.sparkSession.createDataFrame(sliced.collect(), sliced.schema)  # no lineage in the plan text
+    spark = sliced.sparkSession
+    rows = spark.createDataFrame(sliced.collect(), sliced.schema)  # no lineage in the plan text
     by_user = persist_user_rows(partitioned_by_user(rows, 2))
+    plan = fixed_shuffles(spark, 2) if fixed else contextlib.nullcontext()
     try:
-        by_user.count()
-        summed = partition_pass(by_user, 5)
-        names, exchanges = names_and_exchanges(summed)
-        assert names.count("MapInArrow") == 1 and "InMemoryTableScan" in names, names
-        assert exchanges == ["hashpartitioning(slice, name, key, 2)"], exchanges  # the user partitions in place
-        summed = summed.persist()
-        summed.count()
-        query = request_rows(summed).unionByName(item_pass(summed, None))
-        names, exchanges = names_and_exchanges(query)
-        # every branch reads the persisted sums: the pass does not run again, nothing but sums moves
-        assert "MapInArrow" not in names and "InMemoryTableScan" in names, names
-        assert set(exchanges) == {"hashpartitioning(slice, 2)", "hashpartitioning(slice, exposures, in_catalog, 2)"}
-        summed.unpersist()
+        with plan:
+            by_user.count()
+            summed = partition_pass(by_user, 5)
+            names, exchanges = names_and_exchanges(summed)
+            assert names.count("MapInArrow") == 1 and "InMemoryTableScan" in names, names
+            top = str(summed._jdf.queryExecution().executedPlan().nodeName())
+            assert (top == "AdaptiveSparkPlan") != fixed, top
+            assert exchanges == ["hashpartitioning(slice, name, key, 2)"], exchanges  # the user partitions in place
+            summed = summed.persist()
+            summed.count()
+            query = request_rows(summed).unionByName(item_pass(summed, None))
+            names, exchanges = names_and_exchanges(query)
+            # every branch reads the persisted sums: the pass does not run again, nothing but sums moves
+            assert "MapInArrow" not in names and "InMemoryTableScan" in names, names
+            assert set(exchanges) == {"hashpartitioning(slice, 2)", "hashpartitioning(slice, exposures, in_catalog, 2)"}
+            summed.unpersist()
     finally:
         by_user.unpersist()
 

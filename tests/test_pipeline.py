@@ -167,3 +167,34 @@ def test_session_lists_pool_the_requests_of_a_session(spark, day, tmp_path):
     mrr = spark.read.parquet(f"{tmp_path}/metrics").where("metric = 'mrr' and aggregation = 'list_avg'").first()
     # s1 ranks a(.9) b(.8, hit) c(.7, hit) d(.6): RR 1/2; s3: RR 1  => (1/2 + 1) / 2 over 2 lists
     assert mrr.value == pytest.approx(0.75) and mrr.n == 2
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_after_labelling_the_queries_are_planned_without_aqe_and_the_session_is_restored(
+    spark, day, tmp_path, monkeypatch, adaptive
+):
+    # the stages after labelling run with adaptive query execution off and the day's user partitions as
+    # shuffle partitions (session.fixed_shuffles); execution.adaptive_outside_label=true leaves the session
+    # alone; either way the session's own values are back once the day is done
+    import recsys_spark.pipeline as pipeline
+
+    root, _ = day
+    keys = ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions")
+    before = {key: spark.conf.get(key) for key in keys}
+    seen = {}
+    real = pipeline.metric_stage
+
+    def recording(labelled, cfg, out):
+        seen.update({key: spark.conf.get(key) for key in keys}, partitions=labelled.partitions)
+        return real(labelled, cfg, out)
+
+    monkeypatch.setattr(pipeline, "metric_stage", recording)
+    cfg = load_config(None, [*SETTINGS, f"execution.adaptive_outside_label={str(adaptive).lower()}"])
+    evaluate_day(spark, cfg, DAY, f"{root}/in", f"{tmp_path}/out")
+    if adaptive:
+        assert {key: seen[key] for key in keys} == before
+    else:
+        assert seen["spark.sql.adaptive.enabled"] == "false"
+        assert seen["spark.sql.shuffle.partitions"] == str(seen["partitions"])
+    assert {key: spark.conf.get(key) for key in keys} == before
+    assert before["spark.sql.adaptive.enabled"] == "true"  # the test session plans adaptively
