@@ -187,9 +187,8 @@ def scan_rules(
         soft("orphan_event_rate", counts["orphan_events"], counts["valid_events"], thresholds["max_orphan_rate"])
     )
     bots = agg["bots"] or 0
-    ex = (
-        _examples(_requests_per_user(exposures), F.col("requests") > bot_requests_per_user, F.col(USER)) if bots else []
-    )
+    over = F.col("requests") > bot_requests_per_user
+    bot_examples = _examples(_requests_per_user(exposures), over, F.col(USER)) if bots else []
     requests = int(agg["requests"] or 0)
     results.append(
         soft("empty_response_rate", counts["empty_responses"], requests, thresholds["max_empty_response_rate"])
@@ -209,7 +208,7 @@ def scan_rules(
                 ex,
             )
         )
-    results.append(soft("bot_user_rate", bots, agg["users"] or 0, thresholds["max_bot_user_rate"], ex))
+    results.append(soft("bot_user_rate", bots, agg["users"] or 0, thresholds["max_bot_user_rate"], bot_examples))
     if previous_exposure_rows is not None:
         change = abs(counts["exposure_rows"] - previous_exposure_rows)
         results.append(soft("exposure_change", change, previous_exposure_rows, thresholds["max_exposure_change"]))

@@ -65,7 +65,7 @@ def test_scan_rules_on_labelled_exposures(spark):
     assert got["duplicate_exposure_rate"].rate == pytest.approx(1 / 5)
     assert got["empty_response_rate"].rate == pytest.approx(1 / 3)  # 3 requests
     assert got["score_out_of_range_rate"].rate == pytest.approx(1 / 3)
-    assert got["bot_user_rate"].violations == 1  # u1: 2 requests > 1
+    assert (got["bot_user_rate"].violations, got["bot_user_rate"].examples) == (1, ["u1"])  # u1: 2 requests > 1
     assert "exposure_change" not in got  # no previous day
     frame = rules_frame(spark, results)
     assert frame.schema.simpleString() == spark.createDataFrame([], RULE_CHECKS_DDL).schema.simpleString()
