@@ -78,14 +78,15 @@ from recsys_spark.schema import (
 from recsys_spark.session import CACHE_LEVEL
 
 
-def persist_user_rows(sliced: DataFrame) -> DataFrame:
+def persist_user_rows(sliced: DataFrame, extra: Sequence[str] = ()) -> DataFrame:
     """The labelled exposures, partitioned by user by the caller (:func:`recsys_spark.label.by_user`),
     narrowed and persisted: every row of a user in one partition.
 
     Keeps the columns the per-user pass, the health indicators, the label
-    counts and the business rules need; all read it in place (no further
-    shuffle of exposure rows).  The caller unpersists it.  Empty responses
-    (null item) stay: health and the counts use them.
+    counts and the business rules need, and ``extra`` (the slice dimensions'
+    values, when the slices are exploded after the persist); all read it in
+    place (no further shuffle of exposure rows).  The caller unpersists it.
+    Empty responses (null item) stay: health and the counts use them.
     """
     keep = [
         c
@@ -103,6 +104,7 @@ def persist_user_rows(sliced: DataFrame) -> DataFrame:
             N_EVENTS,
             ITEM_CATEGORY,
             IN_CATALOG,
+            *extra,
         )
         if c in sliced.columns
     ]

@@ -58,6 +58,7 @@ from recsys_spark.slices import (
     item_exposure_counts,
     popularity_cutoffs,
     read_slice_inputs,
+    slice_input_columns,
     with_item_exposures,
 )
 from recsys_spark.validate import (
@@ -173,17 +174,20 @@ class Labelled:
 
     labels: dict[str, int]  # label.label_counts
     cutoffs: PopularityCutoffs | None
-    by_user: DataFrame  # one row per (exposure, slice), hash-partitioned by user and persisted
+    by_user: DataFrame  # one row per (exposure, slice), hash-partitioned by user (exploded from ``rows``)
     ranked: DataFrame  # by_user's exposed items with list_id and score (same partitions)
     partitions: int
-    #: what else labelling persisted: the next day's late events that match a late exposure; with the
-    #: popularity slice, the labelled rows and the item counts its buckets come from
+    #: what labelling persisted: the user partitions (``rows``), the next day's late events that match a
+    #: late exposure; with the popularity slice, the labelled rows and the item counts its buckets come from
     persisted: tuple[DataFrame, ...] = ()
+    #: one row per labelled exposure, hash-partitioned by user and persisted (None: ``by_user``'s
+    #: ``all`` rows)
+    rows: DataFrame | None = None
 
     @property
     def exposures(self) -> DataFrame:
-        """One row per labelled exposure (the ``all`` slice of the user partitions)."""
-        return all_slice(self.by_user)
+        """One row per labelled exposure (the persisted user partitions, or the ``all`` slice of ``by_user``)."""
+        return self.rows if self.rows is not None else all_slice(self.by_user)
 
     def unpersist(self) -> None:
         for df in (self.by_user, *self.persisted):
@@ -561,12 +565,13 @@ def catalog_conflicts(items: DataFrame | None) -> tuple[int, tuple[str, ...]]:
 
 def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     """Partition exposures and clicks by user, deduplicate, attach slice columns, attribute feedback,
-    explode the slices, persisted: the one shuffle of exposure rows (:mod:`recsys_spark.label`), whose
-    partitions the counts here, the metrics, the health indicators and the rules all read in place.
+    persisted: the one shuffle of exposure rows (:mod:`recsys_spark.label`), whose partitions the counts
+    here, the metrics, the health indicators and the rules all read in place.  ``by_user`` explodes the
+    slices from those persisted rows as each stage reads them (one cached row per exposure, not 1 + S).
 
     Only those partitions are kept: the orphan events are counted from the valid events (see
-    :func:`label.label_counts`), and the labelled rows are persisted before the explode only when the
-    popularity slice needs a pass over them first (its cut-offs).
+    :func:`label.label_counts`), and the labelled rows are persisted before the item counts only when
+    the popularity slice needs a pass over them first (its cut-offs).
     """
     inputs, valid = day.inputs, day.valid
     window = cfg.attribution.window_minutes
@@ -598,17 +603,21 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
         joined = with_item_exposures(joined, counts)
     # partitioned by user again: Spark drops this repartition when the rows already are (it keeps it when
     # a join moved them, e.g. the item counts when they are too large to broadcast)
-    sliced = explode_slices(by_user(joined, partitions), inputs.slices.dims, cutoffs)
-    user_rows = persist_user_rows(sliced)
-    labels = label_counts(all_slice(user_rows), valid.valid_events + n_late)  # builds the user partitions
+    # persisted one row per exposure, with the slice dimensions' values as columns: the slices are
+    # exploded as each stage reads the rows (a narrow step, the partitioning kept), not cached S+1 times
+    dims = inputs.slices.dims
+    user_rows = persist_user_rows(by_user(joined, partitions), slice_input_columns(dims))
+    labels = label_counts(user_rows, valid.valid_events + n_late)  # builds the user partitions
     labels["late_events"] = n_late
+    sliced = explode_slices(user_rows, dims, cutoffs)
     return Labelled(
         labels,
         cutoffs,
-        user_rows,
-        ranking_input(user_rows, cfg.ranking.list_unit, inputs.has_score),
+        sliced,
+        ranking_input(sliced, cfg.ranking.list_unit, inputs.has_score),
         partitions,
-        tuple(df for df in kept if df is not None),
+        tuple(df for df in (user_rows, *kept) if df is not None),
+        user_rows,
     )
 
 

@@ -12,6 +12,9 @@ column.  Slicing is therefore two steps, both before any metric pass:
    plus one row ``slice = "<name>=<value>"`` per dimension whose value is not
    null.  It is a narrow transformation; every later pass groups by slice in
    the same job, so S dimensions cost (1 + S) times the rows, never S jobs.
+   The job persists the rows *before* the explode, one per exposure with the
+   columns :func:`slice_input_columns` names, and each pass explodes them as
+   it reads them: the cache holds each exposure once.
 
 Dimension names (config ``slices.names``), looked up in this order:
 
@@ -300,6 +303,12 @@ def popularity_bucket(count: Column, cutoffs: PopularityCutoffs) -> Column:
         .when(count <= cutoffs.tail_max, F.lit("tail"))
         .otherwise(F.lit("mid"))
     )
+
+
+def slice_input_columns(dims: SliceDims) -> list[str]:
+    """The columns :func:`explode_slices` reads besides the item: ``_s_<name>`` per dimension, and
+    ``_item_exposures`` for the popularity slice."""
+    return [ITEM_EXPOSURES if name == "popularity" else slice_column(name) for name in dims.names]
 
 
 def explode_slices(labelled: DataFrame, dims: SliceDims, cutoffs: PopularityCutoffs | None = None) -> DataFrame:

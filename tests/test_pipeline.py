@@ -198,3 +198,42 @@ def test_after_labelling_the_queries_are_planned_without_aqe_and_the_session_is_
         assert seen["spark.sql.shuffle.partitions"] == str(seen["partitions"])
     assert {key: spark.conf.get(key) for key in keys} == before
     assert before["spark.sql.adaptive.enabled"] == "true"  # the test session plans adaptively
+
+
+def test_the_user_partitions_hold_each_exposure_once_and_the_slices_are_exploded_as_read(spark, day, tmp_path, monkeypatch):
+    # with S slice dimensions every exposure is 1 + S rows for the passes; the cache holds it once (with the
+    # dimensions' values as columns) and each pass explodes the slices from it, in place: no exchange
+    from pyspark.sql import functions as F
+    from spark_plans import names_and_exchanges
+
+    import recsys_spark.pipeline as pipeline
+    from recsys_spark.session import CACHE_LEVEL
+
+    root, _ = day
+    seen = {}
+    real = pipeline.metric_stage
+
+    def recording(labelled, cfg, out):
+        rows, by_user = labelled.rows, labelled.by_user
+        seen.update(
+            level=rows.storageLevel,
+            columns=rows.columns,
+            rows=rows.count(),
+            exposures=labelled.exposures.count(),
+            exploded=sorted(r[0] for r in by_user.groupBy("slice").count().collect()),
+            sliced_rows=by_user.count(),
+            cached_view=by_user.is_cached,
+            plan=names_and_exchanges(labelled.ranked.groupBy("user_id").agg(F.count(F.lit(1)))),
+        )
+        return real(labelled, cfg, out)
+
+    monkeypatch.setattr(pipeline, "metric_stage", recording)
+    cfg = load_config(None, [*SETTINGS, 'slices.names=["hour", "weekday"]'])
+    evaluate_day(spark, cfg, DAY, f"{root}/in", f"{tmp_path}/out")
+    # 9 labelled exposures (10 rows, one duplicate), the empty response included; each under 3 slices
+    assert seen["level"] == CACHE_LEVEL and seen["rows"] == seen["exposures"] == 9
+    assert "slice" not in seen["columns"] and {"_s_hour", "_s_weekday"} <= set(seen["columns"])
+    assert seen["sliced_rows"] == 27 and not seen["cached_view"]
+    assert [s.split("=")[0] for s in seen["exploded"]] == ["all", "hour", "weekday"]
+    names, exchanges = seen["plan"]
+    assert "InMemoryTableScan" in names and "Generate" in names and exchanges == [], (names, exchanges)
