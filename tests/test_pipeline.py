@@ -200,7 +200,9 @@ def test_after_labelling_the_queries_are_planned_without_aqe_and_the_session_is_
     assert before["spark.sql.adaptive.enabled"] == "true"  # the test session plans adaptively
 
 
-def test_the_user_partitions_hold_each_exposure_once_and_the_slices_are_exploded_as_read(spark, day, tmp_path, monkeypatch):
+def test_the_user_partitions_hold_each_exposure_once_and_the_slices_are_exploded_as_read(
+    spark, day, tmp_path, monkeypatch
+):
     # with S slice dimensions every exposure is 1 + S rows for the passes; the cache holds it once (with the
     # dimensions' values as columns) and each pass explodes the slices from it, in place: no exchange
     from pyspark.sql import functions as F
