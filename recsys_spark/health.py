@@ -11,7 +11,9 @@ The sliced rows come hash-partitioned by user and persisted
 metrics read), so every user is whole in one partition:
 
 * :func:`partition_pass`: one ``mapInArrow`` per partition
-  (:func:`kernels.health_pass.partition_sums`) gives, per slice, PV, UV,
+  (:func:`kernels.health_pass.partition_sums`; with slices it reads one row
+  per exposure with its slice keys and explodes them in Arrow,
+  :func:`slices.explode_arrow`) gives, per slice, PV, UV,
   coverage, failure, business counts, the per-list and per-user category
   entropies and the per-user products of the intervals; per (slice,
   category) the exposures; per (slice, item) the exposures, the distinct
@@ -72,11 +74,12 @@ from recsys_spark.schema import (
     LORENZ_DDL,
     REQUEST,
     SLICE,
+    SLICE_KEYS,
     UNKNOWN,
     USER,
 )
 from recsys_spark.session import CACHE_LEVEL
-from recsys_spark.slices import PopularityCutoffs, SliceDims
+from recsys_spark.slices import PopularityCutoffs, SliceDims, explode_arrow
 
 
 @dataclass
@@ -131,7 +134,7 @@ def _partition_pass(min_list_length: int):
         kept = [b for b in batches if b.num_rows]
         if not kept:
             return
-        table = pa.Table.from_batches(kept)
+        table = explode_arrow(pa.Table.from_batches(kept))  # slice keys to rows, when they come as an array
         del kept
         slices, slice_names = _codes(table.column(SLICE))
         users, _ = _codes(table.column(USER))
@@ -177,7 +180,7 @@ def partition_pass(prepared: DataFrame, min_list_length: int) -> DataFrame:
     The only shuffle is that of the partitions' partial sums by (slice, name, key): a row per slice and
     name, per category and per item seen in the partition, never a row per exposure.
     """
-    present = [c for c in _PASS_COLUMNS if c in prepared.columns]
+    present = [c for c in (*_PASS_COLUMNS, SLICE_KEYS) if c in prepared.columns]
     return (
         prepared.select(*present)
         .mapInArrow(_partition_pass(min_list_length), _PASS_DDL)
@@ -351,6 +354,7 @@ def evaluate_health(
     confidence: float = 0.95,
     bootstrap_replicates: int = 0,
     seed: int = 0,
+    keyed: DataFrame | None = None,
 ) -> HealthResult:
     """Health and business rows of every slice, and the Lorenz points.
 
@@ -369,12 +373,15 @@ def evaluate_health(
     bootstrap_replicates, seed : Poisson bootstrap keyed by user for Gini, personalization, novelty,
         item coverage and global category diversity (:mod:`recsys_spark.bootstrap`); 0 replicates:
         no interval for those.
+    keyed : ``prepared`` before the slices were exploded, with each row's slice keys as an array
+        (:func:`slices.with_slice_keys`), in the same partitions; the Python pass reads it instead and
+        explodes the keys in Arrow.
     """
     notes: list[str] = []
     # one Python pass over the persisted user partitions gives every sum; what moves is partial sums.
     # Its result (a row per slice and item) is persisted for the branches that read it: without that,
     # Spark pushes each branch's filter below the aggregation and runs the pass once per branch
-    summed = partition_pass(prepared, min_list_length).persist(CACHE_LEVEL)
+    summed = partition_pass(prepared if keyed is None else keyed, min_list_length).persist(CACHE_LEVEL)
     try:
         long = request_rows(summed).unionByName(item_pass(summed, popularity))
         if previous is not None:

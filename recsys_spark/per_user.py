@@ -8,7 +8,9 @@ partition as Arrow batches, turns the strings into pandas categoricals
 ``applyInPandas``'s object columns) and calls
 :func:`kernels.users.score_users` once, so one call scores thousands of users.
 No sort on the JVM side (a grouped UDF would sort by its key), and no metric
-maths here.
+maths here.  With slices the pass reads one row per exposure with its slice
+keys as an array and explodes them in Arrow (:func:`slices.explode_arrow`):
+1 + S times fewer rows cross from the JVM.
 
 The same pass also reduces its per-user rows to mergeable sums per slice
 (:func:`kernels.moments.user_table_moments`), handed to the driver through an
@@ -71,11 +73,13 @@ from recsys_spark.schema import (
     SCORE,
     SESSION,
     SLICE,
+    SLICE_KEYS,
     USER,
     USER_METRICS_COLUMNS,
     USER_METRICS_DDL,
 )
 from recsys_spark.session import CACHE_LEVEL
+from recsys_spark.slices import explode_arrow
 
 
 def persist_user_rows(sliced: DataFrame, extra: Sequence[str] = ()) -> DataFrame:
@@ -114,13 +118,18 @@ def persist_user_rows(sliced: DataFrame, extra: Sequence[str] = ()) -> DataFrame
 def ranking_input(labelled: DataFrame, list_unit: str, has_score: bool) -> DataFrame:
     """Exposed items only (empty responses have nothing to rank), with ``list_id`` and ``score``.
 
-    Without a score column, lists are ranked by position: score = -position.
+    Without a score column, lists are ranked by position: score = -position.  Rows with their slice keys
+    as an array (:func:`slices.with_slice_keys`) keep the array instead of ``slice``: the per-user pass
+    explodes it in Arrow.
     """
     list_id = {"request": F.col(REQUEST), "session": F.col(SESSION), "user": F.lit("")}[list_unit]
     score = F.col(SCORE) if has_score else -F.col(POSITION).cast("double")
-    slice_col = F.col(SLICE) if SLICE in labelled.columns else F.lit(ALL)
+    if SLICE_KEYS in labelled.columns:
+        slice_col = F.col(SLICE_KEYS)
+    else:
+        slice_col = (F.col(SLICE) if SLICE in labelled.columns else F.lit(ALL)).alias(SLICE)
     return labelled.where(F.col(ITEM).isNotNull()).select(
-        slice_col.alias(SLICE), USER, list_id.alias(LIST_ID), ITEM, POSITION, score.alias(SCORE), RELEVANCE
+        slice_col, USER, list_id.alias(LIST_ID), ITEM, POSITION, score.alias(SCORE), RELEVANCE
     )
 
 
@@ -173,7 +182,7 @@ def _score_partitions(
         kept: list[pa.RecordBatch] = []
         rows_of: dict[str, int] = {}
         over: set[str] = set()
-        for batch in batches:
+        for batch in _exploded(batches):
             if max_user_rows is not None:
                 counts = pc.value_counts(batch.column(USER))
                 newly = []
@@ -202,6 +211,15 @@ def _score_partitions(
         yield from pa.Table.from_pandas(result, schema=_ARROW_SCHEMA, preserve_index=False).to_batches()
 
     return rows.mapInArrow(score, USER_METRICS_DDL)
+
+
+def _exploded(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The batches with their slices exploded (:func:`slices.explode_arrow`), one row per (row, slice)."""
+    for batch in batches:
+        if SLICE_KEYS in batch.schema.names:
+            yield from explode_arrow(pa.Table.from_batches([batch])).combine_chunks().to_batches()
+        else:
+            yield batch
 
 
 def _merge_parts(parts: DataFrame) -> DataFrame:
@@ -236,12 +254,18 @@ class UserMetrics:
         max_user_rows: int,
         rows_per_bucket: int = 200_000,
         list_unit: str = "request",
+        keyed: DataFrame | None = None,
     ) -> None:
         """``partitions``: hash-partition ``ranked`` by user into that many; None when it already is
-        (built on :func:`persist_user_rows`: then the pass reads it in place, no shuffle)."""
+        (built on :func:`persist_user_rows`: then the pass reads it in place, no shuffle).  ``keyed``:
+        the same rows before the slices are exploded, with their keys as an array (in the same
+        partitions): the pass reads those and explodes them in Arrow (the set-aside users' bounded path
+        still reads ``ranked``)."""
         self.ranked, self.ks, self.gain = ranked, tuple(ks), gain
         self.max_user_rows, self.rows_per_bucket, self.list_unit = max_user_rows, rows_per_bucket, list_unit
         rows = ranked if partitions is None else ranked.repartition(partitions, USER)
+        if keyed is not None and partitions is None and not connect.is_connect(ranked.sparkSession):
+            rows = keyed
         self.totals: Any  # an accumulator of PassTotals, or its Connect stand-in (same .value)
         if connect.is_connect(ranked.sparkSession):  # no accumulators there: the sums from the pass's output
             self.frame = _score_partitions(rows, self.ks, gain, max_user_rows).persist(CACHE_LEVEL)

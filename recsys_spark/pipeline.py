@@ -60,6 +60,7 @@ from recsys_spark.slices import (
     read_slice_inputs,
     slice_input_columns,
     with_item_exposures,
+    with_slice_keys,
 )
 from recsys_spark.validate import (
     click_checks,
@@ -183,6 +184,11 @@ class Labelled:
     #: one row per labelled exposure, hash-partitioned by user and persisted (None: ``by_user``'s
     #: ``all`` rows)
     rows: DataFrame | None = None
+    #: with slices, ``rows`` and ``ranked`` before the explode, each row's slice keys as an array
+    #: (``_slices``): what the Python passes read, exploding the keys in Arrow (one row per exposure
+    #: crosses to Python, not 1 + S)
+    keyed: DataFrame | None = None
+    ranked_keyed: DataFrame | None = None
 
     @property
     def exposures(self) -> DataFrame:
@@ -610,6 +616,8 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     labels = label_counts(user_rows, valid.valid_events + n_late)  # builds the user partitions
     labels["late_events"] = n_late
     sliced = explode_slices(user_rows, dims, cutoffs)
+    # the Python passes read one row per exposure with its slice keys and explode them in Arrow
+    keyed = with_slice_keys(user_rows, dims, cutoffs) if dims.names else None
     return Labelled(
         labels,
         cutoffs,
@@ -618,6 +626,8 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
         partitions,
         tuple(df for df in (user_rows, *kept) if df is not None),
         user_rows,
+        keyed,
+        None if keyed is None else ranking_input(keyed, cfg.ranking.list_unit, inputs.has_score),
     )
 
 
@@ -632,6 +642,7 @@ def metric_stage(labelled: Labelled, cfg: Config, out: DailyOutput) -> Metrics:
         cfg.execution.max_user_rows,
         cfg.execution.rows_per_bucket,
         cfg.ranking.list_unit,
+        labelled.ranked_keyed,
     )
     staged_users = out.stage("user_metrics", users.frame)  # the one pass over labelled exposures
     heavy = users.heavy_frame()  # users past execution.max_user_rows, if any: bounded path
@@ -696,6 +707,7 @@ def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config)
         confidence=cfg.stats.confidence,
         bootstrap_replicates=cfg.stats.bootstrap_replicates,
         seed=cfg.stats.seed,
+        keyed=labelled.keyed,
     )
     if labelled.cutoffs is not None:
         health.info.update(popularity_head_min=labelled.cutoffs.head_min, popularity_tail_max=labelled.cutoffs.tail_max)

@@ -38,6 +38,8 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -58,6 +60,7 @@ from recsys_spark.schema import (
     REQUEST,
     SESSION,
     SLICE,
+    SLICE_KEYS,
     SLICE_PREFIX,
     TS,
     UNKNOWN,
@@ -311,10 +314,8 @@ def slice_input_columns(dims: SliceDims) -> list[str]:
     return [ITEM_EXPOSURES if name == "popularity" else slice_column(name) for name in dims.names]
 
 
-def explode_slices(labelled: DataFrame, dims: SliceDims, cutoffs: PopularityCutoffs | None = None) -> DataFrame:
-    """One row per (exposure, slice key): ``all`` plus ``name=value`` for each non-null dimension value."""
-    if not dims.names:
-        return labelled.withColumn(SLICE, F.lit(ALL))
+def slice_keys(dims: SliceDims, cutoffs: PopularityCutoffs | None = None) -> Column:
+    """A row's slice keys, an array: ``all`` plus ``name=value`` for each non-null dimension value."""
     keys = [F.lit(ALL)]
     for name in dims.names:
         if name == "popularity":
@@ -324,4 +325,28 @@ def explode_slices(labelled: DataFrame, dims: SliceDims, cutoffs: PopularityCuto
         else:
             value = F.col(slice_column(name))
         keys.append(F.concat(F.lit(f"{name}="), value))  # null when the value is null
-    return labelled.withColumn(SLICE, F.explode(F.filter(F.array(*keys), lambda k: k.isNotNull())))
+    return F.filter(F.array(*keys), lambda k: k.isNotNull())
+
+
+def explode_slices(labelled: DataFrame, dims: SliceDims, cutoffs: PopularityCutoffs | None = None) -> DataFrame:
+    """One row per (exposure, slice key): ``all`` plus ``name=value`` for each non-null dimension value."""
+    if not dims.names:
+        return labelled.withColumn(SLICE, F.lit(ALL))
+    return labelled.withColumn(SLICE, F.explode(slice_keys(dims, cutoffs)))
+
+
+def with_slice_keys(labelled: DataFrame, dims: SliceDims, cutoffs: PopularityCutoffs | None = None) -> DataFrame:
+    """``labelled`` with its slice keys as one array column ``_slices``, for a Python pass that explodes
+    them itself (:func:`explode_arrow`): one row per exposure crosses to Python instead of 1 + S."""
+    return labelled.withColumn(SLICE_KEYS, slice_keys(dims, cutoffs))
+
+
+def explode_arrow(table: pa.Table) -> pa.Table:
+    """:func:`explode_slices` in Arrow, on the executors: each row of ``table`` once per key of its
+    ``_slices`` list, in the same order (a row's keys in turn), the key as ``slice``; a table without
+    ``_slices`` is returned as it is."""
+    if SLICE_KEYS not in table.column_names:
+        return table
+    keys = table.column(SLICE_KEYS).combine_chunks()
+    rows = table.drop_columns([SLICE_KEYS]).take(pc.list_parent_indices(keys))
+    return rows.append_column(SLICE, pc.list_flatten(keys))

@@ -113,3 +113,40 @@ def test_the_pass_is_not_shuffled_before_it_is_written(ranked, fixed):
             assert "MapInArrow" in above_input and "Exchange" not in above_input, above_input
     finally:
         by_user.unpersist()
+
+
+@pytest.mark.parametrize("bound", [10**9, 300])
+def test_the_pass_explodes_slice_keys_in_arrow_to_the_same_rows(spark, ranked, tmp_path, bound):
+    # with slices the job hands the pass one row per exposure with its slice keys as an array, and the pass
+    # explodes them in Arrow (slices.explode_arrow): the same per-user rows, set-aside users and sums as the
+    # rows exploded in the JVM (whose bounded path the set-aside users still take)
+    from pyspark.sql import functions as F
+
+    from recsys_spark.schema import SLICE_KEYS
+
+    others = [c for c in ranked.columns if c != "slice"]
+    keyed = ranked.groupBy(*others).agg(F.sort_array(F.collect_list("slice")).alias(SLICE_KEYS))
+    keyed = keyed.repartition(4, "user_id").cache()
+    exploded = keyed.select(F.explode(SLICE_KEYS).alias("slice"), *others)  # the same partitions
+    tables, passes = [], []
+    for name, keys in (("exploded", None), ("keyed", keyed)):
+        users = UserMetrics(exploded, KS, "exponential", None, bound, rows_per_bucket=100, keyed=keys)
+        path = str(tmp_path / name)
+        users.frame.write.mode("overwrite").parquet(path)
+        heavy = users.heavy_frame()
+        if heavy is not None:
+            heavy.write.mode("append").parquet(path)
+        passes.append(users)
+        tables.append(spark.read.parquet(path).toPandas().sort_values(["slice", "user_id", "k"]).reset_index(drop=True))
+    keyed.unpersist()
+    assert len(tables[0]) > 0 and passes[0].set_aside == passes[1].set_aside
+    assert (bound == 300) == (set(passes[1].set_aside) == {"u0", "u1"})
+    pd.testing.assert_frame_equal(tables[1], tables[0], check_exact=False, rtol=1e-12, atol=1e-12)
+    pooled = {"all": UPartial(1, 1, 1), "platform=ios": UPartial(1, 1, 1)}
+    a, _ = aggregate_users(passes[0].moments(), KS, pooled)
+    b, _ = aggregate_users(passes[1].moments(), KS, pooled)
+    assert [(r.metric, r.k, r.aggregation, r.slice, r.n) for r in a] == [
+        (r.metric, r.k, r.aggregation, r.slice, r.n) for r in b
+    ]
+    for x, y in zip(a, b, strict=True):
+        assert (x.value is None and y.value is None) or y.value == pytest.approx(x.value, abs=1e-12)

@@ -25,7 +25,9 @@ from recsys_spark.slices import (
     item_exposure_counts,
     popularity_cutoffs,
     resolve_slices,
+    slice_input_columns,
     with_item_exposures,
+    with_slice_keys,
 )
 
 pytestmark = pytest.mark.spark
@@ -51,8 +53,8 @@ def _check(got: dict, expected: dict):
             assert got[key].value == pytest.approx(value), (key, got[key])
 
 
-@pytest.fixture(scope="module")
-def health(spark):
+@pytest.fixture(scope="module", params=["exploded", "keyed"])
+def health(spark, request):
     exposures = spark.createDataFrame(golden.EXPOSURES, EXPOSURE_DDL)
     catalog = spark.createDataFrame(golden.CATALOG, "item_id string, category string")
     dims = resolve_slices(
@@ -63,11 +65,17 @@ def health(spark):
     joined = join_feedback(deduplicated, spark.createDataFrame(golden.CLICKS, CLICK_DDL), 30.0, {"click": 1.0}, "click")
     counts = item_exposure_counts(joined)
     cutoffs = popularity_cutoffs(counts, 0.2, 0.2)
-    sliced = explode_slices(with_item_exposures(joined, counts), dims, cutoffs)
+    labelled = with_item_exposures(joined, counts)
+    sliced = explode_slices(labelled, dims, cutoffs)
     # the job's own partitioning: the per-user metrics and health read the same persisted rows
+    if request.param == "exploded":
+        prepared, keyed = persist_user_rows(partitioned_by_user(sliced, 4)), None
+    else:  # as the job does: one persisted row per exposure, the Python pass explodes its slice keys in Arrow
+        rows = persist_user_rows(partitioned_by_user(labelled, 4), slice_input_columns(dims))
+        prepared, keyed = explode_slices(rows, dims, cutoffs), with_slice_keys(rows, dims, cutoffs)
     result = evaluate_health(
         spark,
-        persist_user_rows(partitioned_by_user(sliced, 4)),
+        prepared,
         dims,
         catalog,
         min_list_length=5,
@@ -75,6 +83,7 @@ def health(spark):
         popularity=spark.createDataFrame(golden.POPULARITY, PAIRS_DDL),
         previous=spark.createDataFrame(golden.PREVIOUS, PAIRS_DDL),
         cutoffs=cutoffs,
+        keyed=keyed,
     )
     return result, sliced, cutoffs
 

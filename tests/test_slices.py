@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 from chispa import assert_df_equality
 
 from recsys_spark.errors import ConfigError, SchemaError
-from recsys_spark.slices import SliceDims, explode_slices, resolve_slices, slice_column
+from recsys_spark.schema import SLICE_KEYS
+from recsys_spark.slices import (
+    SliceDims,
+    explode_arrow,
+    explode_slices,
+    resolve_slices,
+    slice_column,
+    with_slice_keys,
+)
 
 EXPOSURE_COLUMNS = ["user_id", "session_id", "request_id", "item_id", "position", "score", "ts", "platform"]
 
@@ -37,7 +46,8 @@ def test_explode_gives_all_plus_one_row_per_non_null_dimension_value(spark):
         [("u1", "a", "ios", "X"), ("u2", None, "web", None)],
         f"user_id string, item_id string, {slice_column('platform')} string, {slice_column('category')} string",
     )
-    got = explode_slices(rows, SliceDims(("platform", "category"), ("platform",), ("category",)))
+    dims = SliceDims(("platform", "category"), ("platform",), ("category",))
+    got = explode_slices(rows, dims)
     # u2 is an empty response: no category, so no category row
     expected = [("u1", "all"), ("u1", "platform=ios"), ("u1", "category=X"), ("u2", "all"), ("u2", "platform=web")]
     assert_df_equality(
@@ -46,6 +56,22 @@ def test_explode_gives_all_plus_one_row_per_non_null_dimension_value(spark):
         ignore_row_order=True,
         ignore_nullable=True,
     )
+    # the same rows, in the same order, when a Python pass explodes the keys in Arrow
+    keyed_rows = with_slice_keys(rows, dims).select("user_id", SLICE_KEYS).collect()
+    keyed = pa.table({"user_id": [r.user_id for r in keyed_rows], SLICE_KEYS: [r[SLICE_KEYS] for r in keyed_rows]})
+    assert explode_arrow(keyed).to_pylist() == [dict(zip(("user_id", "slice"), e, strict=True)) for e in expected]
+
+
+def test_explode_arrow_repeats_each_row_once_per_key_in_order():
+    table = pa.table({"user_id": ["u1", "u2", "u3"], SLICE_KEYS: [["all", "platform=ios"], ["all"], ["all", "x=1"]]})
+    got = explode_arrow(table)
+    assert got.column_names == ["user_id", "slice"]
+    assert got.to_pydict() == {
+        "user_id": ["u1", "u1", "u2", "u3", "u3"],
+        "slice": ["all", "platform=ios", "all", "all", "x=1"],
+    }
+    already = pa.table({"user_id": ["u1"], "slice": ["all"]})
+    assert explode_arrow(already) is already  # rows without keys: as they are
 
 
 @pytest.mark.spark
