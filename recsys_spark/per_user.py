@@ -264,13 +264,14 @@ class UserMetrics:
         self.ranked, self.ks, self.gain = ranked, tuple(ks), gain
         self.max_user_rows, self.rows_per_bucket, self.list_unit = max_user_rows, rows_per_bucket, list_unit
         rows = ranked if partitions is None else ranked.repartition(partitions, USER)
-        if keyed is not None and partitions is None and not connect.is_connect(ranked.sparkSession):
-            rows = keyed
         self.totals: Any  # an accumulator of PassTotals, or its Connect stand-in (same .value)
         if connect.is_connect(ranked.sparkSession):  # no accumulators there: the sums from the pass's output
+            # (keyed rows are not read there: the stand-in counts a user's rows on the rows it is given)
             self.frame = _score_partitions(rows, self.ks, gain, max_user_rows).persist(CACHE_LEVEL)
             self.totals = connect.DeferredTotals(rows, self.frame, self.ks, max_user_rows)
         else:
+            if keyed is not None and partitions is None:
+                rows = keyed
             self.totals = ranked.sparkSession.sparkContext.accumulator(PassTotals(), _PassTotalsParam())
             self.frame = _score_partitions(rows, self.ks, gain, max_user_rows, self.totals)
         self._heavy_moments: dict[str, Moments] = {}

@@ -59,8 +59,8 @@ def test_exact_auc_matches_scikit_learn_per_key_with_ties_across_batches(ranked)
         assert pooled[s].auc == pytest.approx(roc_auc_score(g.relevance > 0, g.score), abs=1e-12)
 
 
-def _table(spark, ranked, bound, path):
-    users = UserMetrics(ranked, KS, "exponential", 4, bound, rows_per_bucket=100)
+def _table(spark, ranked, bound, path, partitions=4, keyed=None):
+    users = UserMetrics(ranked, KS, "exponential", partitions, bound, rows_per_bucket=100, keyed=keyed)
     users.frame.write.mode("overwrite").parquet(path)
     heavy = users.heavy_frame()
     if heavy is not None:
@@ -130,14 +130,9 @@ def test_the_pass_explodes_slice_keys_in_arrow_to_the_same_rows(spark, ranked, t
     exploded = keyed.select(F.explode(SLICE_KEYS).alias("slice"), *others)  # the same partitions
     tables, passes = [], []
     for name, keys in (("exploded", None), ("keyed", keyed)):
-        users = UserMetrics(exploded, KS, "exponential", None, bound, rows_per_bucket=100, keyed=keys)
-        path = str(tmp_path / name)
-        users.frame.write.mode("overwrite").parquet(path)
-        heavy = users.heavy_frame()
-        if heavy is not None:
-            heavy.write.mode("append").parquet(path)
+        users, table = _table(spark, exploded, bound, str(tmp_path / name), partitions=None, keyed=keys)
         passes.append(users)
-        tables.append(spark.read.parquet(path).toPandas().sort_values(["slice", "user_id", "k"]).reset_index(drop=True))
+        tables.append(table)
     keyed.unpersist()
     assert len(tables[0]) > 0 and passes[0].set_aside == passes[1].set_aside
     assert (bound == 300) == (set(passes[1].set_aside) == {"u0", "u1"})
