@@ -394,6 +394,18 @@ def test_ratio_cuped_matches_the_linearized_oracle_and_reduces_the_error():
     assert comp.se < 0.9 * plain["se"]
 
 
+def test_ratio_cuped_is_undefined_without_a_pre_period_denominator_and_the_plain_delta_method_is_used():
+    rng = np.random.default_rng(11)
+    arms = [_ratio_arm(rng, 200, 1.0), _ratio_arm(rng, 200, 1.1)]
+    no_pre = (arms[1][0], arms[1][1], np.zeros(200), np.zeros(200))  # treatment: no user with pre-period data
+    stats_of = [RatioCovariateStats.from_values(*a) for a in (arms[0], no_pre)]
+    assert cuped_ratio_compare(*stats_of) is None
+    one_user = RatioCovariateStats.from_values(*(a[:1] for a in arms[1]))
+    assert cuped_ratio_compare(stats_of[0], one_user) is None
+    no_y = RatioCovariateStats.from_values(arms[1][0] * 0, arms[1][1] * 0, arms[1][2], arms[1][3])
+    assert cuped_ratio_compare(stats_of[0], no_y) is None
+
+
 def test_ratio_cuped_through_the_named_sums():
     rng = np.random.default_rng(8)
     arms = [_ratio_arm(rng, 300, 1.0), _ratio_arm(rng, 300, 1.0)]

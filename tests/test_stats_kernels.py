@@ -127,6 +127,36 @@ def test_ratio_stats_merge_is_addition():
     assert a.merge(b) == RatioStats(3, 8, 13, 30, 61, 41)
 
 
+def test_variances_from_raw_sums_are_zero_when_every_unit_is_the_same():
+    """Σx² − (Σx)²/n and Σ(x − R y)² from raw sums leave a rounding residue (1e-18 or so, depending on the order
+    of the sums) where the exact value is 0: it is 0 whatever the order; a real small spread is kept."""
+    rng = np.random.default_rng(3)
+    y = rng.integers(1, 40, 77).astype(float)
+    x = y / 0.3  # every user's ratio is 1/0.3: Var(R) = 0 (the raw sums leave 6e-10 to 9e-10 in Σ(x − R y)²)
+    for order in (np.arange(77), rng.permutation(77), rng.permutation(77)):
+        xs, ys = x[order], y[order]
+        ratio = RatioStats(
+            77.0,
+            sum(xs.tolist()),
+            sum(ys.tolist()),
+            sum((xs * xs).tolist()),
+            sum((ys * ys).tolist()),
+            sum((xs * ys).tolist()),
+        )
+        assert ratio.var_ratio == 0.0 and delta_interval(ratio).se == 0.0
+        mean = MeanStats(77.0, sum([0.1] * 77), sum([0.01] * 77))  # no m2: the Σx² form
+        assert mean.var == 0.0
+    ratio = RatioStats(77.0, *(float(v) for v in (x.sum(), y.sum(), x @ x, y @ y, x @ y)))
+    assert ratio.var_x == pytest.approx(np.var(x, ddof=1), rel=1e-9) and ratio.var_y == pytest.approx(np.var(y, ddof=1))
+    near = x + rng.normal(0, 1e-4, 77)  # a real spread 1e-4 around R y: kept, equal to the per-unit form
+    r = RatioStats.from_values(near, y)
+    reference = np.sum((near - r.ratio * y) ** 2) / 76 / (77 * y.mean() ** 2)
+    assert r.var_ratio == pytest.approx(reference, rel=1e-6) and r.var_ratio > 0
+    v = np.array([2.0, 2.0, 2.0 + 2e-6])  # a spread of 1e-6 on values of 2: kept
+    spread = MeanStats(3.0, float(v.sum()), float(v @ v))
+    assert spread.var == pytest.approx(np.var(v, ddof=1), rel=1e-3)
+
+
 def test_delta_interval_edge_cases():
     assert delta_interval(RatioStats(3, 0, 0, 0, 0, 0)) == Interval(None, None, None, None, "none")  # 0 / 0
     assert delta_interval(RatioStats(1, 1, 4, 1, 16, 4)) == Interval(0.25, None, None, None, "none")  # one unit

@@ -222,7 +222,7 @@ class RatioCovariateStats:
 
 def cuped_ratio_compare(
     control: RatioCovariateStats, treatment: RatioCovariateStats, confidence: float = 0.95
-) -> tuple[Comparison, float]:
+) -> tuple[Comparison, float] | None:
     """CUPED for a ratio of sums R = sum x / sum y, with the pre-period ratio R' = sum u / sum v as covariate.
 
     Delta method per arm, with the gradients a = (1/mu_y, -mu_x/mu_y^2, 0, 0) of R and
@@ -230,8 +230,13 @@ def cuped_ratio_compare(
     Var(R) = a'Sa/n, Var(R') = b'Sb/n, Cov(R, R') = a'Sb/n.  theta pooled over
     arms = sum Cov / sum Var(R'); per arm R_cv = R - theta (R' - R'_pooled),
     Var(R_cv) = Var(R) - 2 theta Cov + theta^2 Var(R').  Normal quantile, as the
-    unadjusted delta method.  Returns (comparison with ``method = "delta_cuped"``, theta).
+    unadjusted delta method.  Returns (comparison with ``method = "delta_cuped"``, theta), or None when
+    the adjustment is undefined: an arm with fewer than two users, or without a positive mean denominator
+    (mu_y or mu_v <= 0).  A variance that rounding leaves below 0 is 0 (it is a variance of a linear
+    combination, never negative).
     """
+    if any(arm.n < 2 or arm.s[1] <= 0 or arm.s[3] <= 0 for arm in (control, treatment)):
+        return None
     parts = []
     for arm in (control, treatment):
         mu, cov = arm.moments()
@@ -243,7 +248,8 @@ def cuped_ratio_compare(
     pooled = (control.s[2] + treatment.s[2]) / (control.s[3] + treatment.s[3])
     (rc, pc, vc, wc, cc), (rt, pt, vt, wt, ct) = parts
     adj_c, adj_t = rc - theta * (pc - pooled), rt - theta * (pt - pooled)
-    var_c, var_t = vc - 2 * theta * cc + theta**2 * wc, vt - 2 * theta * ct + theta**2 * wt
+    var_c = max(vc - 2 * theta * cc + theta**2 * wc, 0.0)
+    var_t = max(vt - 2 * theta * ct + theta**2 * wt, 0.0)
     return _compare(adj_c, var_c, adj_t, var_t, _zq(confidence), _p_z, None, "delta_cuped"), theta
 
 
@@ -493,8 +499,9 @@ def compare(
                 if cuped:
                     (rc, nc), (rt, nt) = ratio_covariate_stats(control, spec), ratio_covariate_stats(treatment, spec)
                     out["covariate_n"] = nc + nt
-                    if nc >= 2 and nt >= 2:
-                        comp, _ = cuped_ratio_compare(rc, rt, confidence)
+                    adjusted = cuped_ratio_compare(rc, rt, confidence) if nc >= 2 and nt >= 2 else None
+                    if adjusted is not None:
+                        comp, _ = adjusted
                         method = "delta_cuped"
                 if comp is None:
                     comp = ratio_difference(c, t, confidence)

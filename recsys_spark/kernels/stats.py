@@ -70,6 +70,20 @@ def _check_confidence(confidence: float) -> None:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
 
 
+def _above_rounding(value: float, scale: float, n: float) -> float:
+    """``value``, a difference of raw sums (Σx² − (Σx)²/n and the like), or 0 when it is within their rounding.
+
+    Each raw sum of n terms carries a rounding error of at most n·ε times the sum of the magnitudes
+    (ε the double's machine epsilon); a difference at or below n·ε·``scale`` (``scale``: the sum of the
+    magnitudes of its terms) cannot be told from 0, and is 0 (as are negative results).  Without this,
+    n equal values give a variance of 1e-18 or so instead of 0, depending on the order of the sums.
+    """
+    return value if value > n * _EPS * scale else 0.0
+
+
+_EPS = float(np.finfo(np.float64).eps)
+
+
 def _div(a: float, b: float) -> float:
     return a / b if b else math.nan
 
@@ -82,7 +96,7 @@ class MeanStats:
     """Sufficient statistics of a per-unit value x: ``n``, ``sum`` = Σx, ``sum_sq`` = Σx².
 
     ``mean`` = Σx / n (NaN when n = 0); ``var`` = (Σx² − (Σx)²/n) / (n − 1), the
-    sample variance (NaN below two units; clipped at 0 against rounding).  The
+    sample variance (NaN below two units; 0 within the raw sums' rounding, :func:`_above_rounding`).  The
     optional ``m2`` = Σ(x − x̄)², when known (:meth:`from_values`, :meth:`from_moments`,
     merged by Chan et al.'s pairwise update), gives the variance without the
     cancellation of Σx² − (Σx)²/n.
@@ -105,8 +119,10 @@ class MeanStats:
     def var(self) -> float:
         if self.n < 2:
             return math.nan
-        m2 = self.m2 if self.m2 is not None else self.sum_sq - self.sum * self.sum / self.n
-        return max(m2, 0.0) / (self.n - 1.0)
+        if self.m2 is not None:
+            return max(self.m2, 0.0) / (self.n - 1.0)
+        m2 = _above_rounding(self.sum_sq - self.sum * self.sum / self.n, 2.0 * self.sum_sq, self.n)
+        return m2 / (self.n - 1.0)
 
     @property
     def se(self) -> float:
@@ -147,7 +163,8 @@ class RatioStats:
 
         Var(R) ≈ (σ²_x − 2 R σ_xy + R² σ²_y) / (n μ_y²)
 
-    (the same as (1/n)[σ²_x/μ_y² − 2 μ_x σ_xy/μ_y³ + μ_x² σ²_y/μ_y⁴]).  NaN when
+    (the same as (1/n)[σ²_x/μ_y² − 2 μ_x σ_xy/μ_y³ + μ_x² σ²_y/μ_y⁴]); 0 when Σ(x − R y)², computed
+    from the raw sums, is within their rounding (:func:`_above_rounding`: every x_u = R y_u).  NaN when
     n < 2 or Σy = 0.
 
     >>> s = RatioStats.from_values(np.array([1.0, 0.0, 2.0, 1.0, 0.0, 1.0]),
@@ -169,11 +186,15 @@ class RatioStats:
 
     @property
     def var_x(self) -> float:
-        return max(self.sum_xx - self.sum_x**2 / self.n, 0.0) / (self.n - 1.0) if self.n >= 2 else math.nan
+        if self.n < 2:
+            return math.nan
+        return _above_rounding(self.sum_xx - self.sum_x**2 / self.n, 2.0 * self.sum_xx, self.n) / (self.n - 1.0)
 
     @property
     def var_y(self) -> float:
-        return max(self.sum_yy - self.sum_y**2 / self.n, 0.0) / (self.n - 1.0) if self.n >= 2 else math.nan
+        if self.n < 2:
+            return math.nan
+        return _above_rounding(self.sum_yy - self.sum_y**2 / self.n, 2.0 * self.sum_yy, self.n) / (self.n - 1.0)
 
     @property
     def cov_xy(self) -> float:
@@ -187,7 +208,8 @@ class RatioStats:
         mu_y = self.sum_y / self.n
         # Σ(x − R y)² / (n − 1) expanded; identical to σ²_x − 2Rσ_xy + R²σ²_y with n − 1 variances
         resid = self.sum_xx - 2.0 * r * self.sum_xy + r * r * self.sum_yy  # Σ(x − R y)², as Σ(x − Ry) = 0
-        return max(resid, 0.0) / (self.n - 1.0) / (self.n * mu_y * mu_y)
+        scale = self.sum_xx + 2.0 * abs(r * self.sum_xy) + r * r * self.sum_yy
+        return _above_rounding(resid, scale, self.n) / (self.n - 1.0) / (self.n * mu_y * mu_y)
 
     def merge(self, other: RatioStats) -> RatioStats:
         return RatioStats(
