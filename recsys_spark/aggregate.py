@@ -259,7 +259,11 @@ def aggregate_users(
     return rows, counts
 
 
+def metric_tuples(rows: Iterable[MetricRow]) -> list[tuple]:
+    """The long metrics table's rows, in :data:`schema.METRICS_DDL`'s column order."""
+    return [(r.metric, r.k, r.aggregation, r.slice, r.value, r.n, r.se, r.ci_low, r.ci_high, r.ci_method) for r in rows]
+
+
 def metrics_frame(spark: SparkSession, rows: Iterable[MetricRow]) -> DataFrame:
     """The long metrics table as a (small) DataFrame."""
-    data = [(r.metric, r.k, r.aggregation, r.slice, r.value, r.n, r.se, r.ci_low, r.ci_high, r.ci_method) for r in rows]
-    return spark.createDataFrame(data, METRICS_DDL)
+    return spark.createDataFrame(metric_tuples(rows), METRICS_DDL)

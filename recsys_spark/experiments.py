@@ -474,14 +474,17 @@ def _brief(r: ResultRow) -> dict[str, Any]:
     }
 
 
+def check_tuples(checks: Sequence[Check]) -> list[tuple]:
+    """The ``experiment_checks`` rows, in :data:`CHECKS_SCHEMA`'s column order."""
+    return [(c.experiment, c.check, c.statistic, c.p_value, c.passed, c.detail) for c in checks]
+
+
 def results_frame(spark: SparkSession, rows: Sequence[ResultRow]) -> DataFrame:
     return spark.createDataFrame([r.as_tuple() for r in rows], RESULTS_SCHEMA)
 
 
 def checks_frame(spark: SparkSession, checks: Sequence[Check]) -> DataFrame:
-    return spark.createDataFrame(
-        [(c.experiment, c.check, c.statistic, c.p_value, c.passed, c.detail) for c in checks], CHECKS_SCHEMA
-    )
+    return spark.createDataFrame(check_tuples(checks), CHECKS_SCHEMA)
 
 
 def srm_rules(checks: Sequence[Check], severity: str, threshold: float) -> list[RuleResult]:
@@ -541,8 +544,8 @@ def experiment_stage(
     results, checks, section = analyse(rows, cfg, specs, cuped)
     if layers:
         checks += layer_checks(users, layers, ex.srm_p_threshold)
-    out.stage(RESULTS_TABLE, results_frame(spark, results).coalesce(1))
-    out.stage(CHECKS_TABLE, checks_frame(spark, checks).coalesce(1))
+    out.stage_rows(RESULTS_TABLE, [r.as_tuple() for r in results], RESULTS_SCHEMA)
+    out.stage_rows(CHECKS_TABLE, check_tuples(checks), CHECKS_SCHEMA)
     failed = [str(c.experiment) for c in checks if c.check == "srm" and not c.passed]
     if failed:
         notes.append(f"sample-ratio mismatch in {', '.join(failed)}: their results are not to be trusted")

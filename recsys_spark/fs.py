@@ -142,5 +142,15 @@ def write_text(spark: SparkSession, path: str, text: str) -> None:
         stream.close()
 
 
+def write_bytes(spark: SparkSession, path: str, data: bytes) -> None:
+    """Write ``data`` to the file ``path`` (replaced if it exists; parent directories created)."""
+    fs, hpath = _path(spark, path)
+    stream = fs.create(hpath, True)
+    try:
+        stream.write(bytearray(data))
+    finally:
+        stream.close()
+
+
 def read_text(spark: SparkSession, path: str) -> str:
     return "\n".join(r.value for r in spark.read.text(path, wholetext=True).collect())

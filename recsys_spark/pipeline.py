@@ -19,18 +19,18 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from recsys_spark import catalog, fs, log, templates
-from recsys_spark.aggregate import MetricRow, aggregate_users, metrics_frame
+from recsys_spark.aggregate import MetricRow, aggregate_users, metric_tuples
 from recsys_spark.bootstrap import auc_bootstrap
 from recsys_spark.config import Config
 from recsys_spark.connect import default_parallelism
 from recsys_spark.errors import EmptyInputError, HardRuleViolation, JobError, root_cause
 from recsys_spark.experiments import experiment_stage
-from recsys_spark.health import HealthResult, evaluate_health, lorenz_frame
+from recsys_spark.health import HealthResult, evaluate_health
 from recsys_spark.label import by_user, deduplicate_exposures, join_feedback, label_counts
 from recsys_spark.per_user import UserMetrics, bucket_count, persist_user_rows, ranking_input
 from recsys_spark.pooled_auc import pooled_auc
 from recsys_spark.read import conform, empty_frame, read_parquet
-from recsys_spark.rules import RuleResult, as_dicts, rules_frame, scan_rules
+from recsys_spark.rules import RuleResult, as_dicts, rule_tuples, scan_rules
 from recsys_spark.schema import (
     ALL,
     CATEGORY,
@@ -40,8 +40,11 @@ from recsys_spark.schema import (
     HEADLINE,
     ITEM,
     ITEM_COLUMNS,
+    LORENZ_DDL,
+    METRICS_DDL,
     REASON,
     REQUEST,
+    RULE_CHECKS_DDL,
     SCORE,
     SESSION,
     SLICE,
@@ -259,12 +262,12 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
                 health = health_stage(spark, labelled, day, cfg)
                 rows = metrics.rows + health.rows
                 notes = health.notes + metrics.notes + day_notes(day, out)
-                out.stage("lorenz", lorenz_frame(spark, health.lorenz))
-                out.stage("metrics", metrics_frame(spark, rows).coalesce(1))
+                out.stage_rows("lorenz", health.lorenz, LORENZ_DDL)  # small tables: one file each, no job
+                out.stage_rows("metrics", metric_tuples(rows), METRICS_DDL)
                 info.update(health.info)
             with log.stage("rules", timings) as info:
                 rule_results = rules_stage(labelled, day, cfg) + experiments.rules
-                out.stage("rule_checks", rules_frame(spark, rule_results).coalesce(1))
+                out.stage_rows("rule_checks", rule_tuples(rule_results), RULE_CHECKS_DDL)
                 failed_hard = [r.rule for r in rule_results if r.severity == "hard" and not r.passed]
                 info.update(failed=[r.rule for r in rule_results if not r.passed])
                 if cfg.validation.write_rejected:

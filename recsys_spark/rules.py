@@ -264,9 +264,13 @@ def row_counts(exposures: DataFrame, flags: Mapping[str, Column], max_requests: 
     )
 
 
+def rule_tuples(results: Sequence[RuleResult]) -> list[tuple]:
+    """The ``rule_checks`` rows, in :data:`schema.RULE_CHECKS_DDL`'s column order."""
+    return [(r.rule, r.severity, r.violations, r.rate, r.threshold, r.passed, r.examples) for r in results]
+
+
 def rules_frame(spark: SparkSession, results: Sequence[RuleResult]) -> DataFrame:
-    data = [(r.rule, r.severity, r.violations, r.rate, r.threshold, r.passed, r.examples) for r in results]
-    return spark.createDataFrame(data, RULE_CHECKS_DDL)
+    return spark.createDataFrame(rule_tuples(results), RULE_CHECKS_DDL)
 
 
 def as_dicts(results: Sequence[RuleResult]) -> list[dict]:
