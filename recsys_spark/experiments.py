@@ -51,7 +51,7 @@ from recsys_spark.kernels.experiments import (
 from recsys_spark.read import ColumnSpec, conform, read_parquet
 from recsys_spark.rules import RuleResult
 from recsys_spark.schema import ALL, CLICKED, ITEM, REQUEST, SLICE, USER
-from recsys_spark.write import DailyOutput
+from recsys_spark.write import DailyOutput, write_small_table
 
 EXPERIMENT, VARIANT, LAYER, VARIANTS = "experiment", "variant", "layer", "variants"
 ASSIGNMENT_COLUMNS = (
@@ -479,14 +479,6 @@ def check_tuples(checks: Sequence[Check]) -> list[tuple]:
     return [(c.experiment, c.check, c.statistic, c.p_value, c.passed, c.detail) for c in checks]
 
 
-def results_frame(spark: SparkSession, rows: Sequence[ResultRow]) -> DataFrame:
-    return spark.createDataFrame([r.as_tuple() for r in rows], RESULTS_SCHEMA)
-
-
-def checks_frame(spark: SparkSession, checks: Sequence[Check]) -> DataFrame:
-    return spark.createDataFrame(check_tuples(checks), CHECKS_SCHEMA)
-
-
 def srm_rules(checks: Sequence[Check], severity: str, threshold: float) -> list[RuleResult]:
     """An SRM check as a business rule ``experiment_srm:<experiment>`` (its ``rate`` is the p-value:
     unlike other rules it passes at or above the threshold)."""
@@ -588,10 +580,11 @@ def window_users(users: DataFrame, experiment: str) -> DataFrame:
     )
 
 
-def _replace(spark: SparkSession, df: DataFrame, final: str) -> None:
-    """Write ``df`` beside ``final``, then move it into place (a rerun replaces the window's output)."""
+def _replace(spark: SparkSession, rows: Sequence[tuple], ddl: str, final: str) -> None:
+    """Write the small table ``rows`` beside ``final``, then move it into place (a rerun replaces the window's
+    output)."""
     tmp = f"{final}.tmp-{uuid.uuid4().hex[:8]}"
-    df.write.mode("overwrite").parquet(tmp)
+    write_small_table(spark, tmp, rows, ddl)
     fs.delete(spark, final)
     fs.rename(spark, tmp, final)
 
@@ -632,8 +625,8 @@ def run_window(
             f"{start} and {end} in {output_root}/{USERS_TABLE}"
         )
     root, window = output_root.rstrip("/"), f"experiment={experiment}/window={start}_{end}"
-    _replace(spark, results_frame(spark, results).coalesce(1), f"{root}/experiment_window/{window}")
-    _replace(spark, checks_frame(spark, checks).coalesce(1), f"{root}/experiment_window_checks/{window}")
+    _replace(spark, [r.as_tuple() for r in results], RESULTS_SCHEMA, f"{root}/experiment_window/{window}")
+    _replace(spark, check_tuples(checks), CHECKS_SCHEMA, f"{root}/experiment_window_checks/{window}")
     failed = [c.experiment for c in checks if c.check == "srm" and not c.passed]
     return {
         "status": "srm_failed" if failed else "ok",

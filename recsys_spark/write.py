@@ -178,9 +178,7 @@ class DailyOutput:
         """Stage a small table the driver holds (tuples in the columns of the Spark DDL ``ddl``) as one
         Parquet file, written here rather than by a Spark job (:func:`small_parquet`); return the path."""
         path = self.staged_path(table)
-        fs.delete(self.spark, path)
-        schema = self.spark.createDataFrame([], ddl).schema  # parsed by Spark; no job runs
-        fs.write_bytes(self.spark, f"{path}/part-00000-{uuid.uuid4()}.snappy.parquet", small_parquet(rows, schema))
+        write_small_table(self.spark, path, rows, ddl)
         self.tables.append(table)
         return path
 
@@ -256,6 +254,13 @@ def arrow_type(spark_type: DataType) -> pa.DataType:
     if name not in _ARROW_TYPES:
         raise ValueError(f"no Arrow type for a small table's column of type {name}")
     return _ARROW_TYPES[name]
+
+
+def write_small_table(spark: SparkSession, path: str, rows: Iterable[Sequence[Any]], ddl: str) -> None:
+    """Replace the directory ``path`` with one Parquet file of ``rows`` (:func:`small_parquet`), no Spark job."""
+    fs.delete(spark, path)
+    schema = spark.createDataFrame([], ddl).schema  # parsed by Spark; no job runs
+    fs.write_bytes(spark, f"{path}/part-00000-{uuid.uuid4()}.snappy.parquet", small_parquet(rows, schema))
 
 
 def small_parquet(rows: Iterable[Sequence[Any]], schema: StructType) -> bytes:

@@ -129,7 +129,7 @@ def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, 
         ],
     }
     try:
-        out.stage("comparison", spark.createDataFrame(rows, COMPARISON_SCHEMA).coalesce(1))
+        out.stage_rows("comparison", rows, COMPARISON_SCHEMA)
         out.commit_run(summary)
     except BaseException:
         out.abort()

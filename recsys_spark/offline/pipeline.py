@@ -581,7 +581,7 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
         if item_ratings is not None:
             metric_rows += aggregate(item_ratings, rating_specs(value_range, bool(cfg.offline.distortion), True), conf)
         counts.update(_user_counts(users, summary["evaluations"]))
-        out.stage("metrics", spark.createDataFrame(metric_rows, METRICS_DDL).coalesce(1))
+        out.stage_rows("metrics", metric_rows, METRICS_DDL)
         for name, frame in tables.items():
             if len(frame):
                 out.stage(name, spark.createDataFrame(frame).coalesce(1))
