@@ -258,9 +258,9 @@ def arrow_type(spark_type: DataType) -> pa.DataType:
 
 def write_small_table(spark: SparkSession, path: str, rows: Iterable[Sequence[Any]], ddl: str) -> None:
     """Replace the directory ``path`` with one Parquet file of ``rows`` (:func:`small_parquet`), no Spark job."""
-    fs.delete(spark, path)
-    schema = spark.createDataFrame([], ddl).schema  # parsed by Spark; no job runs
-    fs.write_bytes(spark, f"{path}/part-00000-{uuid.uuid4()}.snappy.parquet", small_parquet(rows, schema))
+    data = small_parquet(rows, spark.createDataFrame([], ddl).schema)  # the DDL parsed by Spark; no job runs
+    fs.delete(spark, path)  # only once the rows are known to convert
+    fs.write_bytes(spark, f"{path}/part-00000-{uuid.uuid4()}.snappy.parquet", data)
 
 
 def small_parquet(rows: Iterable[Sequence[Any]], schema: StructType) -> bytes:

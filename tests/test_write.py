@@ -92,8 +92,10 @@ def test_a_small_table_staged_by_the_driver_reads_back_as_spark_would_have_writt
 
 def test_a_small_table_refuses_a_row_of_the_wrong_width_or_a_column_type_it_does_not_know(spark, tmp_path):
     out = DailyOutput(spark, str(tmp_path), DATE)
+    path = out.stage_rows("lorenz", [("all", 0.0, 0.0)], LORENZ_DDL)
     with pytest.raises(ValueError):
         out.stage_rows("lorenz", [("all", 0.0)], LORENZ_DDL)
+    assert spark.read.parquet(path).count() == 1  # a refused table leaves what was staged before
     with pytest.raises(ValueError, match="no Arrow type"):
         out.stage_rows("t", [(None,)], "ts timestamp")
 
