@@ -134,12 +134,7 @@ def children(spark: SparkSession, path: str) -> list[str]:
 
 
 def write_text(spark: SparkSession, path: str, text: str) -> None:
-    fs, hpath = _path(spark, path)
-    stream = fs.create(hpath, True)
-    try:
-        stream.write(bytearray(text.encode("utf-8")))
-    finally:
-        stream.close()
+    write_bytes(spark, path, text.encode("utf-8"))
 
 
 def write_bytes(spark: SparkSession, path: str, data: bytes) -> None:

@@ -267,8 +267,8 @@ def small_parquet(rows: Iterable[Sequence[Any]], schema: StructType) -> bytes:
     """The bytes of one Parquet file (snappy, as Spark writes) of ``rows``, tuples in ``schema``'s order.
 
     For the tables of a few hundred rows the driver computes (metrics, Lorenz points, rule checks,
-    experiment results): a Spark job to write one of them costs 0.3 s at least, pyarrow 0.04 s
-    (docs/performance.md).  Spark reads the file back with ``schema``'s types; NaN stays NaN, None is null.
+    experiment results), where a Spark job per table is mostly fixed cost (docs/performance.md).  Spark
+    reads the file back with ``schema``'s types; NaN stays NaN, None is null.
     """
     columns = list(zip(*rows, strict=True)) or [() for _ in schema.fields]
     table = pa.Table.from_arrays(
