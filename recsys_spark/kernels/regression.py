@@ -1,4 +1,4 @@
-"""Least-squares line, its interval and two correlations over a few paired points, pure numpy.
+"""Least-squares line, its interval and two correlations over a few paired points (numpy + scipy.stats).
 
 Used by the report to relate a business metric (y, e.g. UV CTR) to an
 offline metric (x, e.g. GAUC) across the days of a range: each day is one
@@ -10,27 +10,29 @@ S_xx = Σ (x_i - x̄)², S_yy = Σ (y_i - ȳ)², S_xy = Σ (x_i - x̄)(y_i - ȳ)
     slope b = S_xy / S_xx,  intercept a = ȳ - b x̄
     residual variance s² = (S_yy - b S_xy) / (n - 2)
     se(b) = sqrt(s² / S_xx),  interval b ± t_{n-2, (1+level)/2} se(b)
-    R² = r² with Pearson r = S_xy / sqrt(S_xx S_yy)
-    p(r) = 2 P(T_{n-2} > |r| sqrt((n - 2) / (1 - r²)))
+    R² = r² with Pearson r = S_xy / sqrt(S_xx S_yy), in [-1, 1]
+    p(r) = 2 P(T_{n-2} > |r| sqrt((n - 2) / (1 - r²)))   (0 when |r| = 1)
     Spearman ρ = Pearson r of the ranks (ties get their average rank), p from the same t formula
 
-which is what ``scipy.stats.linregress``, ``pearsonr`` and ``spearmanr`` give
-(the tests compare).  Edge cases: pairs with a missing (NaN) side are
+The line is ``scipy.stats.linregress``, the correlations ``pearsonr`` and
+``spearmanr``, the quantile ``t.ppf``: this module only drops missing pairs and
+names the undefined cases.  Edge cases: pairs with a missing (NaN) side are
 dropped; fewer than 2 points, or a constant x, give no line; fewer than 3
-give no interval and no p-values; a constant y gives no correlation.
-The Student t distribution is computed here (regularised incomplete beta by
-its continued fraction, quantile by bisection), so the kernel needs numpy
-only.
+give no interval and no p-values; a constant y gives no correlation.  A
+correlation is reported in [-1, 1] whatever the rounding of its sums
+(:func:`bounded`).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -54,119 +56,38 @@ class LineFit:
         return asdict(self)
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 500):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
-            break
-    return h
+def bounded(r: float) -> float:
+    """A correlation clipped to [-1, 1]: sums of floats can round a perfect line's r just past 1.
 
-
-def betainc(a: float, b: float, x: float) -> float:
-    """Regularised incomplete beta function I_x(a, b), for a, b > 0 and 0 <= x <= 1.
-
-    >>> betainc(1.0, 1.0, 0.25)   # the uniform distribution's CDF
-    0.25
+    >>> bounded(1.0 + 2**-52), bounded(-1.0 - 2**-52), bounded(0.5)
+    (1.0, -1.0, 0.5)
     """
-    if x <= 0.0:
+    return max(-1.0, min(1.0, r))
+
+
+def correlation_p(r: float, n: int) -> float:
+    """Two-sided p of a correlation ``r`` of ``n`` points: 2 P(T_{n-2} > |r| sqrt((n - 2) / (1 - r²))),
+    0 when |r| = 1; needs n >= 3.
+
+    >>> correlation_p(1.0, 5), correlation_p(0.0, 5)
+    (0.0, 1.0)
+    """
+    if abs(r) >= 1.0:
         return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def t_sf(t: float, df: float) -> float:
-    """P(T > t) for Student's t with ``df`` degrees of freedom.
-
-    >>> round(t_sf(0.0, 5), 12)
-    0.5
-    >>> round(t_sf(1.0, 1), 12)   # Cauchy: 1/2 - arctan(1)/pi = 1/4
-    0.25
-    """
-    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
-    return tail if t >= 0 else 1.0 - tail
-
-
-def t_ppf(q: float, df: float) -> float:
-    """Quantile of Student's t: the t with P(T <= t) = q (bisection on :func:`t_sf`, to 1e-12)."""
-    if not 0.0 < q < 1.0:
-        raise ValueError(f"q must be in (0, 1), got {q}")
-    if q == 0.5:
-        return 0.0
-    target = 1.0 - q  # P(T > t)
-    lo, hi = -1.0, 1.0
-    while t_sf(lo, df) < target:
-        lo *= 2.0
-    while t_sf(hi, df) > target:
-        hi *= 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if t_sf(mid, df) > target:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-12 * max(1.0, abs(mid)):
-            break
-    return 0.5 * (lo + hi)
-
-
-def rankdata(values: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Ranks 1..n, ties given their average rank (``scipy.stats.rankdata``'s default).
-
-    >>> rankdata([10, 20, 20, 5]).tolist()
-    [2.0, 3.5, 3.5, 1.0]
-    """
-    v = np.asarray(values, dtype=np.float64)
-    order = np.argsort(v, kind="stable")
-    sorted_v = v[order]
-    starts = np.r_[True, sorted_v[1:] != sorted_v[:-1]]
-    group = np.cumsum(starts) - 1
-    first = np.flatnonzero(starts)
-    last = np.r_[first[1:], len(v)] - 1
-    avg = (first + last) / 2.0 + 1.0
-    ranks = np.empty(len(v), dtype=np.float64)
-    ranks[order] = avg[group]
-    return ranks
-
-
-def _correlation(x: np.ndarray, y: np.ndarray) -> tuple[float | None, float | None]:
-    """(Pearson r, two-sided p from t with n - 2 df); None when undefined."""
-    n = len(x)
-    if n < 2:
-        return None, None
-    dx, dy = x - x.mean(), y - y.mean()
-    sxx, syy = float(dx @ dx), float(dy @ dy)
-    if np.ptp(x) == 0 or np.ptp(y) == 0:  # exact test: the mean of equal floats may differ from them
-        return None, None
-    r = max(-1.0, min(1.0, float(dx @ dy) / math.sqrt(sxx * syy)))
-    if n < 3:
-        return r, None
-    if abs(r) == 1.0:
-        return r, 0.0
     t = abs(r) * math.sqrt((n - 2) / (1.0 - r * r))
-    return r, min(1.0, 2.0 * t_sf(t, n - 2))
+    return float(min(1.0, 2.0 * stats.t.sf(t, n - 2)))
+
+
+def _correlation(x: np.ndarray, y: np.ndarray, *, ranks: bool) -> tuple[float | None, float | None]:
+    """(Pearson r of x and y, or Spearman ρ when ``ranks``; two-sided p); None when undefined."""
+    n = len(x)
+    if n < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:  # exact test: the mean of equal floats may differ from them
+        return None, None
+    with warnings.catch_warnings():  # scipy warns that 2 points give no p-value; we return None for it
+        warnings.simplefilter("ignore")
+        found = stats.spearmanr(x, y) if ranks else stats.pearsonr(x, y)
+    r = bounded(float(found.statistic))
+    return r, (correlation_p(r, n) if n >= 3 else None)
 
 
 def fit_line(x: Sequence[float], y: Sequence[float], level: float = 0.95) -> LineFit:
@@ -182,8 +103,8 @@ def fit_line(x: Sequence[float], y: Sequence[float], level: float = 0.95) -> Lin
     LineFit; ``n`` is the number of pairs used.
 
     >>> f = fit_line([0, 1, 2], [1, 3, 5])     # y = 1 + 2 x exactly
-    >>> f.n, f.slope, f.intercept, f.r_squared, f.slope_se
-    (3, 2.0, 1.0, 1.0, 0.0)
+    >>> f.n, f.slope, f.intercept, f.slope_se, round(f.r_squared, 12)
+    (3, 2.0, 1.0, 0.0, 1.0)
     >>> fit_line([1, 2, 3], [1, 3, 2]).slope   # S_xy = (-1)(-1) + 0 + (1)(0) = 1, S_xx = 2
     0.5
     """
@@ -197,21 +118,19 @@ def fit_line(x: Sequence[float], y: Sequence[float], level: float = 0.95) -> Lin
     xa, ya = xa[keep], ya[keep]
     n = len(xa)
     none = LineFit(n, None, None, None, None, None, level, None, None, None, None, None)
-    if n < 2:
+    if n < 2 or np.ptp(xa) == 0:
         return none
     dx, dy = xa - xa.mean(), ya - ya.mean()
     sxx, syy, sxy = float(dx @ dx), float(dy @ dy), float(dx @ dy)
-    if np.ptp(xa) == 0:
-        return none
     slope = sxy / sxx
     intercept = float(ya.mean() - slope * xa.mean())
-    r, p = _correlation(xa, ya)
-    rho, rho_p = _correlation(rankdata(xa), rankdata(ya))
+    r, p = _correlation(xa, ya, ranks=False)
+    rho, rho_p = _correlation(xa, ya, ranks=True)
     se = lo = hi = None
     if n >= 3:
         s2 = max(syy - slope * sxy, 0.0) / (n - 2)
         se = math.sqrt(s2 / sxx)
-        half = t_ppf(0.5 + level / 2.0, n - 2) * se
+        half = float(stats.t.ppf(0.5 + level / 2.0, n - 2)) * se
         lo, hi = slope - half, slope + half
     r2 = r * r if r is not None else None  # a constant y: no correlation to square
     return LineFit(n, slope, intercept, se, lo, hi, level, r2, r, p, rho, rho_p)
