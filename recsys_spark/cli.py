@@ -13,7 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from recsys_spark.errors import BACKFILL_FAILED, JobError, UsageError, root_cause
+from recsys_spark import signals
+from recsys_spark.errors import BACKFILL_FAILED, HardRuleViolation, JobError, UsageError, root_cause
 
 PROG = "recsys-spark"
 
@@ -86,6 +87,7 @@ def dates_of(args: argparse.Namespace) -> list[dt.date]:
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the command; return the exit code."""
     verbose = "--verbose" in (argv if argv is not None else sys.argv[1:])
+    signals.terminate_on_sigterm()
     try:
         args = build_parser().parse_args(argv)
         if args.command == "experiment":
@@ -111,6 +113,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except signals.Terminated:
+        print(f"{PROG}: terminated (SIGTERM): the date's lock and staging were released", file=sys.stderr)
+        return signals.TERMINATED_EXIT
     except Exception as exc:  # noqa: BLE001 - last resort: still one line, with the root cause
         if verbose:
             import traceback
@@ -142,11 +147,14 @@ def _evaluate(args: argparse.Namespace) -> int:
         master=args.master, settings=settings, log_level="INFO" if args.verbose else cfg.execution.log_level
     )
     failed: list[str] = []
+    written: list[dt.date] = []  # dates whose outputs were committed (a hard rule violation commits them)
     try:
         for day in dates:
             try:
                 summary = evaluate_day(spark, cfg, day, args.input_root, args.output_root)
             except Exception as exc:  # noqa: BLE001 - a backfill names every failed date and goes on
+                if isinstance(exc, HardRuleViolation):
+                    written.append(day)
                 if len(dates) == 1:
                     raise
                 failed.append(day.isoformat())
@@ -159,14 +167,17 @@ def _evaluate(args: argparse.Namespace) -> int:
                 if args.fail_fast:
                     break
                 continue
+            written.append(day)
             _print_headline(day, summary, HEADLINE, _headline_name)
             for line in experiment_lines(str(day), summary.get("experiments")):
                 print(line)
     finally:
-        if args.report:
+        if args.report and dates[-1] in written:  # never a report of a day that was not written
             from recsys_spark.report.cli import write_day_report
 
             write_day_report(spark, cfg, args.output_root, dates[-1])
+        elif args.report:
+            print(f"{PROG}: no report: {dates[-1]} was not written", file=sys.stderr)
         spark.stop()
     if failed:
         print(f"{PROG}: error: {len(failed)} of {len(dates)} dates failed: {', '.join(failed)}", file=sys.stderr)

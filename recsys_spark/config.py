@@ -146,10 +146,12 @@ class RulesConfig:
 
 @dataclass(frozen=True)
 class OutputConfig:
-    """Where and how the tables are written: ``stale_minutes`` ages a dead run's lock and staging; ``catalog``
+    """Where and how the tables are written: ``stale_minutes`` ages a dead run's lock and staging, a lock whose
+    ``heartbeat_seconds`` stopped for four beats is a dead run's; ``catalog``
     "" keeps path output only, else every table is also written to that database (recsys_spark/catalog.py)."""
 
     stale_minutes: float = 240.0
+    heartbeat_seconds: float = 30.0
     catalog: str = ""
     table_format: str = "parquet"
     write_mode: str = "auto"
@@ -157,6 +159,10 @@ class OutputConfig:
     def __post_init__(self) -> None:
         import re
 
+        if not self.heartbeat_seconds > 0:
+            raise ConfigError(
+                f"config key output.heartbeat_seconds: expected a number > 0, got {self.heartbeat_seconds}"
+            )
         if self.catalog and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?", self.catalog):
             raise ConfigError(
                 f"config key output.catalog: expected a database name such as eval_db (or "

@@ -173,6 +173,7 @@ class ScratchOutput:
     """
 
     swept: list[str] = []
+    recovered: list[str] = []
 
     def __init__(self, root: str) -> None:
         self.root = root.rstrip("/")

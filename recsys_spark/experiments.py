@@ -51,7 +51,7 @@ from recsys_spark.kernels.experiments import (
 from recsys_spark.read import ColumnSpec, conform, read_parquet
 from recsys_spark.rules import RuleResult
 from recsys_spark.schema import ALL, CLICKED, ITEM, REQUEST, SLICE, USER
-from recsys_spark.write import DailyOutput, write_small_table
+from recsys_spark.write import SUMMARY, DailyOutput, write_small_table
 
 EXPERIMENT, VARIANT, LAYER, VARIANTS = "experiment", "variant", "layer", "variants"
 ASSIGNMENT_COLUMNS = (
@@ -280,10 +280,23 @@ def with_covariates(rows: DataFrame, previous: DataFrame | None, specs: Sequence
     )
 
 
-def read_user_tables(spark: SparkSession, output_root: str, days: Iterable[dt.date]) -> tuple[DataFrame | None, list]:
-    """The ``experiment_users`` partitions of ``days`` that exist (unioned), and the days found."""
+def read_user_tables(
+    spark: SparkSession, output_root: str, days: Iterable[dt.date], skipped: list[dt.date] | None = None
+) -> tuple[DataFrame | None, list]:
+    """The ``experiment_users`` partitions of the complete days of ``days`` (unioned), and the days found.
+
+    A day is read only when its ``summary/dt=D/_SUCCESS`` exists (the reading contract); a day with an
+    ``experiment_users`` partition but no marker is left out and added to ``skipped``.
+    """
     root = output_root.rstrip("/")
-    found = [d for d in days if fs.exists(spark, f"{root}/{USERS_TABLE}/dt={d.isoformat()}")]
+    found = []
+    for d in days:
+        if not fs.exists(spark, f"{root}/{USERS_TABLE}/dt={d.isoformat()}"):
+            continue
+        if fs.exists(spark, f"{root}/{SUMMARY}/dt={d.isoformat()}/_SUCCESS"):
+            found.append(d)
+        elif skipped is not None:
+            skipped.append(d)
     if not found:
         return None, []
     frames = [spark.read.parquet(f"{root}/{USERS_TABLE}/dt={d.isoformat()}") for d in found]
@@ -291,6 +304,12 @@ def read_user_tables(spark: SparkSession, output_root: str, days: Iterable[dt.da
     for f in frames[1:]:
         out = out.unionByName(f, allowMissingColumns=True)
     return out, found
+
+
+def _skipped_note(days: Sequence[dt.date]) -> str:
+    if not days:
+        return ""
+    return f" (left out, incomplete: no summary/dt=D/_SUCCESS: {', '.join(d.isoformat() for d in days)})"
 
 
 # --- checks ------------------------------------------------------------------------------------
@@ -538,10 +557,11 @@ def experiment_stage(
     rows = explode_variants(users)
     cuped = ex.cuped_days > 0
     if cuped:
-        previous, found = read_user_tables(spark, out.root, previous_days(date, ex.cuped_days))
+        incomplete: list[dt.date] = []
+        previous, found = read_user_tables(spark, out.root, previous_days(date, ex.cuped_days), incomplete)
         notes.append(
             f"CUPED covariate from {len(found)} of the {ex.cuped_days} previous day(s)' {USERS_TABLE} "
-            f"tables{': none found, no adjustment' if not found else ''}"
+            f"tables{': none found, no adjustment' if not found else ''}" + _skipped_note(incomplete)
         )
         rows = with_covariates(rows, previous, specs)
     results, checks, section = analyse(rows, cfg, specs, cuped)
@@ -610,7 +630,8 @@ def run_window(
     multiple_assignment); returns the summary section.
     """
     days = [start + dt.timedelta(days=i) for i in range((end - start).days + 1)]
-    users, found = read_user_tables(spark, output_root, days)
+    incomplete: list[dt.date] = []
+    users, found = read_user_tables(spark, output_root, days, incomplete)
     if users is None:
         raise MissingInputError(
             f"no {USERS_TABLE} partition between {start} and {end} under {output_root} "
@@ -620,10 +641,16 @@ def run_window(
     specs, notes = _specs(cfg, written_ks)
     rows = window_users(users, experiment)
     cuped = cfg.experiments.cuped_days > 0
-    notes.append(f"{len(found)} of {len(days)} day(s) found")
+    notes.append(f"{len(found)} of {len(days)} day(s) found{_skipped_note(incomplete)}")
     if cuped:
-        previous, pre_found = read_user_tables(spark, output_root, previous_days(start, cfg.experiments.cuped_days))
-        notes.append(f"CUPED covariate from {len(pre_found)} of the {cfg.experiments.cuped_days} day(s) before {start}")
+        pre_incomplete: list[dt.date] = []
+        previous, pre_found = read_user_tables(
+            spark, output_root, previous_days(start, cfg.experiments.cuped_days), pre_incomplete
+        )
+        notes.append(
+            f"CUPED covariate from {len(pre_found)} of the {cfg.experiments.cuped_days} day(s) before {start}"
+            + _skipped_note(pre_incomplete)
+        )
         rows = with_covariates(rows, previous, specs)
     rows = rows.persist()
     try:

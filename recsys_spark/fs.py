@@ -69,6 +69,19 @@ def age_seconds(spark: SparkSession, path: str) -> float:
     return time.time() - fs.getFileStatus(hpath).getModificationTime() / 1000.0
 
 
+def touch(spark: SparkSession, path: str) -> None:
+    """Set ``path``'s modification time to now."""
+    import os
+    import time
+
+    local = local_path(path)
+    if local is not None:
+        os.utime(local)
+        return
+    fs, hpath = _path(spark, path)
+    fs.setTimes(hpath, int(time.time() * 1000), -1)
+
+
 def local_path(path: str) -> str | None:
     """The local file-system path of ``path`` (no scheme, or ``file:``), else None."""
     if path.startswith("file://"):
@@ -129,8 +142,24 @@ def read_small(spark: SparkSession, path: str) -> str:
 
 def children(spark: SparkSession, path: str) -> list[str]:
     """Names of the entries of a directory."""
+    return [name for name, _ in entries(spark, path)]
+
+
+def entries(spark: SparkSession, path: str) -> list[tuple[str, bool]]:
+    """(name, is a directory) of the entries of a directory, by name."""
     fs, hpath = _path(spark, path)
-    return [status.getPath().getName() for status in fs.listStatus(hpath)]
+    return sorted((str(s.getPath().getName()), bool(s.isDirectory())) for s in fs.listStatus(hpath))
+
+
+def delete_if_empty(spark: SparkSession, path: str) -> bool:
+    """Remove the directory ``path`` only if it is empty, in one file-system call (a non-recursive
+    delete, which the file system refuses on a non-empty directory: no other run's entry created
+    between a listing and the delete can be lost).  True when it was removed."""
+    fs, hpath = _path(spark, path)
+    try:
+        return bool(fs.delete(hpath, False))
+    except Exception:  # noqa: BLE001 - not empty (PathIsNotEmptyDirectoryException, "is not empty")
+        return False
 
 
 def write_text(spark: SparkSession, path: str, text: str) -> None:

@@ -230,7 +230,8 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
     timings: dict[str, float] = {}
     # the day, the hour/weekday slices and timestamps without zone are read in one explicit zone
     spark.conf.set("spark.sql.session.timeZone", cfg.validation.time_zone)
-    out = DailyOutput(spark, output_root, iso, cfg.output.stale_minutes)
+    out = DailyOutput(spark, output_root, iso, cfg.output.stale_minutes, heartbeat_seconds=cfg.output.heartbeat_seconds)
+    out.refuse_inputs_inside([paths.exposures, paths.clicks, paths.items, paths.users])
 
     labelled = None
     with log.stage("read", timings, date=iso) as info:
@@ -353,6 +354,8 @@ def day_notes(day: Day, out: DailyOutput) -> list[str]:
         notes.append(f"events whose name has no weight in labels.event_weights (they weigh 0): {names}")
     if out.swept:
         notes.append(f"removed staging directories of dead runs: {', '.join(out.swept)}")
+    if out.recovered:
+        notes.append(f"finished the commit a killed run had started: {', '.join(out.recovered)}")
     return notes
 
 

@@ -62,6 +62,7 @@ def read_parquet(spark: SparkSession, path: str, what: str) -> DataFrame:
 def _read_parquet_files(spark: SparkSession, path: str, what: str) -> DataFrame:
     if not fs.exists(spark, path):
         raise MissingInputError(f"missing input {what}: {path}")
+    check_layout(spark, path, what)
     try:
         spark.conf.set(NANOS_AS_LONG, "false")  # so that a nanosecond column is seen, and marked
         try:
@@ -88,6 +89,50 @@ def _read_parquet_files(spark: SparkSession, path: str, what: str) -> DataFrame:
         raise UnreadableInputError(f"unreadable input {what}: {path}: {root_cause(exc)}") from None
     except Exception as exc:  # corrupt footers surface as Java exceptions
         raise UnreadableInputError(f"unreadable input {what}: {path}: {root_cause(exc)}") from None
+
+
+def check_layout(spark: SparkSession, path: str, what: str) -> None:
+    """Refuse a directory that Spark would read only in part, with one line naming the sub-folder.
+
+    Spark's partition discovery turns a sub-folder ``name=value`` into a column and then reads only the
+    files under such folders: data files beside an ``hour=23/`` folder (or beside a nested ``dt=.../``
+    left by a rename onto an existing partition) vanish without a trace, and files beside a folder that
+    is not ``name=value`` hide that folder's files.  Allowed: data files only, or only ``name=value``
+    sub-folders of one name (e.g. ``hour=00`` .. ``hour=23``), each of them obeying the same rule.
+    Names starting with ``_`` or ``.`` are ignored, as Spark ignores them.  A classic session only
+    (Spark Connect has no file-system API).
+    """
+    from recsys_spark import connect
+
+    if connect.is_connect(spark):
+        return
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    pending = [(path.rstrip("/"), last.split("=", 1)[0] if "=" in last else None)]
+    while pending:
+        directory, parent_column = pending.pop()
+        listed = [(n, d) for n, d in fs.entries(spark, directory) if not n.startswith(("_", "."))]
+        folders = [n for n, is_dir in listed if is_dir]
+        if not folders:
+            continue
+        files = [n for n, is_dir in listed if not is_dir]
+        plain = [n for n in folders if "=" not in n]
+        names = {n.split("=", 1)[0] for n in folders if "=" in n}
+        why = None
+        if files:
+            why = f"holds data files ({files[0]}, ...) beside the sub-folder {folders[0]}/"
+        elif plain:
+            why = f"holds a sub-folder that is not name=value ({plain[0]}/)"
+        elif len(names) > 1:
+            why = f"holds sub-folders of several partition columns ({', '.join(sorted(names))})"
+        elif names == {parent_column}:
+            why = f"holds a nested {folders[0]}/ (left by a rename onto an existing partition?)"
+        if why:
+            raise UnreadableInputError(
+                f"unreadable input {what}: {directory} {why}: Spark would read only part of it; keep either "
+                "data files or name=value sub-folders of one column (docs/operations.md, input layout)"
+            )
+        (column,) = names
+        pending.extend((f"{directory}/{n}", column) for n in folders)
 
 
 def _analysed(df: DataFrame) -> DataFrame:

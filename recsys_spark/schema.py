@@ -110,6 +110,20 @@ RULE_CHECKS_DDL = (
 #: rejected/dt=D (with validation.write_rejected): the set-aside rows
 REJECTED_DDL = "source string, reason string, row string"
 
+#: the tables the daily job writes under its output root, one ``dt=D`` partition each: the only ones a
+#: run replaces or removes (other folders under the output root, inputs included, are never touched)
+DAILY_TABLES = (
+    "user_metrics",
+    "experiment_users",
+    "metrics",
+    "lorenz",
+    "rule_checks",
+    "experiments",
+    "experiment_checks",
+    "rejected",
+    "summary",
+)
+
 
 # --- metric names -------------------------------------------------------------------------------
 #: list metrics: one value per list and cut-off k, averaged per user

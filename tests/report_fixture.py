@@ -246,6 +246,8 @@ def build_root(root: Path, with_ci: bool = True, experiments: bool = True) -> Pa
     for i, day in enumerate(DAYS):
         write_day(root, day, i if day != "2026-11-05" else 3, with_ci)
     write_metrics(root, WEEK_BEFORE, -7, with_ci)
+    (root / "summary" / f"dt={WEEK_BEFORE}").mkdir(parents=True)  # a complete day: its marker
+    (root / "summary" / f"dt={WEEK_BEFORE}" / "_SUCCESS").write_text("")
     if experiments:
         write_experiments(root, DAYS[-1])
     return root

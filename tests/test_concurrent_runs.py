@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_hostile_inputs import DAY, day_input
+from helpers.days import DAY, EXPOSURES, day_input
 
 from recsys_spark import fs
 from recsys_spark.config import load_config
@@ -122,7 +122,6 @@ def test_a_killed_runs_staging_is_swept_by_age_never_a_live_runs(spark, tmp_path
 
 def test_a_rerun_replaces_every_table_of_the_date_even_those_it_no_longer_writes(spark, tmp_path):
     outside = (["u9", "s9", "r9", "a", 1, 0.5, dt.datetime(2026, 11, 25, tzinfo=dt.timezone.utc)],)
-    from test_hostile_inputs import EXPOSURES
 
     day_input(tmp_path, exposures=EXPOSURES + [tuple(outside[0])])
     out = tmp_path / "out"

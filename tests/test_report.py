@@ -362,3 +362,25 @@ def test_embedded_json_cannot_close_its_script_element():
     assert json.loads(text) == value
     with pytest.raises(ValueError):
         _json({"nan": float("nan")})  # a NaN would not be JSON: values are made None first
+
+
+def test_a_day_without_its_success_marker_is_left_out_and_named(root, tmp_path):
+    import shutil
+
+    copy = tmp_path / "out"
+    shutil.copytree(root, copy)
+    day = fx.DAYS[-1]
+    (copy / "summary" / f"dt={day}" / "_SUCCESS").unlink()  # a run killed inside its commit
+    data, _ = load_range(str(copy), START, END)
+    assert data.skipped == [day]
+    assert day not in data.summaries and day not in set(data.tables["metrics"]["dt"])
+    html = render(copy)
+    assert f'<span id="skipped-days">{day}</span>' in html
+
+
+def test_a_missing_output_root_is_an_error_naming_it(tmp_path, capsys):
+    missing = tmp_path / "ouptut"  # a typo
+    assert run(["report", "--output-root", str(missing), "--start", fx.START, "--end", fx.END]) == 4
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"recsys-spark: error: no output root {missing}: nothing to report (check --output-root)"]
+    assert not missing.exists()

@@ -24,7 +24,7 @@ TABLES = ("metrics", "user_metrics", "lorenz", "calibration", "comparison")
 
 class RunOutput(DailyOutput):
     def __init__(self, spark: SparkSession, output_root: str, run: str, prefix: str = "run=") -> None:
-        super().__init__(spark, f"{output_root.rstrip('/')}/offline", run)
+        super().__init__(spark, f"{output_root.rstrip('/')}/offline", run, owned=TABLES)
         self.dir_name = f"{prefix}{run}"
         self.run_dir = f"{self.root}/_staging/{self.dir_name.replace('/', '_')}-{uuid.uuid4().hex[:8]}"
 
@@ -35,15 +35,12 @@ class RunOutput(DailyOutput):
     def final_path(self, table: str) -> str:
         return f"{self.final_dir}/{table}"
 
-    def staged_path(self, table: str) -> str:
-        return f"{self.run_dir}/{table}"
+    def staged_in(self, run_dir: str, table: str) -> str:
+        return f"{run_dir}/{table}"
 
     def commit_run(self, summary: dict) -> None:
         """Move every staged table into place, drop stale ones, then write summary.json and _SUCCESS."""
         fs.delete(self.spark, f"{self.final_dir}/_SUCCESS")
-        for table in TABLES:
-            if table not in self.tables:
-                fs.delete(self.spark, self.final_path(table))
-        self.commit()
+        self.commit()  # stale tables of an earlier run of the name are removed with it
         fs.write_text(self.spark, f"{self.final_dir}/summary.json", json.dumps(summary, indent=2, sort_keys=True))
         fs.write_text(self.spark, f"{self.final_dir}/_SUCCESS", "")

@@ -20,9 +20,18 @@ from typing import Any
 import pandas as pd
 
 from recsys_spark.config import Config, ReportConfig
-from recsys_spark.errors import UsageError
+from recsys_spark.errors import MissingInputError, UsageError
 from recsys_spark.report.build import build_sections, iter_charts
-from recsys_spark.report.data import LocalReader, Reader, RunData, SparkReader, is_local, load, read_offline_auc
+from recsys_spark.report.data import (
+    LocalReader,
+    Reader,
+    RunData,
+    SparkReader,
+    complete,
+    is_local,
+    load,
+    read_offline_auc,
+)
 
 __all__ = ["default_path", "load_range", "render_html", "trim_leading", "write_report"]
 
@@ -45,7 +54,7 @@ def _context_metrics(reader: Reader, data: RunData) -> pd.DataFrame:
     parts = []
     for back in (1, 7):
         other = (dt.date.fromisoformat(day) - dt.timedelta(days=back)).isoformat()
-        if other < data.days[0]:
+        if other < data.days[0] and complete(reader, other):
             frame = reader.table("metrics", other)
             if frame is not None:
                 parts.append(frame.assign(dt=other))
@@ -80,6 +89,8 @@ def load_range(
     if end < start:
         raise UsageError(f"--end {end} is before --start {start}")
     reader = _reader(output_root, spark)
+    if not reader.exists(""):
+        raise MissingInputError(f"no output root {output_root}: nothing to report (check --output-root)")
     offline = read_offline_auc(offline_auc, getattr(reader, "spark", spark)) if offline_auc else None
     data = load(reader, start, end, offline)
     return data, _context_metrics(reader, data)

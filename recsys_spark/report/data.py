@@ -34,10 +34,16 @@ KEYS = {
 }
 
 
+#: the reading contract: a day's tables are complete, and from one run, only when this file exists
+SUCCESS = "summary/dt={day}/_SUCCESS"
+
+
 class Reader(Protocol):
     def table(self, name: str, day: str) -> pd.DataFrame | None: ...
 
     def text(self, path: str) -> str | None: ...
+
+    def exists(self, path: str) -> bool: ...
 
 
 def is_local(path: str) -> bool:
@@ -69,6 +75,9 @@ class LocalReader:
         with open(path, encoding="utf-8") as handle:
             return handle.read()
 
+    def exists(self, path: str) -> bool:
+        return os.path.exists(f"{self.root}/{path}")
+
 
 class SparkReader:
     """Reads partitions through a SparkSession (for HDFS, S3 and other Hadoop file systems)."""
@@ -91,6 +100,11 @@ class SparkReader:
         full = f"{self.root}/{path}"
         return fs.read_text(self.spark, full) if fs.exists(self.spark, full) else None
 
+    def exists(self, path: str) -> bool:
+        from recsys_spark import fs
+
+        return fs.exists(self.spark, f"{self.root}/{path}")
+
 
 @dataclass
 class RunData:
@@ -102,6 +116,9 @@ class RunData:
     summaries: dict[str, dict[str, Any]]
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # empty frame when no day has the table
     offline_auc: pd.DataFrame | None = None
+    #: days with output but without ``summary/dt=D/_SUCCESS`` (a run killed in its commit, or still
+    #: committing): left out, as the reading contract says, and named in the report
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def present(self) -> list[str]:
@@ -130,25 +147,33 @@ def day_range(start: dt.date, end: dt.date) -> list[str]:
     return [(start + dt.timedelta(days=i)).isoformat() for i in range((end - start).days + 1)]
 
 
+def complete(reader: Reader, day: str) -> bool:
+    """Whether ``day``'s tables may be read: its ``summary/dt=D/_SUCCESS`` exists."""
+    return reader.exists(SUCCESS.format(day=day))
+
+
 def load(reader: Reader, start: dt.date, end: dt.date, offline_auc: pd.DataFrame | None = None) -> RunData:
-    """Read the summaries and tables of every day of the range (missing days are simply absent)."""
+    """Read the summaries and tables of every complete day of the range (missing days are simply absent;
+    a day with output but no ``_SUCCESS`` is left out and listed in ``skipped``)."""
     days = day_range(start, end)
+    readable = [d for d in days if complete(reader, d)]
+    skipped = [d for d in days if d not in readable and any(reader.exists(f"{t}/dt={d}") for t in ("summary", *TABLES))]
     summaries: dict[str, dict[str, Any]] = {}
-    for day in days:
+    for day in readable:
         text = reader.text(f"summary/dt={day}/summary.json")
         if text is not None:
             summaries[day] = json.loads(text)
     tables: dict[str, pd.DataFrame] = {}
     for name in TABLES:
         parts = []
-        for day in days:
+        for day in readable:
             frame = reader.table(name, day)
             if frame is not None:
                 parts.append(frame.assign(dt=day))
         tables[name] = _sorted(pd.concat(parts, ignore_index=True), name) if parts else pd.DataFrame()
     if offline_auc is not None:
         offline_auc = _sorted(offline_auc[offline_auc["dt"].isin(days)], "offline_auc")
-    return RunData(start, end, days, summaries, tables, offline_auc)
+    return RunData(start, end, days, summaries, tables, offline_auc, skipped)
 
 
 OFFLINE_COLUMNS = ("dt", "model", "split", "auc")
