@@ -169,7 +169,10 @@ def conform(df: DataFrame, columns: Sequence[ColumnSpec], path: str, keep: Seque
             raise SchemaError(
                 f"column {spec.name!r} in {path} has type {source.simpleString()}, which cannot be read as {spec.kind}"
             )
-        selected.append(_cast(F.col(spec.name), source, spec.kind).alias(spec.name))
+        value = _cast(F.col(spec.name), source, spec.kind)
+        if spec.blank_is_null:
+            value = F.when(F.trim(value) != "", value)
+        selected.append(value.alias(spec.name))
     for name in keep:
         if name not in fields:
             raise SchemaError(f"missing column {name!r} in {path} (named in the config)")

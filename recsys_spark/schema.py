@@ -28,12 +28,14 @@ class ColumnSpec:
     """One input column: its name, what it is read as, and whether the input must have it.
 
     ``kind``: ``id`` (string or integer, read as string), ``int``, ``double``, ``timestamp`` (timestamp,
-    date or ISO string) or ``string``; :func:`recsys_spark.read.conform` casts to it.
+    date or ISO string) or ``string``; :func:`recsys_spark.read.conform` casts to it.  ``blank_is_null``:
+    an empty or white-space value means "none" and is read as null (a click's ``request_id``).
     """
 
     name: str
     kind: str
     required: bool = True
+    blank_is_null: bool = False
 
 
 EXPOSURE_COLUMNS = (
@@ -48,7 +50,7 @@ EXPOSURE_COLUMNS = (
 CLICK_COLUMNS = (
     ColumnSpec(USER, "id"),
     ColumnSpec(SESSION, "id"),
-    ColumnSpec(REQUEST, "id"),
+    ColumnSpec(REQUEST, "id", blank_is_null=True),  # a click without a request: attributed by session
     ColumnSpec(ITEM, "id"),
     ColumnSpec(TS, "timestamp"),
     ColumnSpec(EVENT, "string", required=False),

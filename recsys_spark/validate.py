@@ -57,12 +57,20 @@ def _outside(bounds: TsBounds) -> Column:
     return (F.col(TS) < start) | (F.col(TS) >= end)
 
 
+def _blank(column: str) -> Column:
+    """An id that is empty or only white space (a common "logged out" or "unknown" value): not an id."""
+    return F.col(column).isNotNull() & (F.trim(F.col(column)) == "")
+
+
 def exposure_checks(has_score: bool, bounds: TsBounds) -> list[Check]:
     """Why an exposure row cannot be used (an empty response has null item and position)."""
     item_row = F.col(ITEM).isNotNull()
     checks: list[Check] = [
         ("null_user_id", F.col(USER).isNull()),
+        ("blank_user_id", _blank(USER)),
         ("null_request_id", F.col(REQUEST).isNull()),
+        ("blank_request_id", _blank(REQUEST)),
+        ("blank_item_id", _blank(ITEM)),
         ("null_ts", F.col(TS).isNull()),
         ("ts_outside_day", _outside(bounds)),
         ("bad_position", item_row & (F.col(POSITION).isNull() | (F.col(POSITION) <= 0))),
@@ -77,7 +85,9 @@ def click_checks(bounds: TsBounds) -> list[Check]:
     """Why a feedback event cannot be attributed at all."""
     return [
         ("null_user_id", F.col(USER).isNull()),
+        ("blank_user_id", _blank(USER)),
         ("null_item_id", F.col(ITEM).isNull()),
+        ("blank_item_id", _blank(ITEM)),
         ("null_ts", F.col(TS).isNull()),
         ("ts_outside_day", _outside(bounds)),
     ]

@@ -96,6 +96,38 @@ def test_a_live_run_holding_the_date_makes_the_second_fail_clearly(spark, tmp_pa
     assert not lock_file(out).exists()
 
 
+def test_a_lock_whose_heartbeat_stopped_is_taken_over(spark, tmp_path):
+    # a run on another host (its pid cannot be checked) that beats every 2 s
+    day_input(tmp_path)
+    out = tmp_path / "out"
+    lock = lock_file(out)
+    lock.parent.mkdir(parents=True)
+    holder = {"run_id": f"{DAY}-0ther0000", "host": "elsewhere", "pid": 1, "epoch": time.time(), "heartbeat": 2}
+    lock.write_text(json.dumps(holder))
+    with pytest.raises(ConcurrentRunError, match="0ther0000"):  # beating: alive
+        evaluate_day(spark, load_config(None, SETTINGS), DAY, str(tmp_path / "in"), str(out))
+    silent = time.time() - 9  # four beats (8 s) and more without a refresh: that run died
+    os.utime(lock, (silent, silent))
+    evaluate_day(spark, load_config(None, SETTINGS), DAY, str(tmp_path / "in"), str(out))
+    assert not lock.exists() and (out / "summary" / f"dt={DAY}" / "_SUCCESS").exists()
+
+
+def test_a_running_job_refreshes_its_lock(spark, tmp_path):
+    from recsys_spark.write import DailyOutput
+
+    out = DailyOutput(spark, str(tmp_path), str(DAY), heartbeat_seconds=0.2)
+    out.acquire()
+    try:
+        old = time.time() - 60
+        os.utime(lock_file(tmp_path), (old, old))
+        time.sleep(1.0)
+        assert time.time() - lock_file(tmp_path).stat().st_mtime < 30
+        assert json.loads(lock_file(tmp_path).read_text())["heartbeat"] == 0.2
+    finally:
+        out.abort()
+    assert not lock_file(tmp_path).exists()
+
+
 def test_rename_refuses_to_nest_into_an_existing_directory(spark, tmp_path):
     (tmp_path / "staged" / "dt=D").mkdir(parents=True)
     (tmp_path / "final" / "dt=D").mkdir(parents=True)

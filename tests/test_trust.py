@@ -87,3 +87,30 @@ def test_an_input_inside_an_output_table_is_refused_before_anything_runs(spark, 
         evaluate_day(spark, load_config(None, settings), DAY, str(tmp_path / "in"), str(tmp_path / "out"))
     assert err.value.exit_code == 2
     assert not (tmp_path / "out").exists()
+
+
+# --- blank ids --------------------------------------------------------------------------------------
+def test_empty_and_blank_ids_are_set_aside_and_counted_not_merged_into_one_user(spark, tmp_path):
+    # u1's rows arrive with user_id "" (a common logged-out value), one of u2's with " "; one more row of
+    # u3 has no request id
+    exposures = [("", *r[1:]) if r[0] == "u1" else r for r in EXPOSURES]
+    exposures[3] = (" ", *exposures[3][1:])
+    exposures.append(("u3", "s3", "", "d", 3, 0.1, EXPOSURES[0][-1]))
+    clicks = [("", *c[1:]) if c[0] == "u1" else c for c in CLICKS]
+    day_input(tmp_path, exposures=exposures, clicks=clicks)
+    summary = run_day(spark, tmp_path)
+    rejected = summary["data_quality"]["rejected_exposures"]
+    assert rejected == {"blank_user_id": 3, "blank_request_id": 1}
+    assert summary["data_quality"]["rejected_clicks"] == {"blank_user_id": 1}
+    assert summary["status"] != "ok"  # 4 of 6 exposure rows set aside: rejected_exposure_rate fails
+    assert {r["rule"] for r in summary["rules"] if not r["passed"]} >= {"rejected_exposure_rate"}
+
+
+def test_a_click_with_a_blank_request_id_is_attributed_by_session(spark, tmp_path):
+    clicks = [(*c[:2], "  ", *c[3:]) for c in CLICKS]  # no request id: matched by user, session and item
+    day_input(tmp_path, clicks=clicks)
+    blank = run_day(spark, tmp_path)
+    day_input(tmp_path / "ref")
+    reference = run_day(spark, tmp_path / "ref")
+    assert blank["data_quality"]["rejected_clicks"] == {}
+    assert blank["headline"] == pytest.approx(reference["headline"], nan_ok=True)

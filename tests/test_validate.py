@@ -73,7 +73,10 @@ def test_without_a_score_column_no_score_check(spark):
     )
     assert [name for name, _ in exposure_checks(False, BOUNDS)] == [
         "null_user_id",
+        "blank_user_id",
         "null_request_id",
+        "blank_request_id",
+        "blank_item_id",
         "null_ts",
         "ts_outside_day",
         "bad_position",
