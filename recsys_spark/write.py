@@ -380,6 +380,19 @@ class DailyOutput:
             fs.delete_if_empty(self.spark, self.root)
 
 
+def complete_days(spark: SparkSession, output_root: str) -> list[str]:
+    """The days of ``output_root`` that a reader may read (``summary/dt=D/_SUCCESS`` exists), sorted.
+
+    The reading contract as a list, for readers that take every day at once (Spark SQL over a table's
+    root); Spark's own listing hides ``_SUCCESS``, so it is listed here through the file system.
+    """
+    root = f"{output_root.rstrip('/')}/{SUMMARY}"
+    if not fs.exists(spark, root):
+        return []
+    days = [n[len("dt=") :] for n, is_dir in fs.entries(spark, root) if is_dir and n.startswith("dt=")]
+    return [d for d in sorted(days) if fs.exists(spark, f"{root}/dt={d}/_SUCCESS")]
+
+
 class _Heartbeat(threading.Thread):
     """Refreshes the lock's modification time every ``seconds`` while the run holds it."""
 

@@ -224,3 +224,13 @@ def test_abort_never_removes_a_concurrent_runs_staging(spark, tmp_path, monkeypa
     a.abort()
     monkeypatch.undo()
     assert [r.value for r in spark.read.parquet(b.staged_path("metrics")).collect()] == [1]
+
+
+def test_complete_days_are_the_days_with_the_success_marker(spark, tmp_path):
+    from recsys_spark.write import complete_days
+
+    assert complete_days(spark, str(tmp_path / "nothing")) == []
+    _day(spark, tmp_path, 1).commit()
+    (tmp_path / SUMMARY / "dt=2026-11-19").mkdir()  # a killed commit: no marker
+    (tmp_path / SUMMARY / "dt=2026-11-19" / "summary.json").write_text("{}")
+    assert complete_days(spark, str(tmp_path)) == [DATE]
