@@ -24,8 +24,9 @@ same steps 3 and on.  No raw log is read again.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,7 @@ from recsys_spark.kernels.experiments import (
     parse_metric,
     srm_test,
     user_sum_column,
+    why_not_compared,
 )
 from recsys_spark.read import ColumnSpec, conform, read_parquet
 from recsys_spark.rules import RuleResult
@@ -324,13 +326,26 @@ class Check:
 
 
 def srm_check(experiment: str, users: Mapping[str, int], weights: Mapping[str, float], threshold: float) -> Check:
-    """SRM of one experiment: counted users per variant against ``experiments.weights`` (default equal)."""
+    """SRM of one experiment: counted users per variant against ``experiments.weights`` (default equal).
+
+    With fewer than two variants or no counted user there is nothing to test: the check does not pass,
+    with no statistic and no p-value (``detail`` starts with ``not tested``).
+    """
     planned = {key.split("/", 1)[1]: w for key, w in weights.items() if key.split("/", 1)[0] == experiment}
     variants = sorted(set(users) | set(planned))
     w = [planned.get(v, 0.0) for v in variants] if planned else None
     r = srm_test([users.get(v, 0) for v in variants], w)
     split = ", ".join(f"{v}={users.get(v, 0)}" for v in variants)
     plan = ", ".join(f"{v}={planned.get(v, 0.0):g}" for v in variants) if planned else "equal"
+    if math.isnan(r.p_value):  # one arm or no user: no split to test, and no p = 1 that reads as "ok"
+        return Check(
+            experiment,
+            "srm",
+            None,
+            None,
+            False,
+            f"not tested: users {split or 'none'}; planned {plan}: needs counted users and two variants",
+        )
     return Check(
         experiment,
         "srm",
@@ -339,6 +354,14 @@ def srm_check(experiment: str, users: Mapping[str, int], weights: Mapping[str, f
         bool(r.p_value >= threshold),
         f"users {split}; planned {plan}; fails below p={threshold:g}",
     )
+
+
+def compared_check(experiment: str, users: Mapping[str, int], control: str, reason: str | None) -> Check:
+    """Whether a variant met its control: ``statistic`` = counted users; fails with ``reason``
+    (:func:`~recsys_spark.kernels.experiments.why_not_compared`) when nothing was compared."""
+    others = ", ".join(f"{v}={n}" for v, n in sorted(users.items()) if v != control)
+    detail = reason or f"{control}={users.get(control, 0)} compared with {others}"
+    return Check(experiment, "compared", float(sum(users.values())), None, reason is None, detail)
 
 
 def multiple_assignment_check(experiment: str, excluded: int, counted: int) -> Check:
@@ -448,26 +471,63 @@ def _confidence(cfg: Config) -> float:
     return float(getattr(getattr(cfg, "stats", None), "confidence", 0.95))
 
 
+@dataclass(frozen=True)
+class Assigned:
+    """One experiment's side of the assignments table: its distinct user ids, and one of them."""
+
+    ids: int
+    example: str | None
+
+
 def analyse(
-    rows: DataFrame, cfg: Config, specs: Sequence[MetricSpec], cuped: bool
+    rows: DataFrame,
+    cfg: Config,
+    specs: Sequence[MetricSpec],
+    cuped: bool,
+    assigned: Mapping[str, Assigned] | None = None,
+    exposure_example: Callable[[], str | None] | None = None,
 ) -> tuple[list[ResultRow], list[Check], dict[str, Any]]:
-    """Result rows, checks and the summary section from exploded per-user rows (one per experiment, slice, user)."""
+    """Result rows, checks and the summary section from exploded per-user rows (one per experiment, slice, user).
+
+    ``assigned`` (the daily run): the experiments of the assignments table; one that no user with a
+    valid row belongs to is analysed too (not compared, with both sides' ids named: an id format
+    mismatch loses every user).  ``exposure_example`` gives a user id of the day, called only then.
+    """
     ex = cfg.experiments
     sums = arm_sums(rows, specs, cuped)
     results: list[ResultRow] = []
     checks: list[Check] = []
     section: dict[str, Any] = {}
     confidence = _confidence(cfg)
-    for name in sorted({e for e, _, _ in sums}):
+    assigned = assigned or {}
+    example: list[str | None] = []  # the exposure example, fetched once
+    for name in sorted({e for e, _, _ in sums} | set(assigned)):
         users = {v: int(d["users"]) for (e, v, s), d in sums.items() if e == name and s == ALL and v is not None}
         excluded = sum(int(d["users"]) for (e, v, s), d in sums.items() if e == name and s == ALL and v is None)
+        side = assigned.get(name)
+        if side is not None and not users and not excluded and not example:
+            example.append(exposure_example() if exposure_example is not None else None)
+        reason = why_not_compared(
+            users,
+            excluded,
+            ex.control,
+            side.ids if side is not None else None,
+            side.example if side is not None else None,
+            example[0] if example else None,
+        )
         srm = srm_check(name, users, ex.weights, ex.srm_p_threshold)
-        checks += [srm, multiple_assignment_check(name, excluded, sum(users.values()))]
+        checks += [
+            compared_check(name, users, ex.control, reason),
+            srm,
+            multiple_assignment_check(name, excluded, sum(users.values())),
+        ]
         by_arm = {(v, s): d for (e, v, s), d in sums.items() if e == name and v is not None}
         rows_of = analyse_experiment(name, by_arm, specs, ex.control, ex.correction, confidence, ex.power, cuped)
         results += rows_of
         alpha = 1 - confidence
         section[name] = {
+            "state": "not_compared" if reason else "ok" if srm.passed else "srm_failed",
+            "reason": reason,
             "users": users,
             "excluded_multiple_variants": excluded,
             "control": ex.control,
@@ -478,6 +538,8 @@ def analyse(
                 _brief(r) for r in rows_of if r.slice == ALL and r.p_adjusted is not None and r.p_adjusted < alpha
             ],
         }
+        if side is not None:
+            section[name].update(assigned_ids=side.ids, matched_ids=sum(users.values()) + excluded)
         if cuped:
             section[name]["users_with_covariate"] = {
                 r.metric + (f"@{r.k}" if r.k else "") + "_" + r.aggregation: r.covariate_n
@@ -510,15 +572,48 @@ def check_tuples(checks: Sequence[Check]) -> list[tuple]:
 
 
 def srm_rules(checks: Sequence[Check], severity: str, threshold: float) -> list[RuleResult]:
-    """An SRM check as a business rule ``experiment_srm:<experiment>`` (its ``rate`` is the p-value:
-    unlike other rules it passes at or above the threshold)."""
-    return [
-        RuleResult(
-            f"experiment_srm:{c.experiment}", severity, 0 if c.passed else 1, c.p_value, threshold, c.passed, [c.detail]
+    """The experiments' business rules, of severity ``experiments.srm_severity``.
+
+    An SRM check is ``experiment_srm:<experiment>`` (its ``rate`` is the p-value: unlike other rules it
+    passes at or above the threshold; an SRM not tested has none and fails); a ``compared`` check is
+    ``experiment_compared:<experiment>``, which fails when nothing was compared (its example: why).
+    """
+    rules = []
+    for c in checks:
+        if c.check == "srm":
+            rate, limit = c.p_value, threshold
+        elif c.check == "compared":
+            rate, limit = None, None
+        else:
+            continue
+        rules.append(
+            RuleResult(
+                f"experiment_{c.check}:{c.experiment}",
+                severity,
+                0 if c.passed else 1,
+                rate,
+                limit,
+                c.passed,
+                [c.detail],
+            )
         )
-        for c in checks
-        if c.check == "srm"
-    ]
+    return rules
+
+
+def mismatched(checks: Sequence[Check]) -> list[str]:
+    """The experiments whose SRM test ran and failed (an SRM not tested is no mismatch)."""
+    return [str(c.experiment) for c in checks if c.check == "srm" and not c.passed and c.p_value is not None]
+
+
+def status_and_notes(section: Mapping[str, Any], checks: Sequence[Check]) -> tuple[str, list[str], list[str]]:
+    """(status, not compared experiments, notes) of an analysis: ``srm_failed`` when an SRM test failed,
+    else ``not_compared`` when an experiment compared nothing, else ``ok``."""
+    failed = mismatched(checks)
+    not_compared = [name for name, e in sorted(section.items()) if e["state"] == "not_compared"]
+    notes = [f"experiment {name} not compared: {section[name]['reason']}" for name in not_compared]
+    if failed:
+        notes.append(f"sample-ratio mismatch in {', '.join(failed)}: their results are not to be trusted")
+    return ("srm_failed" if failed else "not_compared" if not_compared else "ok"), not_compared, notes
 
 
 def previous_days(date: dt.date, days: int) -> list[dt.date]:
@@ -543,14 +638,20 @@ def experiment_stage(
         )
     specs, notes = _specs(cfg, cfg.metrics.k)
     assignments = read_assignments(spark, path)
-    layers = (
-        {
-            r[EXPERIMENT]: r[LAYER]
-            for r in assignments.where(F.col(LAYER).isNotNull()).select(EXPERIMENT, LAYER).distinct().collect()
-        }
-        if LAYER in assignments.columns
-        else {}
+    # one aggregation of the assignments: each experiment's distinct ids and one of them (named when
+    # none matches an exposure), and its layer (the greatest, should an experiment name several)
+    has_layer = LAYER in assignments.columns
+    per_experiment = (
+        assignments.groupBy(EXPERIMENT)
+        .agg(
+            F.count_distinct(USER).alias("ids"),
+            F.min(USER).alias("example"),
+            *([F.max(LAYER).alias(LAYER)] if has_layer else []),
+        )
+        .collect()
     )
+    assigned = {r[EXPERIMENT]: Assigned(int(r["ids"]), r["example"]) for r in per_experiment}
+    layers = {r[EXPERIMENT]: r[LAYER] for r in per_experiment if has_layer and r[LAYER] is not None}
     values = read_user_values(spark, out.staged_path("user_metrics"), cfg.metrics.k)
     staged = out.stage(USERS_TABLE, user_day_table(by_user, values, assignments))
     users = spark.read.parquet(staged)
@@ -564,17 +665,23 @@ def experiment_stage(
             f"tables{': none found, no adjustment' if not found else ''}" + _skipped_note(incomplete)
         )
         rows = with_covariates(rows, previous, specs)
-    results, checks, section = analyse(rows, cfg, specs, cuped)
+
+    def exposure_example() -> str | None:
+        first = users.where(F.col(SLICE) == ALL).agg(F.min(USER)).first()
+        return None if first is None else first[0]
+
+    results, checks, section = analyse(rows, cfg, specs, cuped, assigned, exposure_example)
     if layers:
         checks += layer_checks(users, layers, ex.srm_p_threshold)
     out.stage_rows(RESULTS_TABLE, result_tuples(results), RESULTS_SCHEMA)
     out.stage_rows(CHECKS_TABLE, check_tuples(checks), CHECKS_SCHEMA)
-    failed = [str(c.experiment) for c in checks if c.check == "srm" and not c.passed]
-    if failed:
-        notes.append(f"sample-ratio mismatch in {', '.join(failed)}: their results are not to be trusted")
+    status, not_compared, more = status_and_notes(section, checks)
+    notes += more
+    failed = mismatched(checks)
     summary = {
-        "status": "srm_failed" if failed else "ok",
+        "status": status,
         "assignments": path,
+        "not_compared": not_compared,
         "experiments": section,
         "checks_failed": [f"{c.check}:{c.experiment or c.detail.split(':')[0]}" for c in checks if not c.passed],
     }
@@ -582,7 +689,7 @@ def experiment_stage(
         summary,
         srm_rules(checks, ex.srm_severity, ex.srm_p_threshold),
         notes,
-        {"experiments": len(section), "rows": len(results), "srm_failed": failed},
+        {"experiments": len(section), "rows": len(results), "srm_failed": failed, "not_compared": not_compared},
         results,
         checks,
     )
@@ -660,14 +767,16 @@ def run_window(
     if experiment not in section:
         raise MissingInputError(
             f"experiment {experiment!r} has no assigned user with an exposure between "
-            f"{start} and {end} in {output_root}/{USERS_TABLE}"
+            f"{start} and {end} in {output_root}/{USERS_TABLE} (a daily run whose assignment ids matched no exposure "
+            f"names both sides' ids in the experiment_checks row 'compared')"
         )
     root, window = output_root.rstrip("/"), f"experiment={experiment}/window={start}_{end}"
     _replace(spark, result_tuples(results), RESULTS_SCHEMA, f"{root}/experiment_window/{window}")
     _replace(spark, check_tuples(checks), CHECKS_SCHEMA, f"{root}/experiment_window_checks/{window}")
-    failed = [c.experiment for c in checks if c.check == "srm" and not c.passed]
+    status, _, more = status_and_notes(section, checks)
+    notes += more
     return {
-        "status": "srm_failed" if failed else "ok",
+        "status": status,
         "experiment": experiment,
         "start": start.isoformat(),
         "end": end.isoformat(),
@@ -710,7 +819,8 @@ def window_command(args: Any) -> int:
 
 # --- printing ----------------------------------------------------------------------------------
 def experiment_lines(label: str, section: Mapping[str, Any] | None) -> list[str]:
-    """CLI lines: one per experiment, SRM first (a failed SRM says the results are not to be trusted)."""
+    """CLI lines: one per experiment, SRM first (a failed SRM says the results are not to be trusted); an
+    experiment where nothing was compared says ``NOT COMPARED`` and why (and a failed SRM, never an "ok")."""
     if not section:
         return []
     if section.get("status") == "skipped":
@@ -718,6 +828,14 @@ def experiment_lines(label: str, section: Mapping[str, Any] | None) -> list[str]
     lines = []
     for name, e in sorted(section.get("experiments", {}).items()):
         users = " ".join(f"{v}={n}" for v, n in sorted(e["users"].items()))
+        excluded = f" excluded={e['excluded_multiple_variants']}" if e["excluded_multiple_variants"] else ""
+        if e.get("state") == "not_compared":  # never "SRM ok" nor "no significant difference": nothing was compared
+            mismatch = e["srm_p_value"] is not None and not e["srm_passed"]  # e.g. a planned arm left empty
+            srm = f"; SRM FAILED (p={e['srm_p_value']:.3g})" if mismatch else ""
+            lines.append(
+                f"{label}: experiment {name}: NOT COMPARED: {e['reason']}; users {users or 'none'}{excluded}{srm}"
+            )
+            continue
         srm = (
             f"SRM ok (p={e['srm_p_value']:.3g})"
             if e["srm_passed"]
@@ -729,7 +847,6 @@ def experiment_lines(label: str, section: Mapping[str, Any] | None) -> list[str]
             for s in e["significant"]
             if s["rel_delta"] is not None and s["rel_ci_low"] is not None
         )
-        excluded = f" excluded={e['excluded_multiple_variants']}" if e["excluded_multiple_variants"] else ""
         lines.append(
             f"{label}: experiment {name}: {srm}; users {users}{excluded}; {sig or 'no significant difference'}"
         )

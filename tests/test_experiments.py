@@ -7,7 +7,9 @@ import datetime as dt
 import json
 
 import numpy as np
+import pyarrow as pa
 import pytest
+from helpers.days import NOON, day_input, run_day, write
 from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 from pyspark.sql import functions as F
 from scipy import stats
@@ -20,6 +22,7 @@ from recsys_spark.experiments import (
     experiment_lines,
     read_user_values,
     run_window,
+    srm_check,
     user_business_sums,
     user_variants,
 )
@@ -173,6 +176,8 @@ def test_srm_fails_as_a_soft_rule_and_is_flagged(spark, golden):
     srm = _one(checks, experiment="srm", check="srm")
     assert srm["p_value"] == pytest.approx(2.5396285894708634e-10, rel=1e-9) and not srm["passed"]
     assert _one(checks, experiment="ctr", check="srm")["passed"]
+    assert _one(checks, experiment="ctr", check="compared")["passed"]
+    assert _one(checks, experiment="ctr", check="compared")["detail"] == "control=6 compared with treatment=6"
     assert _one(checks, experiment="cup", check="multiple_assignment")["statistic"] == 1
     summary = summaries[DAY]
     assert summary["status"] == "soft_rule_failed"  # soft: flagged, not fatal (and never "ok")
@@ -315,3 +320,168 @@ def test_per_user_sums_weight_list_means_by_ranked_lists_and_user_means_skip_use
     assert (arm[f"{per_user}|n"], arm[f"{per_user}|x"]) == pytest.approx((2.0, 0.4))
     assert (arm[f"{per_list}|x"], arm[f"{per_list}|y"]) == pytest.approx((0.7, 3.0))
     assert arm["users"] == 3
+
+
+# --- nothing compared: never "SRM ok" nor "no significant difference" -----------------------------------------
+# four users with one request of two items each, one click each; three experiments on them: "nocontrol" (arms
+# A and B, no arm named control), "allboth" (every user in both arms) and "fine" (2 control, 2 treatment); a
+# second day has the same exposures and an assignments table whose ids are integers (1 for "u1")
+FOUR = [
+    (f"u{i}", f"s{i}", f"r{i}", item, p, 1.0 - p / 10, NOON) for i in range(1, 5) for p, item in ((1, "a"), (2, "b"))
+]
+FOUR_CLICKS = [(f"u{i}", f"s{i}", f"r{i}", "a", NOON + dt.timedelta(minutes=1), "click") for i in range(1, 5)]
+UNCOMPARED = (
+    [("u1", "nocontrol", "A"), ("u2", "nocontrol", "A"), ("u3", "nocontrol", "B"), ("u4", "nocontrol", "B")]
+    + [(f"u{i}", "allboth", arm) for i in range(1, 5) for arm in ("control", "treatment")]
+    + [("u1", "fine", "control"), ("u2", "fine", "control"), ("u3", "fine", "treatment"), ("u4", "fine", "treatment")]
+)
+INT_IDS = [(1, "intids", "control"), (2, "intids", "control"), (3, "intids", "treatment"), (4, "intids", "treatment")]
+SMALL = ("rules.fail_on_hard=false", 'experiments.metrics=["exposure_ctr_global"]')
+
+
+def _assignment_schema(id_type: pa.DataType) -> pa.Schema:
+    return pa.schema([("user_id", id_type), ("experiment", pa.string()), ("variant", pa.string())])
+
+
+@pytest.fixture(scope="module")
+def uncompared(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("uncompared")
+    summaries = {}
+    for name, rows, id_type in (("strings", UNCOMPARED, pa.string()), ("ints", INT_IDS, pa.int64())):
+        day_input(root / name, FOUR, FOUR_CLICKS)
+        write(root / name / "in" / "assignments" / f"dt={DAY}", rows, _assignment_schema(id_type))
+        summaries[name] = run_day(spark, root / name, *SMALL)
+    return root, summaries
+
+
+def _line(summary, experiment):
+    (line,) = [x for x in experiment_lines(str(DAY), summary["experiments"]) if f"experiment {experiment}:" in x]
+    return line
+
+
+def _says_nothing_was_compared(line):
+    return "NOT COMPARED" in line and "SRM ok" not in line and "no significant difference" not in line
+
+
+def test_an_experiment_without_a_control_arm_is_not_compared_and_fails_a_soft_rule(spark, uncompared):
+    root, summaries = uncompared
+    summary = summaries["strings"]
+    checks = _rows(spark, f"{root}/strings/out/experiment_checks/dt={DAY}")
+    compared = _one(checks, experiment="nocontrol", check="compared")
+    assert not compared["passed"] and compared["statistic"] == 4
+    assert compared["detail"] == "no control arm named 'control' (experiments.control); variants with users: A=2, B=2"
+    section = summary["experiments"]["experiments"]["nocontrol"]
+    assert (section["state"], section["reason"]) == ("not_compared", compared["detail"])
+    assert section["users"] == {"A": 2, "B": 2} and section["significant"] == []
+    rule = next(r for r in summary["rules"] if r["rule"] == "experiment_compared:nocontrol")
+    assert rule["severity"] == "soft" and not rule["passed"] and rule["examples"] == [compared["detail"]]
+    assert summary["status"] == "soft_rule_failed"
+    assert summary["experiments"]["status"] == "not_compared"
+    assert set(summary["experiments"]["not_compared"]) == {"nocontrol", "allboth"}
+    assert f"experiment nocontrol not compared: {compared['detail']}" in summary["notes"]
+    assert _says_nothing_was_compared(_line(summary, "nocontrol"))
+    # the experiment beside it is compared as before
+    fine = summary["experiments"]["experiments"]["fine"]
+    assert (fine["state"], fine["reason"]) == ("ok", None)
+    assert "SRM ok" in _line(summary, "fine") and "NOT COMPARED" not in _line(summary, "fine")
+    assert next(r for r in summary["rules"] if r["rule"] == "experiment_compared:fine")["passed"]
+
+
+def test_an_experiment_whose_users_are_all_in_both_arms_is_not_compared_and_its_srm_is_not_tested(spark, uncompared):
+    root, summaries = uncompared
+    summary = summaries["strings"]
+    checks = _rows(spark, f"{root}/strings/out/experiment_checks/dt={DAY}")
+    srm = _one(checks, experiment="allboth", check="srm")
+    assert srm["p_value"] is None and srm["statistic"] is None and not srm["passed"]  # not p = 1, "ok"
+    assert srm["detail"].startswith("not tested: ")
+    compared = _one(checks, experiment="allboth", check="compared")
+    assert compared["detail"] == "no user left after excluding 4 user(s) with several variants"
+    assert not compared["passed"] and compared["statistic"] == 0
+    assert _one(checks, experiment="allboth", check="multiple_assignment")["statistic"] == 4
+    section = summary["experiments"]["experiments"]["allboth"]
+    assert section["state"] == "not_compared" and section["srm_p_value"] is None and not section["srm_passed"]
+    assert not any(r["rule"] == "experiment_srm:allboth" and r["passed"] for r in summary["rules"])
+    assert not next(r for r in summary["rules"] if r["rule"] == "experiment_compared:allboth")["passed"]
+    assert not any("sample-ratio mismatch" in n for n in summary["notes"])  # no split was seen: no mismatch
+    line = _line(summary, "allboth")
+    assert _says_nothing_was_compared(line) and "excluded=4" in line
+
+
+def test_assignment_ids_in_another_format_than_the_exposures_are_reported_not_lost(spark, uncompared):
+    root, summaries = uncompared
+    summary = summaries["ints"]
+    detail = (
+        "no assigned user matched an exposure of the day: 4 assignment id(s), 0 matched "
+        "(e.g. assignment id '1', exposure id 'u1'; ids are compared as strings)"
+    )
+    checks = _rows(spark, f"{root}/ints/out/experiment_checks/dt={DAY}")
+    compared = _one(checks, experiment="intids", check="compared")
+    assert (compared["passed"], compared["detail"]) == (False, detail)
+    assert not _one(checks, experiment="intids", check="srm")["passed"]
+    section = summary["experiments"]["experiments"]["intids"]
+    assert (section["state"], section["reason"]) == ("not_compared", detail)
+    assert (section["assigned_ids"], section["matched_ids"], section["users"]) == (4, 0, {})
+    assert summary["status"] == "soft_rule_failed" and summary["experiments"]["status"] == "not_compared"
+    assert not next(r for r in summary["rules"] if r["rule"] == "experiment_compared:intids")["passed"]
+    assert _says_nothing_was_compared(_line(summary, "intids")) and "'u1'" in _line(summary, "intids")
+    # a day whose ids match says how many of them did
+    fine = summaries["strings"]["experiments"]["experiments"]["fine"]
+    assert (fine["assigned_ids"], fine["matched_ids"]) == (4, 4)
+
+
+def test_an_uncompared_experiment_is_a_rule_with_the_srm_severity():
+    from recsys_spark.experiments import Check, srm_rules
+
+    checks = [
+        Check("e", "srm", None, None, False, "not tested: users none; planned equal"),
+        Check("e", "compared", 0.0, None, False, "no user left after excluding 4 user(s) with several variants"),
+        Check("e", "multiple_assignment", 4.0, None, False, ""),
+    ]
+    rules = {r.rule: r for r in srm_rules(checks, "hard", 0.001)}
+    assert set(rules) == {"experiment_srm:e", "experiment_compared:e"}
+    compared = rules["experiment_compared:e"]
+    assert (compared.severity, compared.passed, compared.violations, compared.rate) == ("hard", False, 1, None)
+    assert compared.examples == ["no user left after excluding 4 user(s) with several variants"]
+    assert (rules["experiment_srm:e"].passed, rules["experiment_srm:e"].rate) == (False, None)
+
+
+@pytest.mark.parametrize(
+    "experiment, reason",
+    [
+        ("nocontrol", "no control arm named 'control' (experiments.control); variants with users: A=2, B=2"),
+        ("allboth", "no user left after excluding 4 user(s) with several variants"),
+    ],
+)
+def test_window_of_an_experiment_where_nothing_was_compared_says_so(spark, uncompared, experiment, reason):
+    root, _ = uncompared
+    cfg = load_config(None, ["metrics.k=[1]", *SMALL])
+    section = run_window(spark, cfg, experiment, DAY, DAY, f"{root}/strings/out")
+    assert section["status"] == "not_compared" and section["experiments"][experiment]["reason"] == reason
+    assert f"experiment {experiment} not compared: {reason}" in section["notes"]
+    (line,) = experiment_lines(f"{DAY}..{DAY}", section)
+    assert _says_nothing_was_compared(line)
+    window = f"experiment={experiment}/window={DAY}_{DAY}"
+    compared = _one(_rows(spark, f"{root}/strings/out/experiment_window_checks/{window}"), check="compared")
+    assert (compared["passed"], compared["detail"]) == (False, reason)
+
+
+def test_srm_check_of_an_experiment_without_users_is_not_tested_rather_than_passed():
+    for users, weights in (({}, {}), ({"control": 5}, {}), ({}, {"e/control": 1.0, "e/treatment": 1.0})):
+        check = srm_check("e", users, weights, 0.001)
+        assert (check.statistic, check.p_value, check.passed) == (None, None, False), users
+        assert check.detail.startswith("not tested: ")
+    # planned weights make a variant without users an arm of 0: tested, E = 2.5 each, chi2 = 2 * 2.5^2 / 2.5 = 5
+    planned = srm_check("e", {"control": 5}, {"e/control": 1.0, "e/treatment": 1.0}, 0.001)
+    assert planned.statistic == pytest.approx(5.0) and planned.p_value == pytest.approx(stats.chi2.sf(5.0, 1))
+
+
+def test_a_line_of_an_uncompared_experiment_keeps_a_failed_srm_and_never_says_ok():
+    # weights planned 50/50 and only the control has users: SRM 5 vs 0 ran and failed, nothing compared
+    base = {"users": {"control": 5}, "excluded_multiple_variants": 0, "significant": [], "state": "not_compared"}
+    reason = "no variant besides the control 'control' (5 users)"
+    failed = {**base, "reason": reason, "srm_p_value": 2.5e-4, "srm_passed": False}
+    (line,) = experiment_lines("d", {"status": "srm_failed", "experiments": {"e": failed}})
+    assert line == f"d: experiment e: NOT COMPARED: {reason}; users control=5; SRM FAILED (p=0.00025)"
+    passed = {**base, "reason": reason, "srm_p_value": 0.3, "srm_passed": True}
+    (line,) = experiment_lines("d", {"status": "not_compared", "experiments": {"e": passed}})
+    assert line == f"d: experiment e: NOT COMPARED: {reason}; users control=5"

@@ -29,6 +29,7 @@ from recsys_spark.kernels.experiments import (
     parse_metric,
     sample_size_per_arm,
     srm_test,
+    why_not_compared,
 )
 from recsys_spark.kernels.stats import MeanStats, RatioStats, ratio_difference, welch
 from recsys_spark.schema import EXPERIMENT_METRICS as DEFAULT_METRICS
@@ -62,15 +63,19 @@ def test_srm_with_weights_matches_scipy_and_hand_arithmetic():
 
 
 def test_srm_edge_cases():
-    assert srm_test([5]).p_value == 1.0  # one arm: nothing to test
-    assert srm_test([0, 0]).p_value == 1.0
     assert srm_test([10, 3], [1, 0]).p_value == 0.0  # users in an arm planned at 0%
     assert srm_test([10, 0], [1, 0]).p_value == 1.0
 
 
-def test_srm_degenerate_results_whole_and_a_single_user():
-    for observed in ([5], [0, 0], []):
-        assert srm_test(observed) == ChiSquare(0.0, 1.0, 0), observed
+def test_srm_with_nothing_to_test_has_no_p_value_not_p_one():
+    # one arm, or no user in any arm: no split was observed, so no p-value (p = 1 read as "SRM ok")
+    for observed in ([5], [0, 0], [], [0]):
+        r = srm_test(observed)
+        assert math.isnan(r.statistic) and math.isnan(r.p_value) and r.df == 0, observed
+    assert srm_test([0, 0], [0.9, 0.1]).df == 0  # planned weights do not make an empty experiment testable
+
+
+def test_srm_degenerate_results_a_single_user():
     one = srm_test([1, 0])  # E = 1/2 each: (1/2)^2 / (1/2) * 2 = 1
     assert (one.statistic, one.df) == (1.0, 1) and one.p_value == pytest.approx(stats.chi2.sf(1.0, 1))
     # users in an arm planned at 0 %: infinite statistic, p 0, df arms - 1 (a single such user is enough)
@@ -78,6 +83,26 @@ def test_srm_degenerate_results_whole_and_a_single_user():
     assert srm_test([10, 3, 5], [1, 0, 1]) == ChiSquare(math.inf, 0.0, 2)
     with pytest.raises(ValueError, match="^observed and weights differ in length$"):
         srm_test([1, 2], [1, 1, 1])
+
+
+def test_why_not_compared_names_the_cause_of_each_experiment_without_a_comparison():
+    assert why_not_compared({"control": 6, "treatment": 6}, 1, "control") is None
+    assert why_not_compared({"control": 6, "b": 1, "c": 0}, 0, "control") is None  # one variant is enough
+    assert why_not_compared({"A": 2, "B": 2}, 0, "control") == (
+        "no control arm named 'control' (experiments.control); variants with users: A=2, B=2"
+    )
+    assert why_not_compared({"control": 5}, 0, "control") == "no variant besides the control 'control' (5 users)"
+    assert why_not_compared({}, 4, "control") == "no user left after excluding 4 user(s) with several variants"
+    assert why_not_compared({"control": 0, "treatment": 0}, 0, "control") == "no assigned user with a valid row"
+    # a daily run knows the assignment ids: an id format that matches nothing shows both sides
+    assert why_not_compared({}, 0, "control", assigned=4, assigned_example="1", exposure_example="u1") == (
+        "no assigned user matched an exposure of the day: 4 assignment id(s), 0 matched "
+        "(e.g. assignment id '1', exposure id 'u1'; ids are compared as strings)"
+    )
+    assert why_not_compared({}, 0, "control", assigned=4, assigned_example="1", exposure_example=None) == (
+        "no assigned user matched an exposure of the day: 4 assignment id(s), 0 matched "
+        "(e.g. assignment id '1', exposure id none: no valid exposure that day)"
+    )
 
 
 def test_independence_matches_chi2_contingency():

@@ -5,6 +5,7 @@ small named sums per (experiment, variant, slice); everything here works on
 those sums, never on rows:
 
 * :func:`srm_test`: sample-ratio mismatch, Pearson chi-square goodness of fit;
+* :func:`why_not_compared`: why an experiment has no comparison (no control, no user left, ...);
 * :func:`independence_test`: chi-square test of independence of two layers'
   assignments (a contingency table of user counts);
 * :class:`CovariateStats`, :func:`fill_covariate`, :func:`cuped_theta`,
@@ -66,7 +67,8 @@ def srm_test(observed: Sequence[float], weights: Sequence[float] | None = None) 
 
     Notes: an arm with weight 0 and no user adds nothing; an arm with weight 0
     and users gives chi2 = inf and p = 0.  Fewer than two arms, or no user at
-    all, gives (0, 1, 0): nothing to test.
+    all, gives (nan, nan, 0): nothing to test, and no p-value (p = 1 would read
+    as "the split is fine" when no split was seen).
 
     >>> r = srm_test([600, 400])          # E = 500 each: 100**2/500 * 2 = 40
     >>> r.statistic, r.df, r.p_value < 1e-9
@@ -78,7 +80,7 @@ def srm_test(observed: Sequence[float], weights: Sequence[float] | None = None) 
         raise ValueError("observed and weights differ in length")
     total = o.sum()
     if len(o) < 2 or total <= 0:
-        return ChiSquare(0.0, 1.0, 0)
+        return ChiSquare(math.nan, math.nan, 0)
     e = total * w / w.sum()
     zero = e == 0
     if np.any(zero & (o > 0)):
@@ -86,6 +88,50 @@ def srm_test(observed: Sequence[float], weights: Sequence[float] | None = None) 
     stat = float(np.sum((o[~zero] - e[~zero]) ** 2 / e[~zero]))
     df = len(o) - 1
     return ChiSquare(stat, float(_st.chi2.sf(stat, df)), df)
+
+
+def why_not_compared(
+    users: Mapping[str, int],
+    excluded: int,
+    control: str,
+    assigned: int | None = None,
+    assigned_example: str | None = None,
+    exposure_example: str | None = None,
+) -> str | None:
+    """Why an experiment has nothing to compare, in one line; None when a variant meets its control.
+
+    ``users``: counted users per variant (the ``all`` slice); ``excluded``: users left out for several
+    variants.  A comparison needs users in the arm named ``control`` and in at least one other arm.
+    ``assigned`` (the daily run: distinct ids of the experiment in the assignments table) and the two
+    examples name the ids of both sides when no assigned id matched a user with a valid row, so that
+    a format mismatch (``1`` against ``u000001``) shows.
+
+    >>> why_not_compared({"control": 3, "treatment": 2}, 0, "control") is None
+    True
+    >>> why_not_compared({}, 5, "control")
+    'no user left after excluding 5 user(s) with several variants'
+    """
+    seen = {v: int(n) for v, n in users.items() if n > 0}
+    if not seen and excluded <= 0:
+        if assigned is None:
+            return "no assigned user with a valid row"
+        exposure = (
+            f"exposure id {exposure_example!r}; ids are compared as strings"
+            if exposure_example is not None
+            else "exposure id none: no valid exposure that day"
+        )
+        return (
+            f"no assigned user matched an exposure of the day: {assigned} assignment id(s), 0 matched "
+            f"(e.g. assignment id {assigned_example!r}, {exposure})"
+        )
+    if not seen:
+        return f"no user left after excluding {excluded} user(s) with several variants"
+    if control not in seen:
+        split = ", ".join(f"{v}={n}" for v, n in sorted(seen.items()))
+        return f"no control arm named {control!r} (experiments.control); variants with users: {split}"
+    if len(seen) == 1:
+        return f"no variant besides the control {control!r} ({seen[control]} users)"
+    return None
 
 
 def independence_test(table: np.ndarray) -> ChiSquare:
