@@ -32,6 +32,7 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -233,7 +234,14 @@ def input_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _submit(
-    spark_home: Path, cluster: dict, artifacts: dict, day: dt.date, input_root: Path, output_root: Path, *job_args: str
+    spark_home: Path,
+    cluster: dict,
+    artifacts: dict,
+    day: dt.date,
+    input_root: Path,
+    output_root: Path,
+    *job_args: str,
+    watch: Callable[[str], None] | None = None,
 ) -> subprocess.CompletedProcess:
     """spark-submit the job as docs/operations.md says, from a directory outside the repo."""
     python = str(artifacts["python"])
@@ -282,15 +290,30 @@ def _submit(
         start_new_session=True,
         preexec_fn=_die_with_parent,
     )
+    streams: dict[str, list[str]] = {"out": [], "err": []}
+
+    def pump(stream, lines: list[str]) -> None:  # read as the run goes, so that ``watch`` sees each line
+        for line in stream:
+            lines.append(line)
+            if watch is not None:
+                watch(line)
+
+    pumps = [
+        threading.Thread(target=pump, args=(proc.stdout, streams["out"]), daemon=True),
+        threading.Thread(target=pump, args=(proc.stderr, streams["err"]), daemon=True),
+    ]
+    for thread in pumps:
+        thread.start()
     try:
-        out, err = proc.communicate(timeout=SUBMIT_TIMEOUT)
+        proc.wait(timeout=SUBMIT_TIMEOUT)
     except subprocess.TimeoutExpired:
         _stop(proc)
-        out, err = proc.communicate()
-        pytest.fail(f"spark-submit still running after {SUBMIT_TIMEOUT:.0f} s:\n{err[-3000:]}")
+        pytest.fail(f"spark-submit still running after {SUBMIT_TIMEOUT:.0f} s:\n{''.join(streams['err'])[-3000:]}")
     finally:
         _stop(proc)
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+        for thread in pumps:
+            thread.join(timeout=30)
+    return subprocess.CompletedProcess(cmd, proc.returncode, "".join(streams["out"]), "".join(streams["err"]))
 
 
 def _local_run(input_root: Path, output_root: Path, *job_args: str) -> subprocess.CompletedProcess:
@@ -431,3 +454,45 @@ def test_missing_input_exits_4_with_one_error_line(spark_home, cluster, artifact
     assert "Traceback" not in result.stdout + result.stderr
     # conf/log4j2.properties took effect: no INFO lines from Spark
     assert not [m.group(0) for m in SPARK_LOG_LINE.finditer(result.stderr) if m["level"] in ("INFO", "DEBUG")]
+
+
+def _executors(app_id: str) -> list[int]:
+    """Pids of the executor JVMs of the application ``app_id`` (the worker starts them with ``--app-id``)."""
+    listing = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
+    return [
+        int(line.split(None, 1)[0])
+        for line in listing.splitlines()[1:]
+        if "CoarseGrainedExecutorBackend" in line and f"--app-id {app_id}" in line
+    ]
+
+
+def test_an_executor_killed_in_the_per_user_pass_gives_identical_output(
+    spark_home, cluster, artifacts, input_root, tmp_path
+):
+    """SIGKILL the executor while the metric stage runs: its tasks rerun on a new executor, and the
+    accumulator counts each partition once (the pass runs in the write's result stage), so every table
+    equals a local run's."""
+    killed: list[int] = []
+
+    def watch(line: str) -> None:  # the job's JSON log lines name the application
+        if not killed and '"stage_start"' in line and '"metrics"' in line:
+            time.sleep(1.0)  # into the per-user pass
+            for pid in _executors(json.loads(line)["app_id"]):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+    output_root = tmp_path / "output"
+    result = _submit(
+        spark_home, cluster, artifacts, DAY, input_root, output_root, "--set", "rules.fail_on_hard=false", watch=watch
+    )
+    assert killed, f"no executor was running when the metric stage started:\n{result.stdout[-3000:]}"
+    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}\n{_executor_logs(cluster)}"
+    local_root = tmp_path / "local"
+    local = _local_run(input_root, local_root, "--set", "rules.fail_on_hard=false")
+    assert local.returncode == 0, local.stderr[-3000:]
+    d = DAY.isoformat()
+    for table in ("metrics", "user_metrics", "lorenz", "rule_checks"):
+        _assert_same_table(output_root / table / f"dt={d}", local_root / table / f"dt={d}")
+    summary = json.loads((output_root / "summary" / f"dt={d}" / "summary.json").read_text())
+    local_summary = json.loads((local_root / "summary" / f"dt={d}" / "summary.json").read_text())
+    assert summary["data_quality"] == local_summary["data_quality"]
