@@ -64,10 +64,11 @@ from pyspark.sql import functions as F
 from recsys_spark import generate
 from recsys_spark.aggregate import metrics_frame
 from recsys_spark.config import Config, load_config
+from recsys_spark.daily import evaluate_day
+from recsys_spark.daily.stages import run_metric_stage
 from recsys_spark.errors import HardRuleViolation
 from recsys_spark.label import by_user, deduplicate_exposures, join_feedback
 from recsys_spark.per_user import UserMetrics, bucket_count, persist_user_rows, ranking_input
-from recsys_spark.pipeline import evaluate_day, run_metric_stage
 from recsys_spark.read import conform, read_parquet
 from recsys_spark.schema import (
     ALL,

@@ -35,13 +35,16 @@ Outputs
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from recsys_spark import log
+from recsys_spark._version import __version__
+from recsys_spark.config import OutputConfig
 from recsys_spark.errors import ConfigError, EmptyInputError, MissingInputError, SchemaError
 from recsys_spark.templates import (  # noqa: F401
     TABLE_PREFIX,
@@ -283,46 +286,29 @@ def write_partition(
             spark.conf.set(key, previous)
 
 
-def published_tables(spark: SparkSession, output_root: str, day: str) -> list[str]:
-    """The tables the run wrote for ``day`` under ``output_root`` (summary excluded), sorted."""
-    from recsys_spark import fs
-
-    root = output_root.rstrip("/")
-    if not fs.exists(spark, root):
-        return []
-    return sorted(
-        name
-        for name in fs.children(spark, root)
-        if not name.startswith(("_", "."))
-        and name != "summary"
-        and fs.exists(spark, f"{root}/{name}/{PARTITION}={day}")
-    )
-
-
 def publish(
     spark: SparkSession,
-    catalog: str,
+    settings: OutputConfig,
     output_root: str,
     day: str,
+    tables: Sequence[str],
     summary: Mapping[str, Any],
     run_id: str,
     config_hash: str,
-    table_format: str = "parquet",
-    mode: str = "auto",
 ) -> list[str]:
-    """Publish the day's committed outputs as ``{catalog}.{table}`` partitions; summary last.
+    """Publish the day's committed ``tables`` as ``{settings.catalog}.{table}`` partitions; summary last.
 
-    Reads each table back from ``{output_root}/{table}/dt={day}`` (already committed, so the
-    files are the run's final result), adds the run columns and replaces that day's partition.
-    Returns the table names written. The summary table goes last: a reader that sees the day in
-    ``{catalog}.summary`` sees every other table's partition of that day.
+    Reads each table back from ``{output_root}/{table}/dt={day}`` (already committed, so the files are the
+    run's final result), adds the run columns and replaces that day's partition.  Only the tables the run
+    wrote are published (never another folder under the output root).  Returns the table names written.
+    The summary table goes last: a reader that sees the day in ``{catalog}.summary`` sees every other
+    table's partition of that day.
     """
-    from recsys_spark import __version__, log
-
+    catalog, table_format, mode = settings.catalog, settings.table_format, settings.write_mode
     spark.sql(_namespace(catalog))
     root = output_root.rstrip("/")
     written = []
-    for table in published_tables(spark, output_root, day):
+    for table in sorted(t for t in set(tables) if t != "summary"):
         frame = spark.read.parquet(f"{root}/{table}/{PARTITION}={day}")
         name = f"{catalog}.{table}"
         with log.stage(f"publish_{table}", {}, table=name, date=day):

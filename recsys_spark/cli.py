@@ -135,8 +135,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     dates = dates_of(args)
     cfg = load_config(args.config, args.set)
     log.setup_logging(args.verbose)
+    from recsys_spark.daily import evaluate_day
     from recsys_spark.experiments import experiment_lines
-    from recsys_spark.pipeline import HEADLINE, _headline_name, evaluate_day
+    from recsys_spark.schema import HEADLINE, summary_key
     from recsys_spark.session import build_session, job_settings
 
     settings = {
@@ -168,7 +169,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                     break
                 continue
             written.append(day)
-            _print_headline(day, summary, HEADLINE, _headline_name)
+            _print_headline(day, summary, HEADLINE, summary_key)
             for line in experiment_lines(str(day), summary.get("experiments")):
                 print(line)
     finally:

@@ -50,10 +50,10 @@ from recsys_spark.kernels.experiments import (
     user_sum_column,
     why_not_compared,
 )
-from recsys_spark.read import ColumnSpec, conform, read_parquet
+from recsys_spark.read import ColumnSpec, conform, exists, read_parquet
 from recsys_spark.rules import RuleResult
 from recsys_spark.schema import ALL, CLICKED, ITEM, REQUEST, SLICE, USER
-from recsys_spark.write import SUMMARY, DailyOutput, write_small_table
+from recsys_spark.write import SUMMARY, Output, write_small_table
 
 EXPERIMENT, VARIANT, LAYER, VARIANTS = "experiment", "variant", "layer", "variants"
 ASSIGNMENT_COLUMNS = (
@@ -621,7 +621,7 @@ def previous_days(date: dt.date, days: int) -> list[dt.date]:
 
 
 def experiment_stage(
-    spark: SparkSession, cfg: Config, date: dt.date, input_root: str, by_user: DataFrame, out: DailyOutput
+    spark: SparkSession, cfg: Config, date: dt.date, input_root: str, by_user: DataFrame, out: Output
 ) -> ExperimentResult:
     """The day's experiments: stage ``experiment_users``, ``experiments`` and ``experiment_checks``.
 
@@ -631,7 +631,7 @@ def experiment_stage(
     """
     ex = cfg.experiments
     path = templates.resolve(ex.assignments, input_root, date, "assignments")
-    if not fs.exists(spark, path):
+    if not exists(spark, path):
         note = f"no assignments table at {path}: experiments skipped"
         return ExperimentResult(
             {"status": "skipped", "assignments": path, "note": note}, notes=[note], info={"skipped": True}

@@ -1,20 +1,20 @@
-"""File-system operations through Hadoop's FileSystem API (local disk, HDFS, S3...).
+"""File-system operations through Hadoop's FileSystem API (local disk, HDFS, S3...) on paths (not tables).
 
 That API is reached through py4j, which a Spark Connect session does not have: there,
-:func:`exists` asks the data source instead (:func:`recsys_spark.connect.path_exists`) and every
-other call fails with one line saying that it needs a classic session (recsys_spark/connect.py).
+:func:`exists` asks the data source instead (:func:`recsys_spark.engine.path_exists`) and every
+other call fails with one line saying that it needs a classic session.
 """
 
 from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from recsys_spark import engine
+
 
 def _path(spark: SparkSession, path: str):
-    from recsys_spark import connect
-
-    if connect.is_connect(spark):
-        raise connect.refuse(f"a Spark Connect session, for a file-system call on {path}")
+    if engine.is_connect(spark):
+        raise engine.refuse(f"a Spark Connect session, for a file-system call on {path}")
     jvm = spark.sparkContext._jvm
     assert jvm is not None, "the SparkContext is stopped"
     hpath = jvm.org.apache.hadoop.fs.Path(path)
@@ -22,14 +22,10 @@ def _path(spark: SparkSession, path: str):
 
 
 def exists(spark: SparkSession, path: str) -> bool:
-    if path.startswith("table:"):  # [catalog hook, issue 17] a table (partition) instead of a path
-        from recsys_spark import catalog
-
-        return catalog.exists(spark, path)
-    from recsys_spark import connect
-
-    if connect.is_connect(spark):
-        return connect.path_exists(spark, path)
+    """Whether the path exists (a file or a directory); an input that may be a ``table:`` is asked of
+    :func:`recsys_spark.read.exists`."""
+    if engine.is_connect(spark):
+        return engine.path_exists(spark, path)
     fs, hpath = _path(spark, path)
     return bool(fs.exists(hpath))
 

@@ -41,6 +41,7 @@ still scored in one call; :meth:`UserMetrics.notes` says so in the summary.
 from __future__ import annotations
 
 import math
+import pickle
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -52,7 +53,7 @@ from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from recsys_spark import connect
+from recsys_spark import engine
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
 from recsys_spark.kernels.ranking import Gain
 from recsys_spark.kernels.users import INPUT_COLUMNS, score_users
@@ -160,6 +161,49 @@ class _PassTotalsParam(AccumulatorParam):
         return a.merge(b)
 
 
+class DeferredTotals:
+    """The per-user pass's accumulator on Spark Connect (which has none): the same :class:`PassTotals`,
+    by aggregation.
+
+    ``frame`` (the pass's output, persisted by the caller so that writing it computes it once) is
+    reduced partition by partition to the same mergeable sums the pass's tasks add to the
+    accumulator on a classic session; the users over ``max_user_rows`` are a count per user of
+    ``rows`` (the pass counts a user's rows of every slice, so does this).  Computed on the first
+    read of :attr:`value`, after the table was written; then ``frame`` is unpersisted.
+    """
+
+    def __init__(self, rows: DataFrame, frame: DataFrame, ks: Sequence[int], max_user_rows: int | None) -> None:
+        self.rows, self.frame, self.ks, self.max_user_rows = rows, frame, tuple(ks), max_user_rows
+        self._value: PassTotals | None = None
+
+    @property
+    def value(self) -> PassTotals:
+        if self._value is None:
+            self._value = self._compute()
+            self.frame.unpersist()
+        return self._value
+
+    def _compute(self) -> PassTotals:
+        ks = self.ks
+
+        def partition_moments(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # executors
+            tables = list(batches)
+            if not tables:
+                return
+            frame = pa.Table.from_batches(tables).to_pandas()
+            blob = pickle.dumps(user_table_moments(frame, ks))
+            yield pa.RecordBatch.from_pydict({"moments": [blob]}, pa.schema([("moments", pa.binary())]))
+
+        moments: dict = {}
+        for row in self.frame.mapInArrow(partition_moments, "moments binary").collect():
+            merge_by_slice(moments, pickle.loads(row["moments"]))
+        set_aside: dict[str, int] = {}
+        if self.max_user_rows is not None:
+            over = self.rows.groupBy(USER).count().where(F.col("count") > self.max_user_rows)
+            set_aside = {r[USER]: int(r["count"]) for r in over.collect()}
+        return PassTotals(moments, set_aside)
+
+
 _ARROW_SCHEMA = pa.schema(
     [
         (name, {"string": pa.string(), "int": pa.int32(), "long": pa.int64(), "double": pa.float64()}[kind])
@@ -265,10 +309,10 @@ class UserMetrics:
         self.max_user_rows, self.rows_per_bucket, self.list_unit = max_user_rows, rows_per_bucket, list_unit
         rows = ranked if partitions is None else ranked.repartition(partitions, USER)
         self.totals: Any  # an accumulator of PassTotals, or its Connect stand-in (same .value)
-        if connect.is_connect(ranked.sparkSession):  # no accumulators there: the sums from the pass's output
+        if engine.is_connect(ranked.sparkSession):  # no accumulators there: the sums from the pass's output
             # (keyed rows are not read there: the stand-in counts a user's rows on the rows it is given)
             self.frame = _score_partitions(rows, self.ks, gain, max_user_rows).persist(CACHE_LEVEL)
-            self.totals = connect.DeferredTotals(rows, self.frame, self.ks, max_user_rows)
+            self.totals = DeferredTotals(rows, self.frame, self.ks, max_user_rows)
         else:
             if keyed is not None and partitions is None:
                 rows = keyed

@@ -15,7 +15,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from recsys_spark import compat, fs
+from recsys_spark import catalog, compat, engine, fs
 from recsys_spark.errors import EmptyInputError, MissingInputError, SchemaError, UnreadableInputError, root_cause
 
 # the input contract lives in recsys_spark.schema; these names stay importable from here for callers
@@ -53,10 +53,13 @@ def read_parquet(spark: SparkSession, path: str, what: str) -> DataFrame:
     timestamps; ``spark.sql.legacy.parquet.nanosAsLong`` stays on for the scans (it changes
     nothing for files without nanoseconds).
     """
-    # [catalog hook, issue 17] table:NAME[col=value] inputs and input.columns (recsys_spark/catalog.py)
-    from recsys_spark import catalog
+    return catalog.read_input(spark, path, what, _read_parquet_files)  # table:NAME inputs, input.columns
 
-    return catalog.read_input(spark, path, what, _read_parquet_files)
+
+def exists(spark: SparkSession, location: str) -> bool:
+    """Whether an input location exists: a ``table:`` (partition) is asked of the catalog, a path of the
+    file system."""
+    return catalog.exists(spark, location) if catalog.is_table(location) else fs.exists(spark, location)
 
 
 def _read_parquet_files(spark: SparkSession, path: str, what: str) -> DataFrame:
@@ -102,9 +105,7 @@ def check_layout(spark: SparkSession, path: str, what: str) -> None:
     Names starting with ``_`` or ``.`` are ignored, as Spark ignores them.  A classic session only
     (Spark Connect has no file-system API).
     """
-    from recsys_spark import connect
-
-    if connect.is_connect(spark):
+    if engine.is_connect(spark):
         return
     last = path.rstrip("/").rsplit("/", 1)[-1]
     pending = [(path.rstrip("/"), last.split("=", 1)[0] if "=" in last else None)]

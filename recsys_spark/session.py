@@ -19,6 +19,8 @@ from pathlib import Path
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
+from recsys_spark import engine, log
+
 #: how the job persists DataFrames: columnar batches kept as objects, spilled to disk under pressure
 #: (what ``DataFrame.cache()`` uses).  Not pyspark's ``StorageLevel.MEMORY_AND_DISK``: in Python that is
 #: the *serialized* level, which Java-serializes every cached batch again and unrolls the bytes on the
@@ -67,13 +69,11 @@ def build_session(
 
     Refuses Spark Connect (``SPARK_REMOTE``, ``spark.remote``, ``spark.api.mode=connect``, an
     ``sc://`` master) with a one-line :class:`~recsys_spark.errors.UsageError`, before any JVM
-    starts where it can tell: the commands need a classic session (:mod:`recsys_spark.connect`).
+    starts where it can tell: the commands need a classic session (:mod:`recsys_spark.engine`).
     """
-    from recsys_spark import connect, log
-
-    reason = connect.requested(master, settings or {})
+    reason = engine.requested(master, settings or {})
     if reason is not None:
-        raise connect.refuse(reason)
+        raise engine.refuse(reason)
     builder = SparkSession.builder.appName(app_name)
     if not under_spark_submit():
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -91,10 +91,17 @@ def build_session(
     else:  # the JVM starts here: its stderr (and its workers') as JSON lines, as the job's own
         with log.child_stderr_as_json():
             spark = builder.getOrCreate()
-    if connect.is_connect(spark):  # e.g. spark-submit --conf spark.api.mode=connect
-        raise connect.refuse("a Spark Connect session")
+    if engine.is_connect(spark):  # e.g. spark-submit --conf spark.api.mode=connect
+        raise engine.refuse("a Spark Connect session")
     spark.sparkContext.setLogLevel(log_level)
     return spark
+
+
+def apply_time_zone(spark: SparkSession, zone: str) -> None:
+    """Read the day in ``zone`` (``validation.time_zone``): Spark's timestamps without zone, the hour and
+    weekday slices and every date function follow the session's zone.  The one place it is set; every
+    orchestrator calls it before it reads."""
+    spark.conf.set("spark.sql.session.timeZone", zone)
 
 
 @contextmanager

@@ -43,10 +43,9 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsys_spark import fs
 from recsys_spark.errors import ConfigError, SchemaError
 from recsys_spark.kernels.health import popularity_thresholds
-from recsys_spark.read import conform, read_parquet
+from recsys_spark.read import conform, exists, read_parquet
 from recsys_spark.schema import (
     ALL,
     CATEGORY,
@@ -149,7 +148,7 @@ class SliceInputs:
 
 
 def _optional(spark: SparkSession, path: str, what: str) -> DataFrame | None:
-    return read_parquet(spark, path, what) if fs.exists(spark, path) else None
+    return read_parquet(spark, path, what) if exists(spark, path) else None
 
 
 def _one_row_per(df: DataFrame, key: str) -> DataFrame:

@@ -46,14 +46,15 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, DataType, StructType
 
-from recsys_spark import fs, signals
+from recsys_spark import engine, fs, signals
+from recsys_spark.config import OutputConfig
 from recsys_spark.errors import ConcurrentRunError, OutputError, root_cause
 from recsys_spark.schema import DAILY_TABLES
 
@@ -62,6 +63,44 @@ STAGING = "_staging"
 LOCKS = "_locks"
 JOURNAL = "_commit.json"
 REPLACED = "_replaced"
+
+
+class Output(Protocol):
+    """Where the day's orchestrator writes its tables: staged, then committed together.
+
+    :class:`DailyOutput` (a classic session: lock, staging, journalled atomic commit) and
+    :class:`ScratchOutput` (Spark Connect: plain overwrites) are the two; :func:`open_output` picks.
+    """
+
+    root: str
+    date: str
+    tables: list[str]
+    swept: list[str]
+    recovered: list[str]
+
+    def refuse_inputs_inside(self, inputs: Iterable[str]) -> None: ...
+
+    def acquire(self) -> None: ...
+
+    def staged_path(self, table: str) -> str: ...
+
+    def stage(self, table: str, df: DataFrame) -> str: ...
+
+    def stage_rows(self, table: str, rows: Iterable[Sequence[Any]], ddl: str) -> str: ...
+
+    def stage_text(self, table: str, filename: str, text: str) -> str: ...
+
+    def commit(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+def open_output(spark: SparkSession, output_root: str, date: str, settings: OutputConfig) -> Output:
+    """The day's output: :class:`DailyOutput` on a classic session, :class:`ScratchOutput` on Spark Connect
+    (which has no file-system API for the lock, the staging and the renames)."""
+    if engine.is_connect(spark):
+        return ScratchOutput(spark, output_root, date)
+    return DailyOutput(spark, output_root, date, settings.stale_minutes, heartbeat_seconds=settings.heartbeat_seconds)
 
 
 class DailyOutput:
@@ -378,6 +417,58 @@ class DailyOutput:
         fs.delete_if_empty(self.spark, f"{self.root}/{LOCKS}")
         if self.created_root:
             fs.delete_if_empty(self.spark, self.root)
+
+
+class ScratchOutput:
+    """The day's output on Spark Connect: each table written straight to ``{root}/{table}/dt={date}`` by a
+    plain Spark overwrite (``summary`` as a text file ``part-*.txt`` holding the JSON).
+
+    No lock, no staging, no atomic commit and no ``_SUCCESS`` (those need a file system's create-if-absent
+    and rename, which Connect does not reach): a reader may see a table half replaced while a run writes
+    it, and a failed run leaves what it wrote.  For runs from Python on Connect (docs/catalog.md).
+    """
+
+    def __init__(self, spark: SparkSession, output_root: str, date: str) -> None:
+        self.spark = spark
+        self.root = output_root.rstrip("/")
+        self.date = date
+        self.tables: list[str] = []
+        self.swept: list[str] = []
+        self.recovered: list[str] = []
+
+    def refuse_inputs_inside(self, inputs: Iterable[str]) -> None:
+        DailyOutput.refuse_inputs_inside(self, inputs)  # type: ignore[arg-type]  # reads root only
+
+    @property
+    def owned(self) -> tuple[str, ...]:
+        return DAILY_TABLES
+
+    def acquire(self) -> None:
+        """Nothing to take: Connect has no atomic create."""
+
+    def staged_path(self, table: str) -> str:
+        return f"{self.root}/{table}/dt={self.date}"
+
+    def stage(self, table: str, df: DataFrame) -> str:
+        path = self.staged_path(table)
+        df.write.mode("overwrite").parquet(path)
+        self.tables.append(table)
+        return path
+
+    def stage_rows(self, table: str, rows: Iterable[Sequence[Any]], ddl: str) -> str:
+        return self.stage(table, self.spark.createDataFrame([tuple(r) for r in rows], ddl).coalesce(1))
+
+    def stage_text(self, table: str, filename: str, text: str) -> str:
+        path = self.staged_path(table)
+        self.spark.createDataFrame([(text,)], "value string").coalesce(1).write.mode("overwrite").text(path)
+        self.tables.append(table)
+        return path
+
+    def commit(self) -> None:
+        """Nothing to move: every table is in place once staged."""
+
+    def abort(self) -> None:
+        """Nothing to undo (see the class docstring)."""
 
 
 def complete_days(spark: SparkSession, output_root: str) -> list[str]:

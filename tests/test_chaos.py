@@ -23,7 +23,7 @@ import pytest
 from helpers.days import DAY, day_input
 
 from recsys_spark.config import load_config
-from recsys_spark.pipeline import evaluate_day
+from recsys_spark.daily import evaluate_day
 
 pytestmark = [pytest.mark.spark, pytest.mark.chaos]
 

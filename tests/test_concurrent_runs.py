@@ -16,8 +16,8 @@ from helpers.days import DAY, EXPOSURES, day_input
 
 from recsys_spark import fs
 from recsys_spark.config import load_config
+from recsys_spark.daily import evaluate_day
 from recsys_spark.errors import ConcurrentRunError
-from recsys_spark.pipeline import evaluate_day
 
 pytestmark = pytest.mark.spark
 

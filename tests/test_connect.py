@@ -3,8 +3,9 @@
 The Connect session is ``SparkSession.builder.remote("local[2]")``: pyspark starts a Spark Connect
 server in a JVM of its own and talks to it over gRPC, as it would to a remote one.  It runs in a
 subprocess (a process holding a classic SparkContext, as this suite's does, cannot start one), and
-its numbers are compared with the classic :func:`pipeline.evaluate_day` of the same day, run on the
-suite's session.  What runs on Connect and what does not: recsys_spark/connect.py.
+its numbers are compared with the classic run of the same day, on the
+suite's session.  The same orchestrator runs on both (:func:`recsys_spark.daily.evaluate_day`); on
+Connect it writes through :class:`recsys_spark.write.ScratchOutput` (docs/catalog.md, "Spark Connect").
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ CONNECT_RUN = textwrap.dedent(
     """
     import datetime as dt, json, sys
     from pyspark.sql import SparkSession
-    from recsys_spark import connect, log
+    from recsys_spark import engine, log
+    from recsys_spark.daily import evaluate_day
     from recsys_spark.config import load_config
     from recsys_spark.session import LOCAL_DEFAULTS
 
@@ -47,11 +49,11 @@ CONNECT_RUN = textwrap.dedent(
         .config("spark.driver.extraJavaOptions", LOCAL_DEFAULTS["spark.driver.extraJavaOptions"])
         .getOrCreate()
     )
-    assert connect.is_connect(spark), type(spark)
+    assert engine.is_connect(spark), type(spark)
     cfg = load_config(None, settings)
-    day = connect.evaluate_metrics(spark, cfg, dt.date.fromisoformat(date), input_root, output_dir)
+    summary = evaluate_day(spark, cfg, dt.date.fromisoformat(date), input_root, output_dir)
     with open(result, "w") as handle:
-        json.dump(day.summary, handle, default=str)
+        json.dump(summary, handle, default=str)
     spark.stop()
     """
 )
@@ -82,7 +84,7 @@ def test_the_days_metrics_on_spark_connect_equal_the_classic_run(spark, days):
     import pandas as pd
 
     from recsys_spark.config import load_config
-    from recsys_spark.pipeline import evaluate_day
+    from recsys_spark.daily import evaluate_day
 
     classic = evaluate_day(
         spark, load_config(None, SETTINGS), dt.date.fromisoformat(DATE), str(days / "in"), str(days / "classic")
@@ -108,7 +110,7 @@ def test_the_days_metrics_on_spark_connect_equal_the_classic_run(spark, days):
 
     # every metric row: the same keys, the same values (the partitions' sums merge in another order: last bits)
     a = pd.read_parquet(days / "classic" / "metrics" / f"dt={DATE}").sort_values(KEY, na_position="first")
-    b = pd.read_parquet(days / "connect" / "metrics").sort_values(KEY, na_position="first")
+    b = pd.read_parquet(days / "connect" / "metrics" / f"dt={DATE}").sort_values(KEY, na_position="first")
     assert len(a) == len(b) > 100
     assert a[KEY].astype(str).values.tolist() == b[KEY].astype(str).values.tolist()
     for column in ["value", "n", "se", "ci_low", "ci_high", "ci_method"]:
@@ -120,7 +122,7 @@ def test_the_days_metrics_on_spark_connect_equal_the_classic_run(spark, days):
 
     # the per-user table row for row
     users_a = pd.read_parquet(days / "classic" / "user_metrics" / f"dt={DATE}")
-    users_b = pd.read_parquet(days / "connect" / "user_metrics")
+    users_b = pd.read_parquet(days / "connect" / "user_metrics" / f"dt={DATE}")
     order = ["slice", "user_id", "k"]
     pd.testing.assert_frame_equal(
         users_a.sort_values(order).reset_index(drop=True)[sorted(users_a.columns)],
@@ -129,14 +131,12 @@ def test_the_days_metrics_on_spark_connect_equal_the_classic_run(spark, days):
         rtol=1e-12,
     )
 
-    # the rules and the summary's counts and headline
-    # (the classic run adds the experiments' rules: evaluate_metrics leaves experiments out)
-    assert on_connect["rules"] == [r for r in classic["rules"] if not r["rule"].startswith("experiment_")]
+    # the rules (the experiments' included) and the summary's counts and headline
+    assert on_connect["rules"] == classic["rules"]
     assert on_connect["status"] == classic["status"]
     assert on_connect["input_rows"] == classic["input_rows"]
-    assert on_connect["data_quality"] == {
-        k: v for k, v in classic["data_quality"].items() if k in on_connect["data_quality"]
-    }
+    assert on_connect["data_quality"] == classic["data_quality"]
+    assert on_connect["experiments"].keys() == classic["experiments"].keys()
     assert on_connect["headline"].keys() == classic["headline"].keys()
     for name, value in classic["headline"].items():
         assert _close(value, on_connect["headline"][name]), name

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from scipy import stats
 
 from recsys_spark.config import load_config
+from recsys_spark.daily import evaluate_day
 from recsys_spark.experiments import (
     EXPERIMENT,
     VARIANT,
@@ -27,7 +28,6 @@ from recsys_spark.experiments import (
     user_variants,
 )
 from recsys_spark.kernels.experiments import parse_metric
-from recsys_spark.pipeline import evaluate_day
 from recsys_spark.schema import LIST_METRICS, SLICE, USER, USER_METRICS_DDL
 from recsys_spark.write import DailyOutput
 

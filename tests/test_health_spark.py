@@ -11,11 +11,11 @@ import pytest
 from spark_plans import names_and_exchanges
 
 from recsys_spark.config import load_config
+from recsys_spark.daily import evaluate_day
 from recsys_spark.health import evaluate_health, item_pass, partition_pass, request_rows
 from recsys_spark.label import by_user as partitioned_by_user
 from recsys_spark.label import deduplicate_exposures, join_feedback
 from recsys_spark.per_user import persist_user_rows
-from recsys_spark.pipeline import evaluate_day
 from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS, input_ddl
 from recsys_spark.session import fixed_shuffles
 from recsys_spark.slices import (

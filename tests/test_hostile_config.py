@@ -65,7 +65,7 @@ def test_time_zone_must_be_a_known_zone():
 
 
 def test_summary_is_strict_json():
-    from recsys_spark.pipeline import summary_json
+    from recsys_spark.daily.summary import summary_json
 
     text = summary_json({"headline": {"ndcg": float("nan"), "auc": float("inf"), "map": 0.5}, "n": [1.0, -math.inf]})
     assert json.loads(text) == {"headline": {"ndcg": None, "auc": None, "map": 0.5}, "n": [1.0, None]}
@@ -163,7 +163,7 @@ class _Session:
 
 
 def test_backfill_catches_every_failure_names_the_date_and_goes_on(monkeypatch, capsys):
-    from recsys_spark import pipeline, session
+    from recsys_spark import daily, session
 
     done = []
 
@@ -179,7 +179,7 @@ def test_backfill_catches_every_failure_names_the_date_and_goes_on(monkeypatch, 
             "rules": [],
         }
 
-    monkeypatch.setattr(pipeline, "evaluate_day", evaluate)
+    monkeypatch.setattr(daily, "evaluate_day", evaluate)
     monkeypatch.setattr(session, "build_session", lambda **kwargs: _Session())
     code = run(["evaluate", "--start", "2026-11-18", "--end", "2026-11-20", "--input-root", "i", "--output-root", "o"])
     err = capsys.readouterr().err

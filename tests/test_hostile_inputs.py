@@ -33,8 +33,8 @@ from helpers.days import (
 )
 
 from recsys_spark.config import load_config
+from recsys_spark.daily import evaluate_day
 from recsys_spark.errors import HardRuleViolation, OutputError
-from recsys_spark.pipeline import evaluate_day
 
 pytestmark = pytest.mark.spark
 

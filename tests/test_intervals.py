@@ -195,7 +195,7 @@ def _day_rows(spec, copies: int = 1):
 
 def _run(spark, root, spec, copies):
     from recsys_spark.config import load_config
-    from recsys_spark.pipeline import evaluate_day
+    from recsys_spark.daily import evaluate_day
 
     exposures, clicks = _day_rows(spec, copies)
     spark.createDataFrame(exposures, EXPOSURE_DDL).write.parquet(f"{root}/in/exposures/dt={DAY}")

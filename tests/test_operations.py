@@ -11,8 +11,8 @@ import pytest
 from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 
 from recsys_spark.config import load_config
+from recsys_spark.daily import evaluate_day
 from recsys_spark.errors import HardRuleViolation
-from recsys_spark.pipeline import evaluate_day
 
 pytestmark = pytest.mark.spark
 
@@ -155,7 +155,7 @@ def test_a_failing_rerun_keeps_the_previous_good_output(spark, inputs, violated,
     def fail(*args, **kwargs):  # after user_metrics and metrics are staged
         raise RuntimeError("executor lost")
 
-    monkeypatch.setattr("recsys_spark.pipeline.scan_rules", fail)
+    monkeypatch.setattr("recsys_spark.daily.stages.scan_rules", fail)
     with pytest.raises(RuntimeError, match="executor lost"):
         evaluate_day(spark, load_config(None, ["metrics.k=[1]"]), DAY, f"{inputs}/in", str(out))
     assert files() == before

@@ -21,7 +21,7 @@ def _package_script():
 def _modules_the_job_imports() -> set[str]:
     """An independent oracle: import the entry point and what it imports lazily, in a fresh interpreter."""
     commands = (
-        "recsys_spark.pipeline",
+        "recsys_spark.daily",
         "recsys_spark.experiments",
         "recsys_spark.offline.cli",
         "recsys_spark.offline.pipeline",

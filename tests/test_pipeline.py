@@ -11,8 +11,9 @@ from chispa import assert_df_equality
 from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 
 from recsys_spark.config import load_config
+from recsys_spark.daily import evaluate_day
+from recsys_spark.daily.summary import read_summary
 from recsys_spark.kernels.ranking import ndcg_at_k
-from recsys_spark.pipeline import evaluate_day, read_summary
 
 pytestmark = pytest.mark.spark
 
@@ -176,7 +177,7 @@ def test_after_labelling_the_queries_are_planned_without_aqe_and_the_session_is_
     # the stages after labelling run with adaptive query execution off and the day's user partitions as
     # shuffle partitions (session.fixed_shuffles); execution.adaptive_outside_label=true leaves the session
     # alone; either way the session's own values are back once the day is done
-    import recsys_spark.pipeline as pipeline
+    import recsys_spark.daily.run as pipeline
 
     root, _ = day
     keys = ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions")
@@ -208,7 +209,7 @@ def test_the_user_partitions_hold_each_exposure_once_and_the_slices_are_exploded
     from pyspark.sql import functions as F
     from spark_plans import names_and_exchanges
 
-    import recsys_spark.pipeline as pipeline
+    import recsys_spark.daily.run as pipeline
     from recsys_spark.session import CACHE_LEVEL
 
     root, _ = day

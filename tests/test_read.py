@@ -9,8 +9,8 @@ from chispa import assert_df_equality
 from input_ddl import CLICK_DDL, DAY, T0
 
 from recsys_spark.config import load_config
+from recsys_spark.daily import evaluate_day
 from recsys_spark.errors import EmptyInputError, MissingInputError, SchemaError, UnreadableInputError
-from recsys_spark.pipeline import evaluate_day
 from recsys_spark.read import conform, read_parquet
 from recsys_spark.schema import EXPOSURE_COLUMNS, input_ddl
 

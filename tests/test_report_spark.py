@@ -14,7 +14,7 @@ import pytest
 from test_report import SECTIONS, parse
 
 from recsys_spark.config import load_config
-from recsys_spark.pipeline import evaluate_day
+from recsys_spark.daily import evaluate_day
 from recsys_spark.report import load_range, render_html, write_report
 
 pytestmark = pytest.mark.spark

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from recsys_spark.config import load_config
-from recsys_spark.pipeline import threshold_settings
+from recsys_spark.daily.stages import threshold_settings
 from recsys_spark.rules import RuleResult, as_dicts, hard, rules_frame, scan_rules, soft
 from recsys_spark.schema import RULE_CHECKS_DDL
 

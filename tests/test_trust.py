@@ -9,8 +9,8 @@ import pytest
 from helpers.days import CLICK_SCHEMA, CLICKS, DAY, EXPOSURE_SCHEMA, EXPOSURES, day_input, run_day, write
 
 from recsys_spark.config import load_config
+from recsys_spark.daily import evaluate_day
 from recsys_spark.errors import UnreadableInputError, UsageError
-from recsys_spark.pipeline import evaluate_day
 
 pytestmark = pytest.mark.spark
 

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from recsys_spark.config import load_config
-from recsys_spark.pipeline import evaluate_day
+from recsys_spark.daily import evaluate_day
 
 DAY = dt.date(2026, 11, 20)
 UTC = dt.timezone.utc

@@ -1,0 +1,210 @@
+"""The day's inputs: its partitions, the other days it needs (history, late clicks), and what is set aside.
+
+Every function reads or shapes input DataFrames for :mod:`recsys_spark.daily.stages`; a problem with an
+input other than the day's own (an earlier day, the next day) is a note, never a failure.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from recsys_spark import templates
+from recsys_spark.config import Config
+from recsys_spark.daily.day import Day, History, InputPaths, Inputs
+from recsys_spark.errors import EmptyInputError, JobError, root_cause
+from recsys_spark.read import conform, empty_frame, exists, read_parquet
+from recsys_spark.schema import (
+    CATEGORY,
+    CLICK_COLUMNS,
+    EVENT,
+    EXPOSURE_COLUMNS,
+    ITEM,
+    ITEM_COLUMNS,
+    REASON,
+    REQUEST,
+    SCORE,
+    SESSION,
+    TS,
+    USER,
+)
+from recsys_spark.slices import read_slice_inputs
+from recsys_spark.validate import click_checks, day_bounds, day_start, exposure_checks, instant, split_rows, tag_rows
+
+
+def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
+    """The exposures and clicks partitions, and the items/users tables the slices and health need.
+
+    A missing partition or column is an :class:`~recsys_spark.errors.InputError` here, before any work.
+    A clicks partition without files is a day without feedback, like one with a zero-row file: an
+    empty frame, left to the ``no_feedback`` rule.
+    """
+    raw_exposures = read_parquet(spark, paths.exposures, "exposures partition")
+    slice_inputs = read_slice_inputs(spark, cfg.slices.names, raw_exposures.columns, paths.items, paths.users)
+    exposures = conform(raw_exposures, EXPOSURE_COLUMNS, paths.exposures, keep=slice_inputs.dims.exposure)
+    try:
+        raw_clicks = read_parquet(spark, paths.clicks, "clicks partition")
+    except EmptyInputError:
+        raw_clicks = empty_frame(spark, CLICK_COLUMNS)
+    clicks = conform(raw_clicks, CLICK_COLUMNS, paths.clicks)
+    items = None
+    if slice_inputs.catalog is not None:
+        items = conform(read_parquet(spark, paths.items, "items table"), ITEM_COLUMNS, paths.items)
+    return Inputs(exposures, clicks, slice_inputs, SCORE in exposures.columns, items)
+
+
+def history_paths(
+    template: str, input_root: str, date: dt.date, days: int, kind: str = "exposures"
+) -> list[tuple[dt.date, str]]:
+    """(date, location) of the ``days`` days before ``date``, most recent first (date formats and
+    ``table:`` inputs as for the day itself, :func:`templates.resolve`)."""
+    days_before = [date - dt.timedelta(days=back) for back in range(1, days + 1)]
+    return [(day, templates.resolve(template, input_root, day, kind)) for day in days_before]
+
+
+def _problem(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, JobError) else f"{type(exc).__name__}: {root_cause(exc)}"
+
+
+def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.date) -> History:
+    """The other days the day needs (update_rate, exposure_change, novelty, late feedback), read once,
+    validated as the day's own rows (:mod:`recsys_spark.validate`), each checked readable here (a
+    count from the Parquet footers, no column read) so that a missing, empty, corrupt or truncated
+    partition of another day becomes a note, never a failure of today.  A file whose footer is sound
+    but whose data pages are corrupt still fails the day later (in the health stage): reading every
+    earlier day's columns once more to rule that out would cost a full pass per day.
+    """
+    tolerance, zone = cfg.validation.ts_tolerance_minutes, cfg.validation.time_zone
+    notes: list[str] = []
+    ((prev_day, prev_path),) = history_paths(cfg.input.exposures, input_root, date, 1)
+    previous, previous_rows = None, None
+    if exists(spark, prev_path):
+        try:
+            raw = read_parquet(spark, prev_path, "previous exposures partition")
+            previous_rows = raw.count()  # from the Parquet footers: a corrupt or truncated file fails here
+            conformed = conform(raw, EXPOSURE_COLUMNS, prev_path)
+            tagged = tag_rows(
+                conformed, exposure_checks(SCORE in conformed.columns, day_bounds(prev_day, tolerance, zone))
+            )
+            previous = split_rows(tagged)[0].where(F.col(ITEM).isNotNull()).select(USER, ITEM).distinct()
+        except Exception as exc:  # noqa: BLE001 - an earlier day is an optional input
+            previous, previous_rows = None, None
+            notes.append(
+                f"update_rate and exposure_change skipped: the previous day's exposures cannot be used "
+                f"({_problem(exc)})"
+            )
+    else:
+        notes.append(f"update_rate skipped: no exposures partition for the previous day {prev_day} ({prev_path})")
+
+    click_paths = history_paths(cfg.input.clicks, input_root, date, cfg.health.novelty_days, "clicks")
+    frames, used = [], []
+    for day, path in click_paths:
+        if not exists(spark, path):
+            continue
+        try:
+            raw = read_parquet(spark, path, "clicks partition")
+            raw.count()  # footers only: a corrupt or truncated file fails here, not in the health stage
+            tagged = tag_rows(conform(raw, CLICK_COLUMNS, path), click_checks(day_bounds(day, tolerance, zone)))
+            frames.append(split_rows(tagged)[0])
+            used.append(day.isoformat())
+        except Exception as exc:  # noqa: BLE001 - an earlier day is an optional input
+            notes.append(f"novelty: the clicks of {day} left out ({_problem(exc)})")
+    popularity = None
+    if frames:
+        popularity = click_events(frames, cfg.labels.click_event)
+        notes.insert(
+            0,
+            f"novelty: item popularity from the clicks of {len(frames)} of the {len(click_paths)} "
+            f"previous days ({min(used)}..{max(used)})",
+        )
+    else:
+        notes.insert(
+            0,
+            f"novelty: no clicks partition in the {len(click_paths)} previous days; "
+            "item popularity from the same day's clicks",
+        )
+    late, provisional = read_late_clicks(spark, cfg, input_root, date, notes)
+    return History(previous, previous_rows, popularity, late, provisional, tuple(notes))
+
+
+def read_late_clicks(
+    spark: SparkSession, cfg: Config, input_root: str, date: dt.date, notes: list[str]
+) -> tuple[DataFrame | None, bool]:
+    """The next day's clicks of its first ``attribution.window_minutes`` (a click at 00:05 on an
+    exposure shown at 23:58), and whether the day is provisional (that partition is not there yet,
+    or cannot be read: a rerun once it exists completes the day)."""
+    window = cfg.attribution.window_minutes
+    next_day = date + dt.timedelta(days=1)
+    path = templates.resolve(cfg.input.clicks, input_root, next_day, "clicks")
+    if window <= 0:
+        return None, False
+    if not exists(spark, path):
+        notes.append(
+            f"provisional: no clicks partition for {next_day} yet ({path}); feedback after midnight on "
+            f"the last {window:g} minutes of exposures is missing; rerun the day once it exists"
+        )
+        return None, True
+    try:
+        clicks = conform(read_parquet(spark, path, "next day's clicks partition"), CLICK_COLUMNS, path)
+    except Exception as exc:  # noqa: BLE001 - the next day is an optional input
+        notes.append(
+            f"provisional: the clicks of {next_day} cannot be read ({_problem(exc)}); feedback after "
+            "midnight is missing"
+        )
+        return None, True
+    start = day_start(next_day, cfg.validation.time_zone)
+    bounds = (start, start + dt.timedelta(minutes=window))
+    return split_rows(tag_rows(clicks, click_checks(bounds)))[0], False
+
+
+def late_events(day: Day, window_minutes: float, time_zone: str) -> DataFrame | None:
+    """The next day's late events that can belong to the day: those matching (by user, request and item,
+    or by user, session and item: the attribution's keys) an exposure of the day's last ``window_minutes``
+    -- a small join of two small sides, so that the next day's own clicks are not counted as the day's
+    orphans."""
+    late = day.history.late_clicks
+    if late is None:
+        return None
+    end = day_start(day.date + dt.timedelta(days=1), time_zone)
+    tail = day.valid.exposures.where(
+        (F.col(TS) >= instant(end - dt.timedelta(minutes=window_minutes))) & F.col(ITEM).isNotNull()
+    )
+    direct = late.where(F.col(REQUEST).isNotNull()).join(
+        F.broadcast(tail.select(USER, REQUEST, ITEM).distinct()), on=[USER, REQUEST, ITEM], how="left_semi"
+    )
+    by_session = late.where(F.col(REQUEST).isNull()).join(
+        F.broadcast(tail.select(USER, SESSION, ITEM).distinct()), on=[USER, SESSION, ITEM], how="left_semi"
+    )
+    return direct.unionByName(by_session)
+
+
+def click_events(frames: Sequence[DataFrame], click_event: str) -> DataFrame:
+    """(user_id, item_id) of the events named ``click_event`` (a row without ``event`` is a click)."""
+    clicks = frames[0]
+    for frame in frames[1:]:
+        clicks = clicks.unionByName(frame, allowMissingColumns=True)
+    event = F.coalesce(F.col(EVENT), F.lit(click_event)) if EVENT in clicks.columns else F.lit(click_event)
+    return clicks.where(event == click_event).select(USER, ITEM)
+
+
+def catalog_conflicts(items: DataFrame | None) -> tuple[int, tuple[str, ...]]:
+    """Items listed under more than one category, and a few of them (one small pass over the catalog)."""
+    if items is None:
+        return 0, ()
+    several = items.groupBy(ITEM).agg(F.count_distinct(CATEGORY).alias("n")).where(F.col("n") > 1)
+    n = several.count()
+    examples = sorted(r[ITEM] for r in several.select(ITEM).limit(5).collect()) if n else []
+    return n, tuple(examples)
+
+
+def rejected_rows(exposures: DataFrame, clicks: DataFrame) -> DataFrame:
+    """Set-aside rows of both inputs in one table: source, reason, and the row as JSON."""
+
+    def tidy(df: DataFrame, source: str) -> DataFrame:
+        payload = F.to_json(F.struct(*[c for c in df.columns if c != REASON]))
+        return df.select(F.lit(source).alias("source"), F.col(REASON).alias("reason"), payload.alias("row"))
+
+    return tidy(exposures, "exposures").unionByName(tidy(clicks, "clicks"))

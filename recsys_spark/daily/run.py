@@ -1,0 +1,114 @@
+"""The day, end to end: the one orchestrator of ``recsys-spark evaluate``, on any engine.
+
+read -> validate -> label (+ slices) -> per-user metrics and aggregates -> experiments -> health ->
+rules -> summary -> commit.  Each stage is one call into :mod:`recsys_spark.daily.stages` (or a step
+module), timed and logged here; every table goes through the day's output
+(:func:`recsys_spark.write.open_output`): the path output with its lock, staging and atomic commit on a
+classic session, a scratch output on Spark Connect.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from recsys_spark import catalog, log, templates
+from recsys_spark.aggregate import metric_tuples
+from recsys_spark.config import Config
+from recsys_spark.daily.day import Day, InputPaths
+from recsys_spark.daily.inputs import read_history, read_inputs, rejected_rows
+from recsys_spark.daily.stages import (
+    health_stage,
+    label_day,
+    metric_stage,
+    outside_label,
+    rules_stage,
+    validate_inputs,
+)
+from recsys_spark.daily.summary import build_summary, day_notes, summary_json
+from recsys_spark.engine import default_parallelism
+from recsys_spark.errors import HardRuleViolation
+from recsys_spark.experiments import experiment_stage
+from recsys_spark.rules import rule_tuples
+from recsys_spark.schema import LORENZ_DDL, METRICS_DDL, RULE_CHECKS_DDL
+from recsys_spark.session import apply_time_zone
+from recsys_spark.write import SUMMARY, open_output
+
+
+def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: str, output_root: str) -> dict[str, Any]:
+    """Evaluate one day and write its outputs under ``output_root``; return the summary.
+
+    The same on a classic and a Spark Connect session; only the output differs
+    (:func:`recsys_spark.write.open_output`).  Before anything is computed the output is opened
+    (on a classic session: the date's lock taken, which proves the root writable); every table is
+    staged, and moved into place together at the end.  A hard rule violation raises
+    :class:`~recsys_spark.errors.HardRuleViolation` after everything is written
+    (``rules.fail_on_hard``).
+    """
+    iso = date.isoformat()
+    templates.configure(templates.InputSettings.of(cfg.input))  # input.columns, partition formats
+    apply_time_zone(spark, cfg.validation.time_zone)
+    paths = InputPaths.resolve(cfg, input_root, iso)
+    out = open_output(spark, output_root, iso, cfg.output)
+    out.refuse_inputs_inside([paths.exposures, paths.clicks, paths.items, paths.users])
+    timings: dict[str, float] = {}
+    labelled = None
+    with log.stage("read", timings, date=iso) as info:
+        inputs = read_inputs(spark, cfg, paths)
+        out.acquire()  # writable output root, one run per date: checked before any computation
+        info["has_score"] = inputs.has_score
+        try:
+            history = read_history(spark, cfg, input_root, date)
+        except BaseException:
+            out.abort()
+            raise
+        info.update(provisional=history.provisional, swept_staging=out.swept)
+    try:
+        with log.stage("validate", timings) as info, outside_label(spark, cfg, 2 * default_parallelism(spark)):
+            valid = validate_inputs(spark, inputs, cfg, date, paths)
+            info.update(exposure_rows=valid.exposure_counts["rows"], click_rows=valid.click_counts["rows"])
+        day = Day(date, paths, inputs, valid, history)
+        with log.stage("label", timings) as info:
+            labelled = label_day(spark, day, cfg)
+            info.update(labelled.labels)
+        with outside_label(spark, cfg, labelled.partitions):  # the user partitions are read in place
+            with log.stage("metrics", timings) as info:
+                metrics = metric_stage(labelled, cfg, out)
+                info.update(buckets=metrics.buckets, metric_rows=len(metrics.rows))
+            with log.stage("experiments", timings) as info:  # after user_metrics is staged: it reads it back
+                experiments = experiment_stage(spark, cfg, date, input_root, labelled.by_user, out)
+                info.update(experiments.info)
+            with log.stage("health", timings) as info:
+                health = health_stage(spark, labelled, day, cfg)
+                rows = metrics.rows + health.rows
+                out.stage_rows("lorenz", health.lorenz, LORENZ_DDL)  # small tables: one file each, no job
+                out.stage_rows("metrics", metric_tuples(rows), METRICS_DDL)
+                info.update(health.info)
+            with log.stage("rules", timings) as info:
+                results = rules_stage(labelled, day, cfg) + experiments.rules
+                out.stage_rows("rule_checks", rule_tuples(results), RULE_CHECKS_DDL)
+                info.update(failed=[r.rule for r in results if not r.passed])
+                if cfg.validation.write_rejected:
+                    out.stage("rejected", rejected_rows(valid.rejected_exposures, valid.rejected_clicks))
+        with log.stage("write", timings):
+            notes = health.notes + metrics.notes + day_notes(day, out) + experiments.notes
+            summary = build_summary(cfg, day, labelled, metrics, rows, results, notes, experiments.summary, timings)
+            out.stage_text(SUMMARY, "summary.json", summary_json(summary))
+            out.commit()
+        if cfg.output.catalog:  # publish the committed day to catalog tables (docs/catalog.md)
+            catalog.publish(spark, cfg.output, output_root, iso, out.tables, summary, log.run_id(), cfg.fingerprint())
+    except BaseException:
+        out.abort()
+        raise
+    finally:
+        if labelled is not None:
+            labelled.unpersist()
+    log.event("done", date=iso, status=summary["status"], **dict(list(summary["headline"].items())[:4]))
+    failed_hard = [r.rule for r in results if r.severity == "hard" and not r.passed]
+    if failed_hard and cfg.rules.fail_on_hard:
+        raise HardRuleViolation(
+            f"{iso}: hard business rules violated: {', '.join(failed_hard)} (outputs written; see rule_checks/dt={iso})"
+        )
+    return summary

@@ -1,0 +1,265 @@
+"""The day's stages after reading: validate, label, metrics, health, rules.
+
+Each takes the day (:class:`~recsys_spark.daily.day.Day`) and plain settings and returns what the next
+needs; the orchestrator (:mod:`recsys_spark.daily.run`) times them and stages their tables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import Mapping
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from recsys_spark.aggregate import aggregate_users
+from recsys_spark.bootstrap import auc_bootstrap
+from recsys_spark.config import Config
+from recsys_spark.daily.day import Day, InputPaths, Inputs, Labelled, Metrics, Validated
+from recsys_spark.daily.inputs import catalog_conflicts, click_events, late_events
+from recsys_spark.engine import default_parallelism
+from recsys_spark.errors import EmptyInputError
+from recsys_spark.health import HealthResult, evaluate_health
+from recsys_spark.label import by_user, deduplicate_exposures, join_feedback, label_counts
+from recsys_spark.per_user import UserMetrics, bucket_count, persist_user_rows, ranking_input
+from recsys_spark.pooled_auc import pooled_auc
+from recsys_spark.rules import RuleResult, scan_rules
+from recsys_spark.schema import ALL, EVENT
+from recsys_spark.session import CACHE_LEVEL, fixed_shuffles
+from recsys_spark.slices import (
+    add_slice_columns,
+    explode_slices,
+    item_exposure_counts,
+    popularity_cutoffs,
+    slice_input_columns,
+    with_item_exposures,
+    with_slice_keys,
+)
+from recsys_spark.validate import click_checks, count_rows, day_bounds, exposure_checks, split_rows, tag_rows
+from recsys_spark.write import Output
+
+
+def outside_label(spark: SparkSession, cfg: Config, partitions: int) -> contextlib.AbstractContextManager:
+    """How validation and the stages after labelling are planned: without adaptive query execution, with
+    ``partitions`` shuffle partitions (:func:`session.fixed_shuffles`), unless
+    ``execution.adaptive_outside_label`` keeps the session's settings."""
+    if cfg.execution.adaptive_outside_label:
+        return contextlib.nullcontext()
+    return fixed_shuffles(spark, partitions)
+
+
+def validate_inputs(spark: SparkSession, inputs: Inputs, cfg: Config, date: dt.date, paths: InputPaths) -> Validated:
+    """Tag every row with its first failed check, count rows per reason (one job per input; the clicks'
+    also counts the valid events per event name that has no weight), split."""
+    bounds = day_bounds(date, cfg.validation.ts_tolerance_minutes, cfg.validation.time_zone)
+    exposures = tag_rows(inputs.exposures, exposure_checks(inputs.has_score, bounds))
+    clicks = tag_rows(inputs.clicks, click_checks(bounds))
+    exposure_counts, _ = count_rows(exposures, "exposures partition", paths.exposures)
+    click_counts, unweighted = count_rows(
+        clicks,
+        "clicks partition",
+        paths.clicks,
+        by=unweighted_name(clicks, cfg.labels.event_weights, cfg.labels.click_event),
+    )
+    if exposure_counts["rows"] == 0:
+        raise EmptyInputError(f"empty input exposures partition (0 rows): {paths.exposures}")
+    good_exposures, rejected_exposures = split_rows(exposures)
+    good_clicks, rejected_clicks = split_rows(clicks)
+    return Validated(
+        good_exposures,
+        good_clicks,
+        rejected_exposures,
+        rejected_clicks,
+        exposure_counts,
+        click_counts,
+        unweighted,
+        catalog_conflicts(inputs.items),
+    )
+
+
+def unweighted_name(clicks: DataFrame, weights: Mapping[str, float], click_event: str) -> Column:
+    """The event's name when it has no weight (a row without ``event`` is a ``click_event``), else null."""
+    event = F.coalesce(F.col(EVENT), F.lit(click_event)) if EVENT in clicks.columns else F.lit(click_event)
+    return F.when(~event.isin(list(weights)), event)
+
+
+def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
+    """Partition exposures and clicks by user, deduplicate, attach slice columns, attribute feedback,
+    persisted: the one shuffle of exposure rows (:mod:`recsys_spark.label`), whose partitions the counts
+    here, the metrics, the health indicators and the rules all read in place.  ``by_user`` explodes the
+    slices from those persisted rows as each stage reads them (one cached row per exposure, not 1 + S).
+
+    Only those partitions are kept: the orphan events are counted from the valid events (see
+    :func:`label.label_counts`), and the labelled rows are persisted before the item counts only when
+    the popularity slice needs a pass over them first (its cut-offs).
+    """
+    inputs, valid = day.inputs, day.valid
+    window = cfg.attribution.window_minutes
+    clicks = valid.clicks
+    late, n_late = late_events(day, window, cfg.validation.time_zone), 0  # None without a next-day partition
+    if late is not None:
+        late = late.persist(CACHE_LEVEL)
+        n_late = late.count()
+        clicks = clicks.unionByName(late, allowMissingColumns=True)
+    # each exposure comes once under "all" and at most once more per slice dimension; the valid rows
+    # (before deduplication) bound the exposures
+    partitions = bucket_count(
+        valid.valid_exposure_rows * (1 + len(cfg.slices.names)),
+        cfg.execution.rows_per_bucket,
+        default_parallelism(spark),
+    )
+    deduplicated = deduplicate_exposures(by_user(valid.exposures, partitions)).transform(
+        add_slice_columns, inputs.slices, day.date, cfg.slices.new_user_days
+    )
+    joined = join_feedback(
+        deduplicated, by_user(clicks, partitions), window, cfg.labels.event_weights, cfg.labels.click_event
+    )
+    cutoffs, kept = None, [late]
+    if "popularity" in cfg.slices.names:  # the day's count per item, then its bucket on every row
+        joined = joined.persist(CACHE_LEVEL)
+        counts = item_exposure_counts(joined).persist(CACHE_LEVEL)
+        cutoffs = popularity_cutoffs(counts, cfg.slices.popularity_head_share, cfg.slices.popularity_tail_share)
+        kept += [joined, counts]
+        joined = with_item_exposures(joined, counts)
+    # partitioned by user again: Spark drops this repartition when the rows already are (it keeps it when
+    # a join moved them, e.g. the item counts when they are too large to broadcast)
+    # persisted one row per exposure, with the slice dimensions' values as columns: the slices are
+    # exploded as each stage reads the rows (a narrow step, the partitioning kept), not cached S+1 times
+    dims = inputs.slices.dims
+    user_rows = persist_user_rows(by_user(joined, partitions), slice_input_columns(dims))
+    labels = label_counts(user_rows, valid.valid_events + n_late)  # builds the user partitions
+    labels["late_events"] = n_late
+    sliced = explode_slices(user_rows, dims, cutoffs)
+    # the Python passes read one row per exposure with its slice keys and explode them in Arrow
+    keyed = with_slice_keys(user_rows, dims, cutoffs) if dims.names else None
+    return Labelled(
+        labels,
+        cutoffs,
+        sliced,
+        ranking_input(sliced, cfg.ranking.list_unit, inputs.has_score),
+        partitions,
+        tuple(df for df in (user_rows, *kept) if df is not None),
+        user_rows,
+        keyed,
+        None if keyed is None else ranking_input(keyed, cfg.ranking.list_unit, inputs.has_score),
+    )
+
+
+def metric_stage(labelled: Labelled, cfg: Config, out: Output) -> Metrics:
+    """Per-user table (staged as ``user_metrics``) in one pass, then every aggregate from its sums."""
+    ks = cfg.metrics.k
+    users = UserMetrics(
+        labelled.ranked,
+        ks,
+        cfg.metrics.ndcg_gain,
+        None,
+        cfg.execution.max_user_rows,
+        cfg.execution.rows_per_bucket,
+        cfg.ranking.list_unit,
+        labelled.ranked_keyed,
+    )
+    staged_users = out.stage("user_metrics", users.frame)  # the one pass over labelled exposures
+    heavy = users.heavy_frame()  # users past execution.max_user_rows, if any: bounded path
+    if heavy is not None:
+        heavy.write.mode("append").parquet(staged_users)
+    pooled = pooled_auc(labelled.ranked)
+    replicates = (
+        auc_bootstrap(labelled.ranked, cfg.stats.bootstrap_replicates, cfg.stats.seed)
+        if cfg.stats.bootstrap_replicates
+        else None
+    )
+    rows, unit_counts = aggregate_users(
+        users.moments(),
+        ks,
+        pooled,
+        cfg.stats.confidence,  # sums from the pass
+        replicates,
+    )
+    unit_counts.setdefault(ALL, {}).update(users.counts())
+    return Metrics(rows, unit_counts, users.notes(), labelled.partitions)
+
+
+def run_metric_stage(labelled: DataFrame, cfg: Config, out: Output, rows: int, has_score: bool = True) -> Metrics:
+    """The metric stage on labelled exposures built outside :func:`evaluate_day` (the benchmark's entry).
+
+    ``labelled``: one row per labelled exposure (:func:`label.join_feedback`, optionally with a
+    ``slice`` column), ``rows`` about how many (it sizes the user partitions). Partitions them by user (the
+    one shuffle), runs :func:`metric_stage` (``user_metrics`` staged in ``out``; the caller commits or
+    aborts ``out``) and unpersists the partitions.
+    """
+    spark = labelled.sparkSession
+    partitions = bucket_count(rows, cfg.execution.rows_per_bucket, default_parallelism(spark))
+    user_rows = persist_user_rows(by_user(labelled, partitions))
+    ranked = ranking_input(user_rows, cfg.ranking.list_unit, has_score)
+    try:
+        with outside_label(spark, cfg, partitions):
+            return metric_stage(Labelled({}, None, user_rows, ranked, partitions), cfg, out)
+    finally:
+        user_rows.unpersist()
+
+
+def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config) -> HealthResult:
+    """Health and business indicators per slice, with the previous day (update rate) and the
+    clicks of the last ``health.novelty_days`` days (novelty) when they exist."""
+    history = day.history
+    popularity = (
+        history.popularity
+        if history.popularity is not None
+        else click_events([day.valid.clicks], cfg.labels.click_event)
+    )
+    health = evaluate_health(
+        spark,
+        labelled.by_user,
+        day.inputs.slices.dims,
+        day.inputs.slices.catalog,
+        min_list_length=cfg.health.min_list_length,
+        lorenz_points=cfg.health.lorenz_points,
+        popularity=popularity,
+        previous=history.previous,
+        cutoffs=labelled.cutoffs,
+        items_path=day.paths.items,
+        confidence=cfg.stats.confidence,
+        bootstrap_replicates=cfg.stats.bootstrap_replicates,
+        seed=cfg.stats.seed,
+        keyed=labelled.keyed,
+    )
+    if labelled.cutoffs is not None:
+        health.info.update(popularity_head_min=labelled.cutoffs.head_min, popularity_tail_max=labelled.cutoffs.tail_max)
+    health.notes += list(history.notes)
+    return health
+
+
+def rules_stage(labelled: Labelled, day: Day, cfg: Config) -> list[RuleResult]:
+    """Every business rule that applies (see :mod:`recsys_spark.rules`)."""
+    valid = day.valid
+    exposure_reasons = {k: v for k, v in valid.exposure_counts.items() if k != "rows"}
+    click_reasons = {k: v for k, v in valid.click_counts.items() if k != "rows"}
+    counts = {
+        "exposure_rows": valid.exposure_counts["rows"],
+        "bad_score": valid.exposure_counts.get("bad_score", 0),
+        "valid_events": valid.valid_events,
+        "click_rows": valid.click_counts["rows"],
+        "rejected_exposures": sum(exposure_reasons.values()),
+        "rejected_clicks": sum(click_reasons.values()),
+        **labelled.labels,
+    }
+    return scan_rules(
+        labelled.exposures,
+        counts,
+        has_catalog=day.inputs.slices.catalog is not None,
+        has_score=day.inputs.has_score,
+        blacklist_items=cfg.rules.blacklist_items,
+        blacklist_categories=cfg.rules.blacklist_categories,
+        bot_requests_per_user=cfg.rules.bot_requests_per_user,
+        thresholds=threshold_settings(cfg),
+        previous_exposure_rows=day.history.previous_rows,
+        rejected_exposures=valid.rejected_exposures,
+        exposure_reasons=exposure_reasons,
+        click_reasons=click_reasons,
+        unweighted_events=dict(valid.unweighted_events),
+    )
+
+
+def threshold_settings(cfg: Config) -> dict[str, float]:
+    return {name: value for name, value in cfg.to_dict()["rules"].items() if name.startswith("max_")}
