@@ -655,9 +655,19 @@ def test_rating_errors_clip_rounded_predictions_at_both_ends_and_are_floats():
 
 def test_rating_errors_without_a_distortion_table():
     e = K.rating_errors(np.array([1.0, 2.0]), np.array([3.0, 2.0]))
-    assert set(e) == {"abs", "sq", "distortion", "distortion_missing"}
+    assert set(e) == {"abs", "sq", "distortion", "distortion_missing", "rating_out_of_range", "prediction_out_of_range"}
     assert np.isnan(e["distortion"]).all() and e["distortion"].dtype == np.float64
     assert e["distortion_missing"].tolist() == [False, False] and e["distortion_missing"].dtype == bool
+
+
+def test_rating_errors_flag_ratings_and_raw_predictions_outside_the_range_bounds_inside():
+    rating, prediction = np.array([0.5, 1.0, 5.0, 3.0, 6.0]), np.array([3.0, 0.9, 5.0, 5.4, 5.0])
+    e = K.rating_errors(rating, prediction, True, (1, 5))  # flagged before rounding and clipping
+    assert e["rating_out_of_range"].tolist() == [True, False, False, False, True]
+    assert e["prediction_out_of_range"].tolist() == [False, True, False, True, False]
+    assert e["abs"].tolist() == [2.5, 0.0, 0.0, 2.0, 1.0]  # the errors are still computed on every row
+    none = K.rating_errors(rating, prediction)  # no range: nothing is out of it
+    assert not none["rating_out_of_range"].any() and not none["prediction_out_of_range"].any()
 
 
 def test_metric_at_rank_precision_and_map_by_hand_and_refusals():

@@ -317,7 +317,10 @@ def rating_errors(
     value_range: tuple[float, float] | None = None,
     distortion: Mapping[tuple[float, float], float] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Per rating: absolute error |p - r|, squared error (p - r)^2 and distortion d(p, r).
+    """Per rating: absolute error |p - r|, squared error (p - r)^2, distortion d(p, r), and whether the
+    rating r and the prediction p (before any rounding) lie outside ``value_range`` [lo, hi]
+    (``rating_out_of_range``: r < lo or r > hi; ``prediction_out_of_range`` likewise; all False
+    without a range).
 
     With ``round_predictions`` the prediction is first rounded half up to an
     integer and clipped to ``value_range`` (the second source document: on
@@ -329,15 +332,23 @@ def rating_errors(
     >>> e = rating_errors(np.array([1, 1, 2]), np.array([3, 2.4, 2]), True, (1, 3), {(3, 1): 5, (2, 1): 3})
     >>> e["abs"].tolist(), e["sq"].tolist(), e["distortion"].tolist()
     ([2.0, 1.0, 0.0], [4.0, 1.0, 0.0], [5.0, 3.0, 0.0])
+    >>> e = rating_errors(np.array([0, 3]), np.array([3.4, 1]), value_range=(1, 3))   # the bounds are inside
+    >>> e["rating_out_of_range"].tolist(), e["prediction_out_of_range"].tolist()
+    ([True, False], [True, False])
     """
     r = np.asarray(rating, dtype=np.float64)
     p = np.asarray(prediction, dtype=np.float64)
+    if value_range is None:
+        r_out = p_out = np.zeros(len(r), dtype=bool)
+    else:
+        lo, hi = value_range
+        r_out, p_out = (r < lo) | (r > hi), (p < lo) | (p > hi)
     if round_predictions:
         p = np.floor(p + 0.5)
         if value_range is not None:
             p = np.clip(p, value_range[0], value_range[1])
     err = p - r
-    out = {"abs": np.abs(err), "sq": err * err}
+    out = {"abs": np.abs(err), "sq": err * err, "rating_out_of_range": r_out, "prediction_out_of_range": p_out}
     if distortion:
         d = np.full(len(r), np.nan)
         for (pp, aa), cost in distortion.items():
