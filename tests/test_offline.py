@@ -453,6 +453,15 @@ def test_non_finite_and_null_prediction_scores_and_labels_are_set_aside_counted_
     assert cal["n"].sum() == 9
 
 
+def test_users_with_one_class_are_counted_as_users_without_auc(spark, hostile):
+    # p3's two rows are both positives: no AUC, left out of the user average, and counted (it was always 0:
+    # the kernel's NaN reaches the per-user table as a null)
+    assert hostile["summary"]["counts"]["users_without_auc"] == 1
+    predicted = users(spark, hostile, "h").dropna(subset=["n_predictions"])
+    assert predicted["auc"].isna().sum() == 1 and math.isnan(predicted.loc["p3", "auc"])
+    assert metrics(spark, hostile, "h")[("auc", None, "user_avg")]["n"] == 3
+
+
 def test_prediction_scores_outside_the_unit_interval_are_kept_counted_and_noted(hostile):
     summary = hostile["summary"]
     assert summary["counts"]["predictions_score_out_of_range"] == 2  # p5's 1.5 and -0.2

@@ -751,11 +751,9 @@ def _user_counts(users: DataFrame, evaluations: Sequence[str]) -> dict[str, int]
             F.sum(F.when(F.col("n_truth") > 0, 1).otherwise(0)).alias("users_with_truth"),
         ]
     if "predictions" in evaluations:
-        exprs += [
-            F.sum(F.when(F.col("n_predictions").isNotNull() & F.isnan("auc"), 1).otherwise(0)).alias(
-                "users_without_auc"
-            )
-        ]
+        # the kernel's NaN AUC (one class) reaches the table as a null: Arrow writes pandas' NaN as null
+        no_auc = F.col("auc").isNull() | F.isnan("auc")
+        exprs += [F.sum(F.when(F.col("n_predictions").isNotNull() & no_auc, 1).otherwise(0)).alias("users_without_auc")]
     if "ratings" in evaluations:
         exprs += [
             F.sum("ratings_d_missing").alias("ratings_distortion_pairs_not_in_table"),
