@@ -190,6 +190,7 @@ def test_kernels_and_spark_agree_per_user(spark, fixture):
             "category": ["A", "A", "D", "B", "C", "A", "C"],
             "self_info": [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
             "new_category": np.nan,
+            "has_history": np.nan,
         }
     )
     want = K.score_lists(frame, [2], "exponential").set_index("user_id").sort_index()
@@ -211,6 +212,17 @@ def test_kernels_and_spark_agree_per_user(spark, fixture):
     assert got.loc["u1", "serendipity"] == pytest.approx(1 / 2)
     # u2's train x is category A; its hit e is C: new
     assert got.loc["u2", "serendipity"] == pytest.approx(1 / 2)
+
+
+def test_serendipity_leaves_out_and_counts_users_without_a_train_history(spark, fixture):
+    # run b lists u3's truth item a (category A); u3 has no train item, so every category was "new" and its
+    # serendipity was its hit share, 1.0; u1 and u2 have a history and keep their values
+    b = users(spark, fixture, "b")
+    assert math.isnan(b.loc["u3", "serendipity"]) and b.loc["u3", "serendipity_without_history"] == 1
+    assert b.loc["u1", "serendipity"] == pytest.approx(1 / 2)  # b (A) is new to u1 (train c is B), a is not a hit
+    assert fixture["summaries"]["b"]["counts"]["serendipity_users_without_history"] == 1
+    assert fixture["summaries"]["a"]["counts"]["serendipity_users_without_history"] == 0  # u3 has no list in a
+    assert metrics(spark, fixture, "b")[("serendipity", 2, "user_avg")]["n"] == 2
 
 
 def test_predictions(spark, fixture):

@@ -242,7 +242,8 @@ def clean_lists(
 
 def list_rows(ranked: DataFrame, truth: DataFrame, train: DataFrame | None, items: DataFrame | None) -> DataFrame:
     """List rows (rank) outer-joined with relevant truth (relevance), with category, self-information
-    of the item's train popularity and whether its category is new to the user (kernel inputs)."""
+    of the item's train popularity, whether its category is new to the user and whether the user has
+    a train item of a known category (kernel inputs)."""
     rel = F.coalesce(F.col(RELEVANCE), F.lit(1.0)) if RELEVANCE in truth.columns else F.lit(1.0)
     truth = (
         truth.where(F.col(USER).isNotNull() & F.col(ITEM).isNotNull())
@@ -277,9 +278,17 @@ def list_rows(ranked: DataFrame, truth: DataFrame, train: DataFrame | None, item
                 .distinct()
                 .withColumn("_seen", F.lit(True))
             )
-            rows = rows.join(seen, on=[USER, CATEGORY], how="left").withColumn(
-                "new_category",
-                F.when(F.col(CATEGORY).isNull(), F.lit(None).cast("double")).when(F.col("_seen"), 0.0).otherwise(1.0),
+            history = seen.select(USER).distinct().withColumn("has_history", F.lit(1.0))
+            rows = (
+                rows.join(seen, on=[USER, CATEGORY], how="left")
+                .withColumn(
+                    "new_category",
+                    F.when(F.col(CATEGORY).isNull(), F.lit(None).cast("double"))
+                    .when(F.col("_seen"), 0.0)
+                    .otherwise(1.0),
+                )
+                .join(history, on=USER, how="left")
+                .withColumn("has_history", F.coalesce(F.col("has_history"), F.lit(0.0)))
             )
         else:
             rows = rows.withColumn("new_category", F.lit(None).cast("double"))
@@ -287,6 +296,8 @@ def list_rows(ranked: DataFrame, truth: DataFrame, train: DataFrame | None, item
         rows = rows.withColumn("self_info", F.lit(None).cast("double")).withColumn(
             "new_category", F.lit(None).cast("double")
         )
+    if "has_history" not in rows.columns:
+        rows = rows.withColumn("has_history", F.lit(None).cast("double"))
     return rows
 
 
@@ -749,6 +760,7 @@ def _user_counts(users: DataFrame, evaluations: Sequence[str]) -> dict[str, int]
                 "users_with_list_without_truth_excluded"
             ),
             F.sum(F.when(F.col("n_truth") > 0, 1).otherwise(0)).alias("users_with_truth"),
+            F.sum("serendipity_without_history").alias("serendipity_users_without_history"),
         ]
     if "predictions" in evaluations:
         # the kernel's NaN AUC (one class) reaches the table as a null: Arrow writes pandas' NaN as null
