@@ -540,3 +540,84 @@ def test_a_nan_score_and_a_null_score_are_set_aside_alike_and_beside_a_rank_a_nu
     got, counts = ranked([("u", "a", None, 1.0), ("u", "b", NAN, 2.0), ("u", "c", 0.1, 3.0)], ddl)
     assert got == [("u", "a", 1.0), ("u", "c", 2.0)]
     assert counts["set_aside_recommendations_nan_score"] == 1 and "set_aside_recommendations_null_score" not in counts
+
+
+# --------------------------------------------------------------------------- offline-compare without a paired value
+
+
+def fake_run(spark, out: Path, run: str, rows: list[tuple], ddl: str) -> None:
+    """What offline-compare reads of a run: its user_metrics and its _SUCCESS marker."""
+    run_dir = out / "offline" / f"run={run}"
+    spark.createDataFrame(rows, ddl).write.mode("overwrite").parquet(str(run_dir / "user_metrics"))
+    (run_dir / "_SUCCESS").write_text("")
+
+
+EMPTY_COMPARISONS = {
+    "no user in common": (
+        [("u1", 0.5, 2), ("u2", 1.0, 2)],
+        "user_id string, mrr double, n_list long",
+        [("u3", 0.5, 2), ("u4", 0.0, 2)],
+        "user_id string, mrr double, n_list long",
+        "have no user in common",
+    ),
+    "no metric in common": (
+        [("u1", 0.5)],
+        "user_id string, mrr double",
+        [("u1", 0.7)],
+        "user_id string, auc double",
+        "have no per-user metric in common",
+    ),
+    "no user with a value in both": (
+        [("u1", 0.5), ("u2", None)],
+        "user_id string, mrr double",
+        [("u1", NAN), ("u2", 1.0)],
+        "user_id string, mrr double",
+        "no user of the 2 in both runs",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", EMPTY_COMPARISONS)
+def test_a_comparison_without_a_paired_value_fails_as_empty_input_and_writes_nothing(spark, tmp_path, case):
+    from recsys_spark.errors import EmptyInputError
+    from recsys_spark.offline.compare import compare_runs
+
+    base_rows, base_ddl, candidate_rows, candidate_ddl, message = EMPTY_COMPARISONS[case]
+    fake_run(spark, tmp_path, "x", base_rows, base_ddl)
+    fake_run(spark, tmp_path, "y", candidate_rows, candidate_ddl)
+    with pytest.raises(EmptyInputError, match=message) as raised:
+        compare_runs(spark, load_config(None, []), str(tmp_path), "x", "y")
+    assert raised.value.exit_code == 7
+    assert "user_metrics" in str(raised.value) and "\n" not in str(raised.value)
+    assert not (tmp_path / "offline" / "compare").exists()
+    assert sorted(p.name for p in (tmp_path / "offline").iterdir()) == ["run=x", "run=y"]
+
+
+def test_offline_compare_of_runs_without_a_user_in_common_exits_7_with_one_line(spark, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    base_rows, base_ddl, candidate_rows, candidate_ddl, _ = EMPTY_COMPARISONS["no user in common"]
+    fake_run(spark, tmp_path, "x", base_rows, base_ddl)
+    fake_run(spark, tmp_path, "y", candidate_rows, candidate_ddl)
+    args = [
+        "offline-compare",
+        "--output-root",
+        str(tmp_path),
+        "--base",
+        "x",
+        "--candidate",
+        "y",
+        "--master",
+        "local[1]",
+    ]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "recsys_spark.cli", *args], capture_output=True, text=True, timeout=600, env=env
+    )
+    assert proc.returncode == 7, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("recsys-spark: error:")]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "runs 'x' and 'y' have no user in common" in errors[0]
+    assert not (tmp_path / "offline" / "compare").exists()
