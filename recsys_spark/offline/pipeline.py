@@ -735,8 +735,9 @@ def _note_ratings_out_of_range(summary: dict, value_range: tuple[float, float] |
         return
     lo, hi = value_range
     where = "offline.rating_range" if cfg.offline.rating_range.strip() else "the observed range of the ratings"
+    what = " and ".join(f"{n} {name}" for n, name in ((ratings, "ratings"), (predictions, "predictions")) if n)
     summary["notes"].append(
-        f"ratings: {ratings} ratings and {predictions} predictions outside [{lo:g}, {hi:g}] ({where}), kept: "
+        f"ratings: {what} outside [{lo:g}, {hi:g}] ({where}), kept: "
         "MAE and RMSE measure them as they are; NMAE and NRMSE divide by the range's width"
         + (", and rounded predictions are clipped to it" if cfg.offline.round_predictions else "")
     )
