@@ -458,12 +458,16 @@ def test_missing_input_exits_4_with_one_error_line(spark_home, cluster, artifact
 
 def _executors(app_id: str) -> list[int]:
     """Pids of the executor JVMs of the application ``app_id`` (the worker starts them with ``--app-id``)."""
-    listing = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
-    return [
-        int(line.split(None, 1)[0])
-        for line in listing.splitlines()[1:]
-        if "CoarseGrainedExecutorBackend" in line and f"--app-id {app_id}" in line
-    ]
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:  # the process ended meanwhile
+            continue
+        words = [a.decode(errors="replace") for a in args]
+        if any(w.endswith("CoarseGrainedExecutorBackend") for w in words) and app_id in words:
+            found.append(int(cmdline.parent.name))
+    return found
 
 
 def test_an_executor_killed_in_the_per_user_pass_gives_identical_output(

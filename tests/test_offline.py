@@ -190,6 +190,7 @@ def test_kernels_and_spark_agree_per_user(spark, fixture):
             "category": ["A", "A", "D", "B", "C", "A", "C"],
             "self_info": [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
             "new_category": np.nan,
+            "has_history": np.nan,
         }
     )
     want = K.score_lists(frame, [2], "exponential").set_index("user_id").sort_index()
@@ -211,6 +212,17 @@ def test_kernels_and_spark_agree_per_user(spark, fixture):
     assert got.loc["u1", "serendipity"] == pytest.approx(1 / 2)
     # u2's train x is category A; its hit e is C: new
     assert got.loc["u2", "serendipity"] == pytest.approx(1 / 2)
+
+
+def test_serendipity_leaves_out_and_counts_users_without_a_train_history(spark, fixture):
+    # run b lists u3's truth item a (category A); u3 has no train item, so every category was "new" and its
+    # serendipity was its hit share, 1.0; u1 and u2 have a history and keep their values
+    b = users(spark, fixture, "b")
+    assert math.isnan(b.loc["u3", "serendipity"]) and b.loc["u3", "serendipity_without_history"] == 1
+    assert b.loc["u1", "serendipity"] == pytest.approx(1 / 2)  # b (A) is new to u1 (train c is B), a is not a hit
+    assert fixture["summaries"]["b"]["counts"]["serendipity_users_without_history"] == 1
+    assert fixture["summaries"]["a"]["counts"]["serendipity_users_without_history"] == 0  # u3 has no list in a
+    assert metrics(spark, fixture, "b")[("serendipity", 2, "user_avg")]["n"] == 2
 
 
 def test_predictions(spark, fixture):
@@ -313,3 +325,299 @@ def test_aggregate_counts_defined_values_pairs_ratios_and_carries_a_transform_by
     slope = (root(mean.ci_high) - root(mean.ci_low)) / (mean.ci_high - mean.ci_low)
     assert (value, lo, hi) == pytest.approx((2.0, root(mean.ci_low), root(mean.ci_high)), rel=1e-12)
     assert se == pytest.approx(mean.se * slope, rel=1e-12) and n == 4
+
+
+# --------------------------------------------------------------------------- hostile inputs (the trust issue)
+
+NAN, INF = float("nan"), float("inf")
+
+
+def write_rows(spark, path: Path, rows: list[tuple], ddl: str) -> str:
+    """Python rows keep the difference between NaN (float("nan")) and null (None), which pandas loses."""
+    spark.createDataFrame(rows, ddl).write.mode("overwrite").parquet(str(path))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def hostile(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("offline_hostile")
+    recs = [
+        ("u1", "a", 0.9),
+        ("u1", "b", NAN),  # Spark sorts NaN above every number: it was u1's first item
+        ("u1", "c", 0.5),
+        ("u2", "d", INF),
+        ("u2", "e", 0.2),
+        ("u3", "f", None),  # no rank column: a null score cannot be placed
+        ("u3", "g", 0.1),
+        ("u4", "h", -INF),  # u4's only item: u4 is left with truth and no list
+        (None, "a", 0.3),
+        ("u1", None, 0.8),
+    ]
+    predictions = [
+        ("p1", "a", 0.9, 1.0),
+        ("p1", "b", 0.2, 0.0),
+        ("p1", "c", NAN, 0.0),
+        ("p2", "a", 0.3, 1.0),
+        ("p2", "b", 0.7, 0.0),
+        ("p2", "c", INF, 1.0),
+        ("p2", "d", 0.1, 0.0),
+        ("p3", "a", 0.6, 1.0),  # one class only: no AUC
+        ("p3", "b", 0.4, 1.0),
+        ("p4", "a", None, 1.0),  # p4 has no usable row
+        ("p4", "b", 0.5, None),
+        ("p4", "c", 0.5, NAN),
+        (None, "a", 0.5, 1.0),
+        ("p5", "a", 1.5, 1.0),  # outside [0, 1]: kept and flagged
+        ("p5", "b", -0.2, 0.0),
+    ]
+    ratings = [
+        ("r1", "a", 4.0, 4.5),
+        ("r1", "b", 5.0, 6.0),  # prediction above the range: kept and flagged
+        ("r2", "a", 0.0, 2.0),  # rating below the range: kept and flagged
+        ("r2", "c", 3.0, NAN),
+        ("r2", "d", None, 3.0),
+        ("r3", "a", 2.0, None),  # r3 has no usable row
+        ("r3", "b", 2.0, INF),
+        ("r3", "c", NAN, 2.0),
+        (None, "a", 3.0, 3.0),
+    ]
+    sampled = [
+        ("s1", "t", 0.5, True),
+        ("s1", "x", 0.9, False),
+        ("s1", "y", NAN, False),  # a NaN negative counted above the target
+        ("s1", "z", 0.1, False),
+        ("s2", "t", NAN, True),  # a NaN target ranked first
+        ("s2", "x", 0.3, False),
+        ("s2", "y", 0.4, False),
+        ("s3", "t", 0.5, None),
+        ("s3", "t2", 0.6, True),
+        ("s3", "x", 0.2, False),
+    ]
+    truth = [("u1", "c"), ("u2", "e"), ("u3", "g"), ("u4", "h")]
+    ids = "user_id string, item_id string"
+    overrides = [
+        f"offline.recommendations={write_rows(spark, root / 'recs', recs, f'{ids}, score double')}",
+        f"offline.truth={write_rows(spark, root / 'truth', truth, ids)}",
+        f"offline.predictions={write_rows(spark, root / 'preds', predictions, f'{ids}, score double, label double')}",
+        f"offline.ratings={write_rows(spark, root / 'ratings', ratings, f'{ids}, rating double, prediction double')}",
+        f"offline.sampled={write_rows(spark, root / 'sampled', sampled, f'{ids}, score double, is_target boolean')}",
+        "offline.catalog_size=10",
+        "offline.rating_range='1,5'",
+        "metrics.k=[2]",
+    ]
+    cfg = load_config(None, overrides)
+    from recsys_spark.offline.pipeline import run_offline
+
+    out = root / "out"
+    summary = run_offline(spark, cfg, "h", str(out))
+    return {"root": root, "out": out, "cfg": cfg, "summary": summary, "predictions": predictions}
+
+
+def test_non_finite_and_null_recommendation_scores_are_set_aside_counted_and_never_ranked(spark, hostile):
+    m = metrics(spark, hostile, "h")
+    # u1: a, c (b's NaN set aside) -> c at 2; u2: e (d's inf set aside) -> 1; u3: g -> 1; u4: no list -> 0
+    # (before: b and d ranked first, u4's -inf item ranked: mean (1/3 + 1/2 + 1 + 1) / 4)
+    assert m[("mrr", None, "user_avg")]["value"] == pytest.approx((1 / 2 + 1 + 1 + 0) / 4)
+    assert m[("recall", 2, "user_avg")]["value"] == pytest.approx((1 + 1 + 1 + 0) / 4)
+    c = hostile["summary"]["counts"]
+    assert c["recommendation_rows"] == 10
+    assert {k: v for k, v in c.items() if k.startswith("set_aside_recommendations_")} == {
+        "set_aside_recommendations_null_user_id": 1,
+        "set_aside_recommendations_null_item_id": 1,
+        "set_aside_recommendations_null_score": 1,
+        "set_aside_recommendations_nan_score": 1,
+        "set_aside_recommendations_infinite_score": 2,
+    }
+    assert c["duplicate_recommendations"] == 0 and c["users_with_truth_without_list"] == 1
+    assert any(n.startswith("recommendations: 6 rows set aside") for n in hostile["summary"]["notes"])
+
+
+def test_non_finite_and_null_prediction_scores_and_labels_are_set_aside_counted_and_never_averaged(spark, hostile):
+    m = metrics(spark, hostile, "h")
+    kept = pd.DataFrame(
+        [
+            r
+            for r in hostile["predictions"]
+            if r[0] is not None and all(v is not None and np.isfinite(v) for v in r[2:])
+        ],
+        columns=["user_id", "item_id", "score", "label"],
+    )
+    assert len(kept) == 9
+    c = hostile["summary"]["counts"]
+    assert c["prediction_rows"] == 9
+    assert {k: v for k, v in c.items() if k.startswith("set_aside_predictions_")} == {
+        "set_aside_predictions_null_user_id": 1,
+        "set_aside_predictions_null_score": 1,
+        "set_aside_predictions_nan_score": 1,
+        "set_aside_predictions_infinite_score": 1,
+        "set_aside_predictions_null_label": 1,
+        "set_aside_predictions_nan_label": 1,
+    }
+    assert m[("auc", None, "global")]["value"] == pytest.approx(roc_auc_score(kept["label"], kept["score"]))
+    assert m[("auc", None, "global")]["n"] == 9
+    # per user: p1 1, p2 (positive 0.3 against 0.7 and 0.1) 1/2, p5 1; p3 has one class
+    assert m[("auc", None, "user_avg")]["value"] == pytest.approx((1 + 0.5 + 1) / 3)
+    p = np.clip(kept["score"].to_numpy(), K.EPS, 1 - K.EPS)
+    y = kept["label"].to_numpy()
+    assert m[("logloss", None, "global")]["value"] == pytest.approx(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+    assert m[("pcoc", None, "global")]["value"] == pytest.approx(kept["score"].sum() / kept["label"].sum())
+    cal = spark.read.parquet(str(hostile["out"] / "offline" / "run=h" / "calibration")).toPandas()
+    assert cal["n"].sum() == 9
+
+
+def test_users_with_one_class_are_counted_as_users_without_auc(spark, hostile):
+    # p3's two rows are both positives: no AUC, left out of the user average, and counted (it was always 0:
+    # the kernel's NaN reaches the per-user table as a null)
+    assert hostile["summary"]["counts"]["users_without_auc"] == 1
+    predicted = users(spark, hostile, "h").dropna(subset=["n_predictions"])
+    assert predicted["auc"].isna().sum() == 1 and math.isnan(predicted.loc["p3", "auc"])
+    assert metrics(spark, hostile, "h")[("auc", None, "user_avg")]["n"] == 3
+
+
+def test_prediction_scores_outside_the_unit_interval_are_kept_counted_and_noted(hostile):
+    summary = hostile["summary"]
+    assert summary["counts"]["predictions_score_out_of_range"] == 2  # p5's 1.5 and -0.2
+    assert any(n.startswith("predictions: 2 of 9 scores outside [0, 1] (kept)") for n in summary["notes"])
+
+
+def test_bad_rating_rows_are_set_aside_and_counted_and_out_of_range_ones_kept_and_flagged(spark, hostile):
+    m = metrics(spark, hostile, "h")
+    # kept: r1 a |0.5|, r1 b |1|, r2 a |2|
+    assert m[("mae", None, "global")]["value"] == pytest.approx(3.5 / 3)
+    assert m[("mae", None, "user_avg")]["value"] == pytest.approx((1.5 / 2 + 2) / 2)
+    assert m[("mae", None, "user_avg")]["n"] == 2
+    assert m[("rmse", None, "global")]["value"] == pytest.approx(math.sqrt((0.25 + 1 + 4) / 3))
+    c = hostile["summary"]["counts"]
+    assert {k: v for k, v in c.items() if k.startswith("set_aside_ratings_")} == {
+        "set_aside_ratings_null_user_id": 1,
+        "set_aside_ratings_null_item_id": 0,
+        "set_aside_ratings_null_rating": 1,
+        "set_aside_ratings_nan_rating": 1,
+        "set_aside_ratings_infinite_rating": 0,
+        "set_aside_ratings_null_prediction": 1,
+        "set_aside_ratings_nan_prediction": 1,
+        "set_aside_ratings_infinite_prediction": 1,
+    }
+    assert (c["ratings_rating_out_of_range"], c["ratings_prediction_out_of_range"]) == (1, 1)
+    assert any(
+        n.startswith("ratings: 1 ratings and 1 predictions outside [1, 5] (offline.rating_range), kept")
+        for n in hostile["summary"]["notes"]
+    )
+
+
+def test_non_finite_sampled_scores_are_set_aside_never_ranked(spark, hostile):
+    m = metrics(spark, hostile, "h")
+    # s1: target 0.5 against 0.9 and 0.1 (the NaN negative set aside) -> rank 2; s2's NaN target set aside
+    # (no target left: no row); s3: the null is_target row set aside, target 0.6 against 0.2 -> rank 1
+    assert m[("mrr", None, "sampled_naive")]["value"] == pytest.approx((1 / 2 + 1) / 2)
+    assert m[("mrr", None, "sampled_naive")]["n"] == 2
+    c = hostile["summary"]["counts"]
+    assert (c["set_aside_sampled_nan_score"], c["set_aside_sampled_null_is_target"]) == (2, 1)
+    assert c["sampled_targets"] == 2
+    # s2 keeps its two negatives and no target
+    assert hostile["summary"]["sampled"]["negatives"] == {
+        "1": {"users": 1, "targets": 1},
+        "2": {"users": 2, "targets": 1},
+    }
+
+
+def test_a_nan_score_and_a_null_score_are_set_aside_alike_and_beside_a_rank_a_null_score_is_kept(spark):
+    from recsys_spark.offline.pipeline import clean_lists
+
+    def ranked(rows, ddl="user_id string, item_id string, score double"):
+        lists, counts = clean_lists(spark.createDataFrame(rows, ddl), None, False)
+        return sorted(tuple(r) for r in lists.collect()), counts
+
+    good = [("u", "a", 0.9), ("u", "c", 0.5)]
+    removed, _ = ranked(good)
+    assert removed == [("u", "a", 1.0), ("u", "c", 2.0)]
+    for bad in (NAN, None, INF, -INF):
+        got, counts = ranked(good + [("u", "b", bad)])
+        assert got == removed, bad
+        assert sum(v for k, v in counts.items() if k.startswith("set_aside_")) == 1
+    # with a rank column the rank orders the list: a null score is a missing tie-break, a NaN one a model failure
+    ddl = "user_id string, item_id string, score double, rank double"
+    got, counts = ranked([("u", "a", None, 1.0), ("u", "b", NAN, 2.0), ("u", "c", 0.1, 3.0)], ddl)
+    assert got == [("u", "a", 1.0), ("u", "c", 2.0)]
+    assert counts["set_aside_recommendations_nan_score"] == 1 and "set_aside_recommendations_null_score" not in counts
+
+
+# --------------------------------------------------------------------------- offline-compare without a paired value
+
+
+def fake_run(spark, out: Path, run: str, rows: list[tuple], ddl: str) -> None:
+    """What offline-compare reads of a run: its user_metrics and its _SUCCESS marker."""
+    run_dir = out / "offline" / f"run={run}"
+    spark.createDataFrame(rows, ddl).write.mode("overwrite").parquet(str(run_dir / "user_metrics"))
+    (run_dir / "_SUCCESS").write_text("")
+
+
+EMPTY_COMPARISONS = {
+    "no user in common": (
+        [("u1", 0.5, 2), ("u2", 1.0, 2)],
+        "user_id string, mrr double, n_list long",
+        [("u3", 0.5, 2), ("u4", 0.0, 2)],
+        "user_id string, mrr double, n_list long",
+        "have no user in common",
+    ),
+    "no metric in common": (
+        [("u1", 0.5)],
+        "user_id string, mrr double",
+        [("u1", 0.7)],
+        "user_id string, auc double",
+        "have no per-user metric in common",
+    ),
+    "no user with a value in both": (
+        [("u1", 0.5), ("u2", None)],
+        "user_id string, mrr double",
+        [("u1", NAN), ("u2", 1.0)],
+        "user_id string, mrr double",
+        "no user of the 2 in both runs",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", EMPTY_COMPARISONS)
+def test_a_comparison_without_a_paired_value_fails_as_empty_input_and_writes_nothing(spark, tmp_path, case):
+    from recsys_spark.errors import EmptyInputError
+    from recsys_spark.offline.compare import compare_runs
+
+    base_rows, base_ddl, candidate_rows, candidate_ddl, message = EMPTY_COMPARISONS[case]
+    fake_run(spark, tmp_path, "x", base_rows, base_ddl)
+    fake_run(spark, tmp_path, "y", candidate_rows, candidate_ddl)
+    with pytest.raises(EmptyInputError, match=message) as raised:
+        compare_runs(spark, load_config(None, []), str(tmp_path), "x", "y")
+    assert raised.value.exit_code == 7
+    assert "user_metrics" in str(raised.value) and "\n" not in str(raised.value)
+    assert not (tmp_path / "offline" / "compare").exists()
+    assert sorted(p.name for p in (tmp_path / "offline").iterdir()) == ["run=x", "run=y"]
+
+
+def test_offline_compare_of_runs_without_a_user_in_common_exits_7_with_one_line(spark, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    base_rows, base_ddl, candidate_rows, candidate_ddl, _ = EMPTY_COMPARISONS["no user in common"]
+    fake_run(spark, tmp_path, "x", base_rows, base_ddl)
+    fake_run(spark, tmp_path, "y", candidate_rows, candidate_ddl)
+    args = [
+        "offline-compare",
+        "--output-root",
+        str(tmp_path),
+        "--base",
+        "x",
+        "--candidate",
+        "y",
+        "--master",
+        "local[1]",
+    ]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "recsys_spark.cli", *args], capture_output=True, text=True, timeout=600, env=env
+    )
+    assert proc.returncode == 7, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("recsys-spark: error:")]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "runs 'x' and 'y' have no user in common" in errors[0]
+    assert not (tmp_path / "offline" / "compare").exists()

@@ -19,8 +19,9 @@ L4 = 2.0  # log2(4), discount of rank 3
 
 
 def list_frame(rows) -> pd.DataFrame:
-    """rows: (user, rank or None, relevance[, category, self_info, new_category]) as a LIST_INPUT frame"""
-    full = [r + (None, np.nan, np.nan)[len(r) - 3 :] for r in rows]
+    """rows: (user, rank or None, relevance[, category, self_info, new_category, has_history]) as a LIST_INPUT
+    frame"""
+    full = [r + (None, np.nan, np.nan, np.nan)[len(r) - 3 :] for r in rows]
     frame = pd.DataFrame(full, columns=list(K.LIST_INPUT))
     frame["rank"] = frame["rank"].astype(float)
     return frame
@@ -518,6 +519,7 @@ def test_list_columns_and_score_lists_output_have_the_declared_names_and_types()
         expected += [(f"{m}_at_{k}", "double") for m in ("precision", "recall", "f1", "ndcg", "map", "hit_rate")]
         expected += [(f"hits_at_{k}", "long")]
     expected += [("diversity", "double"), ("novelty", "double"), ("serendipity", "double")]
+    expected += [("serendipity_without_history", "long")]
     assert K.list_columns([5, 10]) == expected
     pandas_type = {"string": "object", "long": "int64", "double": "float64"}
     rows = [("u", 1, 2.0), ("u", 2, 0.0), ("u", None, 1.0), ("v", 1, 0.0)]
@@ -604,6 +606,26 @@ def test_serendipity_needs_a_known_category_of_a_list_item():
     assert math.isnan(lists([("u", 1, 0.0, "A", 1.0, 1.0), ("u", 2, 0.0, "B", 1.0, 1.0)]).loc["u", "serendipity"])
 
 
+def test_serendipity_of_a_user_without_a_category_history_is_left_out_and_flagged():
+    # a: history known (1.0); b: no train item of a known category (0.0), so every category is "new" and the
+    # value would be b's hit share 1/2; c: unknown (NaN, no train or items table), as before; d: no history
+    # but no truth either (no value to leave out); e: no history and truth but no list
+    rows = [("a", 1, 1.0, "A", 1.0, 1.0, 1.0), ("a", 2, 0.0, "B", 1.0, 0.0, 1.0)]
+    rows += [
+        ("b", 1, 1.0, "A", 1.0, 1.0, 0.0),
+        ("b", 2, 0.0, "B", 1.0, 1.0, 0.0),
+        ("b", None, 1.0, None, np.nan, np.nan, 0.0),
+    ]
+    rows += [("c", 1, 1.0, "A", 1.0, 1.0, np.nan), ("c", 2, 0.0, "B", 1.0, 1.0)]
+    rows += [("d", 1, 0.0, "A", 1.0, 1.0, 0.0)]
+    rows += [("e", None, 1.0, None, np.nan, np.nan, 0.0)]
+    out = lists(rows)
+    assert out.loc["a", "serendipity"] == 1 / 2 and out.loc["c", "serendipity"] == 1 / 2
+    assert all(math.isnan(out.loc[u, "serendipity"]) for u in "bde")
+    assert out["serendipity_without_history"].to_dict() == {"a": 0, "b": 1, "c": 0, "d": 0, "e": 0}
+    assert out.loc["b", "recall_at_2"] == 1 / 2 and out.loc["b", "novelty"] == 1.0  # only serendipity is left out
+
+
 def test_numeric_columns_may_be_object_columns_holding_none():
     # a frame built from Python rows keeps None in object columns: unknown rank (truth outside the list),
     # relevance, self-information and category novelty
@@ -655,9 +677,19 @@ def test_rating_errors_clip_rounded_predictions_at_both_ends_and_are_floats():
 
 def test_rating_errors_without_a_distortion_table():
     e = K.rating_errors(np.array([1.0, 2.0]), np.array([3.0, 2.0]))
-    assert set(e) == {"abs", "sq", "distortion", "distortion_missing"}
+    assert set(e) == {"abs", "sq", "distortion", "distortion_missing", "rating_out_of_range", "prediction_out_of_range"}
     assert np.isnan(e["distortion"]).all() and e["distortion"].dtype == np.float64
     assert e["distortion_missing"].tolist() == [False, False] and e["distortion_missing"].dtype == bool
+
+
+def test_rating_errors_flag_ratings_and_raw_predictions_outside_the_range_bounds_inside():
+    rating, prediction = np.array([0.5, 1.0, 5.0, 3.0, 6.0]), np.array([3.0, 0.9, 5.0, 5.4, 5.0])
+    e = K.rating_errors(rating, prediction, True, (1, 5))  # flagged before rounding and clipping
+    assert e["rating_out_of_range"].tolist() == [True, False, False, False, True]
+    assert e["prediction_out_of_range"].tolist() == [False, True, False, True, False]
+    assert e["abs"].tolist() == [2.5, 0.0, 0.0, 2.0, 1.0]  # the errors are still computed on every row
+    none = K.rating_errors(rating, prediction)  # no range: nothing is out of it
+    assert not none["rating_out_of_range"].any() and not none["prediction_out_of_range"].any()
 
 
 def test_metric_at_rank_precision_and_map_by_hand_and_refusals():

@@ -28,7 +28,10 @@ Definitions (docs/offline.md has them with the edge cases):
   serendipity = |{i in top list : i in T(u) and category(i) not in the
   categories of u's train items}| / L, the second source document's
   "unlike the user's history, yet satisfying" made countable (NaN without a
-  list, without truth, or without categories).
+  list, without truth, or without categories; NaN, and flagged in
+  ``serendipity_without_history``, for a user none of whose train items has a
+  known category: "unlike the history" needs a history, and every category
+  would count as new, making serendipity the user's hit share).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from recsys_spark.kernels.auc import grouped_auc
 from recsys_spark.kernels.ranking import Gain, list_metrics
 
 #: input columns of :func:`score_lists`
-LIST_INPUT = ("user_id", "rank", "relevance", "category", "self_info", "new_category")
+LIST_INPUT = ("user_id", "rank", "relevance", "category", "self_info", "new_category", "has_history")
 LIST_METRICS = ("precision", "recall", "f1", "ndcg", "map", "hit_rate")
 
 
@@ -52,7 +55,7 @@ def list_columns(ks: Sequence[int]) -> list[tuple[str, str]]:
     for k in ks:
         cols += [(f"{m}_at_{k}", "double") for m in LIST_METRICS] + [(f"hits_at_{k}", "long")]
     cols += [("diversity", "double"), ("novelty", "double"), ("serendipity", "double")]
-    return cols
+    return cols + [("serendipity_without_history", "long")]
 
 
 def score_lists(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponential") -> pd.DataFrame:
@@ -65,7 +68,9 @@ def score_lists(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponentia
         NaN; ``relevance`` > 0 marks truth; ``category`` (None = unknown or no
         items table), ``self_info`` (NaN = unknown) and ``new_category`` (1.0
         when the item's category is absent from the user's train history, NaN
-        when unknown) describe list rows.
+        when unknown) describe list rows; ``has_history`` (any row of the user)
+        is 0.0 when none of the user's train items has a known category, 1.0
+        when one has, NaN when unknown (no train or items table).
     ks : cut-offs; beyond-accuracy values use the top max(ks) items.
 
     Returns
@@ -78,7 +83,7 @@ def score_lists(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponentia
     precision@2 = 1/2, mrr = 1/2, ndcg@2 = (1/log2 3) / (1 + 1/log2 3).
 
     >>> f = pd.DataFrame({"user_id": ["u"] * 4, "rank": [1, 2, 3, np.nan], "relevance": [0, 1, 0, 1.0],
-    ...                   "category": None, "self_info": np.nan, "new_category": np.nan})
+    ...                   "category": None, "self_info": np.nan, "new_category": np.nan, "has_history": np.nan})
     >>> r = score_lists(f, [2], "linear").iloc[0]
     >>> float(r["recall_at_2"]), float(r["precision_at_2"]), float(r["mrr"]), round(float(r["ndcg_at_2"]), 4)
     (0.5, 0.5, 0.5, 0.3869)
@@ -169,9 +174,17 @@ def _beyond_accuracy(
         surprising = (rel[top] > 0) & (new > 0)
         serendipity = np.bincount(u, weights=surprising, minlength=n_users) / size
         has_categories = np.bincount(u, weights=~np.isnan(new), minlength=n_users) > 0
+        history = frame["has_history"].to_numpy(dtype=np.float64, na_value=np.nan)
+        no_history = np.bincount(user_code, weights=history == 0, minlength=n_users) > 0
         # has_categories implies a non-empty top list (size > 0)
-        serendipity = np.where(has_truth & has_categories, serendipity, np.nan)
-    return {"diversity": diversity, "novelty": novelty, "serendipity": serendipity}
+        defined = has_truth & has_categories
+        serendipity = np.where(defined & ~no_history, serendipity, np.nan)
+    return {
+        "diversity": diversity,
+        "novelty": novelty,
+        "serendipity": serendipity,
+        "serendipity_without_history": (defined & no_history).astype(np.int64),
+    }
 
 
 # ---------------------------------------------------------------- pointwise predictions
@@ -317,7 +330,10 @@ def rating_errors(
     value_range: tuple[float, float] | None = None,
     distortion: Mapping[tuple[float, float], float] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Per rating: absolute error |p - r|, squared error (p - r)^2 and distortion d(p, r).
+    """Per rating: absolute error |p - r|, squared error (p - r)^2, distortion d(p, r), and whether the
+    rating r and the prediction p (before any rounding) lie outside ``value_range`` [lo, hi]
+    (``rating_out_of_range``: r < lo or r > hi; ``prediction_out_of_range`` likewise; all False
+    without a range).
 
     With ``round_predictions`` the prediction is first rounded half up to an
     integer and clipped to ``value_range`` (the second source document: on
@@ -329,15 +345,23 @@ def rating_errors(
     >>> e = rating_errors(np.array([1, 1, 2]), np.array([3, 2.4, 2]), True, (1, 3), {(3, 1): 5, (2, 1): 3})
     >>> e["abs"].tolist(), e["sq"].tolist(), e["distortion"].tolist()
     ([2.0, 1.0, 0.0], [4.0, 1.0, 0.0], [5.0, 3.0, 0.0])
+    >>> e = rating_errors(np.array([0, 3]), np.array([3.4, 1]), value_range=(1, 3))   # the bounds are inside
+    >>> e["rating_out_of_range"].tolist(), e["prediction_out_of_range"].tolist()
+    ([True, False], [True, False])
     """
     r = np.asarray(rating, dtype=np.float64)
     p = np.asarray(prediction, dtype=np.float64)
+    if value_range is None:
+        r_out = p_out = np.zeros(len(r), dtype=bool)
+    else:
+        lo, hi = value_range
+        r_out, p_out = (r < lo) | (r > hi), (p < lo) | (p > hi)
     if round_predictions:
         p = np.floor(p + 0.5)
         if value_range is not None:
             p = np.clip(p, value_range[0], value_range[1])
     err = p - r
-    out = {"abs": np.abs(err), "sq": err * err}
+    out = {"abs": np.abs(err), "sq": err * err, "rating_out_of_range": r_out, "prediction_out_of_range": p_out}
     if distortion:
         d = np.full(len(r), np.nan)
         for (pp, aa), cost in distortion.items():

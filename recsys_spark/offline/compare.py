@@ -8,7 +8,10 @@ together (:func:`kernels.stats.adjust_p`, ``offline.multiple_testing``).  One
 aggregation over the joined per-user tables: the driver receives sums only.
 
 Output: ``{output_root}/offline/compare/base=A,candidate=B/comparison`` and a
-``summary.json`` next to it.
+``summary.json`` next to it.  A comparison without a single paired value (no
+user in both runs, no metric in both, or no user with a value of any metric in
+both) is refused before anything is written: :class:`errors.EmptyInputError`
+(exit 7).
 """
 
 from __future__ import annotations
@@ -16,13 +19,13 @@ from __future__ import annotations
 import math
 import re
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from recsys_spark import fs
 from recsys_spark.config import Config
-from recsys_spark.errors import MissingInputError
+from recsys_spark.errors import EmptyInputError, MissingInputError
 from recsys_spark.kernels.stats import MeanStats, adjust_p, paired_t
 from recsys_spark.offline.aggregate import defined
 from recsys_spark.offline.output import RunOutput
@@ -54,6 +57,24 @@ def split_column(column: str) -> tuple[str, int | None]:
     return (m.group(1), int(m.group(2))) if m else (column, None)
 
 
+def _refuse_empty(row: Row, columns: list[str], base: str, candidate: str, root: str) -> None:
+    """Raise :class:`EmptyInputError` (exit 7) when the comparison would hold no paired value: no user in
+    both runs, no per-user metric in both, or no user with a value of any metric in both runs."""
+    tables = f"{root}/run={base}/user_metrics and {root}/run={candidate}/user_metrics"
+    if not row["users"]:
+        raise EmptyInputError(f"offline-compare: runs {base!r} and {candidate!r} have no user in common ({tables})")
+    if not columns:
+        raise EmptyInputError(
+            f"offline-compare: runs {base!r} and {candidate!r} have no per-user metric in common ({tables}): "
+            "did they evaluate different inputs?"
+        )
+    if not any(row[f"n{i}"] for i in range(len(columns))):
+        raise EmptyInputError(
+            f"offline-compare: no user of the {row['users']} in both runs {base!r} and {candidate!r} has a value "
+            f"of any metric in both ({tables})"
+        )
+
+
 def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, candidate: str) -> dict:
     root = f"{output_root.rstrip('/')}/offline"
     frames = {}
@@ -78,14 +99,14 @@ def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, 
             F.sum(x).alias(f"sa{i}"),
             F.sum(x * x).alias(f"saa{i}"),
         ]
+    row = joined.agg(F.count("*").alias("users"), *exprs).collect()[0]  # no grouping: one row
+    _refuse_empty(row, columns, base, candidate, root)
     results = []
-    if columns:
-        row = joined.agg(F.count("*").alias("users"), *exprs).collect()[0]  # no grouping: one row
-        for i, col in enumerate(columns):
-            n = float(row[f"n{i}"] or 0)
-            diff = MeanStats(n, float(row[f"sd{i}"] or 0.0), float(row[f"sdd{i}"] or 0.0))
-            ctrl = MeanStats(n, float(row[f"sa{i}"] or 0.0), float(row[f"saa{i}"] or 0.0))
-            results.append((col, n, ctrl, diff, paired_t(diff, ctrl, cfg.offline.confidence)))
+    for i, col in enumerate(columns):
+        n = float(row[f"n{i}"] or 0)
+        diff = MeanStats(n, float(row[f"sd{i}"] or 0.0), float(row[f"sdd{i}"] or 0.0))
+        ctrl = MeanStats(n, float(row[f"sa{i}"] or 0.0), float(row[f"saa{i}"] or 0.0))
+        results.append((col, n, ctrl, diff, paired_t(diff, ctrl, cfg.offline.confidence)))
     method = cfg.offline.multiple_testing
     adjusted: list[float] = adjust_p([r[4].p_value for r in results], method).tolist() if results else []
 
@@ -120,7 +141,7 @@ def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, 
     summary = {
         "base": base,
         "candidate": candidate,
-        "users_in_both": int(row["users"]) if row else 0,
+        "users_in_both": int(row["users"]),
         "correction": method,
         "confidence": cfg.offline.confidence,
         "metrics": len(rows),

@@ -24,7 +24,7 @@ from typing import cast
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -39,6 +39,7 @@ from recsys_spark.offline.output import RunOutput
 from recsys_spark.pooled_auc import exact_auc
 from recsys_spark.read import ColumnSpec, conform, read_parquet
 from recsys_spark.schema import CATEGORY, ITEM, METRICS_DDL, RELEVANCE, SCORE, SLICE, USER
+from recsys_spark.validate import Check, count_rows, split_rows, tag_rows
 
 RANK = "rank"
 LABEL = "label"
@@ -126,11 +127,88 @@ def _partitions(spark: SparkSession, rows: int) -> int:
     return max(2 * spark.sparkContext.defaultParallelism, math.ceil(rows / 200_000), 1)
 
 
+# --------------------------------------------------------------------------- rows that cannot be evaluated
+
+
+def finite_checks(column: str, what: str, null: bool = True) -> list[Check]:
+    """``null_<what>`` (unless ``null`` is False), ``nan_<what>``, ``infinite_<what>`` of a double column.
+
+    Spark sorts NaN above every number and sums it into NaN: such a value is
+    never ranked or averaged, it is set aside and counted (as the daily job's
+    ``bad_score``).
+    """
+    c = F.col(column)
+    checks: list[Check] = [(f"null_{what}", c.isNull())] if null else []
+    return checks + [(f"nan_{what}", F.isnan(c)), (f"infinite_{what}", F.abs(c) == float("inf"))]
+
+
+def input_checks(key: str, columns: Sequence[str]) -> list[Check]:
+    """Why a row of offline input ``key`` cannot be evaluated, in order (the first failed check is its reason).
+
+    A recommendation needs its user and item, and a finite score when it has
+    one: a null score is set aside only when the score orders the list (no
+    ``rank`` column); beside a rank it is only a missing tie-break and sorts
+    last.
+    """
+    has_id = [("null_user_id", F.col(USER).isNull())]
+    if key == "recommendations":
+        checks = has_id + [("null_item_id", F.col(ITEM).isNull())]
+        if SCORE in columns:
+            checks += finite_checks(SCORE, "score", null=RANK not in columns)
+        return checks
+    if key == "predictions":
+        return has_id + finite_checks(SCORE, "score") + finite_checks(LABEL, "label")[:2]
+    if key == "ratings":
+        return (
+            has_id
+            + [("null_item_id", F.col(ITEM).isNull())]
+            + finite_checks(RATING, "rating")
+            + finite_checks(PREDICTION, "prediction")
+        )
+    if key == "sampled":
+        return has_id + [("null_is_target", F.col(IS_TARGET).isNull())] + finite_checks(SCORE, "score")
+    raise ValueError(f"no row checks for offline input {key!r}")
+
+
+def set_aside(
+    df: DataFrame, key: str, path: str, flag: Column | None = None
+) -> tuple[DataFrame, int, dict[str, int], dict[str, int]]:
+    """Split offline input ``key`` into the rows that can be evaluated and the rows set aside, in one pass.
+
+    Returns (kept rows, rows read, ``{"set_aside_<key>_<reason>": n}`` for every
+    reason of :func:`input_checks` (zeros included), counts of the kept rows per
+    non-null value of ``flag``).
+    """
+    checks = input_checks(key, df.columns)
+    tagged = tag_rows(df, checks)
+    counts, flagged = count_rows(tagged, f"offline.{key}", path, flag)
+    kept, _ = split_rows(tagged)
+    aside = {f"set_aside_{key}_{reason}": int(counts.get(reason, 0)) for reason, _ in checks}
+    return kept, int(counts["rows"]), aside, flagged
+
+
+def set_aside_note(key: str, counts: dict[str, int]) -> str | None:
+    """The summary's note on the rows of ``key`` set aside, or None when none was.
+
+    >>> set_aside_note("predictions", {"set_aside_predictions_nan_score": 2, "set_aside_predictions_null_label": 0})
+    'predictions: 2 rows set aside, never ranked or averaged (nan_score 2)'
+    """
+    prefix = f"set_aside_{key}_"
+    parts = {k[len(prefix) :]: v for k, v in counts.items() if k.startswith(prefix) and v}
+    if not parts:
+        return None
+    detail = ", ".join(f"{reason} {n}" for reason, n in parts.items())
+    return f"{key}: {sum(parts.values())} rows set aside, never ranked or averaged ({detail})"
+
+
 # --------------------------------------------------------------------------- top-K lists
 
 
-def clean_lists(recs: DataFrame, train: DataFrame | None, exclude_train: bool) -> tuple[DataFrame, dict[str, int]]:
-    """Each user's list: duplicates dropped (best position kept), train items removed, ranked 1..L.
+def clean_lists(
+    recs: DataFrame, train: DataFrame | None, exclude_train: bool, path: str = "offline.recommendations"
+) -> tuple[DataFrame, dict[str, int]]:
+    """Each user's list: rows that cannot be ranked set aside (:func:`input_checks`), duplicates dropped
+    (best position kept), train items removed, ranked 1..L.
 
     Order: ``rank`` ascending, then ``score`` descending, then item id.
     """
@@ -139,8 +217,8 @@ def clean_lists(recs: DataFrame, train: DataFrame | None, exclude_train: bool) -
         for c in (RANK, SCORE)
         if c in recs.columns
     ] + [F.col(ITEM).asc()]
-    recs = recs.where(F.col(USER).isNotNull() & F.col(ITEM).isNotNull())
-    rows = recs.count()
+    recs, rows, aside, _ = set_aside(recs, "recommendations", path)
+    usable = rows - sum(aside.values())
     first = (
         recs.withColumn("_n", F.row_number().over(Window.partitionBy(USER, ITEM).orderBy(*order)))
         .where(F.col("_n") == 1)
@@ -155,7 +233,8 @@ def clean_lists(recs: DataFrame, train: DataFrame | None, exclude_train: bool) -
     ranked = kept.withColumn(RANK, F.row_number().over(Window.partitionBy(USER).orderBy(*order)).cast("double"))
     counts = {
         "recommendation_rows": rows,
-        "duplicate_recommendations": rows - deduped,
+        **aside,
+        "duplicate_recommendations": usable - deduped,
         "train_items_removed": deduped - remaining,
     }
     return ranked.select(USER, ITEM, RANK), counts
@@ -163,7 +242,8 @@ def clean_lists(recs: DataFrame, train: DataFrame | None, exclude_train: bool) -
 
 def list_rows(ranked: DataFrame, truth: DataFrame, train: DataFrame | None, items: DataFrame | None) -> DataFrame:
     """List rows (rank) outer-joined with relevant truth (relevance), with category, self-information
-    of the item's train popularity and whether its category is new to the user (kernel inputs)."""
+    of the item's train popularity, whether its category is new to the user and whether the user has
+    a train item of a known category (kernel inputs)."""
     rel = F.coalesce(F.col(RELEVANCE), F.lit(1.0)) if RELEVANCE in truth.columns else F.lit(1.0)
     truth = (
         truth.where(F.col(USER).isNotNull() & F.col(ITEM).isNotNull())
@@ -198,9 +278,17 @@ def list_rows(ranked: DataFrame, truth: DataFrame, train: DataFrame | None, item
                 .distinct()
                 .withColumn("_seen", F.lit(True))
             )
-            rows = rows.join(seen, on=[USER, CATEGORY], how="left").withColumn(
-                "new_category",
-                F.when(F.col(CATEGORY).isNull(), F.lit(None).cast("double")).when(F.col("_seen"), 0.0).otherwise(1.0),
+            history = seen.select(USER).distinct().withColumn("has_history", F.lit(1.0))
+            rows = (
+                rows.join(seen, on=[USER, CATEGORY], how="left")
+                .withColumn(
+                    "new_category",
+                    F.when(F.col(CATEGORY).isNull(), F.lit(None).cast("double"))
+                    .when(F.col("_seen"), 0.0)
+                    .otherwise(1.0),
+                )
+                .join(history, on=USER, how="left")
+                .withColumn("has_history", F.coalesce(F.col("has_history"), F.lit(0.0)))
             )
         else:
             rows = rows.withColumn("new_category", F.lit(None).cast("double"))
@@ -208,6 +296,8 @@ def list_rows(ranked: DataFrame, truth: DataFrame, train: DataFrame | None, item
         rows = rows.withColumn("self_info", F.lit(None).cast("double")).withColumn(
             "new_category", F.lit(None).cast("double")
         )
+    if "has_history" not in rows.columns:
+        rows = rows.withColumn("has_history", F.lit(None).cast("double"))
     return rows
 
 
@@ -300,10 +390,14 @@ def calibration(predictions: DataFrame, bins: int) -> tuple[pd.DataFrame, float]
 # --------------------------------------------------------------------------- ratings
 
 
-def rating_tables(ratings: DataFrame, cfg: Config) -> tuple[DataFrame, DataFrame, tuple[float, float] | None]:
-    """(per-user sums and means, per-item sums and means, rating range) of the rating errors."""
+def rating_tables(
+    ratings: DataFrame, cfg: Config, path: str = "offline.ratings"
+) -> tuple[DataFrame, DataFrame, tuple[float, float] | None, dict[str, int]]:
+    """(per-user sums and means, per-item sums and means, rating range, rows set aside per reason)
+    of the rating errors.  The per-user and per-item sums also count the kept ratings and predictions
+    outside the range (``{prefix}_rating_out``, ``{prefix}_prediction_out``)."""
     value_range = K.parse_range(cfg.offline.rating_range)
-    ratings = ratings.where(F.col(RATING).isNotNull() & F.col(PREDICTION).isNotNull())
+    ratings, _, aside, _ = set_aside(ratings, "ratings", path)
     if value_range is None:
         lo_hi = ratings.agg(F.min(RATING), F.max(RATING)).collect()[0]  # no grouping: one row
         value_range = (float(lo_hi[0]), float(lo_hi[1])) if lo_hi[0] is not None and lo_hi[0] < lo_hi[1] else None
@@ -321,11 +415,15 @@ def rating_tables(ratings: DataFrame, cfg: Config) -> tuple[DataFrame, DataFrame
                     "sq": e["sq"],
                     "d": e["distortion"],
                     "d_missing": e["distortion_missing"].astype(np.int64),
+                    "rating_out": e["rating_out_of_range"].astype(np.int64),
+                    "prediction_out": e["prediction_out_of_range"].astype(np.int64),
                 }
             )
 
     rows = ratings.select(USER, ITEM, RATING, PREDICTION).mapInPandas(
-        errors, f"{USER} string, {ITEM} string, abs double, sq double, d double, d_missing long"
+        errors,
+        f"{USER} string, {ITEM} string, abs double, sq double, d double, d_missing long, "
+        "rating_out long, prediction_out long",
     )
 
     def sums(key: str, prefix: str) -> DataFrame:
@@ -337,13 +435,15 @@ def rating_tables(ratings: DataFrame, cfg: Config) -> tuple[DataFrame, DataFrame
                 F.sum("sq").alias(f"{prefix}_sq_sum"),
                 F.sum("d").alias(f"{prefix}_d_sum"),
                 F.sum("d_missing").alias(f"{prefix}_d_missing"),
+                F.sum("rating_out").alias(f"{prefix}_rating_out"),
+                F.sum("prediction_out").alias(f"{prefix}_prediction_out"),
             )
             .withColumn("mae", F.col(f"{prefix}_abs_sum") / F.col(f"n_{prefix}"))
             .withColumn("rmse", F.sqrt(F.col(f"{prefix}_sq_sum") / F.col(f"n_{prefix}")))
             .withColumn("distortion", F.col(f"{prefix}_d_sum") / F.col(f"n_{prefix}"))
         )
 
-    return sums(USER, "ratings"), sums(ITEM, "item_ratings"), value_range
+    return sums(USER, "ratings"), sums(ITEM, "item_ratings"), value_range, aside
 
 
 def rating_specs(value_range: tuple[float, float] | None, has_distortion: bool, item_level: bool) -> list[Mean | Ratio]:
@@ -451,8 +551,10 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
     train, items = inputs.get("train"), inputs.get("items")
 
     if "recommendations" in inputs and "truth" in inputs:
-        ranked, c = clean_lists(inputs["recommendations"], train, cfg.offline.exclude_train_items)
+        recs_path = summary["inputs"]["recommendations"]
+        ranked, c = clean_lists(inputs["recommendations"], train, cfg.offline.exclude_train_items, recs_path)
         counts.update(c)
+        _note_set_aside(summary, "recommendations")
         rows = list_rows(ranked, inputs["truth"], train, items)
         gain = cast(Gain, cfg.metrics.ndcg_gain)  # config checked it is one of Gain's values
         users = per_user(
@@ -483,8 +585,24 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
         summary["notes"].append("top-K evaluation needs both offline.recommendations and offline.truth: skipped")
 
     if "predictions" in inputs:
-        preds = inputs["predictions"].where(F.col(SCORE).isNotNull() & F.col(LABEL).isNotNull())
-        n_rows = preds.count()
+        outside = (F.col(SCORE) < 0) | (F.col(SCORE) > 1)
+        preds, read, aside, flagged = set_aside(
+            inputs["predictions"],
+            "predictions",
+            summary["inputs"]["predictions"],
+            F.when(outside, F.lit("score_out_of_range")),
+        )
+        n_rows = read - sum(aside.values())
+        counts.update(aside)
+        _note_set_aside(summary, "predictions")
+        out_of_range = flagged.get("score_out_of_range", 0)
+        counts["predictions_score_out_of_range"] = out_of_range
+        if out_of_range:
+            summary["notes"].append(
+                f"predictions: {out_of_range} of {n_rows} scores outside [0, 1] (kept): AUC uses only their "
+                "order, but log loss (clipped to [eps, 1 - eps]), calibration (clipped to [0, 1]), PCOC and "
+                "mean_predicted read them as probabilities"
+            )
         users = per_user(
             preds, K.PREDICTION_INPUT, K.PREDICTION_COLUMNS, K.score_predictions, _partitions(spark, n_rows)
         )
@@ -501,7 +619,11 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
 
     value_range = None
     if "ratings" in inputs:
-        user_ratings, item_ratings, value_range = rating_tables(inputs["ratings"], cfg)
+        user_ratings, item_ratings, value_range, aside = rating_tables(
+            inputs["ratings"], cfg, summary["inputs"]["ratings"]
+        )
+        counts.update(aside)
+        _note_set_aside(summary, "ratings")
         user_frames.append(
             user_ratings.select(
                 USER,
@@ -510,6 +632,8 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
                 "ratings_sq_sum",
                 "ratings_d_sum",
                 "ratings_d_missing",
+                "ratings_rating_out",
+                "ratings_prediction_out",
                 F.col("mae").alias("rating_mae"),
                 F.col("rmse").alias("rating_rmse"),
                 F.col("distortion").alias("rating_distortion"),
@@ -522,7 +646,9 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
 
     tables_by_m: dict[int, dict[str, np.ndarray]] = {}
     if "sampled" in inputs:
-        smp = inputs["sampled"].where(F.col(SCORE).isNotNull() & F.col(IS_TARGET).isNotNull())
+        smp, _, aside, _ = set_aside(inputs["sampled"], "sampled", summary["inputs"]["sampled"])
+        counts.update(aside)
+        _note_set_aside(summary, "sampled")
         n, source = catalog_size(cfg, inputs)
         per_m = (
             smp.groupBy(USER)
@@ -581,6 +707,8 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
         if item_ratings is not None:
             metric_rows += aggregate(item_ratings, rating_specs(value_range, bool(cfg.offline.distortion), True), conf)
         counts.update(_user_counts(users, summary["evaluations"]))
+        if "ratings" in summary["evaluations"]:
+            _note_ratings_out_of_range(summary, value_range, cfg)
         out.stage_rows("metrics", metric_rows, METRICS_DDL)
         for name, frame in tables.items():
             if len(frame):
@@ -592,6 +720,27 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
         out.abort()
         raise
     return summary
+
+
+def _note_set_aside(summary: dict, key: str) -> None:
+    note = set_aside_note(key, summary["counts"])
+    if note:
+        summary["notes"].append(note)
+
+
+def _note_ratings_out_of_range(summary: dict, value_range: tuple[float, float] | None, cfg: Config) -> None:
+    counts = summary["counts"]
+    ratings, predictions = counts["ratings_rating_out_of_range"], counts["ratings_prediction_out_of_range"]
+    if value_range is None or not (ratings or predictions):
+        return
+    lo, hi = value_range
+    where = "offline.rating_range" if cfg.offline.rating_range.strip() else "the observed range of the ratings"
+    what = " and ".join(f"{n} {name}" for n, name in ((ratings, "ratings"), (predictions, "predictions")) if n)
+    summary["notes"].append(
+        f"ratings: {what} outside [{lo:g}, {hi:g}] ({where}), kept: "
+        "MAE and RMSE measure them as they are; NMAE and NRMSE divide by the range's width"
+        + (", and rounded predictions are clipped to it" if cfg.offline.round_predictions else "")
+    )
 
 
 def _renamed(spec: Mean | Ratio) -> Mean | Ratio:
@@ -612,15 +761,18 @@ def _user_counts(users: DataFrame, evaluations: Sequence[str]) -> dict[str, int]
                 "users_with_list_without_truth_excluded"
             ),
             F.sum(F.when(F.col("n_truth") > 0, 1).otherwise(0)).alias("users_with_truth"),
+            F.sum("serendipity_without_history").alias("serendipity_users_without_history"),
         ]
     if "predictions" in evaluations:
-        exprs += [
-            F.sum(F.when(F.col("n_predictions").isNotNull() & F.isnan("auc"), 1).otherwise(0)).alias(
-                "users_without_auc"
-            )
-        ]
+        # the kernel's NaN AUC (one class) reaches the table as a null: Arrow writes pandas' NaN as null
+        no_auc = F.col("auc").isNull() | F.isnan("auc")
+        exprs += [F.sum(F.when(F.col("n_predictions").isNotNull() & no_auc, 1).otherwise(0)).alias("users_without_auc")]
     if "ratings" in evaluations:
-        exprs += [F.sum("ratings_d_missing").alias("ratings_distortion_pairs_not_in_table")]
+        exprs += [
+            F.sum("ratings_d_missing").alias("ratings_distortion_pairs_not_in_table"),
+            F.sum("ratings_rating_out").alias("ratings_rating_out_of_range"),
+            F.sum("ratings_prediction_out").alias("ratings_prediction_out_of_range"),
+        ]
     if "sampled" in evaluations:
         exprs += [F.sum("n_targets").alias("sampled_targets")]
     row = users.agg(*exprs).collect()[0].asDict()  # no grouping: one row
