@@ -30,10 +30,11 @@ chaos: setup ## kill the driver at every file operation of the commit and at ran
 test-fast: setup ## kernel-only tests (no Spark), seconds
 	$(BIN)/pytest -q -m "not spark"
 
-lint: setup ## ruff (lint and format check) over the repository, mypy over the library
+lint: setup ## ruff (lint and format check), mypy, and the import layers (import-linter) over the library
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # Airflow gets its own venv: installed beside pyspark in .venv, the Spark provider
 # replaced pyspark 4.3's files with 4.2's without a warning. Pinned; after changing a

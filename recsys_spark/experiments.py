@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +35,7 @@ from pyspark.sql import functions as F
 
 from recsys_spark import fs, templates
 from recsys_spark.config import Config
-from recsys_spark.errors import ConfigError, MissingInputError
+from recsys_spark.errors import ConfigError
 from recsys_spark.kernels.experiments import (
     COVARIATE_PARTS,
     LIST_METRICS,
@@ -53,7 +52,7 @@ from recsys_spark.kernels.experiments import (
 from recsys_spark.read import ColumnSpec, conform, exists, read_parquet
 from recsys_spark.rules import RuleResult
 from recsys_spark.schema import ALL, CLICKED, ITEM, REQUEST, SLICE, USER
-from recsys_spark.write import SUMMARY, Output, write_small_table
+from recsys_spark.write import SUMMARY, Output
 
 EXPERIMENT, VARIANT, LAYER, VARIANTS = "experiment", "variant", "layer", "variants"
 ASSIGNMENT_COLUMNS = (
@@ -308,7 +307,7 @@ def read_user_tables(
     return out, found
 
 
-def _skipped_note(days: Sequence[dt.date]) -> str:
+def skipped_note(days: Sequence[dt.date]) -> str:
     if not days:
         return ""
     return f" (left out, incomplete: no summary/dt=D/_SUCCESS: {', '.join(d.isoformat() for d in days)})"
@@ -449,7 +448,7 @@ class ExperimentResult:
     checks: list[Check] = field(default_factory=list)
 
 
-def _specs(cfg: Config, available_ks: Sequence[int]) -> tuple[list[MetricSpec], list[str]]:
+def metric_specs(cfg: Config, available_ks: Sequence[int]) -> tuple[list[MetricSpec], list[str]]:
     """The tested metrics, and a note for those left out because their cut-off is not in ``metrics.k``
     (a run with ``--set metrics.k=[5]`` should not fail over the default experiment metrics at @10)."""
     specs = [parse_metric(m) for m in cfg.experiments.metrics]
@@ -636,7 +635,7 @@ def experiment_stage(
         return ExperimentResult(
             {"status": "skipped", "assignments": path, "note": note}, notes=[note], info={"skipped": True}
         )
-    specs, notes = _specs(cfg, cfg.metrics.k)
+    specs, notes = metric_specs(cfg, cfg.metrics.k)
     assignments = read_assignments(spark, path)
     # one aggregation of the assignments: each experiment's distinct ids and one of them (named when
     # none matches an exposure), and its layer (the greatest, should an experiment name several)
@@ -662,7 +661,7 @@ def experiment_stage(
         previous, found = read_user_tables(spark, out.root, previous_days(date, ex.cuped_days), incomplete)
         notes.append(
             f"CUPED covariate from {len(found)} of the {ex.cuped_days} previous day(s)' {USERS_TABLE} "
-            f"tables{': none found, no adjustment' if not found else ''}" + _skipped_note(incomplete)
+            f"tables{': none found, no adjustment' if not found else ''}" + skipped_note(incomplete)
         )
         rows = with_covariates(rows, previous, specs)
 
@@ -716,138 +715,3 @@ def window_users(users: DataFrame, experiment: str) -> DataFrame:
             *sums,
         )
     )
-
-
-def _replace(spark: SparkSession, rows: Sequence[tuple], ddl: str, final: str) -> None:
-    """Write the small table ``rows`` beside ``final``, then move it into place (a rerun replaces the window's
-    output)."""
-    tmp = f"{final}.tmp-{uuid.uuid4().hex[:8]}"
-    write_small_table(spark, tmp, rows, ddl)
-    fs.delete(spark, final)
-    fs.rename(spark, tmp, final)
-
-
-def run_window(
-    spark: SparkSession, cfg: Config, experiment: str, start: dt.date, end: dt.date, output_root: str
-) -> dict[str, Any]:
-    """``recsys-spark experiment``: the experiment over [start, end] from the daily ``experiment_users``.
-
-    Writes ``{output_root}/experiment_window/experiment=NAME/window=S_E/`` (the
-    ``experiments`` table's columns) and ``experiment_window_checks/...`` (srm,
-    multiple_assignment); returns the summary section.
-    """
-    days = [start + dt.timedelta(days=i) for i in range((end - start).days + 1)]
-    incomplete: list[dt.date] = []
-    users, found = read_user_tables(spark, output_root, days, incomplete)
-    if users is None:
-        raise MissingInputError(
-            f"no {USERS_TABLE} partition between {start} and {end} under {output_root} "
-            "(daily runs with an assignments table write them)"
-        )
-    written_ks = sorted(int(c[len("hits_at_") :]) for c in users.columns if c.startswith("hits_at_"))
-    specs, notes = _specs(cfg, written_ks)
-    rows = window_users(users, experiment)
-    cuped = cfg.experiments.cuped_days > 0
-    notes.append(f"{len(found)} of {len(days)} day(s) found{_skipped_note(incomplete)}")
-    if cuped:
-        pre_incomplete: list[dt.date] = []
-        previous, pre_found = read_user_tables(
-            spark, output_root, previous_days(start, cfg.experiments.cuped_days), pre_incomplete
-        )
-        notes.append(
-            f"CUPED covariate from {len(pre_found)} of the {cfg.experiments.cuped_days} day(s) before {start}"
-            + _skipped_note(pre_incomplete)
-        )
-        rows = with_covariates(rows, previous, specs)
-    rows = rows.persist()
-    try:
-        results, checks, section = analyse(rows, cfg, specs, cuped)
-    finally:
-        rows.unpersist()
-    if experiment not in section:
-        raise MissingInputError(
-            f"experiment {experiment!r} has no assigned user with an exposure between "
-            f"{start} and {end} in {output_root}/{USERS_TABLE} (a daily run whose assignment ids matched no exposure "
-            f"names both sides' ids in the experiment_checks row 'compared')"
-        )
-    root, window = output_root.rstrip("/"), f"experiment={experiment}/window={start}_{end}"
-    _replace(spark, result_tuples(results), RESULTS_SCHEMA, f"{root}/experiment_window/{window}")
-    _replace(spark, check_tuples(checks), CHECKS_SCHEMA, f"{root}/experiment_window_checks/{window}")
-    status, _, more = status_and_notes(section, checks)
-    notes += more
-    return {
-        "status": status,
-        "experiment": experiment,
-        "start": start.isoformat(),
-        "end": end.isoformat(),
-        "days_found": [d.isoformat() for d in found],
-        "notes": notes,
-        "experiments": section,
-        "rows": len(results),
-    }
-
-
-def window_command(args: Any) -> int:
-    """Body of ``recsys-spark experiment``: build the session, analyse the window, print its lines."""
-    from recsys_spark import log
-    from recsys_spark.config import load_config
-    from recsys_spark.errors import UsageError
-    from recsys_spark.session import build_session, job_settings
-
-    if args.end < args.start:
-        raise UsageError(f"--end {args.end} is before --start {args.start}")
-    cfg = load_config(args.config, args.set)
-    log.setup_logging(args.verbose)
-    spark = build_session(
-        master=args.master,
-        settings=job_settings(cfg.execution.arrow_batch_rows, cfg.spark),
-        log_level="INFO" if args.verbose else cfg.execution.log_level,
-    )
-    try:
-        section = run_window(spark, cfg, args.experiment, args.start, args.end, args.output_root)
-    finally:
-        spark.stop()
-    label = f"{args.start}..{args.end}"
-    print(
-        f"{label}: {section['status']}  experiment={args.experiment} days={len(section['days_found'])} "
-        f"rows={section['rows']}"
-    )
-    for line in experiment_lines(label, section):
-        print(line)
-    return 0
-
-
-# --- printing ----------------------------------------------------------------------------------
-def experiment_lines(label: str, section: Mapping[str, Any] | None) -> list[str]:
-    """CLI lines: one per experiment, SRM first (a failed SRM says the results are not to be trusted); an
-    experiment where nothing was compared says ``NOT COMPARED`` and why (and a failed SRM, never an "ok")."""
-    if not section:
-        return []
-    if section.get("status") == "skipped":
-        return [f"{label}: experiments: skipped ({section.get('note')})"]
-    lines = []
-    for name, e in sorted(section.get("experiments", {}).items()):
-        users = " ".join(f"{v}={n}" for v, n in sorted(e["users"].items()))
-        excluded = f" excluded={e['excluded_multiple_variants']}" if e["excluded_multiple_variants"] else ""
-        if e.get("state") == "not_compared":  # never "SRM ok" nor "no significant difference": nothing was compared
-            mismatch = e["srm_p_value"] is not None and not e["srm_passed"]  # e.g. a planned arm left empty
-            srm = f"; SRM FAILED (p={e['srm_p_value']:.3g})" if mismatch else ""
-            lines.append(
-                f"{label}: experiment {name}: NOT COMPARED: {e['reason']}; users {users or 'none'}{excluded}{srm}"
-            )
-            continue
-        srm = (
-            f"SRM ok (p={e['srm_p_value']:.3g})"
-            if e["srm_passed"]
-            else f"SRM FAILED (p={e['srm_p_value']:.3g}): results not to be trusted"
-        )
-        sig = ", ".join(
-            f"{s['variant']} {s['metric']} {s['rel_delta']:+.1%} "
-            f"[{s['rel_ci_low']:+.1%}, {s['rel_ci_high']:+.1%}] p_adj={s['p_adjusted']:.2g}"
-            for s in e["significant"]
-            if s["rel_delta"] is not None and s["rel_ci_low"] is not None
-        )
-        lines.append(
-            f"{label}: experiment {name}: {srm}; users {users}{excluded}; {sig or 'no significant difference'}"
-        )
-    return lines

@@ -20,6 +20,9 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
 from recsys_spark import engine, log
+from recsys_spark.config import Config
+
+PROG = "recsys-spark"
 
 #: how the job persists DataFrames: columnar batches kept as objects, spilled to disk under pressure
 #: (what ``DataFrame.cache()`` uses).  Not pyspark's ``StorageLevel.MEMORY_AND_DISK``: in Python that is
@@ -54,13 +57,25 @@ def job_settings(arrow_batch_rows: int, extra: Mapping[str, str] | None = None) 
     }
 
 
+def job_session(cfg: Config, master: str | None = None, verbose: bool = False, app_name: str = PROG) -> SparkSession:
+    """The session of a command: the job's settings (:func:`job_settings`) with the config's ``[spark]``
+    table on top, the config's log level (INFO with ``verbose``).  The one place a command builds it; the
+    day's time zone is set by each orchestrator (:func:`apply_time_zone`)."""
+    return build_session(
+        app_name=app_name,
+        master=master,
+        settings=job_settings(cfg.execution.arrow_batch_rows, cfg.spark),
+        log_level="INFO" if verbose else cfg.execution.log_level,
+    )
+
+
 def under_spark_submit() -> bool:
     """True when this Python process was started by spark-submit (it owns the JVM)."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 def build_session(
-    app_name: str = "recsys-spark",
+    app_name: str = PROG,
     master: str | None = None,
     settings: Mapping[str, str] | None = None,
     log_level: str = "WARN",

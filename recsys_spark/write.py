@@ -104,6 +104,13 @@ def open_output(spark: SparkSession, output_root: str, date: str, settings: Outp
 
 
 class DailyOutput:
+    """The path output: one partition of each owned table, staged, then committed together (module docstring).
+
+    ``date`` names the partition in messages; the partition is ``dt=<date>`` unless ``partition`` says
+    otherwise (the experiment window writes ``experiment=NAME/window=S_E``), and the lock and the staging
+    directories are named after it.  The one way the project writes a partition of a table.
+    """
+
     def __init__(
         self,
         spark: SparkSession,
@@ -112,14 +119,17 @@ class DailyOutput:
         stale_minutes: float = 240.0,
         owned: Sequence[str] = DAILY_TABLES,
         heartbeat_seconds: float = 30.0,
+        partition: str | None = None,
     ) -> None:
         self.spark = spark
         self.owned = tuple(owned)
         self.root = output_root.rstrip("/")
         self.date = date
-        self.run_id = f"{date}-{uuid.uuid4().hex[:8]}"
+        self.partition = partition or f"dt={date}"
+        slug = date if partition is None else self.partition.replace("/", "_").replace("=", "-")
+        self.run_id = f"{slug}-{uuid.uuid4().hex[:8]}"
         self.run_dir = f"{self.root}/{STAGING}/{self.run_id}"
-        self.lock = f"{self.root}/{LOCKS}/dt={date}.lock"
+        self.lock = f"{self.root}/{LOCKS}/{self.partition.replace('/', '_')}.lock"
         self.stale_seconds = stale_minutes * 60.0
         self.heartbeat_seconds = heartbeat_seconds
         self._heartbeat: _Heartbeat | None = None
@@ -131,14 +141,14 @@ class DailyOutput:
         self.run_dir_kept = False  # a commit that failed and could not be undone keeps its journal
 
     def final_path(self, table: str) -> str:
-        return f"{self.root}/{table}/dt={self.date}"
+        return f"{self.root}/{table}/{self.partition}"
 
     def staged_path(self, table: str) -> str:
         return self.staged_in(self.run_dir, table)
 
     def staged_in(self, run_dir: str, table: str) -> str:
         """Where the run whose staging directory is ``run_dir`` staged ``table``."""
-        return f"{run_dir}/{table}/dt={self.date}"
+        return f"{run_dir}/{table}/{self.partition}"
 
     def refuse_inputs_inside(self, inputs: Iterable[str]) -> None:
         """Raise :class:`~recsys_spark.errors.UsageError` when an input location lies inside a table this
@@ -309,7 +319,7 @@ class DailyOutput:
         """
         staged = [t for t in self.tables if t != SUMMARY] + [t for t in self.tables if t == SUMMARY]
         plan = {
-            "date": self.date,
+            "partition": self.partition,
             "tables": list(dict.fromkeys(staged)),
             "leftover": [t for t in self.existing_tables() if t not in self.tables],
             "had_success": fs.exists(self.spark, self._marker()),
@@ -390,7 +400,7 @@ class DailyOutput:
                 plan = json.loads(fs.read_small(self.spark, journal))
             except Exception:  # noqa: BLE001 - half-written: the commit had not started moving anything
                 plan = None
-            if plan is not None and plan.get("date") != self.date:
+            if plan is not None and plan.get("partition") != self.partition:
                 continue  # another date's: its own next run finishes it
             if plan is not None:
                 self._roll_forward(f"{staging}/{name}", plan)

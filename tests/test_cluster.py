@@ -394,7 +394,7 @@ def test_zip_holds_the_package_without_tests_or_bytecode(artifacts):
     import zipfile
 
     names = zipfile.ZipFile(artifacts["zip"]).namelist()
-    assert "recsys_spark/__init__.py" in names and "recsys_spark/cli.py" in names
+    assert "recsys_spark/__init__.py" in names and "recsys_spark/cli/__init__.py" in names
     assert "recsys_spark/kernels/__init__.py" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or "/tests/" in n]
 

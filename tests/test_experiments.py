@@ -16,19 +16,19 @@ from scipy import stats
 
 from recsys_spark.config import load_config
 from recsys_spark.daily import evaluate_day
+from recsys_spark.cli.lines import experiment_lines
 from recsys_spark.experiments import (
     EXPERIMENT,
     VARIANT,
     arm_sums,
-    experiment_lines,
     read_user_values,
-    run_window,
     srm_check,
     user_business_sums,
     user_variants,
 )
 from recsys_spark.kernels.experiments import parse_metric
 from recsys_spark.schema import LIST_METRICS, SLICE, USER, USER_METRICS_DDL
+from recsys_spark.window import run_window
 from recsys_spark.write import DailyOutput
 
 pytestmark = pytest.mark.spark

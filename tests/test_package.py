@@ -22,11 +22,10 @@ def _modules_the_job_imports() -> set[str]:
     """An independent oracle: import the entry point and what it imports lazily, in a fresh interpreter."""
     commands = (
         "recsys_spark.daily",
-        "recsys_spark.experiments",
-        "recsys_spark.offline.cli",
+        "recsys_spark.window",
         "recsys_spark.offline.pipeline",
         "recsys_spark.offline.compare",
-        "recsys_spark.report.cli",
+        "recsys_spark.report",
         "recsys_spark.report.build",
     )  # what each subcommand runs
     code = (

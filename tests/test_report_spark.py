@@ -138,7 +138,7 @@ def test_the_spark_reader_gives_the_same_page(run, spark, html):
 
 
 def test_evaluate_report_writes_the_days_report(run, spark, tmp_path):
-    from recsys_spark.report.cli import write_day_report
+    from recsys_spark.cli.report import write_day_report
 
     cfg = load_config(None, SETTINGS + ["report.window_days=10"])
     path = write_day_report(spark, cfg, str(run / "out"), DAYS[-1])

@@ -205,7 +205,7 @@ def test_a_commit_killed_midway_is_finished_by_the_next_run_of_the_date(spark, t
 def test_a_staging_directory_holding_a_killed_commit_is_not_swept(spark, tmp_path):
     killed = tmp_path / "_staging" / "2026-11-19-0badc0de"
     (killed / "metrics" / "dt=2026-11-19").mkdir(parents=True)
-    (killed / "_commit.json").write_text('{"date": "2026-11-19", "tables": ["metrics"], "leftover": []}')
+    (killed / "_commit.json").write_text('{"partition": "dt=2026-11-19", "tables": ["metrics"], "leftover": []}')
     old = time.time() - 5 * 3600
     os.utime(killed, (old, old))
     out = DailyOutput(spark, str(tmp_path), DATE)

@@ -39,6 +39,7 @@ from recsys_spark.offline.output import RunOutput
 from recsys_spark.pooled_auc import exact_auc
 from recsys_spark.read import ColumnSpec, conform, read_parquet
 from recsys_spark.schema import CATEGORY, ITEM, METRICS_DDL, RELEVANCE, SCORE, SLICE, USER
+from recsys_spark.session import apply_time_zone
 from recsys_spark.validate import Check, count_rows, split_rows, tag_rows
 
 RANK = "rank"
@@ -527,6 +528,7 @@ def check_evaluable(cfg: Config) -> None:
 def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) -> dict:
     """Evaluate one offline run and write ``{output_root}/offline/run={run}/``; return the summary."""
     check_evaluable(cfg)
+    apply_time_zone(spark, cfg.validation.time_zone)
     inputs = read_inputs(spark, cfg, run)
     ks = cfg.metrics.k
     k_max = max(ks)

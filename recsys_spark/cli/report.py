@@ -1,7 +1,4 @@
-"""The report's command-line bodies: ``recsys-spark report`` and ``recsys-spark evaluate --report``.
-
-:mod:`recsys_spark.cli` only parses the arguments and calls these.
-"""
+"""``recsys-spark report`` and ``recsys-spark evaluate --report``: the HTML report of a range of days."""
 
 from __future__ import annotations
 
@@ -10,42 +7,38 @@ import datetime as dt
 import sys
 from typing import Any
 
+from recsys_spark.cli.common import Command, date_arg, load
 from recsys_spark.config import Config
+from recsys_spark.session import job_session
+
+HELP = "write the HTML report of a range of days"
+DESCRIPTION = (
+    "Read the tables the daily runs wrote for the range (complete days only) and render one self-contained "
+    "HTML page: trends, curves, slices, experiments, offline runs (docs/report.md). Prints the page's path."
+)
+EXAMPLE = "recsys-spark report --output-root /data/eval --start 2026-10-22 --end 2026-11-20"
 
 
-def add_arguments(parser: argparse.ArgumentParser, date_type: Any) -> None:
-    """The ``report`` subcommand's arguments."""
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-root", required=True, help="root of the daily job's output tables")
-    parser.add_argument("--start", type=date_type, required=True, help="first day of the report (YYYY-MM-DD)")
-    parser.add_argument("--end", type=date_type, required=True, help="last day, inclusive")
+    parser.add_argument("--start", type=date_arg, required=True, help="first day of the report (YYYY-MM-DD)")
+    parser.add_argument("--end", type=date_arg, required=True, help="last day, inclusive")
     parser.add_argument("--out", help="the HTML file to write (default {output_root}/reports/{start}_{end}.html)")
     parser.add_argument(
         "--offline-auc",
         help="table dt, model, split, auc of the training pipeline (Parquet or .csv; default: report.offline_auc)",
     )
-    parser.add_argument("--config", help="TOML settings file (the [report] section is read)")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override one setting: --set report.min_regression_days=14",
-    )
-    parser.add_argument("--verbose", action="store_true", help="full tracebacks")
 
 
-def run_report(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """``recsys-spark report``: write the page, print its path.  A SparkSession only for a non-local root."""
-    from recsys_spark.config import load_config
     from recsys_spark.report import write_report
     from recsys_spark.report.data import is_local
 
-    cfg = load_config(args.config, args.set)
+    cfg = load(args)
     spark = None
     if not is_local(args.output_root) or (args.out and not is_local(args.out)):
-        from recsys_spark.session import build_session
-
-        spark = build_session(app_name="recsys-spark-report", log_level="ERROR")
+        spark = job_session(cfg, app_name="recsys-spark-report")
     try:
         path = write_report(
             args.output_root, args.start, args.end, cfg, out=args.out, offline_auc=args.offline_auc, spark=spark
@@ -72,3 +65,6 @@ def write_day_report(spark: Any, cfg: Config, output_root: str, day: dt.date) ->
         return None
     print(f"{day}: report {path}")
     return path
+
+
+COMMAND = Command("report", HELP, DESCRIPTION, EXAMPLE, add_arguments, run, spark=False)

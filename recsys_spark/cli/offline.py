@@ -1,34 +1,40 @@
-"""Bodies of ``recsys-spark offline`` and ``recsys-spark offline-compare`` (the parser lives in :mod:`cli`)."""
+"""``recsys-spark offline`` and ``recsys-spark offline-compare``: a model evaluated before it ships."""
 
 from __future__ import annotations
 
 import argparse
 import re
 
+from recsys_spark import log
+from recsys_spark.cli.common import Command, load
 from recsys_spark.errors import UsageError
+from recsys_spark.session import job_session
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
+HELP = "evaluate a model offline (lists, predictions, ratings, sampled)"
+DESCRIPTION = (
+    "Evaluate a candidate's top-K lists against held-out truth, its CTR predictions, its ratings and sampled "
+    "metrics done right; write offline/run=NAME/ (docs/offline.md)."
+)
+EXAMPLE = "recsys-spark offline --run model_b --output-root /data/eval --config offline.toml"
+COMPARE_HELP = "paired comparison of two offline runs, user by user"
+COMPARE_DESCRIPTION = (
+    "The paired difference of every metric of two offline runs over the users both scored, with intervals "
+    "and adjusted p-values; write offline/compare/base=A,candidate=B/ (docs/offline.md)."
+)
+COMPARE_EXAMPLE = "recsys-spark offline-compare --output-root /data/eval --base model_a --candidate model_b"
 
-def add_parsers(commands) -> None:
-    """Register both subcommands on the ``add_subparsers`` object of :func:`cli.build_parser`."""
-    off = commands.add_parser("offline", help="evaluate a model offline (lists, predictions, ratings, sampled)")
-    off.add_argument("--run", required=True, help="name of this offline run (letters, digits, . _ -)")
-    cmp = commands.add_parser("offline-compare", help="paired comparison of two offline runs, user by user")
-    cmp.add_argument("--base", required=True, help="run name of the base model")
-    cmp.add_argument("--candidate", required=True, help="run name of the candidate model")
-    for p in (off, cmp):
-        p.add_argument("--output-root", required=True, help="root of the output tables")
-        p.add_argument("--config", help="TOML settings file ([offline] section)")
-        p.add_argument(
-            "--set",
-            action="append",
-            default=[],
-            metavar="KEY=VALUE",
-            help="override one setting, VALUE in TOML (repeatable): --set offline.truth=/data/test",
-        )
-        p.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's when submitted)")
-        p.add_argument("--verbose", action="store_true", help="full tracebacks and INFO logs")
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run", required=True, help="name of this offline run (letters, digits, . _ -)")
+    parser.add_argument("--output-root", required=True, help="root of the output tables")
+
+
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base", required=True, help="run name of the base model")
+    parser.add_argument("--candidate", required=True, help="run name of the candidate model")
+    parser.add_argument("--output-root", required=True, help="root of the output tables")
 
 
 def _check_name(flag: str, name: str) -> None:
@@ -36,27 +42,19 @@ def _check_name(flag: str, name: str) -> None:
         raise UsageError(f"{flag} {name!r}: use letters, digits, '.', '_' and '-' only")
 
 
-def main(args: argparse.Namespace) -> int:
-    from recsys_spark import log
-    from recsys_spark.config import load_config
-    from recsys_spark.session import build_session, job_settings
-
+def run(args: argparse.Namespace) -> int:
     names = (
         [("--run", args.run)] if args.command == "offline" else [("--base", args.base), ("--candidate", args.candidate)]
     )
     for flag, name in names:
         _check_name(flag, name)
-    cfg = load_config(args.config, args.set)
+    cfg = load(args)
     if args.command == "offline":
         from recsys_spark.offline.pipeline import check_evaluable
 
         check_evaluable(cfg)  # before Spark starts: a config with nothing to evaluate fails in a second
     log.setup_logging(args.verbose)
-    spark = build_session(
-        master=args.master,
-        settings=job_settings(cfg.execution.arrow_batch_rows, cfg.spark),
-        log_level="INFO" if args.verbose else cfg.execution.log_level,
-    )
+    spark = job_session(cfg, args.master, args.verbose)
     try:
         if args.command == "offline":
             from recsys_spark.offline.pipeline import run_offline
@@ -85,3 +83,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _f(v) -> str:
     return "null" if v is None else f"{v:.4f}"
+
+
+COMMAND = Command("offline", HELP, DESCRIPTION, EXAMPLE, add_arguments, run)
+COMPARE = Command("offline-compare", COMPARE_HELP, COMPARE_DESCRIPTION, COMPARE_EXAMPLE, add_compare_arguments, run)

@@ -1,0 +1,83 @@
+"""The command line: ``recsys-spark COMMAND ...`` (``evaluate``, ``experiment``, ``offline``, ``offline-compare``,
+``report``).
+
+Parses the arguments (each command's module adds its own to the shared ones of
+:func:`recsys_spark.cli.common.parent`), runs the command and turns expected failures into one line on
+stderr and a documented exit code (:mod:`recsys_spark.errors`; docs/operations.md, "Exit codes").
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from recsys_spark import signals
+from recsys_spark.cli import evaluate, experiment, offline, report
+from recsys_spark.cli.common import PROG, Command, Parser, parent
+from recsys_spark.errors import JobError, root_cause
+
+EXIT_CODES = """exit codes: 0 success, 1 unexpected error, 2 bad arguments, 3 bad configuration, 4 missing input,
+5 bad schema, 6 unreadable input, 7 empty input, 8 a hard business rule was violated (outputs written),
+9 some dates of a backfill failed, 10 output not writable, 11 another run holds the date's lock,
+143 stopped by SIGTERM (docs/operations.md)"""
+
+
+#: every command, in the order ``recsys-spark --help`` lists them
+COMMANDS: dict[str, Command] = {
+    c.name: c for c in (evaluate.COMMAND, experiment.COMMAND, offline.COMMAND, offline.COMPARE, report.COMMAND)
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog=PROG, description="Nightly evaluation of recommender exposure and click logs on Spark.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND")
+    shared = {True: parent(spark=True), False: parent(spark=False)}
+    for command in COMMANDS.values():
+        sub = commands.add_parser(
+            command.name,
+            help=command.help,
+            description=command.description,
+            epilog=f"example:\n  {command.example}\n\n{EXIT_CODES}",
+            parents=[shared[command.spark]],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        command.add_arguments(sub)
+    return parser
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run the command; return the exit code."""
+    verbose = "--verbose" in (argv if argv is not None else sys.argv[1:])
+    signals.terminate_on_sigterm()
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command].run(args)
+    except JobError as exc:
+        if verbose:
+            import traceback
+
+            traceback.print_exc()
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except signals.Terminated:
+        print(f"{PROG}: terminated (SIGTERM): the date's lock and staging were released", file=sys.stderr)
+        return signals.TERMINATED_EXIT
+    except Exception as exc:  # noqa: BLE001 - last resort: still one line, with the root cause
+        if verbose:
+            import traceback
+
+            traceback.print_exc()
+        print(
+            f"{PROG}: error: unexpected {type(exc).__name__}: {root_cause(exc, 500)} (rerun with --verbose)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def main() -> NoReturn:
+    sys.exit(run())

@@ -1,0 +1,66 @@
+"""What every command shares: the arguments declared once, the config, the session, the exit codes.
+
+Each command module adds its own arguments to the parent parser's (:func:`parent`), loads its config
+with :func:`load` and builds its session with :func:`recsys_spark.session.job_session`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NoReturn
+
+from recsys_spark.config import Config, load_config
+from recsys_spark.errors import UsageError
+
+PROG = "recsys-spark"
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its name, its help (a line, a paragraph, an example) and what it adds and runs."""
+
+    name: str
+    help: str
+    description: str
+    example: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    spark: bool = True  # takes --master (it starts Spark)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse prints usage too)
+        raise UsageError(message)
+
+
+def date_arg(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date in YYYY-MM-DD form: {text!r}") from None
+
+
+def parent(spark: bool = True) -> Parser:
+    """The arguments every command takes: ``--config``, ``--set``, ``--verbose`` and, for the commands that
+    start Spark, ``--master``."""
+    shared = Parser(add_help=False)
+    shared.add_argument("--config", help="TOML settings file (default: built-in defaults, as conf/default.toml)")
+    shared.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one setting, VALUE in TOML (repeatable): --set metrics.k=[5,10]",
+    )
+    if spark:
+        shared.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's when submitted)")
+    shared.add_argument("--verbose", action="store_true", help="full tracebacks and INFO logs")
+    return shared
+
+
+def load(args: argparse.Namespace) -> Config:
+    """The command's config: ``--config`` then each ``--set`` (a bad key or value: exit 3, one line)."""
+    return load_config(args.config, args.set)

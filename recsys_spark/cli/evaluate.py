@@ -1,0 +1,100 @@
+"""``recsys-spark evaluate``: one day, or each day of a range, by the daily wing; a line per day."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from recsys_spark import log
+from recsys_spark.cli.common import PROG, Command, date_arg, load
+from recsys_spark.cli.lines import experiment_lines, headline_lines
+from recsys_spark.errors import BACKFILL_FAILED, HardRuleViolation, JobError, UsageError, root_cause
+from recsys_spark.session import job_session
+
+HELP = "evaluate one day (or each day of a range) of exposure and click logs"
+DESCRIPTION = (
+    "Read the day's exposures and clicks, label them, compute every metric with its interval, scan the business "
+    "rules and write the day's tables under --output-root (docs/operations.md)."
+)
+EXAMPLE = "recsys-spark evaluate --date 2026-11-20 --input-root /data/logs --output-root /data/eval"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--date", type=date_arg, help="the day to evaluate (YYYY-MM-DD)")
+    parser.add_argument("--start", type=date_arg, help="first day of a backfill (with --end)")
+    parser.add_argument("--end", type=date_arg, help="last day of a backfill, inclusive")
+    parser.add_argument("--fail-fast", action="store_true", help="stop a backfill at the first failed date")
+    parser.add_argument("--input-root", required=True, help="root of the input tables")
+    parser.add_argument("--output-root", required=True, help="root of the output tables")
+    parser.add_argument("--report", action="store_true", help="then write the HTML report ending on the last day")
+
+
+def dates_of(args: argparse.Namespace) -> list[dt.date]:
+    if args.date and (args.start or args.end):
+        raise UsageError("give either --date or --start/--end, not both")
+    if args.date:
+        return [args.date]
+    if not (args.start and args.end):
+        raise UsageError("--date (or --start and --end) is required")
+    if args.end < args.start:
+        raise UsageError(f"--end {args.end} is before --start {args.start}")
+    return [args.start + dt.timedelta(days=i) for i in range((args.end - args.start).days + 1)]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Evaluate each date in one session; a backfill names every failed date and goes on (unless
+    ``--fail-fast``), exit 9 when some failed; a single date exits with its own code."""
+    from recsys_spark import daily
+
+    dates = dates_of(args)
+    cfg = load(args)
+    log.setup_logging(args.verbose)
+    spark = job_session(cfg, args.master, args.verbose)
+    failed: list[str] = []
+    written: list[dt.date] = []  # dates whose outputs were committed (a hard rule violation commits them)
+    try:
+        for day in dates:
+            try:
+                summary = daily.evaluate_day(spark, cfg, day, args.input_root, args.output_root)
+            except Exception as exc:  # noqa: BLE001 - a backfill names every failed date and goes on
+                if isinstance(exc, HardRuleViolation):
+                    written.append(day)
+                if len(dates) == 1:
+                    raise
+                failed.append(day.isoformat())
+                reason = (
+                    str(exc)
+                    if isinstance(exc, JobError)
+                    else f"unexpected {type(exc).__name__}: {root_cause(exc, 500)}"
+                )
+                print(f"{day}: failed: {reason}", file=sys.stderr)
+                if args.fail_fast:
+                    break
+                continue
+            written.append(day)
+            _print_day(day, summary)
+    finally:
+        if args.report and dates[-1] in written:  # never a report of a day that was not written
+            from recsys_spark.cli.report import write_day_report
+
+            write_day_report(spark, cfg, args.output_root, dates[-1])
+        elif args.report:
+            print(f"{PROG}: no report: {dates[-1]} was not written", file=sys.stderr)
+        spark.stop()
+    if failed:
+        print(f"{PROG}: error: {len(failed)} of {len(dates)} dates failed: {', '.join(failed)}", file=sys.stderr)
+        return BACKFILL_FAILED
+    return 0
+
+
+def _print_day(day: dt.date, summary: Mapping[str, Any]) -> None:
+    for line in headline_lines(str(day), summary):
+        print(line)
+    for line in experiment_lines(str(day), summary.get("experiments")):
+        print(line)
+
+
+COMMAND = Command("evaluate", HELP, DESCRIPTION, EXAMPLE, add_arguments, run)

@@ -1,0 +1,51 @@
+"""``recsys-spark experiment``: one experiment over a window of days already evaluated."""
+
+from __future__ import annotations
+
+import argparse
+
+from recsys_spark import log
+from recsys_spark.cli.common import Command, date_arg, load
+from recsys_spark.cli.lines import experiment_lines
+from recsys_spark.errors import UsageError
+from recsys_spark.session import job_session
+
+HELP = "analyse one experiment over a window of days already evaluated"
+DESCRIPTION = (
+    "Count each user of the experiment once over the days the daily runs analysed, compare every variant with "
+    "the control, and write experiment_window/ and experiment_window_checks/ (docs/experiments.md)."
+)
+EXAMPLE = "recsys-spark experiment --experiment ranker_v2 --start 2026-11-14 --end 2026-11-20 --output-root /data/eval"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--experiment", required=True, help="the experiment's name in the assignments table")
+    parser.add_argument("--start", type=date_arg, required=True, help="first day of the window")
+    parser.add_argument("--end", type=date_arg, required=True, help="last day of the window, inclusive")
+    parser.add_argument("--output-root", required=True, help="the daily job's output root (read and written)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the session, analyse the window, print its lines."""
+    from recsys_spark.window import run_window
+
+    if args.end < args.start:
+        raise UsageError(f"--end {args.end} is before --start {args.start}")
+    cfg = load(args)
+    log.setup_logging(args.verbose)
+    spark = job_session(cfg, args.master, args.verbose)
+    try:
+        section = run_window(spark, cfg, args.experiment, args.start, args.end, args.output_root)
+    finally:
+        spark.stop()
+    label = f"{args.start}..{args.end}"
+    print(
+        f"{label}: {section['status']}  experiment={args.experiment} days={len(section['days_found'])} "
+        f"rows={section['rows']}"
+    )
+    for line in experiment_lines(label, section):
+        print(line)
+    return 0
+
+
+COMMAND = Command("experiment", HELP, DESCRIPTION, EXAMPLE, add_arguments, run)
