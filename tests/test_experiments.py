@@ -14,9 +14,9 @@ from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 from pyspark.sql import functions as F
 from scipy import stats
 
+from recsys_spark.cli.lines import experiment_lines
 from recsys_spark.config import load_config
 from recsys_spark.daily import evaluate_day
-from recsys_spark.cli.lines import experiment_lines
 from recsys_spark.experiments import (
     EXPERIMENT,
     VARIANT,
