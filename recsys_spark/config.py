@@ -21,7 +21,8 @@ from types import MappingProxyType
 from typing import Any
 
 from recsys_spark.errors import ConfigError
-from recsys_spark.schema import EXPERIMENT_METRICS as DEFAULT_EXPERIMENT_METRICS
+from recsys_spark.registry import EXPERIMENT_METRICS as DEFAULT_EXPERIMENT_METRICS
+from recsys_spark.registry import parse_key
 
 if sys.version_info >= (3, 11):  # [compat hook, issue 17] Python 3.10: the tomli backport, same API
     import tomllib
@@ -259,8 +260,8 @@ class ReportConfig:
     window_days: int = 30
     overfit_gap: float = 0.05
     offline_online_gap: float = 0.05
-    regression_x: str = "auc:impression_weighted"
-    regression_y: str = "uv_ctr:global"
+    regression_x: str = "auc_impression_weighted"
+    regression_y: str = "uv_ctr_global"
     min_regression_days: int = 7
     regression_level: float = 0.95
 
@@ -270,10 +271,10 @@ class ReportConfig:
                 f"config key report.regression_level: expected a number in (0, 1), got {self.regression_level}"
             )
         for key in ("regression_x", "regression_y"):
-            if ":" not in getattr(self, key):
-                raise ConfigError(
-                    f"config key report.{key}: expected METRIC[@K]:AGGREGATION, got {getattr(self, key)!r}"
-                )
+            try:
+                parse_key(getattr(self, key))
+            except ValueError as exc:
+                raise ConfigError(f"config key report.{key}: {exc}") from None
 
 
 @dataclass(frozen=True)

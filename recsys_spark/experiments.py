@@ -38,7 +38,6 @@ from recsys_spark.config import Config
 from recsys_spark.errors import ConfigError
 from recsys_spark.kernels.experiments import (
     COVARIATE_PARTS,
-    LIST_METRICS,
     RESULT_COLUMNS,
     MetricSpec,
     ResultRow,
@@ -50,6 +49,7 @@ from recsys_spark.kernels.experiments import (
     why_not_compared,
 )
 from recsys_spark.read import ColumnSpec, conform, exists, read_parquet
+from recsys_spark.registry import LIST_METRICS
 from recsys_spark.rules import RuleResult
 from recsys_spark.schema import ALL, CLICKED, ITEM, REQUEST, SLICE, USER
 from recsys_spark.write import SUMMARY, Output

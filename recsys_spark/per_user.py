@@ -58,6 +58,7 @@ from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_mom
 from recsys_spark.kernels.ranking import Gain
 from recsys_spark.kernels.users import INPUT_COLUMNS, score_users
 from recsys_spark.pooled_auc import exact_auc
+from recsys_spark.registry import LIST_METRICS
 from recsys_spark.schema import (
     ALL,
     CLICKED,
@@ -66,7 +67,6 @@ from recsys_spark.schema import (
     ITEM,
     ITEM_CATEGORY,
     LIST_ID,
-    LIST_METRICS,
     N_EVENTS,
     POSITION,
     RELEVANCE,

@@ -1,7 +1,7 @@
 """Every column name and table layout the job reads or writes, in one place.
 
-Inputs (:data:`EXPOSURE_COLUMNS`, ...), outputs (``*_DDL`` and :data:`USER_METRICS_COLUMNS`), the columns the
-stages add on the way (``relevance``, ``_category``, ...) and the metric naming rule (:func:`metric_name`).
+Inputs (:data:`EXPOSURE_COLUMNS`, ...), outputs (``*_DDL`` and :data:`USER_METRICS_COLUMNS`) and the columns the
+stages add on the way (``relevance``, ``_category``, ...); metric names are :mod:`recsys_spark.registry`'s.
 Plain Python, no pyspark import: the kernels, the sample-data generator and the tests read it too. The
 contracts in words are in docs/operations.md.
 """
@@ -9,6 +9,8 @@ contracts in words are in docs/operations.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from recsys_spark.registry import LIST_METRICS
 
 # --- input columns ------------------------------------------------------------------------------
 USER = "user_id"
@@ -124,62 +126,6 @@ DAILY_TABLES = (
     "experiment_checks",
     "rejected",
     "summary",
-)
-
-
-# --- metric names -------------------------------------------------------------------------------
-#: list metrics: one value per list and cut-off k, averaged per user
-LIST_METRICS = ("ndcg", "map", "precision", "recall", "hit_rate")
-
-
-def metric_name(metric: str, k: int | None = None) -> str:
-    """The one name of a metric at a cut-off, wherever a single key is needed: ``ndcg@10``; ``mrr`` without k.
-
-    Tables never use it: they carry ``metric`` and ``k`` (and ``aggregation``) as separate columns. The
-    summary's keys are ``metric_name(...) + "_" + aggregation`` (:func:`summary_key`).
-
-    >>> metric_name("ndcg", 10), metric_name("mrr"), summary_key("ndcg", 10, "user_avg")
-    ('ndcg@10', 'mrr', 'ndcg@10_user_avg')
-    """
-    return metric if k is None else f"{metric}@{k}"
-
-
-def summary_key(metric: str, k: int | None, aggregation: str) -> str:
-    """Key of an aggregate in the summary's ``headline`` and the CLI's line: ``auc_global``, ``ndcg@10_user_avg``."""
-    return f"{metric_name(metric, k)}_{aggregation}"
-
-
-#: the headline metrics: printed by the CLI, first in the summary, charted by the report: (metric, k, aggregation)
-HEADLINE: tuple[tuple[str, int | None, str], ...] = (
-    ("auc", None, "global"),
-    ("auc", None, "user_avg"),
-    ("auc", None, "impression_weighted"),
-    ("ndcg", 10, "user_avg"),
-    ("map", 10, "user_avg"),
-    ("mrr", None, "user_avg"),
-    ("precision", 10, "global"),
-    ("recall", 10, "global"),
-    ("hit_rate", 10, "user_avg"),
-    ("exposure_ctr", None, "global"),
-    ("pv_failure_rate", None, "global"),
-    ("gini", None, "catalog"),
-)
-
-
-#: the default of experiments.metrics: the headline metrics that have a per-user form (the exact pooled AUC and
-#: Gini have none), named by :func:`summary_key`, plus pv_ctr
-EXPERIMENT_METRICS: tuple[str, ...] = (
-    "auc_user_avg",
-    "auc_impression_weighted",
-    "ndcg@10_user_avg",
-    "map@10_user_avg",
-    "mrr_user_avg",
-    "precision@10_global",
-    "recall@10_global",
-    "hit_rate@10_user_avg",
-    "exposure_ctr_global",
-    "pv_ctr_global",
-    "pv_failure_rate_global",
 )
 
 

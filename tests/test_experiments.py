@@ -27,7 +27,8 @@ from recsys_spark.experiments import (
     user_variants,
 )
 from recsys_spark.kernels.experiments import parse_metric
-from recsys_spark.schema import LIST_METRICS, SLICE, USER, USER_METRICS_DDL
+from recsys_spark.registry import LIST_METRICS
+from recsys_spark.schema import SLICE, USER, USER_METRICS_DDL
 from recsys_spark.window import run_window
 from recsys_spark.write import DailyOutput
 

@@ -32,7 +32,7 @@ from recsys_spark.kernels.experiments import (
     why_not_compared,
 )
 from recsys_spark.kernels.stats import MeanStats, RatioStats, ratio_difference, welch
-from recsys_spark.schema import EXPERIMENT_METRICS as DEFAULT_METRICS
+from recsys_spark.registry import EXPERIMENT_METRICS as DEFAULT_METRICS
 
 
 # --- SRM: golden p-values (REFERENCES.md, "Statistics for decisions") ------------------------------
@@ -468,14 +468,14 @@ def test_parse_metric_gives_each_metric_its_per_user_sums(name, expected):
 @pytest.mark.parametrize(
     "name, message",
     [
-        ("ndcg@0_user_avg", "metric 'ndcg@0_user_avg': ndcg needs @k"),
-        ("ndcg_user_avg", "metric 'ndcg_user_avg': ndcg needs @k"),
-        ("hits_global", "metric 'hits_global': hits needs @k"),
-        ("auc@5_user_avg", "metric 'auc@5_user_avg': auc takes no @k"),
+        ("ndcg@0_user_avg", "metric key 'ndcg@0_user_avg': ndcg needs @k"),
+        ("ndcg_user_avg", "metric key 'ndcg_user_avg': ndcg needs @k"),
+        ("hits_global", "unknown metric 'hits'"),
+        ("auc@5_user_avg", "metric key 'auc@5_user_avg': auc takes no @k"),
         ("ndcg@10_global", "metric 'ndcg@10_global' has no per-user form"),
-        ("hits@10_global", "metric 'hits@10_global' has no per-user form"),
+        ("ndgc@10_user_avg", "unknown metric 'ndgc' (did you mean ndcg?)"),
         ("gini_global", "metric 'gini_global' has no per-user form"),
-        ("ndcg@10", "not a metric name of the form METRIC[@K]_AGGREGATION: 'ndcg@10'"),
+        ("ndcg@10", "not a metric key of the form METRIC[@K]_AGGREGATION: 'ndcg@10'"),
     ],
 )
 def test_parse_metric_refuses_what_has_no_per_user_form(name, message):

@@ -21,7 +21,7 @@ from recsys_spark.cli import run
 from recsys_spark.config import load_config
 from recsys_spark.kernels.regression import fit_line
 from recsys_spark.report import default_path, load_range, render_html, write_report
-from recsys_spark.schema import HEADLINE
+from recsys_spark.registry import HEADLINE
 
 START, END = dt.date.fromisoformat(fx.START), dt.date.fromisoformat(fx.END)
 SECTIONS = ("headline", "trends", "curves", "lorenz", "slices", "quality", "experiments", "offline")
@@ -163,7 +163,7 @@ def test_embedded_curves_slices_and_lorenz_equal_the_parquet_values(root, page):
 
 def test_headline_changes_use_the_previous_day_and_the_week_before(root, page):
     rows = {r["key"]: r for r in page.data["data-headline"]["rows"]}
-    auc = rows["auc:global"]
+    auc = rows["auc_global"]
     last, week = metrics(root, "2026-11-05"), metrics(root, fx.WEEK_BEFORE)
     assert auc["value"] == value(last, "auc", None, "global")
     assert auc["previous_day"]["date"] == "2026-11-04" and auc["previous_day"]["delta"] is None  # missing day
@@ -173,7 +173,7 @@ def test_headline_changes_use_the_previous_day_and_the_week_before(root, page):
     )
     assert auc["week_before"]["delta"] == pytest.approx(0.01 * 3 - 0.01 * -7)
     assert auc["ci_low"] is None  # no se for the pooled AUC, so no interval
-    ndcg = rows["ndcg@10:user_avg"]
+    ndcg = rows["ndcg@10_user_avg"]
     assert ndcg["ci_low"] == value(last, "ndcg", 10, "user_avg", column="ci_low")
 
 

@@ -112,7 +112,7 @@ def test_embedded_data_equals_what_the_job_wrote(run, html):
     assert page.data["data-rule-failures"]["failed_hard"][-1] == failed_hard
     summary = json.loads((out / "summary" / f"dt={last}" / "summary.json").read_text())
     headline = {r["key"]: r["value"] for r in page.data["data-headline"]["rows"]}
-    assert headline["ndcg@10:user_avg"] == summary["headline"]["ndcg@10_user_avg"]
+    assert headline["ndcg@10_user_avg"] == summary["headline"]["ndcg@10_user_avg"]
     slices = {r["slice"]: r["value"] for r in page.data["data-slice-platform-auc-user-avg"]["rows"]}
     assert slices == {s: value(last, "auc", None, "user_avg", s) for s in slices}
     assert len(slices) >= 2

@@ -12,7 +12,6 @@ from recsys_spark import log
 from recsys_spark.cli.common import PROG, Command, date_arg, load
 from recsys_spark.cli.lines import experiment_lines, headline_lines
 from recsys_spark.errors import BACKFILL_FAILED, HardRuleViolation, JobError, UsageError, root_cause
-from recsys_spark.session import job_session
 
 HELP = "evaluate one day (or each day of a range) of exposure and click logs"
 DESCRIPTION = (
@@ -52,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     dates = dates_of(args)
     cfg = load(args)
     log.setup_logging(args.verbose)
+    from recsys_spark.session import job_session  # pyspark: only once a command runs
+
     spark = job_session(cfg, args.master, args.verbose)
     failed: list[str] = []
     written: list[dt.date] = []  # dates whose outputs were committed (a hard rule violation commits them)

@@ -8,7 +8,6 @@ from recsys_spark import log
 from recsys_spark.cli.common import Command, date_arg, load
 from recsys_spark.cli.lines import experiment_lines
 from recsys_spark.errors import UsageError
-from recsys_spark.session import job_session
 
 HELP = "analyse one experiment over a window of days already evaluated"
 DESCRIPTION = (
@@ -33,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--end {args.end} is before --start {args.start}")
     cfg = load(args)
     log.setup_logging(args.verbose)
+    from recsys_spark.session import job_session  # pyspark: only once a command runs
+
     spark = job_session(cfg, args.master, args.verbose)
     try:
         section = run_window(spark, cfg, args.experiment, args.start, args.end, args.output_root)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from recsys_spark.schema import HEADLINE, summary_key
+from recsys_spark.registry import HEADLINE, key
 
 
 def headline_lines(label: str, summary: Mapping[str, Any]) -> list[str]:
     """The day's status and headline metrics, the provisional and failed-rule lines, the data-quality counts."""
     values = summary["headline"]
-    keys = [summary_key(m, k, a) for m, k, a in HEADLINE]
+    keys = [key(m, k, a) for m, k, a in HEADLINE]
     parts = [f"{key}={values[key]:.4f}" for key in keys if values.get(key) is not None]
     quality = summary["data_quality"]
     failed = [r["rule"] for r in summary.get("rules", []) if not r["passed"]]

@@ -8,7 +8,6 @@ import re
 from recsys_spark import log
 from recsys_spark.cli.common import Command, load
 from recsys_spark.errors import UsageError
-from recsys_spark.session import job_session
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -54,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
 
         check_evaluable(cfg)  # before Spark starts: a config with nothing to evaluate fails in a second
     log.setup_logging(args.verbose)
+    from recsys_spark.session import job_session  # pyspark: only once a command runs
+
     spark = job_session(cfg, args.master, args.verbose)
     try:
         if args.command == "offline":

@@ -9,7 +9,6 @@ from typing import Any
 
 from recsys_spark.cli.common import Command, date_arg, load
 from recsys_spark.config import Config
-from recsys_spark.session import job_session
 
 HELP = "write the HTML report of a range of days"
 DESCRIPTION = (
@@ -38,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
     cfg = load(args)
     spark = None
     if not is_local(args.output_root) or (args.out and not is_local(args.out)):
+        from recsys_spark.session import job_session  # pyspark: only once a command runs
+
         spark = job_session(cfg, app_name="recsys-spark-report")
     try:
         path = write_report(

@@ -13,8 +13,9 @@ from recsys_spark import fs
 from recsys_spark.aggregate import MetricRow
 from recsys_spark.config import Config
 from recsys_spark.daily.day import Day, Labelled, Metrics
+from recsys_spark.registry import HEADLINE, key
 from recsys_spark.rules import RuleResult, as_dicts
-from recsys_spark.schema import ALL, HEADLINE, summary_key
+from recsys_spark.schema import ALL
 from recsys_spark.write import SUMMARY, Output
 
 
@@ -81,7 +82,7 @@ def build_summary(
         "status": status_of(results),
         "config_hash": cfg.fingerprint(),
         "inputs": {"exposures": day.paths.exposures, "clicks": day.paths.clicks},
-        "headline": {summary_key(m, k, a): by_key.get((m, k, a)) for m, k, a in HEADLINE},
+        "headline": {key(m, k, a): by_key.get((m, k, a)) for m, k, a in HEADLINE},
         "input_rows": {"exposures": valid.exposure_counts["rows"], "clicks": valid.click_counts["rows"]},
         "data_quality": {
             "rejected_exposures": {k: v for k, v in valid.exposure_counts.items() if k != "rows"},

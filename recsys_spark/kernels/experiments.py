@@ -23,7 +23,6 @@ exposures or lists.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,10 +41,8 @@ from recsys_spark.kernels.stats import (
     welch,
 )
 from recsys_spark.kernels.stats import _z as _zq
+from recsys_spark.registry import LIST_METRICS, parse_key
 
-#: list metrics of the per-user table whose user value is a mean over the user's ranked lists
-LIST_METRICS = ("ndcg", "map", "precision", "recall", "hit_rate")
-AGGREGATIONS = ("user_avg", "list_avg", "impression_weighted", "global")
 CORRECTIONS = ("holm", "bh", "none")
 
 
@@ -348,7 +345,6 @@ class MetricSpec:
     den_factor: float = 1.0
 
 
-_NAME = re.compile(r"^(?P<metric>[a-z_]+?)(?:@(?P<k>\d+))?_(?P<agg>user_avg|list_avg|impression_weighted|global)$")
 _RATIOS = {  # metric -> (numerator, denominator) of the business ratios, aggregation global
     "exposure_ctr": ("clicked", "exposures"),
     "pv_ctr": ("clicked", "requests"),
@@ -362,18 +358,11 @@ def user_sum_column(metric: str, k: int | None = None) -> str:
 
 
 def parse_metric(name: str) -> MetricSpec:
-    """``ndcg@10_user_avg`` -> its :class:`MetricSpec` (the summary's headline names).
+    """A metric key (:func:`recsys_spark.registry.parse_key`: ``ndcg@10_user_avg``) -> its :class:`MetricSpec`.
 
-    Raises ValueError naming the metric when it has no per-user form.
+    Raises ValueError naming the metric when the key is malformed or the metric has no per-user form.
     """
-    m = _NAME.match(name)
-    if not m:
-        raise ValueError(f"not a metric name of the form METRIC[@K]_AGGREGATION: {name!r}")
-    metric, agg = m["metric"], m["agg"]
-    k = int(m["k"]) if m["k"] else None
-    has_k = metric in LIST_METRICS or metric == "hits"
-    if has_k and (k is None or k <= 0) or (not has_k and k is not None):
-        raise ValueError(f"metric {name!r}: {metric} {'needs' if has_k else 'takes no'} @k")
+    metric, k, agg = parse_key(name)
     if metric in LIST_METRICS or metric == "mrr":
         if agg == "user_avg":
             return MetricSpec(name, metric, k, agg, "mean", user_sum_column(metric, k), "lists_ranked")

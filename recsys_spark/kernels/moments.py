@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from recsys_spark.schema import LIST_METRICS, metric_name
+from recsys_spark.registry import LIST_METRICS, metric_name
 
 
 @dataclass
@@ -110,7 +110,7 @@ def user_table_moments(frame, ks) -> dict[str, Moments]:
     """{slice: Moments} of rows of the per-user table (:data:`~recsys_spark.schema.USER_METRICS_COLUMNS`).
 
     Means of ``auc`` (weighted by ``n_exposures``) and of every list metric at each k, named
-    :func:`~recsys_spark.schema.metric_name` (``ndcg@10``, weighted by ``n_lists_ranked``); sums of the
+    :func:`~recsys_spark.registry.metric_name` (``ndcg@10``, weighted by ``n_lists_ranked``); sums of the
     counts and of ``hits@k``, of users and of users without a ranked list. NaN or null values are missing.
     A user's values without a cut-off are read from its row of the first k, so the rows of one user may
     arrive in different batches.

@@ -43,10 +43,11 @@ import pandas as pd
 
 from recsys_spark.kernels.auc import grouped_auc
 from recsys_spark.kernels.ranking import Gain, list_metrics
+from recsys_spark.registry import OFFLINE_LIST_METRICS
 
 #: input columns of :func:`score_lists`
 LIST_INPUT = ("user_id", "rank", "relevance", "category", "self_info", "new_category", "has_history")
-LIST_METRICS = ("precision", "recall", "f1", "ndcg", "map", "hit_rate")
+LIST_METRICS = OFFLINE_LIST_METRICS  # the per-user table's k columns
 
 
 def list_columns(ks: Sequence[int]) -> list[tuple[str, str]]:

@@ -17,7 +17,8 @@ import pandas as pd
 
 from recsys_spark.kernels.auc import grouped_auc
 from recsys_spark.kernels.ranking import Gain, list_metrics, segment_starts
-from recsys_spark.schema import LIST_METRICS, USER, USER_COLUMNS, USER_K_COLUMNS, USER_METRICS_COLUMNS, metric_name
+from recsys_spark.registry import LIST_METRICS, metric_name
+from recsys_spark.schema import USER, USER_COLUMNS, USER_K_COLUMNS, USER_METRICS_COLUMNS
 
 _DTYPES = {"string": object, "int": np.int32, "long": np.int64, "double": np.float64}
 

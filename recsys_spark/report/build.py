@@ -18,30 +18,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from recsys_spark import registry
 from recsys_spark.kernels.regression import fit_line
+from recsys_spark.registry import HEADLINE, LIST_METRICS
 from recsys_spark.report import svg
 from recsys_spark.report.data import RunData
-from recsys_spark.schema import HEADLINE
 
-AT_K = ("ndcg", "map", "precision", "recall", "hit_rate")
 SLICE_METRICS: tuple[tuple[str, int | None, str], ...] = (
     ("ndcg", 10, "user_avg"),
     ("auc", None, "user_avg"),
     ("exposure_ctr", None, "global"),
 )
-PERCENT_METRICS = {
-    "exposure_ctr",
-    "pv_ctr",
-    "pv_failure_rate",
-    "uv_failure_rate",
-    "pv_coverage",
-    "uv_coverage",
-    "item_coverage",
-    "uv_conversion",
-    "hit_rate",
-    "precision",
-    "recall",
-}
 AGG_NAMES = {
     "user_avg": "user avg",
     "list_avg": "list avg",
@@ -50,7 +37,6 @@ AGG_NAMES = {
     "catalog": "catalog",
     "exposed": "exposed",
 }
-UNBOUNDED_METRICS = {"pv", "uv", "novelty", "uv_ctr", "clicks_per_clicking_user"}  # the others lie in [0, 1]
 ALL = "all"
 
 
@@ -83,7 +69,8 @@ def slug(text: str) -> str:
 
 
 def metric_key(metric: str, k: int | None, aggregation: str) -> str:
-    return f"{metric}{'@' + str(k) if k else ''}:{aggregation}"
+    """The registry's one spelling of a metric row (:func:`recsys_spark.registry.key`)."""
+    return registry.key(metric, k, aggregation)
 
 
 def metric_label(metric: str, k: int | None, aggregation: str) -> str:
@@ -92,28 +79,18 @@ def metric_label(metric: str, k: int | None, aggregation: str) -> str:
     >>> metric_label("ndcg", 10, "user_avg")
     'NDCG@10 (user avg)'
     """
-    names = {
-        "auc": "AUC",
-        "ndcg": "NDCG",
-        "map": "MAP",
-        "mrr": "MRR",
-        "uv_ctr": "UV CTR",
-        "pv_ctr": "PV CTR",
-        "exposure_ctr": "exposure CTR",
-    }
-    name = names.get(metric, metric.replace("_", " "))
+    name = registry.metric(metric).reader_name if metric in registry.METRICS else metric.replace("_", " ")
     return f"{name}{'@' + str(k) if k else ''} ({AGG_NAMES.get(aggregation, aggregation.replace('_', ' '))})"
 
 
-def parse_metric_key(text: str) -> tuple[str, int | None, str]:
-    """``METRIC[@K]:AGGREGATION`` -> (metric, k, aggregation).
+def is_percent(metric: str) -> bool:
+    return metric in registry.METRICS and registry.metric(metric).percent
 
-    >>> parse_metric_key("ndcg@10:user_avg"), parse_metric_key("uv_ctr:global")
-    (('ndcg', 10, 'user_avg'), ('uv_ctr', None, 'global'))
-    """
-    name, _, aggregation = text.partition(":")
-    metric, _, k = name.partition("@")
-    return metric, (int(k) if k else None), aggregation
+
+def bounds(metric: str) -> tuple[float | None, float | None]:
+    """The chart's y floor and ceiling: the metric's range when it is bounded (else the data's)."""
+    found = registry.METRICS.get(metric)
+    return (found.low, found.high) if found is not None and found.high is not None else (None, None)
 
 
 def _num(v: Any) -> float | None:
@@ -228,7 +205,7 @@ def headline_section(data: RunData, m: Metrics, context: Metrics) -> Section:
                 "ci_high": interval[1] if interval else None,
                 "se": _num(row.get("se")) if row else None,
                 "n": _int(row.get("n")) if row else None,
-                "percent": metric in PERCENT_METRICS,
+                "percent": is_percent(metric),
                 "previous_day": {"date": prev, **change(prev)},
                 "week_before": {"date": week, **change(week)},
             }
@@ -302,9 +279,9 @@ def trends_section(data: RunData, m: Metrics) -> Section:
             x_labels=labels,
             tick_every=_tick_every(len(days)),
             gaps=gaps,
-            percent=metric in PERCENT_METRICS,
-            y_floor=None if metric in UNBOUNDED_METRICS else 0.0,
-            y_ceiling=None if metric in UNBOUNDED_METRICS else 1.0,
+            percent=is_percent(metric),
+            y_floor=bounds(metric)[0],
+            y_ceiling=bounds(metric)[1],
         )
         payload = {"metric": metric, "k": k, "aggregation": agg, "slice": ALL, "dt": days, "value": values}
         if band is not None:
@@ -327,11 +304,11 @@ def curves_section(data: RunData, m: Metrics) -> Section:
     series: list[svg.Series] = []
     curves: dict[str, dict[str, list]] = {}
     payload = {"dt": day, "slice": ALL, "aggregation": "user_avg", "curves": curves}
-    ks = sorted({k for metric in AT_K for k in m.ks(day, metric, "user_avg")})
+    ks = sorted({k for metric in LIST_METRICS for k in m.ks(day, metric, "user_avg")})
     if not ks:
         section.notes.append("No @k metrics on the last day.")
         return section
-    for i, metric in enumerate(AT_K):
+    for i, metric in enumerate(LIST_METRICS):
         ys = [m.value(day, ALL, metric, k, "user_avg") for k in ks]
         if all(v is None for v in ys):
             continue
@@ -708,7 +685,7 @@ def offline_section(
     section.body["auc_table"] = table
     section.body["thresholds"] = {"overfit_gap": overfit_gap, "offline_online_gap": online_gap}
 
-    xm, ym = parse_metric_key(x_key), parse_metric_key(y_key)
+    xm, ym = registry.parse_key(x_key), registry.parse_key(y_key)
     xs_all = [m.value(d, ALL, *xm) for d in days]
     ys_all = [m.value(d, ALL, *ym) for d in days]
     pairs = [(d, x, y) for d, x, y in zip(days, xs_all, ys_all, strict=True) if x is not None and y is not None]

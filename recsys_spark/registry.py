@@ -1,0 +1,211 @@
+"""Every metric's name, in one place: what it is, which way is better, its range, and how its key is spelled.
+
+The daily job, the experiments, the offline evaluation, the report and the summary read metric names
+through this module only (a test checks it).  A row of a ``metrics`` table is named by three columns,
+``metric``, ``k`` and ``aggregation``; wherever one string must name it (the summary's ``headline``,
+``experiments.metrics``, ``report.regression_x``, a gate's check), the one spelling is its **key**::
+
+    ndcg@10_user_avg      metric "ndcg", k 10, aggregation "user_avg"
+    exposure_ctr_global   metric "exposure_ctr", no k, aggregation "global"
+
+:func:`key` writes it and :func:`parse_key` reads it back.  A name means one formula in every command
+(docs/metrics.md, docs/offline.md); a quantity that differs gets a name of its own.  Plain Python: the
+kernels read it too.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+#: how a metric's value is pooled over units (docs/metrics.md, "Aggregations"; docs/offline.md)
+AGGREGATIONS = (
+    "user_avg",
+    "list_avg",
+    "impression_weighted",
+    "global",
+    "catalog",
+    "exposed",
+    "item_avg",
+    "sampled_naive",
+    "sampled_corrected",
+)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """What a metric name means beyond its formula (docs/metrics.md has the formula).
+
+    ``better``: ``"higher"``, ``"lower"`` or None (a count or a level with no better side, such as ``pv`` or
+    PCOC, whose target is 1); ``low``/``high``: the range of its values (None: unbounded); ``at_k``: the
+    metric takes a cut-off k; ``label``: the reader's name; ``percent``: the report shows it as a percentage.
+    """
+
+    name: str
+    better: str | None
+    low: float | None = 0.0
+    high: float | None = 1.0
+    at_k: bool = False
+    label: str = ""
+    percent: bool = False
+
+    @property
+    def higher_is_better(self) -> bool | None:
+        return None if self.better is None else self.better == "higher"
+
+    @property
+    def reader_name(self) -> str:
+        return self.label or self.name.replace("_", " ")
+
+
+def _m(name: str, better: str | None, low: float | None = 0.0, high: float | None = 1.0, **kw: object) -> Metric:
+    return Metric(name, better, low, high, **kw)  # type: ignore[arg-type]
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        # ranking: one value per list (at k) or per user, averaged (docs/metrics.md, "Ranking metrics")
+        _m("ndcg", "higher", at_k=True, label="NDCG"),
+        _m("map", "higher", at_k=True, label="MAP"),
+        _m("precision", "higher", at_k=True, percent=True),
+        _m("recall", "higher", at_k=True, percent=True),
+        _m("hit_rate", "higher", at_k=True, label="hit rate", percent=True),
+        _m("f1", "higher", at_k=True, label="F1"),
+        _m("mrr", "higher", label="MRR"),
+        _m("auc", "higher", label="AUC"),
+        # health (docs/metrics.md, "Health and business metrics")
+        _m("pv", None, high=None, label="PV"),
+        _m("uv", None, high=None, label="UV"),
+        _m("pv_coverage", "higher", label="PV coverage", percent=True),
+        _m("uv_coverage", "higher", label="UV coverage", percent=True),
+        _m("pv_failure_rate", "lower", label="PV failure rate", percent=True),
+        _m("uv_failure_rate", "lower", label="UV failure rate", percent=True),
+        _m("item_coverage", "higher", percent=True),
+        _m("gini", "lower", label="Gini"),
+        _m("category_diversity", "higher"),
+        _m("intra_list_diversity", "higher"),
+        _m("novelty", "higher", high=None),
+        _m("personalization", "higher"),
+        _m("update_rate", None),
+        _m("serendipity", "higher"),
+        # business
+        _m("exposure_ctr", "higher", label="exposure CTR", percent=True),
+        _m("pv_ctr", "higher", high=None, label="clicked exposures per request (PV CTR)"),
+        _m("uv_ctr", "higher", high=None, label="clicked exposures per user (UV CTR)"),
+        _m("uv_conversion", "higher", label="UV conversion", percent=True),
+        _m("clicks_per_clicking_user", "higher", low=1.0, high=None),
+        # offline: predictions and ratings (docs/offline.md)
+        _m("logloss", "lower", high=None, label="log loss"),
+        _m("ece", "lower", label="ECE"),
+        _m("pcoc", None, high=None, label="PCOC"),
+        _m("mean_predicted", None, label="mean predicted"),
+        _m("observed_rate", None, label="observed rate"),
+        _m("mae", "lower", high=None, label="MAE"),
+        _m("rmse", "lower", high=None, label="RMSE"),
+        _m("nmae", "lower", high=None, label="NMAE"),
+        _m("nrmse", "lower", high=None, label="NRMSE"),
+        _m("distortion", "lower", high=None),
+    )
+}
+
+#: list metrics: one value per list and cut-off k, averaged per user (the daily per-user table's k columns)
+LIST_METRICS = ("ndcg", "map", "precision", "recall", "hit_rate")
+#: the offline per-user table's k columns: the same, and F1 (offline lists are scored against held-out truth)
+OFFLINE_LIST_METRICS = ("precision", "recall", "f1", "ndcg", "map", "hit_rate")
+
+
+def metric(name: str) -> Metric:
+    """The metric called ``name``; a ValueError naming it (and the nearest names) when there is none.
+
+    >>> metric("ndcg").higher_is_better, metric("gini").higher_is_better, metric("pv").higher_is_better
+    (True, False, None)
+    """
+    try:
+        return METRICS[name]
+    except KeyError:
+        near = difflib.get_close_matches(name, METRICS, n=3)
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
+        raise ValueError(f"unknown metric {name!r}{hint}") from None
+
+
+def metric_name(name: str, k: int | None = None) -> str:
+    """A metric at a cut-off as one word: ``ndcg@10``; ``mrr`` without k.
+
+    >>> metric_name("ndcg", 10), metric_name("mrr")
+    ('ndcg@10', 'mrr')
+    """
+    return name if k is None else f"{name}@{k}"
+
+
+def key(name: str, k: int | None, aggregation: str) -> str:
+    """The one spelling of a (metric, k, aggregation): ``ndcg@10_user_avg``, ``auc_global``.
+
+    >>> key("ndcg", 10, "user_avg"), key("exposure_ctr", None, "global")
+    ('ndcg@10_user_avg', 'exposure_ctr_global')
+    """
+    return f"{metric_name(name, k)}_{aggregation}"
+
+
+def parse_key(text: str) -> tuple[str, int | None, str]:
+    """``METRIC[@K]_AGGREGATION`` -> (metric, k, aggregation), checked against the registry.
+
+    The aggregation is the longest known one the key ends with (metric names hold underscores too).
+    Raises ValueError naming the key and why (an unknown metric or aggregation, a k where the metric
+    takes none, a missing k).
+
+    >>> parse_key("ndcg@10_user_avg"), parse_key("auc_impression_weighted")
+    (('ndcg', 10, 'user_avg'), ('auc', None, 'impression_weighted'))
+    """
+    for aggregation in sorted(AGGREGATIONS, key=len, reverse=True):
+        suffix = f"_{aggregation}"
+        if text.endswith(suffix) and len(text) > len(suffix):
+            name, _, k_text = text[: -len(suffix)].partition("@")
+            break
+    else:
+        raise ValueError(
+            f"not a metric key of the form METRIC[@K]_AGGREGATION: {text!r} "
+            f"(aggregations: {', '.join(AGGREGATIONS)})"
+        )
+    found = metric(name)
+    if k_text and not k_text.isdigit():
+        raise ValueError(f"metric key {text!r}: k must be a positive integer, got {k_text!r}")
+    k = int(k_text) if k_text else None
+    if found.at_k and not k:
+        raise ValueError(f"metric key {text!r}: {name} needs @k (e.g. {key(name, 10, aggregation)})")
+    if not found.at_k and k is not None:
+        raise ValueError(f"metric key {text!r}: {name} takes no @k")
+    return name, k, aggregation
+
+
+#: the headline metrics: printed by the CLI, first in the summary, charted by the report: (metric, k, aggregation)
+HEADLINE: tuple[tuple[str, int | None, str], ...] = (
+    ("auc", None, "global"),
+    ("auc", None, "user_avg"),
+    ("auc", None, "impression_weighted"),
+    ("ndcg", 10, "user_avg"),
+    ("map", 10, "user_avg"),
+    ("mrr", None, "user_avg"),
+    ("precision", 10, "global"),
+    ("recall", 10, "global"),
+    ("hit_rate", 10, "user_avg"),
+    ("exposure_ctr", None, "global"),
+    ("pv_failure_rate", None, "global"),
+    ("gini", None, "catalog"),
+)
+
+#: the default of experiments.metrics: the headline metrics that have a per-user form (the exact pooled AUC and
+#: Gini have none), by :func:`key`, plus pv_ctr
+EXPERIMENT_METRICS: tuple[str, ...] = (
+    "auc_user_avg",
+    "auc_impression_weighted",
+    "ndcg@10_user_avg",
+    "map@10_user_avg",
+    "mrr_user_avg",
+    "precision@10_global",
+    "recall@10_global",
+    "hit_rate@10_user_avg",
+    "exposure_ctr_global",
+    "pv_ctr_global",
+    "pv_failure_rate_global",
+)
