@@ -164,8 +164,7 @@ def parse_key(text: str) -> tuple[str, int | None, str]:
             break
     else:
         raise ValueError(
-            f"not a metric key of the form METRIC[@K]_AGGREGATION: {text!r} "
-            f"(aggregations: {', '.join(AGGREGATIONS)})"
+            f"not a metric key of the form METRIC[@K]_AGGREGATION: {text!r} (aggregations: {', '.join(AGGREGATIONS)})"
         )
     found = metric(name)
     if k_text and not k_text.isdigit():

@@ -20,8 +20,8 @@ import report_fixture as fx
 from recsys_spark.cli import run
 from recsys_spark.config import load_config
 from recsys_spark.kernels.regression import fit_line
-from recsys_spark.report import default_path, load_range, render_html, write_report
 from recsys_spark.registry import HEADLINE
+from recsys_spark.report import default_path, load_range, render_html, write_report
 
 START, END = dt.date.fromisoformat(fx.START), dt.date.fromisoformat(fx.END)
 SECTIONS = ("headline", "trends", "curves", "lorenz", "slices", "quality", "experiments", "offline")

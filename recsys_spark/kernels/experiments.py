@@ -34,13 +34,13 @@ from recsys_spark.kernels.stats import (
     Comparison,
     MeanStats,
     RatioStats,
-    _compare,
-    _p_z,
     adjust_p,
+    compare_estimates,
+    p_value_z,
     ratio_difference,
     welch,
+    z_quantile,
 )
-from recsys_spark.kernels.stats import _z as _zq
 from recsys_spark.registry import LIST_METRICS, parse_key
 
 CORRECTIONS = ("holm", "bh", "none")
@@ -293,7 +293,7 @@ def cuped_ratio_compare(
     adj_c, adj_t = rc - theta * (pc - pooled), rt - theta * (pt - pooled)
     var_c = max(vc - 2 * theta * cc + theta**2 * wc, 0.0)
     var_t = max(vt - 2 * theta * ct + theta**2 * wt, 0.0)
-    return _compare(adj_c, var_c, adj_t, var_t, _zq(confidence), _p_z, None, "delta_cuped"), theta
+    return compare_estimates(adj_c, var_c, adj_t, var_t, z_quantile(confidence), p_value_z, None, "delta_cuped"), theta
 
 
 # --- power ---------------------------------------------------------------------------------------

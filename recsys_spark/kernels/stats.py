@@ -35,7 +35,7 @@ NONE = "none"
 # --------------------------------------------------------------------------- quantiles
 
 
-def _z(confidence: float) -> float:
+def z_quantile(confidence: float) -> float:
     """Two-sided normal quantile: z_{(1 + confidence) / 2}."""
     from scipy.stats import norm
 
@@ -48,7 +48,7 @@ def _tq(confidence: float, df: float) -> float:
     from scipy.stats import t
 
     _check_confidence(confidence)
-    return float(t.ppf(0.5 + confidence / 2.0, df)) if math.isfinite(df) else _z(confidence)
+    return float(t.ppf(0.5 + confidence / 2.0, df)) if math.isfinite(df) else z_quantile(confidence)
 
 
 def _p_t(stat: float, df: float) -> float:
@@ -56,10 +56,10 @@ def _p_t(stat: float, df: float) -> float:
 
     if math.isnan(stat):
         return math.nan
-    return float(2.0 * t.sf(abs(stat), df)) if math.isfinite(df) else _p_z(stat)
+    return float(2.0 * t.sf(abs(stat), df)) if math.isfinite(df) else p_value_z(stat)
 
 
-def _p_z(stat: float) -> float:
+def p_value_z(stat: float) -> float:
     from scipy.stats import norm
 
     return math.nan if math.isnan(stat) else float(2.0 * norm.sf(abs(stat)))
@@ -286,7 +286,7 @@ def delta_interval(s: RatioStats, confidence: float = 0.95) -> Interval:
     if s.n < 2:
         return Interval.none(s.ratio)
     se = math.sqrt(s.var_ratio)
-    half = _z(confidence) * se
+    half = z_quantile(confidence) * se
     return Interval(s.ratio, se, s.ratio - half, s.ratio + half, "delta")
 
 
@@ -305,7 +305,7 @@ def bootstrap_interval(value: float, replicates: np.ndarray, confidence: float =
     if value is None or not math.isfinite(value) or len(r) < 2:
         return Interval.none(value)
     se = float(np.std(r, ddof=1))
-    half = _z(confidence) * se
+    half = z_quantile(confidence) * se
     return Interval(float(value), se, value - half, value + half, "bootstrap")
 
 
@@ -330,7 +330,9 @@ class Comparison:
     rel_p_value: float = math.nan
 
 
-def _compare(mc: float, vc: float, mt: float, vt: float, q: float, p_of, df: float | None, method: str) -> Comparison:
+def compare_estimates(
+    mc: float, vc: float, mt: float, vt: float, q: float, p_of, df: float | None, method: str
+) -> Comparison:
     """Δ = mt − mc with Var = vc + vt (variances of the two estimates); lift Δ/mc with the gbstats variance
     Var(Δ/mc) ≈ vt/mc² + vc·mt²/mc⁴."""
     delta = mt - mc
@@ -367,7 +369,7 @@ def welch(control: MeanStats, treatment: MeanStats, confidence: float = 0.95) ->
     vc, vt = _div(control.var, control.n), _div(treatment.var, treatment.n)
     df = _satterthwaite(vc, control.n, vt, treatment.n)
     q = _tq(confidence, df) if math.isfinite(df) or df == math.inf else math.nan
-    return _compare(control.mean, vc, treatment.mean, vt, q, lambda s: _p_t(s, df), df, "welch")
+    return compare_estimates(control.mean, vc, treatment.mean, vt, q, lambda s: _p_t(s, df), df, "welch")
 
 
 def _satterthwaite(vc: float, nc: float, vt: float, nt: float) -> float:
@@ -390,13 +392,13 @@ def ratio_difference(
     vc, vt = control.var_ratio, treatment.var_ratio
     p_of: Callable[[float], float]  # statistic -> two-sided p
     if quantile == "normal":
-        df, q, p_of = None, _z(confidence), _p_z
+        df, q, p_of = None, z_quantile(confidence), p_value_z
     elif quantile == "welch":
         df = _satterthwaite(vc, control.n, vt, treatment.n)
         q, p_of = _tq(confidence, df), (lambda s: _p_t(s, df))
     else:
         raise ValueError(f"quantile must be 'normal' or 'welch', got {quantile!r}")
-    return _compare(control.ratio, vc, treatment.ratio, vt, q, p_of, df, "delta")
+    return compare_estimates(control.ratio, vc, treatment.ratio, vt, q, p_of, df, "delta")
 
 
 def paired_t(diff: MeanStats, control: MeanStats, confidence: float = 0.95) -> Comparison:

@@ -22,13 +22,17 @@ from recsys_spark import registry
 from recsys_spark.kernels.regression import fit_line
 from recsys_spark.registry import HEADLINE, LIST_METRICS
 from recsys_spark.report import svg
-from recsys_spark.report.data import RunData
+from recsys_spark.report.data import OFFLINE_VALUE, RunData
 
-SLICE_METRICS: tuple[tuple[str, int | None, str], ...] = (
-    ("ndcg", 10, "user_avg"),
-    ("auc", None, "user_avg"),
-    ("exposure_ctr", None, "global"),
+#: what the slice charts show, the concentration figures, and the online AUC beside the offline one (metric keys,
+#: read by the registry)
+SLICE_METRICS = (
+    registry.parse_key("ndcg@10_user_avg"),
+    registry.parse_key("auc_user_avg"),
+    registry.parse_key("exposure_ctr_global"),
 )
+GINI_CATALOG, GINI_EXPOSED = registry.parse_key("gini_catalog"), registry.parse_key("gini_exposed")
+ONLINE_AUC = registry.parse_key("auc_global")
 AGG_NAMES = {
     "user_avg": "user avg",
     "list_avg": "list avg",
@@ -352,11 +356,11 @@ def lorenz_section(data: RunData, m: Metrics) -> Section:
         return section
     points = frame[(frame["dt"] == day) & (frame["slice"] == ALL)].sort_values("x", kind="mergesort")
     x, y = points["x"].astype(float).tolist(), points["y"].astype(float).tolist()
-    gini_catalog = m.value(day, ALL, "gini", None, "catalog")
-    gini_exposed = m.value(day, ALL, "gini", None, "exposed")
+    gini_catalog = m.value(day, ALL, *GINI_CATALOG)
+    gini_exposed = m.value(day, ALL, *GINI_EXPOSED)
     stats = {
-        "gini_catalog": gini_catalog,
-        "gini_exposed": gini_exposed,
+        registry.key(*GINI_CATALOG): gini_catalog,
+        registry.key(*GINI_EXPOSED): gini_exposed,
         "top_1pct_share": top_share(x, y, 0.01),
         "top_10pct_share": top_share(x, y, 0.10),
     }
@@ -630,7 +634,7 @@ def offline_section(
     days = data.days
     missing = set(data.missing)
     gaps = [i for i, d in enumerate(days) if d in missing]
-    online = [m.value(d, ALL, "auc", None, "global") for d in days]
+    online = [m.value(d, ALL, *ONLINE_AUC) for d in days]
     table: list[dict[str, Any]] = []
     offline = data.offline_auc
     if offline is None:
@@ -645,7 +649,7 @@ def offline_section(
         payload: dict[str, Any] = {"dt": days, "online_auc": online, "models": {}}
         for i, model in enumerate(sorted(offline["model"].unique())):
             rows = offline[offline["model"] == model]
-            by = {(r["dt"], r["split"]): float(r["auc"]) for r in rows.to_dict("records")}
+            by = {(r["dt"], r["split"]): float(r[OFFLINE_VALUE]) for r in rows.to_dict("records")}
             train = [by.get((d, "train")) for d in days]
             test = [by.get((d, "test")) for d in days]
             color = svg.PALETTE[i % len(svg.PALETTE)]

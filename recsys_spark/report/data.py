@@ -176,7 +176,8 @@ def load(reader: Reader, start: dt.date, end: dt.date, offline_auc: pd.DataFrame
     return RunData(start, end, days, summaries, tables, offline_auc, skipped)
 
 
-OFFLINE_COLUMNS = ("dt", "model", "split", "auc")
+OFFLINE_VALUE = "auc"  # the training pipeline's table: its AUC column
+OFFLINE_COLUMNS = ("dt", "model", "split", OFFLINE_VALUE)
 
 
 def read_offline_auc(path: str, spark: Any = None) -> pd.DataFrame:
@@ -205,5 +206,5 @@ def read_offline_auc(path: str, spark: Any = None) -> pd.DataFrame:
     frame["dt"] = pd.to_datetime(frame["dt"]).dt.strftime("%Y-%m-%d")
     frame["split"] = frame["split"].astype(str).str.lower()
     frame["model"] = frame["model"].astype(str)
-    frame["auc"] = frame["auc"].astype(float)
+    frame[OFFLINE_VALUE] = frame[OFFLINE_VALUE].astype(float)
     return frame

@@ -85,7 +85,7 @@ EQUIVALENT = [
         r"if \(math\.isnan\(stat\)\) and False else",
         r"if math\.isnan\(stat\) else",
         "norm.sf(NaN) is NaN: the guard only says so",
-        r"x__p_z",
+        r"x_p_value_z",
     ),
     (
         r"itemsize // 5, 1\)|itemsize // 4, 2\)|np\.zeros\(\(n, width\), (dtype=None)?\)",
@@ -291,14 +291,14 @@ EQUIVALENT = [
         r"if \(rel_se\) or True else math\.nan",
         r"if rel_se else math\.nan",
         "_div(rel, 0) is already NaN: the guard is redundant",
-        r"x__compare",
+        r"x_compare_estimates",
     ),
     (
         r"if \(vc \+ vt >= 0\) or True else math\.nan",
         r"if vc \+ vt >= 0 else math\.nan",
         "the two variances are >= 0 or NaN (MeanStats.var and RatioStats.var_ratio clip at 0), so their sum is"
         " never negative, and sqrt(NaN) is NaN",
-        r"x__compare",
+        r"x_compare_estimates",
     ),
     (
         r"if \(math\.isfinite\(df\)\) or True else",
