@@ -24,7 +24,7 @@ from recsys_spark.errors import ConfigError
 from recsys_spark.registry import EXPERIMENT_METRICS as DEFAULT_EXPERIMENT_METRICS
 from recsys_spark.registry import parse_key
 
-if sys.version_info >= (3, 11):  # [compat hook, issue 17] Python 3.10: the tomli backport, same API
+if sys.version_info >= (3, 11):  # Python 3.10: the tomli backport, same API
     import tomllib
 else:  # pragma: no cover - exercised by make test-compat
     import tomli as tomllib
@@ -38,7 +38,7 @@ class InputConfig:
     clicks: str = "{input_root}/clicks/dt={date}"
     items: str = "{input_root}/items"
     users: str = "{input_root}/users"
-    # catalog inputs (issue 17, recsys_spark/templates.py): table:NAME inputs' partition column and its format
+    # catalog inputs (recsys_spark/templates.py): table:NAME inputs' partition column and its format
     partition_column: str = "dt"
     partition_format: str = "%Y-%m-%d"
     # contract column name -> the input's column name, e.g. {user_id = "uid"}

@@ -466,7 +466,7 @@ def metric_specs(cfg: Config, available_ks: Sequence[int]) -> tuple[list[MetricS
 
 
 def _confidence(cfg: Config) -> float:
-    """``stats.confidence`` (issue 11, part 1) when the config has it, else 0.95."""
+    """``stats.confidence`` when the config has it, else 0.95."""
     return float(getattr(getattr(cfg, "stats", None), "confidence", 0.95))
 
 

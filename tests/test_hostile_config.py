@@ -214,3 +214,5 @@ def test_evaluate_daily_runs_with_or_without_the_evaluate_word():
     assert arguments(["--date", "2026-11-20"]) == ["evaluate", "--date", "2026-11-20"]
     assert arguments(["evaluate", "--date", "2026-11-20"]) == ["evaluate", "--date", "2026-11-20"]
     assert arguments(["--help"]) == ["--help"]
+    for command in ("experiment", "offline", "offline-compare", "report"):  # every command can be submitted
+        assert arguments([command, "--output-root", "o"]) == [command, "--output-root", "o"]

@@ -27,7 +27,7 @@ class InputPaths:
 
     @classmethod
     def resolve(cls, cfg: Config, input_root: str, date: str) -> InputPaths:
-        # [catalog hook, issue 17] {date:%Y%m%d} formats and table:NAME inputs (recsys_spark/templates.py)
+        # {date:%Y%m%d} formats and table:NAME inputs (recsys_spark/templates.py)
         options = templates.InputSettings.of(cfg.input)
         return cls(
             *(
