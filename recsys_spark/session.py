@@ -127,9 +127,9 @@ def fixed_shuffles(spark: SparkSession, partitions: int) -> Iterator[None]:
     For validation and the stages after labelling (:func:`recsys_spark.daily.stages.outside_label`): their
     queries count rows per reason, or read the persisted user partitions in place and move partial sums or
     per-user rows, so adaptive re-planning has little to coalesce or split, while it makes every shuffle a
-    job of its own and re-plans the query between them (docs/performance.md).  The few shuffles whose size follows the exposures (the pooled AUC's sort,
-    the previous day's item sets, the bootstrap's item pairs) get ``partitions``, the day's
-    user-partition count, which grows with the day as AQE's coalescing would.
+    job of its own and re-plans the query between them (docs/performance.md).  The few shuffles whose size
+    follows the exposures (the pooled AUC's sort, the previous day's item sets, the bootstrap's item pairs)
+    get ``partitions``, the day's user-partition count, which grows with the day as AQE's coalescing would.
     """
     wanted = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(partitions)}
     before = {key: spark.conf.get(key, None) for key in wanted}
