@@ -1,7 +1,7 @@
 """Catalog inputs and outputs (recsys_spark/templates.py, recsys_spark/catalog.py; docs/catalog.md).
 
 The end-to-end test runs the job from Hive-metastore tables to Hive-metastore tables: an embedded
-Derby metastore in a temporary directory, driven through separate processes (tests/catalog_hive.py).
+Derby metastore in a temporary directory, driven through separate processes (tests/helpers/catalog_hive.py).
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def _run(args: list[str], env: dict[str, str] | None = None, timeout: int = 600)
 def hive_run(tmp_path_factory):
     """Two generated days as Hive tables; the job over both (run-1), then day 2 again (run-2)."""
     sys.path.insert(0, str(HERE))
-    from catalog_hive import hive_settings
+    from helpers.catalog_hive import hive_settings
 
     root = tmp_path_factory.mktemp("hive")
     _run(
@@ -205,7 +205,7 @@ def hive_run(tmp_path_factory):
             "3",
         ]
     )
-    setup = json.loads(_run([sys.executable, str(HERE / "catalog_hive.py"), "setup", str(root)]).stdout)
+    setup = json.loads(_run([sys.executable, str(HERE / "helpers" / "catalog_hive.py"), "setup", str(root)]).stdout)
     job = [
         sys.executable,
         "-m",
@@ -235,7 +235,7 @@ def hive_run(tmp_path_factory):
     job += [arg for key, value in hive_settings(root).items() for arg in ("--set", f"{key}={value}")]
     first = _run([*job, "--start", "2026-11-19", "--end", "2026-11-20"], {"RECSYS_RUN_ID": "run-1"})
     second = _run([*job, "--date", "2026-11-20"], {"RECSYS_RUN_ID": "run-2"})
-    facts = json.loads(_run([sys.executable, str(HERE / "catalog_hive.py"), "query", str(root)]).stdout)
+    facts = json.loads(_run([sys.executable, str(HERE / "helpers" / "catalog_hive.py"), "query", str(root)]).stdout)
     return {"root": root, "setup": setup, "first": first, "second": second, "facts": facts}
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from helpers.days import DAY, EXPOSURES, day_input
 
-from recsys_spark import fs
 from recsys_spark.config import load_config
 from recsys_spark.daily import evaluate_day
 from recsys_spark.errors import ConcurrentRunError
@@ -126,14 +125,6 @@ def test_a_running_job_refreshes_its_lock(spark, tmp_path):
     finally:
         out.abort()
     assert not lock_file(tmp_path).exists()
-
-
-def test_rename_refuses_to_nest_into_an_existing_directory(spark, tmp_path):
-    (tmp_path / "staged" / "dt=D").mkdir(parents=True)
-    (tmp_path / "final" / "dt=D").mkdir(parents=True)
-    with pytest.raises(OSError, match="refusing to move"):
-        fs.rename(spark, str(tmp_path / "staged" / "dt=D"), str(tmp_path / "final" / "dt=D"))
-    assert not (tmp_path / "final" / "dt=D" / "dt=D").exists()
 
 
 def test_a_killed_runs_staging_is_swept_by_age_never_a_live_runs(spark, tmp_path):

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from helpers.days import NOON, day_input, run_day, write
-from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
+from helpers.input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 from pyspark.sql import functions as F
 from scipy import stats
 

@@ -6,10 +6,10 @@ import doctest
 import math
 import sys
 
-import health_golden as golden
 import numpy as np
 import pytest
-from health_reference import (
+from helpers import health_golden as golden
+from helpers.health_reference import (
     entropy_sums,
     gini_per_item,
     histogram_of,

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
+from helpers.input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 from scipy import stats as st
 
 from recsys_spark.aggregate import aggregate_users
@@ -268,9 +268,9 @@ CLICKERS = {"a": 3, "b": 1, "c": 0, "d": 2}
 
 def _brute_force_replicates(replicates: int, seed: int):
     """Each replicate rebuilt by copying every user w_ur times, then the health kernels on the copies."""
-    from health_reference import gini_per_item as gini
-    from health_reference import novelty_per_item as novelty
-    from health_reference import personalization_pairs
+    from helpers.health_reference import gini_per_item as gini
+    from helpers.health_reference import novelty_per_item as novelty
+    from helpers.health_reference import personalization_pairs
 
     from recsys_spark.kernels.stats import poisson_weights
 
@@ -371,7 +371,7 @@ def test_bootstrap_item_coverage_counts_catalog_items_that_stay_exposed():
 
 def test_bootstrap_category_diversity_weights_each_users_category_counts():
     import pyarrow as pa
-    from health_reference import normalised_entropy
+    from helpers.health_reference import normalised_entropy
 
     from recsys_spark.bootstrap import BootstrapSums, _categories_fn, health_bootstrap_intervals
     from recsys_spark.kernels.stats import poisson_weights

@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 from chispa import assert_df_equality
+from helpers.spark_plans import shuffles
 from pyspark.sql import functions as F
-from spark_plans import shuffles
 
 from recsys_spark.label import by_user, deduplicate_exposures, join_feedback, label_counts
 from recsys_spark.read import conform

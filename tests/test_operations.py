@@ -8,7 +8,7 @@ import datetime as dt
 import json
 
 import pytest
-from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
+from helpers.input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 
 from recsys_spark.config import load_config
 from recsys_spark.daily import evaluate_day

@@ -8,7 +8,7 @@ import math
 
 import pytest
 from chispa import assert_df_equality
-from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
+from helpers.input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 
 from recsys_spark.config import load_config
 from recsys_spark.daily import evaluate_day
@@ -206,8 +206,8 @@ def test_the_user_partitions_hold_each_exposure_once_and_the_slices_are_exploded
 ):
     # with S slice dimensions every exposure is 1 + S rows for the passes; the cache holds it once (with the
     # dimensions' values as columns) and each pass explodes the slices from it, in place: no exchange
+    from helpers.spark_plans import names_and_exchanges
     from pyspark.sql import functions as F
-    from spark_plans import names_and_exchanges
 
     import recsys_spark.daily.run as pipeline
     from recsys_spark.session import CACHE_LEVEL

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 from chispa import assert_df_equality
-from input_ddl import CLICK_DDL, DAY, T0
+from helpers.input_ddl import CLICK_DDL, DAY, T0
 
 from recsys_spark.config import load_config
 from recsys_spark.daily import evaluate_day

@@ -10,12 +10,12 @@ import os
 import re
 import subprocess
 import sys
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import report_fixture as fx
+from helpers import report_fixture as fx
+from helpers.report_page import SECTIONS, Page, parse
 
 from recsys_spark.cli import run
 from recsys_spark.config import load_config
@@ -24,43 +24,6 @@ from recsys_spark.registry import HEADLINE
 from recsys_spark.report import default_path, load_range, render_html, write_report
 
 START, END = dt.date.fromisoformat(fx.START), dt.date.fromisoformat(fx.END)
-SECTIONS = ("headline", "trends", "curves", "lorenz", "slices", "quality", "experiments", "offline")
-
-
-class _Page(HTMLParser):
-    """Every element's attributes, every JSON data block by id, and the section ids."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.attrs: list[tuple[str, dict[str, str | None]]] = []
-        self.data: dict[str, object] = {}
-        self._script: str | None = None
-        self._text: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        attributes = dict(attrs)
-        self.attrs.append((tag, attributes))
-        if tag == "script":
-            assert attributes.get("type") == "application/json", f"a script that is not data: {attributes}"
-            self._script, self._text = attributes["id"], []
-
-    def handle_data(self, data):
-        if self._script is not None:
-            self._text.append(data)
-
-    def handle_endtag(self, tag):
-        if tag == "script" and self._script is not None:
-            self.data[self._script] = json.loads("".join(self._text))
-            self._script = None
-
-    def ids(self, tag: str) -> list[str]:
-        return [a["id"] for t, a in self.attrs if t == tag and a.get("id")]
-
-
-def parse(html: str) -> _Page:
-    page = _Page()
-    page.feed(html)
-    return page
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +50,7 @@ def html(root, offline) -> str:
 
 
 @pytest.fixture(scope="module")
-def page(html) -> _Page:
+def page(html) -> Page:
     return parse(html)
 
 

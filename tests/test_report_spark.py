@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_report import SECTIONS, parse
+from helpers.report_page import SECTIONS, parse
 
 from recsys_spark.config import load_config
 from recsys_spark.daily import evaluate_day
@@ -153,7 +153,7 @@ def test_evaluate_report_writes_the_days_report(run, spark, tmp_path):
     __import__("browser").chromium() is None, reason="Chromium not installed (apt-get install chromium)"
 )
 def test_chromium_renders_the_real_report(run, html, tmp_path):
-    from test_report_browser import check_page
+    from helpers.browser import check_page
 
     path = tmp_path / "real.html"
     path.write_text(html, encoding="utf-8")

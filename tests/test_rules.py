@@ -112,8 +112,8 @@ def test_scores_exactly_0_and_1_are_in_range(spark):
 def test_the_rule_counts_are_one_query_over_the_user_partitions_in_place(spark):
     # the row flags, the users, their requests and the bots come from one query: summed per user where the
     # user partitions hold the rows, so the only shuffle is of the per-partition sums (no exposure row moves)
+    from helpers.spark_plans import shuffles
     from pyspark.sql import functions as F
-    from spark_plans import shuffles
 
     from recsys_spark.label import by_user
     from recsys_spark.per_user import persist_user_rows

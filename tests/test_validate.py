@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 from chispa import assert_df_equality
-from input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
+from helpers.input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 
 from recsys_spark.validate import click_checks, count_rows, day_bounds, exposure_checks, split_rows, tag_rows
 

@@ -59,9 +59,9 @@ OFFLINE = "recsys_spark/offline/aggregate.py"
 T_AGG = ("tests/test_aggregate.py",)
 T_LABEL = ("tests/test_label.py",)
 T_PIPE = ("tests/test_pipeline.py",)
-T_BOUNDED = ("tests/test_bounded_memory.py::test_exact_auc_matches_scikit_learn_per_key_with_ties_across_batches",)
+T_BOUNDED = ("tests/test_per_user.py::test_exact_auc_matches_scikit_learn_per_key_with_ties_across_batches",)
 T_OPS = ("tests/test_operations.py::test_hard_rules", "tests/test_operations.py::test_soft_rules")
-T_HEALTH = ("tests/test_health_spark.py",)
+T_HEALTH = ("tests/test_health.py",)
 T_EXP = ("tests/test_experiments.py",)
 T_INTERVALS = ("tests/test_intervals.py",)
 T_OFFLINE = ("tests/test_offline.py",)
@@ -451,7 +451,7 @@ MUTANTS = [
         SLICES,
         'hist = counts.groupBy(ITEM_EXPOSURES).agg(F.count(F.lit(1)).alias("items")).collect()',
         'hist = counts.groupBy(ITEM_EXPOSURES).agg(F.sum(ITEM_EXPOSURES).alias("items")).collect()',
-        ("tests/test_health_spark.py::test_popularity_cutoffs_count_items_not_rows",),
+        ("tests/test_health.py::test_popularity_cutoffs_count_items_not_rows",),
         "histogram counts rows as items",
     ),
     # --- health.py: the sufficient statistics of the health kernels ----------------------------------------

@@ -6,9 +6,9 @@ import contextlib
 import datetime as dt
 import math
 
-import health_golden as golden
 import pytest
-from spark_plans import names_and_exchanges
+from helpers import health_golden as golden
+from helpers.spark_plans import names_and_exchanges
 
 from recsys_spark.config import load_config
 from recsys_spark.daily import evaluate_day

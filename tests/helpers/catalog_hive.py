@@ -2,8 +2,8 @@
 embedded Derby metastore under ``<root>/metastore_db`` (the test suite's session has no Hive support,
 and Derby admits one JVM at a time, so every step is a separate process).
 
-    python tests/catalog_hive.py setup ROOT   # input tables logs.rec_exposures/logs.rec_clicks from ROOT/in
-    python tests/catalog_hive.py query ROOT   # facts about eval_db.* as one JSON object on stdout
+    python tests/helpers/catalog_hive.py setup ROOT   # input tables logs.rec_exposures/logs.rec_clicks from ROOT/in
+    python tests/helpers/catalog_hive.py query ROOT   # facts about eval_db.* as one JSON object on stdout
 """
 
 from __future__ import annotations

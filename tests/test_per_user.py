@@ -1,4 +1,4 @@
-"""Bounded memory: a heavy user takes another path and every number stays the same.
+"""The per-user pass (per_user.py): a heavy user takes another path and every number stays the same.
 
 The fixture session sends Arrow batches of 2 rows, so ties in score span batch
 boundaries of the streamed AUC, and a user's rows span many batches.

@@ -128,3 +128,21 @@ def decode_png(data: bytes) -> np.ndarray:
         out[y] = cur
         prev = cur
     return out.reshape(height, width, channels)
+
+
+def check_page(path: Path, expected_charts: int) -> np.ndarray:
+    """Load ``path`` in Chromium, assert what every report must satisfy, return the screenshot's pixels."""
+    page = load(path, width=1100, height=1400)
+    assert page.console_errors == []
+    charts = re.findall(
+        r'<figure id="chart-[^"]+"[^>]*>\s*<figcaption>[^<]*</figcaption>\s*<svg class="chart"', page.dom
+    )
+    assert len(charts) == expected_charts, "the rendered DOM lacks charts"
+    for figure in re.findall(r'<figure id="chart-.*?</figure>', page.dom, re.DOTALL):
+        assert re.search(r"<(polyline|circle|rect|polygon)\b", figure), figure[:80]  # every chart draws marks
+    pixels = decode_png(page.png)[..., :3]
+    assert pixels.shape[:2] == (700, 550)  # 1100 x 1400 CSS pixels at half scale
+    colours = np.unique(pixels.reshape(-1, 3), axis=0)
+    ink = (pixels.min(axis=2) < 160).mean()  # share of pixels darker than light grey: text, lines, marks
+    assert len(colours) > 50 and 0.005 < ink < 0.5, (len(colours), ink)
+    return pixels

@@ -1,0 +1,44 @@
+"""The report's page read back: every element's attributes, every embedded JSON block, the section ids."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+
+SECTIONS = ("headline", "trends", "curves", "lorenz", "slices", "quality", "experiments", "offline")
+
+
+class Page(HTMLParser):
+    """Every element's attributes, every JSON data block by id, and the section ids."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attrs: list[tuple[str, dict[str, str | None]]] = []
+        self.data: dict[str, object] = {}
+        self._script: str | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        self.attrs.append((tag, attributes))
+        if tag == "script":
+            assert attributes.get("type") == "application/json", f"a script that is not data: {attributes}"
+            self._script, self._text = attributes["id"], []
+
+    def handle_data(self, data):
+        if self._script is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "script" and self._script is not None:
+            self.data[self._script] = json.loads("".join(self._text))
+            self._script = None
+
+    def ids(self, tag: str) -> list[str]:
+        return [a["id"] for t, a in self.attrs if t == tag and a.get("id")]
+
+
+def parse(html: str) -> Page:
+    page = Page()
+    page.feed(html)
+    return page
