@@ -9,6 +9,7 @@ step the plain values it needs.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
 import math
@@ -358,16 +359,24 @@ def load_config(path: str | Path | None = None, overrides: typing.Sequence[str] 
         parts = key.strip().split(".")
         if parts[0] == "spark" and len(parts) > 1:  # Spark's own keys contain dots
             parts = ["spark", ".".join(parts[1:])]
-        _assign(tree, parts, _parse_value(raw.strip()))
+        _assign(tree, parts, _parse_value(raw.strip(), key.strip()))
     if isinstance(tree.get("spark"), Mapping):  # every Spark key starts with "spark.": the prefix may be left out
         tree["spark"] = {(k if str(k).startswith("spark.") else f"spark.{k}"): v for k, v in tree["spark"].items()}
     return _build(Config, tree, ())
 
 
-def _parse_value(raw: str) -> Any:
+def _parse_value(raw: str, key: str = "") -> Any:
+    """``raw`` read as a TOML value; a bare word that is not TOML is a string, but a table or a list that is
+    not valid TOML is an error that says so (``{user_id=uid}``: its string needs quotes)."""
     try:
         return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+    except tomllib.TOMLDecodeError as exc:
+        if raw.startswith(("{", "[", '"', "'")):
+            reason = str(exc).replace("(at line 1, column", "(at column")
+            raise ConfigError(
+                f"--set {key}: {raw!r} is not a valid TOML value: {reason} (strings inside a table or a list "
+                'need quotes: {user_id = "uid"}, ["platform"])'
+            ) from None
         return raw
 
 
@@ -387,7 +396,9 @@ def _build(cls: type, tree: Mapping[str, Any], prefix: tuple[str, ...]) -> Any:
     names = {f.name for f in dataclasses.fields(cls)}
     for key in tree:
         if key not in names:
-            raise ConfigError(f"unknown config key: {'.'.join(prefix + (key,))}")
+            near = difflib.get_close_matches(str(key), sorted(names), n=1)
+            hint = f" (did you mean {'.'.join(prefix + (near[0],))}?)" if near else ""
+            raise ConfigError(f"unknown config key: {'.'.join(prefix + (key,))}{hint}")
     values = {}
     for name in names & set(tree):
         values[name] = _coerce(hints[name], tree[name], prefix + (name,))

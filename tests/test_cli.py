@@ -62,6 +62,58 @@ def test_bad_arguments_exit_with_one_line_before_spark_starts(capsys, args, code
 
 
 @pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["evalute", "--date", DATE], "did you mean 'evaluate'?"),
+        (
+            ["evaluate", "--date", DATE, "--input-root", "i", "--output-root", "o", "--set", "metrics.kk=[5]"],
+            "unknown config key: metrics.kk (did you mean metrics.k?)",
+        ),
+        (
+            [
+                "evaluate",
+                "--date",
+                DATE,
+                "--input-root",
+                "i",
+                "--output-root",
+                "o",
+                "--set",
+                "input.columns={user_id=uid}",
+            ],
+            "--set input.columns: '{user_id=uid}' is not a valid TOML value",
+        ),
+    ],
+)
+def test_a_mistyped_command_key_or_value_gets_a_suggestion(capsys, args, needle):
+    assert run(args) in (2, 3)
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("recsys-spark: error:") and needle in line
+
+
+def test_a_bare_call_lists_the_commands_and_version_names_the_release(capsys):
+    from recsys_spark import __version__
+
+    assert run([]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("usage: recsys-spark")
+    assert all(name in out for name in ("evaluate", "experiment", "offline", "offline-compare", "report"))
+    with pytest.raises(SystemExit) as done:
+        run(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"recsys-spark {__version__}"
+
+
+@pytest.mark.parametrize("command", ["evaluate", "experiment", "offline", "offline-compare", "report"])
+def test_every_command_has_a_description_an_example_and_the_exit_codes(capsys, command):
+    with pytest.raises(SystemExit):
+        run([command, "--help"])
+    text = capsys.readouterr().out
+    assert f"example:\n  recsys-spark {command} " in text
+    assert "exit codes: 0 success" in text and "143 stopped by SIGTERM" in text
+    assert text.split("\n\n")[1].strip()  # a description paragraph after the usage
+
+
+@pytest.mark.parametrize(
     "extra, env, given",
     [
         ([], {"SPARK_REMOTE": "sc://localhost:15002"}, "SPARK_REMOTE=sc://localhost:15002"),

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from recsys_spark import signals
+from recsys_spark._version import __version__
 from recsys_spark.cli import evaluate, experiment, offline, report
 from recsys_spark.cli.common import PROG, Command, Parser, parent
 from recsys_spark.errors import JobError, root_cause
@@ -31,7 +32,12 @@ COMMANDS: dict[str, Command] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog=PROG, description="Nightly evaluation of recommender exposure and click logs on Spark.")
+    parser = Parser(
+        prog=PROG,
+        description="Nightly evaluation of recommender exposure and click logs on Spark.",
+        epilog=f"run '{PROG} COMMAND --help' for a command's arguments, an example and the exit codes",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND")
     shared = {True: parent(spark=True), False: parent(spark=False)}
     for command in COMMANDS.values():
@@ -51,8 +57,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     """Run the command; return the exit code."""
     verbose = "--verbose" in (argv if argv is not None else sys.argv[1:])
     signals.terminate_on_sigterm()
+    words = list(sys.argv[1:] if argv is None else argv)
+    if not words:  # a bare call: what there is to run
+        build_parser().print_help()
+        return 2
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(words)
         return COMMANDS[args.command].run(args)
     except JobError as exc:
         if verbose:

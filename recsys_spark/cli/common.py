@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import difflib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
@@ -33,6 +35,12 @@ class Command:
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse prints usage too)
+        found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if found:  # did you mean: a mistyped command
+            choices = [c.strip(" '") for c in found[2].split(",")]
+            near = difflib.get_close_matches(found[1], choices, n=1)
+            if near:
+                message += f"; did you mean {near[0]!r}?"
         raise UsageError(message)
 
 
