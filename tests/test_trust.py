@@ -17,6 +17,7 @@ from recsys_spark.errors import EmptyInputError, SchemaError, UnreadableInputErr
 from recsys_spark.pipeline import evaluate_day
 from recsys_spark.read import conform, footers, read_parquet
 from recsys_spark.schema import EXPOSURE_COLUMNS
+from recsys_spark.zones import PORTABLE_ZONES, is_portable_zone
 
 pytestmark = pytest.mark.spark
 
@@ -222,3 +223,43 @@ def test_footers_read_through_hadoop_are_the_files_own(spark, tmp_path):
     assert through_hadoop.equals(pq.read_metadata(path))
     (found,) = footers(spark, [f"file://{path}"], "exposures partition")
     assert (found.rows, found.columns, found.nanos) == (6, tuple(EXPOSURE_SCHEMA.names), ())
+
+
+# --- settings Java refuses after Spark has started ----------------------------------------------------------
+def test_the_portable_time_zones_are_what_python_and_the_jvm_both_accept(spark):
+    # validation.time_zone is checked at config load against a list (no JVM there); this keeps the list true:
+    # Python's zoneinfo accepted localtime and posix/..., which Java's ZoneId.of refused once Spark had started
+    import zoneinfo
+
+    jvm = spark.sparkContext._jvm
+
+    def java_accepts(name: str) -> bool:
+        try:
+            jvm.java.time.ZoneId.of(name)
+        except Exception:  # noqa: BLE001 - py4j's error for ZoneRulesException / DateTimeException
+            return False
+        return True
+
+    def python_accepts(name: str) -> bool:
+        try:
+            zoneinfo.ZoneInfo(name)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            return False
+        return True
+
+    refused_by_java = sorted(n for n in PORTABLE_ZONES if not java_accepts(n))
+    refused_by_python = sorted(n for n in PORTABLE_ZONES if not python_accepts(n))
+    assert refused_by_java == refused_by_python == []
+    missing = sorted(
+        n for n in jvm.java.time.ZoneId.getAvailableZoneIds() if n not in PORTABLE_ZONES and python_accepts(n)
+    )
+    assert missing == [], f"known to this JVM and to Python: add them to recsys_spark/zones.py: {missing}"
+    for name in ("localtime", "posix/America/New_York", "right/UTC", "Factory", "EST", "posixrules", "+08:00", "Z"):
+        assert not is_portable_zone(name)
+        assert not (java_accepts(name) and python_accepts(name)), name
+    before = spark.conf.get("spark.sql.session.timeZone")
+    try:
+        for name in ("America/New_York", "Etc/GMT-8", "GMT+0", "Asia/Kolkata"):
+            spark.conf.set("spark.sql.session.timeZone", name)  # what the job does with the setting
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
