@@ -22,6 +22,7 @@ from typing import Any
 
 from recsys_spark.errors import ConfigError
 from recsys_spark.schema import EXPERIMENT_METRICS as DEFAULT_EXPERIMENT_METRICS
+from recsys_spark.zones import is_portable_zone
 
 if sys.version_info >= (3, 11):  # [compat hook, issue 17] Python 3.10: the tomli backport, same API
     import tomllib
@@ -147,8 +148,6 @@ class ValidationConfig:
     time_zone: str = "UTC"
 
     def __post_init__(self) -> None:
-        from recsys_spark.zones import is_portable_zone
-
         if not is_portable_zone(self.time_zone):  # Python (the day's bounds) and Java (Spark's session) both
             raise ConfigError(
                 f"config key validation.time_zone: unknown time zone {self.time_zone!r}: expected an IANA region "
