@@ -99,38 +99,44 @@ class Footer:
 
 def footers(spark: SparkSession, files: Sequence[str], what: str) -> list[Footer]:
     """The footer of each file (local files directly, others through Hadoop's FileSystem), or an
-    :class:`UnreadableInputError` naming the first file that is not Parquet."""
+    :class:`UnreadableInputError` naming the first file that is not Parquet.  A few files at a time:
+    on an object store each footer costs a round trip or two."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if len(files) <= 1:
+        return [_footer(spark, path, what) for path in files]
+    with ThreadPoolExecutor(max_workers=min(8, len(files))) as pool:
+        return list(pool.map(lambda path: _footer(spark, path, what), files))
+
+
+def _footer(spark: SparkSession, path: str, what: str) -> Footer:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    out = []
-    for path in files:
-        try:
-            with fs.open_input(spark, path) as handle:
-                meta = pq.read_metadata(handle)
-        except pa.ArrowInvalid as exc:  # no magic bytes, a footer longer than the file, an empty file
-            raise UnreadableInputError(
-                f"unreadable input {what}: {path}: corrupted file or not Parquet ({exc})"
-            ) from None
-        except Exception as exc:  # noqa: BLE001 - permissions, a file gone meanwhile: all name the file
-            raise UnreadableInputError(f"unreadable input {what}: {path}: {root_cause(exc)}") from None
-        schema = meta.schema
-        leaves = [schema.column(i) for i in range(len(schema))]
-        top = [c for c in leaves if "." not in c.path]
-        nanos, untyped = [], []
-        for column in top:
-            logical = json.loads(column.logical_type.to_json())
-            if logical.get("Type") == "Timestamp" and logical.get("timeUnit") == "nanoseconds":
-                nanos.append((column.path, "utc" if logical.get("isAdjustedToUTC") else "local"))
-            elif logical.get("Type") == "Null":
-                untyped.append(column.path)
-        layout = tuple(
-            (c.path, c.physical_type, str(c.logical_type), str(c.converted_type), str(c.max_definition_level))
-            for c in leaves
-        )
-        names = tuple(dict.fromkeys(c.path.split(".", 1)[0] for c in leaves))
-        out.append(Footer(path, meta.num_rows, names, tuple(nanos), tuple(untyped), layout))
-    return out
+    try:
+        with fs.open_input(spark, path) as handle:
+            meta = pq.read_metadata(handle)
+    except pa.ArrowInvalid as exc:  # no magic bytes, a footer longer than the file, an empty file
+        raise UnreadableInputError(f"unreadable input {what}: {path}: corrupted file or not Parquet ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 - permissions, a file gone meanwhile: all name the file
+        raise UnreadableInputError(f"unreadable input {what}: {path}: {root_cause(exc)}") from None
+    schema = meta.schema
+    leaves = [schema.column(i) for i in range(len(schema))]
+    nanos, untyped = [], []
+    for column in leaves:
+        if "." in column.path:  # a field of a nested column
+            continue
+        logical = json.loads(column.logical_type.to_json())
+        if logical.get("Type") == "Timestamp" and logical.get("timeUnit") == "nanoseconds":
+            nanos.append((column.path, "utc" if logical.get("isAdjustedToUTC") else "local"))
+        elif logical.get("Type") == "Null":
+            untyped.append(column.path)
+    layout = tuple(
+        (c.path, c.physical_type, str(c.logical_type), str(c.converted_type), str(c.max_definition_level))
+        for c in leaves
+    )
+    names = tuple(dict.fromkeys(c.path.split(".", 1)[0] for c in leaves))
+    return Footer(path, meta.num_rows, names, tuple(nanos), tuple(untyped), layout)
 
 
 def _read_parquet_files(spark: SparkSession, path: str, what: str) -> DataFrame:
