@@ -24,6 +24,7 @@ from typing import Any
 from recsys_spark.errors import ConfigError
 from recsys_spark.registry import EXPERIMENT_METRICS as DEFAULT_EXPERIMENT_METRICS
 from recsys_spark.registry import parse_key
+from recsys_spark.zones import is_portable_zone
 
 if sys.version_info >= (3, 11):  # Python 3.10: the tomli backport, same API
     import tomllib
@@ -52,9 +53,37 @@ class InputConfig:
             check_template(getattr(self, name), f"input.{name}")
 
 
+#: upper bounds of the keys whose larger values mean nothing here and would overflow a date, an interval
+#: or a 32-bit column after Spark has started (conf/default.toml says why each bound is where it is)
+MAX_WINDOW_MINUTES = 2880.0  # two days: an exposure's clicks are read from its day and the next, no further
+MAX_TOLERANCE_MINUTES = 1440.0  # a day: a row further from its partition's day belongs to another partition
+MAX_NOVELTY_DAYS = 366  # a year of clicks partitions, each one read
+MAX_K = 1_000_000  # deeper than any ranked list (the tables' k is a 32-bit int)
+
+
+def _at_most(key: str, value: float, bound: float, why: str) -> None:
+    if value > bound:
+        raise ConfigError(
+            f"config key {key}: expected at most {_plain_number(bound)} ({why}), got {_plain_number(value)}"
+        )
+
+
+def _plain_number(value: float) -> str:
+    """2880.0 -> 2880, 1e13 -> 10000000000000: what an operator typed, not an exponent."""
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e18 else repr(value)
+
+
 @dataclass(frozen=True)
 class AttributionConfig:
     window_minutes: float = 30.0
+
+    def __post_init__(self) -> None:
+        _at_most(
+            "attribution.window_minutes",
+            self.window_minutes,
+            MAX_WINDOW_MINUTES,
+            "two days: the job reads the day's clicks and the next day's, no further",
+        )
 
 
 @dataclass(frozen=True)
@@ -72,6 +101,9 @@ class RankingConfig:
 class MetricsConfig:
     k: tuple[int, ...] = (1, 3, 5, 10, 20)
     ndcg_gain: str = "exponential"
+
+    def __post_init__(self) -> None:
+        _at_most("metrics.k", max(self.k, default=0), MAX_K, "a cut-off deeper than any ranked list")
 
 
 @dataclass(frozen=True)
@@ -92,6 +124,7 @@ class HealthConfig:
     def __post_init__(self) -> None:
         if self.lorenz_points < 2:
             raise ConfigError(f"config key health.lorenz_points: expected at least 2, got {self.lorenz_points}")
+        _at_most("health.novelty_days", self.novelty_days, MAX_NOVELTY_DAYS, "a year of clicks partitions")
 
 
 @dataclass(frozen=True)
@@ -117,15 +150,18 @@ class ValidationConfig:
     time_zone: str = "UTC"
 
     def __post_init__(self) -> None:
-        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-        try:
-            ZoneInfo(self.time_zone)
-        except (ZoneInfoNotFoundError, ValueError):
+        if not is_portable_zone(self.time_zone):  # Python (the day's bounds) and Java (Spark's session) both
             raise ConfigError(
-                f"config key validation.time_zone: unknown time zone {self.time_zone!r} "
-                "(an IANA name such as UTC or Asia/Shanghai)"
-            ) from None
+                f"config key validation.time_zone: unknown time zone {self.time_zone!r}: expected an IANA region "
+                "name that both Python and Java know, such as UTC, Asia/Shanghai or America/New_York "
+                "(Etc/GMT-8 for a fixed UTC+08:00; not localtime, posix/... or right/...)"
+            )
+        _at_most(
+            "validation.ts_tolerance_minutes",
+            self.ts_tolerance_minutes,
+            MAX_TOLERANCE_MINUTES,
+            "a day: a row further than that from its partition's day belongs to another partition",
+        )
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,9 @@ other call fails with one line saying that it needs a classic session.
 
 from __future__ import annotations
 
+import io
+from typing import BinaryIO
+
 from pyspark.sql import SparkSession
 
 from recsys_spark import engine
@@ -134,6 +137,60 @@ def read_small(spark: SparkSession, path: str) -> str:
         return str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
     finally:
         stream.close()
+
+
+def open_input(spark: SparkSession, path: str) -> BinaryIO:
+    """``path`` opened for reading bytes, with seek (a Parquet footer is read from the end): a plain
+    file on a local disk, else through Hadoop's FileSystem (:func:`open_hadoop`)."""
+    local = local_path(path)
+    if local is not None:
+        return open(local, "rb")
+    return open_hadoop(spark, path)
+
+
+def open_hadoop(spark: SparkSession, path: str) -> BinaryIO:
+    """``path`` opened through Hadoop's FileSystem (HDFS, S3A, ...) as a Python binary file that
+    pyarrow can read: each ``read`` is one call to the JVM, so read a few large ranges, not bytes."""
+    fs, hpath = _path(spark, path)
+    size = int(fs.getFileStatus(hpath).getLen())
+    return io.BufferedReader(_HadoopInput(spark, fs.open(hpath), size), buffer_size=1 << 16)
+
+
+class _HadoopInput(io.RawIOBase):
+    def __init__(self, spark: SparkSession, stream, size: int) -> None:
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None, "the SparkContext is stopped"
+        self._io = jvm.org.apache.commons.io.IOUtils
+        self._stream, self._size, self._pos = stream, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        self._pos = max(0, min(self._size, base + offset))
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def readinto(self, buffer) -> int:
+        count = min(len(buffer), self._size - self._pos)
+        if count <= 0:
+            return 0
+        self._stream.seek(self._pos)
+        data = bytes(self._io.toByteArray(self._stream, count))
+        buffer[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._stream.close()
+        super().close()
 
 
 def children(spark: SparkSession, path: str) -> list[str]:

@@ -122,7 +122,7 @@ def test_every_command_has_a_description_an_example_and_the_exit_codes(capsys, c
     ],
 )
 def test_spark_connect_is_refused_with_one_line_naming_what_is_not_supported(tmp_path, extra, env, given):
-    """The commands need a classic session (recsys_spark/connect.py): asked for Spark Connect, one line
+    """The commands need a classic session (recsys_spark/engine.py): asked for Spark Connect, one line
     and exit 2 before any JVM or Connect server starts, never a traceback or a hang on a gRPC channel."""
     proc = subprocess.run(
         [*CLI, "evaluate", "--date", DATE, "--input-root", str(tmp_path), "--output-root", str(tmp_path / "o"), *extra],

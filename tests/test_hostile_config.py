@@ -64,6 +64,51 @@ def test_time_zone_must_be_a_known_zone():
         load_config(None, ["validation.time_zone=Mars/Olympus"])
 
 
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        # Python's zoneinfo accepts these files of its zoneinfo directory, Java's ZoneId.of (Spark's session) does not
+        ("validation.time_zone=localtime", "validation.time_zone"),
+        ('validation.time_zone="posix/America/New_York"', "validation.time_zone"),
+        ('validation.time_zone="right/UTC"', "validation.time_zone"),
+        ("validation.time_zone=Factory", "validation.time_zone"),
+        ('validation.time_zone="+08:00"', "validation.time_zone"),  # Java's offset, which Python refuses
+        # numbers that overflowed a date, an interval or the 32-bit k column once Spark had started
+        ("attribution.window_minutes=1e13", "attribution.window_minutes"),
+        ("attribution.window_minutes=2881", "attribution.window_minutes"),
+        ("validation.ts_tolerance_minutes=1e13", "validation.ts_tolerance_minutes"),
+        ("validation.ts_tolerance_minutes=1441", "validation.ts_tolerance_minutes"),
+        ("health.novelty_days=1000000", "health.novelty_days"),
+        ("metrics.k=[10, 2147483648]", "metrics.k"),
+    ],
+)
+def test_settings_that_spark_or_java_would_refuse_later_exit_3_naming_the_key(override, key, capsys):
+    # each passed validation, then failed after Spark had started: exit 1 naming no key (k: a traceback at the end)
+    with pytest.raises(ConfigError, match=key) as err:
+        load_config(None, [override])
+    assert err.value.exit_code == 3
+    assert run([*ARGS, "--set", override]) == 3
+    out = capsys.readouterr().err
+    assert out.count("\n") == 1 and f"config key {key}" in out
+
+
+def test_the_largest_accepted_values_and_portable_zones_load():
+    cfg = load_config(
+        None,
+        [
+            "attribution.window_minutes=2880",
+            "validation.ts_tolerance_minutes=1440",
+            "health.novelty_days=366",
+            "metrics.k=[1, 1000000]",
+            "validation.time_zone=America/New_York",
+        ],
+    )
+    assert (cfg.attribution.window_minutes, cfg.validation.ts_tolerance_minutes) == (2880.0, 1440.0)
+    assert (cfg.health.novelty_days, cfg.metrics.k) == (366, (1, 1_000_000))
+    for zone in ("UTC", "Etc/GMT-8", "Asia/Shanghai", "Europe/Berlin", "US/Eastern"):
+        assert load_config(None, [f'validation.time_zone="{zone}"']).validation.time_zone == zone
+
+
 def test_summary_is_strict_json():
     from recsys_spark.daily.summary import summary_json
 

@@ -57,10 +57,10 @@ CLICKS = [
 ]
 
 
-def write(path: Path, rows: list[tuple], schema: pa.Schema) -> None:
+def write(path: Path, rows: list[tuple], schema: pa.Schema, name: str = "part-00000.parquet") -> None:
     path.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema)
-    pq.write_table(table, path / "part-00000.parquet")
+    pq.write_table(table, path / name)
 
 
 def day_input(root: Path, exposures=EXPOSURES, clicks=CLICKS, day: dt.date = DAY) -> Path:
