@@ -19,8 +19,12 @@ Events
 Spark's own lines are JSON objects too (``"event": "spark_log"``, the log4j2 layout of
 ``log4j2-local.properties`` and ``conf/log4j2.properties``), and what a local JVM or a Python
 worker writes to stderr outside log4j2 is wrapped as ``"event": "stderr"``
-(:func:`child_stderr_as_json`): the driver's stderr holds nothing but JSON lines, except the
+(:func:`child_stderr`): the driver's stderr holds nothing but JSON lines, except the
 one-line ``recsys-spark: error: ...`` of a failed run.
+
+On a terminal the same events are written for a person instead (``--log-format``, default ``auto``:
+human on a terminal, JSON otherwise; :class:`HumanFormatter`): one line a stage (stage, seconds, counts),
+progress as ``day 3 of 7`` with an estimate, Spark's own lines only from WARN up (all with ``--verbose``).
 
 The run id is, first found: the Spark setting ``spark.recsys.runId`` (the Airflow DAG passes
 ``{{ run_id }}``), the environment variable ``RECSYS_RUN_ID``, else a random 12-hex-digit id
@@ -48,7 +52,9 @@ PROGRESS_SECONDS = 20.0
 RUN_ID_CONF = "spark.recsys.runId"
 RUN_ID_ENV = "RECSYS_RUN_ID"
 
-_state: dict[str, str | None] = {"run_id": None, "app_id": None, "stderr_json": None}
+_state: dict[str, str | None] = {"run_id": None, "app_id": None, "stderr_json": None, "format": "json"}
+#: the --log-format choices
+FORMATS = ("auto", "human", "json")
 _lock = threading.Lock()
 
 
@@ -74,6 +80,75 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             body["exception"] = self.formatException(record.exc_info).splitlines()[-1]
         return json.dumps(body, default=str)
+
+
+class HumanFormatter(logging.Formatter):
+    """One short line per record for a person at a terminal (the JSON fields, rendered)."""
+
+    SKIP = ("stage_start", "done")
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = dict(getattr(record, "fields", None) or {})
+        clock = time.strftime("%H:%M:%S", time.localtime(record.created))
+        name = fields.pop("event", None)
+        if name is None:  # a plain message, a warning
+            return f"{clock}  {record.levelname.lower()}: {record.getMessage()}"
+        if name == "stage_end":
+            stage, seconds, status = fields.pop("stage"), fields.pop("seconds"), fields.pop("status", "ok")
+            if status != "ok":
+                return f"{clock}  {stage:<12} failed after {seconds:.1f} s ({fields.get('error')})"
+            return f"{clock}  {stage:<12} {seconds:6.1f} s  {_short(fields)}".rstrip()
+        if name == "progress":
+            tasks = f", tasks {fields['tasks_done']}/{fields['tasks_total']}" if fields.get("tasks_total") else ""
+            return f"{clock}  {fields['stage']:<12} ... {fields['elapsed']:.0f} s{tasks}"
+        if name == "day":
+            eta = fields.get("eta_seconds")
+            left = f", about {_duration(eta)} left" if eta else ""
+            return f"{clock}  day {fields['index']} of {fields['of']}: {fields['date']}{left}"
+        return f"{clock}  {name} {_short(fields)}".rstrip()
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        return self.format(record)
+
+
+def _short(fields: dict[str, Any], width: int = 100) -> str:
+    """``k=v`` pairs of the scalar fields, cut at ``width`` characters."""
+    parts = [
+        f"{k}={v}"
+        for k, v in fields.items()
+        if k not in ("run_id", "app_id") and isinstance(v, (int, float, str, bool)) and v != ""
+    ]
+    text = " ".join(parts)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def human() -> bool:
+    """True when the job's lines go to a person (``--log-format human``, or ``auto`` on a terminal)."""
+    return _state["format"] == "human"
+
+
+def _as_human_line(line: str, verbose: bool) -> str | None:
+    """A child's stderr line for a person: Spark's JSON lines from WARN up (all when ``verbose``), the JVM's
+    start-up notice dropped, anything else as it is."""
+    text = line.strip()
+    if text.startswith("WARNING: Using incubator modules"):
+        return None
+    if text.startswith("{"):
+        try:
+            body = json.loads(text)
+        except ValueError:
+            return text
+        if isinstance(body, dict):
+            level = str(body.get("level", "INFO"))
+            if not verbose and level not in ("WARN", "WARNING", "ERROR", "FATAL"):
+                return None
+            logger = str(body.get("logger", "spark")).rsplit(".", 1)[-1]
+            return f"spark {level.lower()} {logger}: {body.get('message', '')}"
+    return text
 
 
 def _as_json_line(line: str) -> str:
@@ -106,16 +181,20 @@ class _ChildStderr(threading.Thread):
                 line = raw.decode("utf-8", "replace").rstrip("\r\n")
                 if not line.strip():
                     continue
+                out = _as_human_line(line, _state["stderr_json"] == "verbose") if human() else _as_json_line(line)
+                if out is None:
+                    continue
                 try:
-                    os.write(self.out_fd, (_as_json_line(line) + "\n").encode("utf-8"))
+                    os.write(self.out_fd, (out + "\n").encode("utf-8"))
                 except OSError:  # stderr gone: nothing left to tell
                     return
 
 
 @contextmanager
-def child_stderr_as_json() -> Iterator[None]:
+def child_stderr() -> Iterator[None]:
     """Processes started inside (the local Spark JVM and, through it, the Python workers) write their
-    stderr through a pipe whose lines reach this process's stderr as JSON objects: the JVM's own start-up
+    stderr through a pipe whose lines reach this process's stderr as JSON objects (or, in the human
+    format, as short lines from WARN up: :func:`_as_human_line`): the JVM's own start-up
     line (``WARNING: Using incubator modules: jdk.incubator.vector``, printed before log4j2 starts) and
     anything a worker prints become ``{"event": "stderr", "message": ...}``; log4j2's lines, JSON already
     (log4j2-local.properties), pass as they are.  This process's own stderr is restored on leaving, so the
@@ -135,21 +214,29 @@ def child_stderr_as_json() -> Iterator[None]:
         os.close(saved)
 
 
-def setup_logging(verbose: bool = False, stream: IO[str] | None = None) -> None:
-    """The job's lines as JSON on ``stream`` (stderr); so are Python's warnings and other libraries' records
-    of level WARNING and up (through the root logger), so that the driver's stderr holds nothing but JSON
-    lines (Spark's own lines: the log4j2 layout in log4j2-local.properties / conf/log4j2.properties)."""
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter())
+def setup_logging(verbose: bool = False, stream: IO[str] | None = None, fmt: str = "json") -> None:
+    """The job's lines on ``stream`` (stderr): JSON, or for a person (``fmt = "human"``, or ``"auto"`` when
+    stderr is a terminal); so are Python's warnings and other libraries' records of level WARNING and up
+    (through the root logger), so that the driver's stderr holds nothing but JSON lines in the JSON format
+    (Spark's own lines: the log4j2 layout in log4j2-local.properties / conf/log4j2.properties)."""
+    target = stream or sys.stderr
+    if fmt == "auto":
+        fmt = "human" if getattr(target, "isatty", lambda: False)() else "json"
+    _state["format"] = fmt
+    formatter: logging.Formatter = HumanFormatter() if fmt == "human" else JsonFormatter()
+    handler = logging.StreamHandler(target)
+    handler.setFormatter(formatter)
+    if fmt == "human":  # a stage is one line, at its end; the day's result is the command's stdout
+        handler.addFilter(lambda r: (getattr(r, "fields", None) or {}).get("event") not in HumanFormatter.SKIP)
     LOGGER.handlers[:] = [handler]
     LOGGER.setLevel(logging.DEBUG if verbose else logging.INFO)
     LOGGER.propagate = False
-    _state["stderr_json"] = "yes" if stream is None else None
+    _state["stderr_json"] = ("verbose" if verbose else "yes") if stream is None else None
     logging.captureWarnings(True)  # warnings.warn(...) -> the "py.warnings" logger -> the root's handler
     root = logging.getLogger()
     root.handlers[:] = [h for h in root.handlers if not getattr(h, "recsys_json", False)]
-    other = logging.StreamHandler(stream or sys.stderr)
-    other.setFormatter(JsonFormatter())
+    other = logging.StreamHandler(target)
+    other.setFormatter(formatter)
     other.setLevel(logging.WARNING)
     other.recsys_json = True  # type: ignore[attr-defined]
     root.addHandler(other)

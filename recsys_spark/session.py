@@ -104,7 +104,7 @@ def build_session(
     if under_spark_submit() or not log.stderr_is_json():
         spark = builder.getOrCreate()
     else:  # the JVM starts here: its stderr (and its workers') as JSON lines, as the job's own
-        with log.child_stderr_as_json():
+        with log.child_stderr():
             spark = builder.getOrCreate()
     if engine.is_connect(spark):  # e.g. spark-submit --conf spark.api.mode=connect
         raise engine.refuse("a Spark Connect session")

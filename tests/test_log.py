@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import threading
 
 import pytest
@@ -107,3 +108,41 @@ def test_a_cli_run_logs_nothing_but_json_lines_spark_s_own_lines_included(tmp_pa
     assert len(spark_lines) > 20 and all(r["level"] and r["ts"].endswith("Z") for r in spark_lines)
     assert any(r["logger"].startswith("org.apache.spark") for r in spark_lines)
     assert [r["stage"] for r in records if r["event"] == "stage_end"][0] == "read"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_a_stage_is_one_line_for_a_person():
+    terminal = _Terminal()
+    log.setup_logging(stream=terminal, fmt="auto")  # a terminal: the human format
+    try:
+        with log.stage("label", {}, progress_seconds=3600) as info:
+            info.update(rows=9, duplicates=1)
+        log.event("day", index=3, of=7, date="2026-11-16", eta_seconds=125)
+        with pytest.raises(RuntimeError), log.stage("metrics", {}, progress_seconds=3600):
+            raise RuntimeError("x")
+    finally:
+        log.setup_logging(stream=io.StringIO())
+    lines = terminal.getvalue().splitlines()
+    assert len(lines) == 3 and not any(line.startswith("{") for line in lines)
+    assert re.fullmatch(r"\d\d:\d\d:\d\d  label\s+\d+\.\d s  rows=9 duplicates=1", lines[0])
+    assert lines[1].endswith("day 3 of 7: 2026-11-16, about 2 min left")
+    assert lines[2].endswith("metrics      failed after 0.0 s (RuntimeError)")
+
+
+def test_not_a_terminal_stays_json_and_a_terminal_sees_spark_only_from_warn():
+    plain = io.StringIO()
+    log.setup_logging(stream=plain, fmt="auto")
+    log.event("day", index=1, of=2, date="2026-11-16", eta_seconds=None)
+    assert json.loads(plain.getvalue())["event"] == "day"
+    spark_info = json.dumps({"level": "INFO", "event": "spark_log", "logger": "org.apache.spark.SparkContext"})
+    spark_warn = json.dumps(
+        {"level": "WARN", "event": "spark_log", "logger": "org.apache.spark.util.Utils", "message": "slow disk"}
+    )
+    assert log._as_human_line(spark_info, verbose=False) is None
+    assert log._as_human_line(spark_info, verbose=True) is not None
+    assert log._as_human_line(spark_warn, verbose=False) == "spark warn Utils: slow disk"
+    assert log._as_human_line("WARNING: Using incubator modules: jdk.incubator.vector", verbose=False) is None

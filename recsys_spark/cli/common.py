@@ -66,7 +66,20 @@ def parent(spark: bool = True) -> Parser:
     if spark:
         shared.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's when submitted)")
     shared.add_argument("--verbose", action="store_true", help="full tracebacks and INFO logs")
+    shared.add_argument(
+        "--log-format",
+        choices=("auto", "human", "json"),
+        default="auto",
+        help="stderr for a person (one line a stage) or JSON lines; auto: human on a terminal, else JSON",
+    )
     return shared
+
+
+def start_logging(args: argparse.Namespace) -> None:
+    """The command's log lines on stderr, as ``--log-format`` says."""
+    from recsys_spark import log
+
+    log.setup_logging(args.verbose, fmt=getattr(args, "log_format", "auto"))
 
 
 def load(args: argparse.Namespace) -> Config:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from recsys_spark import log
-from recsys_spark.cli.common import PROG, Command, date_arg, load
+from recsys_spark.cli.common import PROG, Command, date_arg, load, start_logging
 from recsys_spark.cli.lines import experiment_lines, headline_lines
 from recsys_spark.errors import BACKFILL_FAILED, HardRuleViolation, JobError, UsageError, root_cause
 
@@ -50,14 +51,19 @@ def run(args: argparse.Namespace) -> int:
 
     dates = dates_of(args)
     cfg = load(args)
-    log.setup_logging(args.verbose)
+    start_logging(args)
     from recsys_spark.session import job_session  # pyspark: only once a command runs
 
     spark = job_session(cfg, args.master, args.verbose)
     failed: list[str] = []
     written: list[dt.date] = []  # dates whose outputs were committed (a hard rule violation commits them)
+    started = time.monotonic()
     try:
-        for day in dates:
+        for index, day in enumerate(dates):
+            if len(dates) > 1:  # a backfill: where it is, and an estimate from the days done
+                per_day = (time.monotonic() - started) / index if index else None
+                eta = None if per_day is None else round(per_day * (len(dates) - index))
+                log.event("day", index=index + 1, of=len(dates), date=day.isoformat(), eta_seconds=eta)
             try:
                 summary = daily.evaluate_day(spark, cfg, day, args.input_root, args.output_root)
             except Exception as exc:  # noqa: BLE001 - a backfill names every failed date and goes on

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from recsys_spark import log
-from recsys_spark.cli.common import Command, date_arg, load
+from recsys_spark.cli.common import Command, date_arg, load, start_logging
 from recsys_spark.cli.lines import experiment_lines
 from recsys_spark.errors import UsageError
 
@@ -31,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     if args.end < args.start:
         raise UsageError(f"--end {args.end} is before --start {args.start}")
     cfg = load(args)
-    log.setup_logging(args.verbose)
+    start_logging(args)
     from recsys_spark.session import job_session  # pyspark: only once a command runs
 
     spark = job_session(cfg, args.master, args.verbose)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from recsys_spark import log
-from recsys_spark.cli.common import Command, load
+from recsys_spark.cli.common import Command, load, start_logging
 from recsys_spark.errors import UsageError
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -52,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         from recsys_spark.offline.pipeline import check_evaluable
 
         check_evaluable(cfg)  # before Spark starts: a config with nothing to evaluate fails in a second
-    log.setup_logging(args.verbose)
+    start_logging(args)
     from recsys_spark.session import job_session  # pyspark: only once a command runs
 
     spark = job_session(cfg, args.master, args.verbose)
