@@ -1,6 +1,7 @@
-"""The Spark side of A/B experiments: per-user sums by experiment and variant, nothing else.
+"""The Spark side of A/B experiments: per-user sums by experiment and variant, the checks, the analysis.
 
-Daily (:func:`experiment_stage`, one call from the pipeline after the metric stage):
+The step the day and the window share (the maths is :mod:`recsys_spark.kernels.experiments`'s).  Daily
+(:func:`experiment_stage`, called by :mod:`recsys_spark.daily` after the metric stage):
 
 1. read ``experiments.assignments`` (``user_id, experiment, variant[, layer]``); when the path
    does not exist, nothing else happens and the summary says so;
@@ -16,9 +17,10 @@ Daily (:func:`experiment_stage`, one call from the pipeline after the metric sta
    small sums reach the driver, where :mod:`recsys_spark.kernels.experiments` turns them into the
    ``experiments`` and ``experiment_checks`` tables.
 
-Over a window (:func:`run_window`, ``recsys-spark experiment``): the ``experiment_users``
-partitions of the window, each user's sums added over the days (a user counts once), then the
-same steps 3 and on.  No raw log is read again.
+Over a window (:func:`recsys_spark.window.run_window`, ``recsys-spark experiment``): the
+``experiment_users`` partitions of the window's complete days (:func:`read_user_tables`), each user's sums
+added over the days (:func:`window_users`: a user counts once), then the same steps 3 and on.  No raw
+log is read again.  The command and the lines it prints live in :mod:`recsys_spark.cli`.
 """
 
 from __future__ import annotations
