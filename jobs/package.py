@@ -45,6 +45,9 @@ ENV_ARCHIVE = REPO / "dist" / "env.tar.gz"
 EXECUTOR_PACKAGES = ("pandas", "pyarrow", "numpy", "scipy", "jinja2")
 #: the module spark-submit's script (jobs/evaluate_daily.py) imports: the job is what it reaches
 ENTRY_MODULE = f"{PACKAGE}.cli"
+#: modules the zip carries without following their imports: the demo command imports the sample-data
+#: generators when it runs, on a laptop; a cluster run never does, so they stay out of the zip
+NOT_FOLLOWED = {f"{PACKAGE}.cli.demo"}
 #: data files the job reads from the package (session.py's local log configuration)
 DATA_SUFFIXES = {".properties", ".j2"}  # log4j2 configuration, the report's page template
 _MARKER = ".recsys-spark-requirements"
@@ -92,7 +95,8 @@ def package_files(root: Path = REPO) -> list[Path]:
                 continue
             seen.add(rel)
             name = ".".join(parts[:i])
-            todo.extend(_imported_modules((root / rel).read_text(), name, rel.name == "__init__.py"))
+            if name not in NOT_FOLLOWED:
+                todo.extend(_imported_modules((root / rel).read_text(), name, rel.name == "__init__.py"))
     data = {p.relative_to(root) for p in (root / PACKAGE).rglob("*") if p.is_file() and p.suffix in DATA_SUFFIXES}
     return sorted(seen | data)
 

@@ -1,0 +1,104 @@
+"""``recsys-spark demo``: the whole tour on generated sample data, in one Spark session, in a few minutes.
+
+What ``make demo`` runs: sample logs of a week, the daily job on each day, an A/B experiment over the
+week, two offline runs of a model and their comparison, and the HTML report of all of it; it says up front
+what it will do and ends with where to look.  ``make demo-full`` runs the same tour on a larger week, one
+command at a time, as a production schedule would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import io
+import time
+from pathlib import Path
+
+from recsys_spark.cli.common import Command, load, start_logging
+from recsys_spark.cli.lines import experiment_lines, headline_lines
+
+HELP = "the whole tour on generated sample data, in one Spark session (a few minutes)"
+DESCRIPTION = (
+    "Generate a week of sample logs (with an A/B experiment) and an offline data set, then run the daily job "
+    "on each day, the experiment window, two offline runs and their comparison, and write the HTML report: "
+    "everything the other commands do, on small data, in one Spark session."
+)
+EXAMPLE = "recsys-spark demo --root build/demo"
+END = dt.date(2026, 11, 20)
+DAYS = 7  # evaluated; one more day is generated before them (update rate, novelty, CUPED)
+EXPERIMENT = "ranker_v2"
+SLICES = 'slices.names=["platform", "user_type", "popularity"]'
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", default="build/demo", help="where the sample data and the outputs go")
+    parser.add_argument("--users", type=int, default=400, help="users of the sample logs (default 400)")
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from recsys_spark import daily, generate, generate_offline
+    from recsys_spark.config import load_config
+    from recsys_spark.offline.compare import compare_runs
+    from recsys_spark.offline.pipeline import run_offline
+    from recsys_spark.report import write_report
+    from recsys_spark.session import job_session  # pyspark: only once a command runs
+    from recsys_spark.window import run_window
+
+    root = Path(args.root)
+    inputs, offline_inputs, out = root / "input", root / "offline-input", root / "output"
+    start = END - dt.timedelta(days=DAYS - 1)
+    _say(
+        f"recsys-spark demo: {DAYS} days of sample logs ({args.users} users) evaluated {start}..{END}, the experiment "
+        f"{EXPERIMENT} over the week, two offline runs and their comparison, the HTML report; about 2-3 minutes on a "
+        f"2-core laptop (outputs under {out})"
+    )
+    began = time.monotonic()
+    args.set = [*args.set, SLICES]
+    cfg = load(args)
+    start_logging(args)
+    with contextlib.redirect_stdout(io.StringIO()):  # the generators list what they wrote: not the tour's news
+        generate.main(
+            ["--date", END.isoformat(), "--output-root", str(inputs), "--users", str(args.users)]
+            + ["--days", str(DAYS + 1), "--seed", "7"]
+        )
+        generate_offline.main(["--output-root", str(offline_inputs), "--users", str(args.users), "--items", "600"])
+    _say(f"sample data: {inputs} (logs, items, users, assignments), {offline_inputs} (a model's offline data)")
+    spark = job_session(cfg, args.master, args.verbose, app_name="recsys-spark-demo")
+    try:
+        for i in range(DAYS):
+            day = start + dt.timedelta(days=i)
+            _say(f"day {i + 1} of {DAYS}: {day}")
+            summary = daily.evaluate_day(spark, cfg, day, str(inputs), str(out))
+            for line in [*headline_lines(str(day), summary)[:1], *experiment_lines(str(day), summary["experiments"])]:
+                _say(f"  {line}")
+        _say(f"experiment {EXPERIMENT} over {start}..{END}")
+        section = run_window(spark, cfg, EXPERIMENT, start, END, str(out))
+        for line in experiment_lines(f"{start}..{END}", section):
+            _say(f"  {line}")
+        offline_cfg = load_config(offline_inputs / "offline.toml", args.set[:-1])
+        for run_name in ("base", "candidate"):
+            _say(f"offline run {run_name}")
+            headline = run_offline(spark, offline_cfg, run_name, str(out))["headline"]
+            _say("  " + "  ".join(f"{k}={v:.4f}" for k, v in list(headline.items())[:4] if v is not None))
+        compared = compare_runs(spark, offline_cfg, str(out), "base", "candidate")
+        _say(f"offline-compare: {compared['users_in_both']} users in both, {compared['metrics']} metrics")
+        report = write_report(str(out), start, END, cfg, spark=spark)
+    finally:
+        spark.stop()
+    minutes = (time.monotonic() - began) / 60
+    _say(f"done in {minutes:.1f} min")
+    _say(f"report: {report}  (open it in a browser)")
+    _say(f"tables: {out}/{{metrics,user_metrics,lorenz,rule_checks,experiments,summary}}/dt=..., {out}/offline/")
+    _say(
+        'look at them: .venv/bin/python -c "import pandas as pd; '
+        f"print(pd.read_parquet('{out}/metrics/dt={END}').query('slice == \\\"all\\\"').to_string())\""
+    )
+    return 0
+
+
+COMMAND = Command("demo", HELP, DESCRIPTION, EXAMPLE, add_arguments, run)
