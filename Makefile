@@ -11,13 +11,17 @@ DEMO_DIR ?= build/demo
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
 
-$(BIN)/recsys-spark: pyproject.toml
+# two stamps: what the job needs (make demo), and that plus the test dependencies (make test, lint, bench)
+$(VENV)/.runtime: pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -e .
 	@touch $@
 
-setup: $(BIN)/recsys-spark ## create .venv and install the project with its test dependencies
+$(VENV)/.test: $(VENV)/.runtime
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+setup: $(VENV)/.test ## create .venv and install the project with its test dependencies
 
 test: setup .venv-airflow/bin/airflow ## run the whole test suite (project venv, then the Airflow venv)
 	$(BIN)/pytest -q
@@ -86,7 +90,11 @@ package-env: setup build/venv-pack/venv_pack/__init__.py ## optional: dist/env.t
 
 DEMO_START ?= 2026-11-14
 DEMO_OUT = $(DEMO_DIR)/output
-demo: setup ## a week of sample logs: the daily job on each day, an A/B window, an offline evaluation, the HTML report
+demo: $(VENV)/.runtime ## the tour in a few minutes: a week of sample logs, the daily job, an A/B window, offline runs, the report
+	$(BIN)/recsys-spark demo --root $(DEMO_DIR)
+
+.PHONY: demo-full
+demo-full: $(VENV)/.runtime ## the long tour, one command at a time as a schedule runs them (2,000 users, several minutes)
 	$(BIN)/python -m recsys_spark.generate --date $(DATE) --output-root $(DEMO_DIR)/input --users 2000 --days 8 --seed 7
 	$(BIN)/recsys-spark evaluate --start $(DEMO_START) --end $(DATE) --input-root $(DEMO_DIR)/input \
 		--output-root $(DEMO_OUT) --set 'slices.names=["platform","user_type","popularity"]'
@@ -98,7 +106,6 @@ demo: setup ## a week of sample logs: the daily job on each day, an A/B window, 
 		--config $(DEMO_DIR)/offline-input/offline.toml
 	@echo "report: $$($(BIN)/recsys-spark report --output-root $(DEMO_OUT) --start $(DEMO_START) --end $(DATE))"
 	@echo "outputs: $(DEMO_OUT)/{metrics,user_metrics,lorenz,rule_checks,experiments,summary}/dt=..., $(DEMO_OUT)/offline/run=..."
-	@echo "look at them: $(BIN)/python -c \"import pandas as pd; print(pd.read_parquet('$(DEMO_OUT)/metrics/dt=$(DATE)').query('slice == \\\"all\\\"').to_string())\""
 
 BENCH_SIZES ?= 1M,5M,20M
 BENCH_REPEATS ?= 3
@@ -128,7 +135,7 @@ clean: ## remove build outputs (keeps .venv)
 # PYTEST_ADDOPTS (not [tool.mutmut], whose change would discard every recorded result).
 MUTMUT_PYTEST := --deselect tests/test_report.py::test_rendering_twice_gives_the_same_bytes \
 	--deselect tests/test_report_browser.py::test_chromium_renders_the_report
-$(BIN)/mutmut: $(BIN)/recsys-spark
+$(BIN)/mutmut: $(VENV)/.test
 	$(BIN)/pip install --quiet 'mutmut==3.8.1'
 	@touch $@
 
