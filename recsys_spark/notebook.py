@@ -1,0 +1,231 @@
+"""From a notebook: a day's metrics from two DataFrames, and an MLlib ``Evaluator`` for ``CrossValidator``.
+
+:func:`evaluate` runs the daily job (:func:`recsys_spark.daily.evaluate_day`: the same validation,
+labelling, metrics, intervals, health and rules) on DataFrames a data scientist already has, and returns
+the ``metrics`` and ``user_metrics`` tables as DataFrames, with nothing written under any output root
+of theirs: the inputs and the tables live in a scratch directory (a temporary one by default; give
+``scratch=`` a shared path on a cluster), removed by :meth:`Evaluation.close`.
+
+:class:`RankingEvaluator` scores a predictions DataFrame (user, item, prediction, label: what an
+``ALS`` model's ``transform`` gives after a join with held-out labels) by one of the job's per-user metrics,
+NDCG@k, MAP@k, precision@k, recall@k, hit rate@k, MRR or AUC, averaged over users (``user_avg``: GAUC
+for AUC), through the same per-user pass as the daily job; ``isLargerBetter`` comes from the metric
+registry, so ``CrossValidator`` keeps the best model.  docs/notebook.md has a runnable example.
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime as dt
+import json
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyspark.ml.evaluation import Evaluator
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from recsys_spark import registry
+from recsys_spark.config import Config, load_config
+from recsys_spark.errors import HardRuleViolation, UsageError
+from recsys_spark.schema import (
+    ALL,
+    CLICKED,
+    COPIES,
+    ITEM,
+    N_EVENTS,
+    POSITION,
+    RELEVANCE,
+    REQUEST,
+    SCORE,
+    SESSION,
+    SLICE,
+    TS,
+    USER,
+)
+from recsys_spark.session import apply_time_zone
+
+
+@dataclass
+class Evaluation:
+    """What :func:`evaluate` gives back: the day's tables as DataFrames and its summary.
+
+    ``metrics`` (metric, k, aggregation, slice, value, n, se, ci_low, ci_high, ci_method),
+    ``user_metrics`` (one row per slice, user and k), ``rule_checks``, ``lorenz``: as docs/operations.md
+    describes them.  They are read from ``scratch``; call :meth:`close` when done with them.
+    """
+
+    metrics: DataFrame
+    user_metrics: DataFrame
+    rule_checks: DataFrame
+    lorenz: DataFrame
+    summary: dict[str, Any]
+    scratch: str
+    _owned: bool = field(default=True, repr=False)
+
+    def value(self, metric: str, k: int | None = None, aggregation: str = "user_avg", slice: str = ALL) -> float | None:
+        """One number of the ``metrics`` table (None when it has no such row or the value is null)."""
+        registry.metric(metric)  # an unknown name fails here, with the nearest names
+        rows = (
+            self.metrics.where(
+                (F.col("metric") == metric)
+                & (F.col("aggregation") == aggregation)
+                & (F.col("slice") == slice)
+                & (F.col("k").isNull() if k is None else F.col("k") == k)
+            )
+            .select("value")
+            .collect()
+        )
+        return None if not rows or rows[0]["value"] is None else float(rows[0]["value"])
+
+    def close(self) -> None:
+        """Remove the scratch directory (when :func:`evaluate` made it)."""
+        if self._owned:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _the_day(exposures: DataFrame, zone: str) -> dt.date:
+    """The one day the exposures' timestamps fall on, in ``zone``; a UsageError when they span several."""
+    apply_time_zone(exposures.sparkSession, zone)
+    first, last = exposures.select(F.min(F.to_date(TS)), F.max(F.to_date(TS))).first()  # type: ignore[misc]
+    if first is None:
+        raise UsageError("evaluate: the exposures have no timestamp (an empty frame?): give date=")
+    if first != last:
+        raise UsageError(f"evaluate: the exposures span {first}..{last} ({zone}): give the day with date=")
+    return first
+
+
+def evaluate(
+    exposures: DataFrame,
+    clicks: DataFrame,
+    *,
+    items: DataFrame | None = None,
+    date: dt.date | str | None = None,
+    config: Config | None = None,
+    settings: Sequence[str] = (),
+    scratch: str | None = None,
+) -> Evaluation:
+    """The daily job on two DataFrames; its tables back as DataFrames (see the module docstring).
+
+    Parameters
+    ----------
+    exposures, clicks : the input contract's columns (docs/operations.md, "Input contract"): exposures
+        ``user_id, session_id, request_id, item_id, position, ts[, score]``, clicks ``user_id, session_id,
+        request_id, item_id, ts[, event]``; other names map with ``settings=['input.columns={user_id = "uid"}']``.
+    items : optional ``item_id, category`` (coverage, Gini over the catalog, category diversity).
+    date : the day the rows belong to (rows outside it by more than ``validation.ts_tolerance_minutes``
+        are set aside); by default the one day the exposures' timestamps fall on.
+    config, settings : a :class:`~recsys_spark.config.Config`, or ``--set``-style overrides of the defaults.
+    scratch : a directory for the inputs and the tables (default: a new temporary directory).
+
+    A day that breaks a hard business rule is returned all the same (``summary["status"]`` says so).
+    """
+    spark: SparkSession = exposures.sparkSession
+    cfg = config or load_config(None, list(settings))
+    day = dt.date.fromisoformat(date) if isinstance(date, str) else date
+    if day is None:
+        day = _the_day(exposures, cfg.validation.time_zone)
+    owned = scratch is None
+    root = scratch or tempfile.mkdtemp(prefix="recsys-spark-")
+    if owned:
+        atexit.register(shutil.rmtree, root, True)
+    inputs, out = f"{root.rstrip('/')}/input", f"{root.rstrip('/')}/output"
+    partition = f"dt={day.isoformat()}"
+    exposures.write.mode("overwrite").parquet(f"{inputs}/exposures/{partition}")
+    clicks.write.mode("overwrite").parquet(f"{inputs}/clicks/{partition}")
+    if items is not None:
+        items.write.mode("overwrite").parquet(f"{inputs}/items")
+    from recsys_spark import daily
+
+    try:
+        summary = daily.evaluate_day(spark, cfg, day, inputs, out)
+    except HardRuleViolation:  # everything is written: the caller reads the status
+        summary = json.loads(Path(out, "summary", partition, "summary.json").read_text(encoding="utf-8"))
+
+    def table(name: str) -> DataFrame:
+        return spark.read.parquet(f"{out}/{name}/{partition}")
+
+    return Evaluation(
+        table("metrics"), table("user_metrics"), table("rule_checks"), table("lorenz"), summary, root, owned
+    )
+
+
+# --- MLlib ---------------------------------------------------------------------------------------
+class RankingEvaluator(Evaluator):
+    """An MLlib ``Evaluator`` of a predictions DataFrame by one of the job's per-user metrics.
+
+    Each user's predictions form one list, ranked by ``predictionCol`` (ties by item id); ``labelCol`` > 0
+    marks a relevant item, its value the graded relevance for NDCG.  The metric is averaged over the users
+    with a relevant item (``user_avg``; AUC over users with both classes: GAUC), as in the daily job
+    (docs/metrics.md).  Usable in ``CrossValidator`` and ``TrainValidationSplit``.
+    """
+
+    METRICS = ("ndcg", "map", "precision", "recall", "hit_rate", "mrr", "auc")
+
+    def __init__(
+        self,
+        metric: str = "ndcg",
+        k: int = 10,
+        userCol: str = "user",  # noqa: N803 - MLlib's names
+        itemCol: str = "item",  # noqa: N803
+        predictionCol: str = "prediction",  # noqa: N803
+        labelCol: str = "label",  # noqa: N803
+    ) -> None:
+        super().__init__()
+        if metric not in self.METRICS:
+            raise ValueError(f"RankingEvaluator: metric must be one of {', '.join(self.METRICS)}, got {metric!r}")
+        if registry.metric(metric).at_k and k <= 0:
+            raise ValueError(f"RankingEvaluator: k must be positive, got {k}")
+        self.metric, self.k = metric, k
+        self.userCol, self.itemCol, self.predictionCol, self.labelCol = userCol, itemCol, predictionCol, labelCol
+
+    def isLargerBetter(self) -> bool:  # noqa: N802 - MLlib's name
+        return bool(registry.metric(self.metric).higher_is_better)
+
+    def _evaluate(self, dataset: DataFrame) -> float:
+        from recsys_spark.daily.stages import run_metric_stage
+        from recsys_spark.write import ScratchOutput
+
+        at_k = registry.metric(self.metric).at_k
+        cfg = load_config(None, [f"metrics.k=[{self.k if at_k else 10}]"])
+        rank = Window.partitionBy(USER).orderBy(F.col(SCORE).desc(), F.col(ITEM))
+        label = F.col(self.labelCol).cast("double")
+        labelled = (
+            dataset.select(
+                F.col(self.userCol).cast("string").alias(USER),
+                F.col(self.itemCol).cast("string").alias(ITEM),
+                F.col(self.predictionCol).cast("double").alias(SCORE),
+                F.when(label > 0, label).otherwise(F.lit(0.0)).alias(RELEVANCE),
+            )
+            .groupBy(USER, ITEM)  # an item predicted twice for a user counts once (MLlib's counts each)
+            .agg(F.max(SCORE).alias(SCORE), F.max(RELEVANCE).alias(RELEVANCE))
+            .withColumn(POSITION, F.row_number().over(rank))
+            .select(
+                F.lit(ALL).alias(SLICE),
+                USER,
+                F.col(USER).alias(SESSION),
+                F.col(USER).alias(REQUEST),
+                ITEM,
+                POSITION,
+                SCORE,
+                RELEVANCE,
+                (F.col(RELEVANCE) > 0).alias(CLICKED),
+                F.lit(1).cast("long").alias(COPIES),
+                (F.col(RELEVANCE) > 0).cast("long").alias(N_EVENTS),
+            )
+        )
+        scratch = tempfile.mkdtemp(prefix="recsys-spark-eval-")
+        try:
+            metrics = run_metric_stage(labelled, cfg, ScratchOutput(dataset.sparkSession, scratch, "x"), 10_000)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        k = self.k if at_k else None
+        for row in metrics.rows:
+            if (row.metric, row.k, row.aggregation, row.slice) == (self.metric, k, "user_avg", ALL):
+                return float("nan") if row.value is None else float(row.value)
+        return float("nan")

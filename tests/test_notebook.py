@@ -1,0 +1,91 @@
+"""The notebook API: the daily job on DataFrames, and the MLlib Evaluator (docs/notebook.md)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers.days import CLICKS, DAY, EXPOSURES, day_input, run_day
+from sklearn.metrics import ndcg_score, roc_auc_score
+
+import recsys_spark
+from recsys_spark.errors import UsageError
+
+pytestmark = pytest.mark.spark
+
+EXPOSURE_DDL = (
+    "user_id string, session_id string, request_id string, item_id string, position int, score double, ts timestamp"
+)
+CLICK_DDL = "user_id string, session_id string, request_id string, item_id string, ts timestamp, event string"
+
+
+def test_evaluate_on_dataframes_gives_the_tables_the_daily_job_writes(spark, tmp_path):
+    day_input(tmp_path)
+    written = run_day(spark, tmp_path)  # the same day, from Parquet partitions
+    result = recsys_spark.evaluate(
+        spark.createDataFrame(EXPOSURES, EXPOSURE_DDL),
+        spark.createDataFrame(CLICKS, CLICK_DDL),
+        settings=["metrics.k=[1]"],
+    )
+    try:
+        assert result.summary["date"] == DAY.isoformat()  # the one day of the exposures' timestamps
+        assert result.summary["headline"] == pytest.approx(written["headline"], nan_ok=True)
+        assert result.user_metrics.count() == 3  # three users, one k
+        ours = {(r.metric, r.k, r.aggregation, r.slice): r.value for r in result.metrics.collect()}
+        theirs = spark.read.parquet(str(tmp_path / "out" / "metrics" / f"dt={DAY}")).collect()
+        for r in theirs:
+            assert ours[(r.metric, r.k, r.aggregation, r.slice)] == pytest.approx(r.value, nan_ok=True)
+        assert result.value("ndcg", 1, "user_avg") == pytest.approx(2 / 3)  # u2 and u3 clicked their first item
+    finally:
+        result.close()
+    assert not Path(result.scratch).exists()
+
+
+def test_evaluate_asks_for_the_day_when_the_exposures_span_several(spark):
+    later = [(*EXPOSURES[0][:-1], EXPOSURES[0][-1] + dt.timedelta(days=1))]
+    with pytest.raises(UsageError, match=r"span 2026-11-20\.\.2026-11-21 .*give the day with date="):
+        recsys_spark.evaluate(
+            spark.createDataFrame(EXPOSURES + later, EXPOSURE_DDL), spark.createDataFrame(CLICKS, CLICK_DDL)
+        )
+
+
+PREDICTIONS = [  # user, item, prediction, label: u1 ranks its relevant item second, u2 first, u3 has none
+    ("u1", "a", 0.9, 0.0),
+    ("u1", "b", 0.7, 1.0),
+    ("u1", "c", 0.2, 0.0),
+    ("u2", "a", 0.8, 1.0),
+    ("u2", "c", 0.1, 0.0),
+    ("u3", "b", 0.5, 0.0),
+]
+
+
+@pytest.mark.parametrize("metric, k", [("ndcg", 2), ("ndcg", 3), ("auc", 10)])
+def test_the_evaluator_is_the_mean_over_users_of_the_per_user_metric(spark, metric, k):
+    frame = spark.createDataFrame(PREDICTIONS, "user string, item string, prediction double, label double")
+    value = recsys_spark.RankingEvaluator(metric=metric, k=k).evaluate(frame)
+    per_user = []
+    for user in ("u1", "u2"):  # u3 has no relevant item: left out of the average, as the daily job does
+        rows = [r for r in PREDICTIONS if r[0] == user]
+        truth, score = np.array([[r[3] for r in rows]]), np.array([[r[2] for r in rows]])
+        per_user.append(ndcg_score(truth, score, k=k) if metric == "ndcg" else roc_auc_score(truth[0], score[0]))
+    assert value == pytest.approx(np.mean(per_user), rel=1e-12)
+    assert recsys_spark.RankingEvaluator(metric=metric).isLargerBetter() is True
+
+
+def test_the_evaluator_refuses_a_metric_it_does_not_have():
+    with pytest.raises(ValueError, match="metric must be one of ndcg, map"):
+        recsys_spark.RankingEvaluator(metric="gini")
+
+
+def test_the_documented_example_runs_and_selects_a_model(spark, capsys):
+    text = (Path(__file__).resolve().parents[1] / "docs" / "notebook.md").read_text()
+    (code,) = re.findall(r"```python\n(.*?)```", text, re.S)
+    exec(compile(code, "docs/notebook.md", "exec"), {})  # noqa: S102 - the documented example, as a user runs it
+    out = capsys.readouterr().out
+    assert "0.815" in out  # the hand-checked NDCG@2
+    averages = [float(x) for x in re.findall(r"\[([^\]]+)\]", out.splitlines()[-1])[0].split(",")]
+    assert len(averages) == 2 and all(0.0 <= a <= 1.0 and not math.isnan(a) for a in averages)
