@@ -18,7 +18,6 @@ from recsys_spark.config import Config
 from recsys_spark.errors import MissingInputError
 from recsys_spark.experiments import (
     CHECKS_SCHEMA,
-    RESULTS_SCHEMA,
     USERS_TABLE,
     analyse,
     check_tuples,
@@ -31,11 +30,16 @@ from recsys_spark.experiments import (
     window_users,
     with_covariates,
 )
+from recsys_spark.kernels.experiments import RESULT_COLUMNS
 from recsys_spark.session import apply_time_zone
 from recsys_spark.write import DailyOutput
 
-#: the tables the window writes, one partition ``experiment=NAME/window=S_E`` each
+#: the tables the window writes, one partition ``experiment=NAME/window=S_E`` each; their files hold the
+#: ``experiments`` / ``experiment_checks`` columns but ``experiment``, which the path carries (a column in both
+#: would make the table unreadable at its root: pandas, pyarrow and DuckDB refuse a duplicate field)
 WINDOW_TABLES = ("experiment_window", "experiment_window_checks")
+WINDOW_RESULTS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in RESULT_COLUMNS if name != "experiment")
+WINDOW_CHECKS_SCHEMA = CHECKS_SCHEMA.split(", ", 1)[1]
 
 
 def run_window(
@@ -44,8 +48,8 @@ def run_window(
     """``recsys-spark experiment``: the experiment over [start, end] from the daily ``experiment_users``.
 
     Writes ``{output_root}/experiment_window/experiment=NAME/window=S_E/`` (the
-    ``experiments`` table's columns) and ``experiment_window_checks/...`` (srm,
-    multiple_assignment); returns the summary section.
+    ``experiments`` table's columns but ``experiment``) and ``experiment_window_checks/...`` (srm,
+    multiple_assignment, compared); returns the summary section.
     """
     apply_time_zone(spark, cfg.validation.time_zone)
     days = [start + dt.timedelta(days=i) for i in range((end - start).days + 1)]
@@ -93,8 +97,12 @@ def run_window(
     )
     out.acquire()  # one run per window; the same staged, journalled commit as the daily tables
     try:
-        out.stage_rows(WINDOW_TABLES[0], result_tuples(results), RESULTS_SCHEMA)
-        out.stage_rows(WINDOW_TABLES[1], check_tuples(checks), CHECKS_SCHEMA)
+        out.stage_rows(
+            WINDOW_TABLES[0], [r[1:] for r in result_tuples(results) if r[0] == experiment], WINDOW_RESULTS_SCHEMA
+        )
+        out.stage_rows(
+            WINDOW_TABLES[1], [c[1:] for c in check_tuples(checks) if c[0] == experiment], WINDOW_CHECKS_SCHEMA
+        )
         out.commit()
     except BaseException:
         out.abort()

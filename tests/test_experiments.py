@@ -7,7 +7,9 @@ import datetime as dt
 import json
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pytest
 from helpers.days import NOON, day_input, run_day, write
 from helpers.input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
@@ -226,6 +228,12 @@ def test_window_counts_each_user_once(spark, golden):
     assert two["p_value"] == pytest.approx(ref.pvalue, rel=1e-9)
     checks = _rows(spark, f"{root}/out/experiment_window_checks/experiment=cupw/window={PREVIOUS}_{DAY}")
     assert _one(checks, check="multiple_assignment")["statistic"] == 1
+    # each table opens at its root, with the experiment and the window as columns from the path
+    for table in ("experiment_window", "experiment_window_checks"):
+        spark_rows = spark.read.parquet(f"{root}/out/{table}").where("experiment = 'cupw'").count()
+        frame = pd.read_parquet(f"{root}/out/{table}")
+        assert spark_rows == len(frame[frame["experiment"] == "cupw"]) > 0
+        assert "window" in ds.dataset(f"{root}/out/{table}", partitioning="hive").schema.names
 
 
 def test_without_assignments_the_job_says_so(spark, tmp_path):
