@@ -158,8 +158,10 @@ def test_top_k_by_hand(spark, fixture):
     assert m[("precision", 2, "user_avg")]["value"] == pytest.approx((0.5 + 0.5 + 0) / 3)
     assert m[("mrr", None, "user_avg")]["value"] == pytest.approx((0.5 + 0.5 + 0) / 3)
     assert m[("recall", 2, "user_avg")]["n"] == 3  # u4 (no truth) excluded
-    # system-centric: hits 1 + 1 + 0 over list sizes 2 + 2 + 0, and over truth sizes 2 + 1 + 1
-    assert m[("precision", 2, "global")]["value"] == pytest.approx(2 / 4)
+    # system-centric: hits 1 + 1 + 0 over k times the 3 users with truth (u3's missing list included, as in
+    # precision@k per list), and over truth sizes 2 + 1 + 1
+    assert m[("precision", 2, "global")]["value"] == pytest.approx(2 / (2 * 3))
+    assert m[("precision", 2, "global")]["value"] == pytest.approx(m[("precision", 2, "user_avg")]["value"])
     assert m[("recall", 2, "global")]["value"] == pytest.approx(2 / 4)
     ndcg_u1 = (1 / L3) / (1 + 1 / L3)
     ndcg_u2 = (1 / L3) / 1

@@ -309,7 +309,8 @@ def list_specs(ks: Sequence[int]) -> list[Mean | Ratio]:
         specs += [Mean(m, k, "user_avg", f"{m}_at_{k}") for m in K.LIST_METRICS]
         hits = F.when(has_truth, F.col(f"hits_at_{k}"))
         specs += [
-            Ratio("precision", k, "global", hits, F.when(has_truth, F.least(F.col("n_list"), F.lit(k)))),
+            # k in the denominator, as precision@k per list and the daily job's global precision (docs/offline.md)
+            Ratio("precision", k, "global", hits, F.when(has_truth, F.lit(float(k)))),
             Ratio("recall", k, "global", hits, F.when(has_truth, F.col("n_truth"))),
         ]
     k_max = max(ks)
