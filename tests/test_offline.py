@@ -205,7 +205,7 @@ def test_kernels_and_spark_agree_per_user(spark, fixture):
         "ndcg_at_2",
         "map_at_2",
         "f1_at_2",
-        "diversity",
+        "intra_list_diversity",
     ):
         np.testing.assert_allclose(got.loc[want.index, col].to_numpy(float), want[col].to_numpy(float), err_msg=col)
     # novelty: self-information log2((U + 1) / (k + 1)) with U = 2 train users; a, b, d, e untouched in train

@@ -314,7 +314,7 @@ def list_specs(ks: Sequence[int]) -> list[Mean | Ratio]:
             Ratio("recall", k, "global", hits, F.when(has_truth, F.col("n_truth"))),
         ]
     k_max = max(ks)
-    specs += [Mean(m, k_max, "user_avg", m) for m in ("diversity", "novelty", "serendipity")]
+    specs += [Mean(m, k_max, "user_avg", m) for m in ("intra_list_diversity", "novelty", "serendipity")]
     return specs
 
 
@@ -577,7 +577,7 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
         if items is None:
             summary["notes"].append(
                 "no offline.items: coverage is over the items recommended (catalog unknown); "
-                "diversity and serendipity are not computed"
+                "intra_list_diversity and serendipity are not computed"
             )
         if train is None:
             summary["notes"].append(
