@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
+from recsys_spark import registry
 from recsys_spark.config import load_config
 from recsys_spark.kernels import offline as K
 from recsys_spark.kernels import sampled as S
@@ -238,6 +239,13 @@ def test_beyond_accuracy_rows_have_no_cut_off_and_the_fixtures_catalog_values(sp
     beyond = ("item_coverage", "gini", "personalization", "intra_list_diversity", "novelty", "serendipity")
     assert {key[1] for key in m if key[0] in beyond} == {None}
     assert fixture["summaries"]["a"]["beyond_accuracy_depth"] == 2
+
+
+def test_every_row_is_named_by_the_registry(spark, fixture):
+    # every input evaluated (lists, predictions, ratings, sampled): a known metric, a cut-off where it takes one
+    for run in ("a", "b"):
+        for name, k, aggregation in metrics(spark, fixture, run):
+            assert registry.parse_key(registry.key(name, k, aggregation)) == (name, k, aggregation)
 
 
 def test_catalog_rows_are_the_daily_jobs_health_rows_an_item_outside_the_catalog_included(spark):
