@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
+from recsys_spark import registry
 from recsys_spark.config import load_config
 from recsys_spark.kernels import offline as K
 from recsys_spark.kernels import sampled as S
@@ -158,8 +159,10 @@ def test_top_k_by_hand(spark, fixture):
     assert m[("precision", 2, "user_avg")]["value"] == pytest.approx((0.5 + 0.5 + 0) / 3)
     assert m[("mrr", None, "user_avg")]["value"] == pytest.approx((0.5 + 0.5 + 0) / 3)
     assert m[("recall", 2, "user_avg")]["n"] == 3  # u4 (no truth) excluded
-    # system-centric: hits 1 + 1 + 0 over list sizes 2 + 2 + 0, and over truth sizes 2 + 1 + 1
-    assert m[("precision", 2, "global")]["value"] == pytest.approx(2 / 4)
+    # system-centric: hits 1 + 1 + 0 over k times the 3 users with truth (u3's missing list included, as in
+    # precision@k per list), and over truth sizes 2 + 1 + 1
+    assert m[("precision", 2, "global")]["value"] == pytest.approx(2 / (2 * 3))
+    assert m[("precision", 2, "global")]["value"] == pytest.approx(m[("precision", 2, "user_avg")]["value"])
     assert m[("recall", 2, "global")]["value"] == pytest.approx(2 / 4)
     ndcg_u1 = (1 / L3) / (1 + 1 / L3)
     ndcg_u2 = (1 / L3) / 1
@@ -203,7 +206,7 @@ def test_kernels_and_spark_agree_per_user(spark, fixture):
         "ndcg_at_2",
         "map_at_2",
         "f1_at_2",
-        "diversity",
+        "intra_list_diversity",
     ):
         np.testing.assert_allclose(got.loc[want.index, col].to_numpy(float), want[col].to_numpy(float), err_msg=col)
     # novelty: self-information log2((U + 1) / (k + 1)) with U = 2 train users; a, b, d, e untouched in train
@@ -222,7 +225,54 @@ def test_serendipity_leaves_out_and_counts_users_without_a_train_history(spark, 
     assert b.loc["u1", "serendipity"] == pytest.approx(1 / 2)  # b (A) is new to u1 (train c is B), a is not a hit
     assert fixture["summaries"]["b"]["counts"]["serendipity_users_without_history"] == 1
     assert fixture["summaries"]["a"]["counts"]["serendipity_users_without_history"] == 0  # u3 has no list in a
-    assert metrics(spark, fixture, "b")[("serendipity", 2, "user_avg")]["n"] == 2
+    assert metrics(spark, fixture, "b")[("serendipity", None, "user_avg")]["n"] == 2
+
+
+def test_beyond_accuracy_rows_have_no_cut_off_and_the_fixtures_catalog_values(spark, fixture):
+    m = metrics(spark, fixture)
+    # run a's top lists: u1 a, b (c removed), u2 d, e, u4 f; a catalog of 8 items (a..g, x)
+    assert m[("item_coverage", None, "global")]["value"] == pytest.approx(5 / 8)
+    assert m[("gini", None, "catalog")]["value"] == pytest.approx(3 / 7)  # counts 0, 0, 0, 1, 1, 1, 1, 1
+    assert m[("gini", None, "exposed")]["value"] == 0.0
+    assert m[("personalization", None, "global")]["value"] == 1.0  # no item is shared
+    assert {key for key in m if key[0] in ("coverage", "diversity")} == set()  # the old names are gone
+    beyond = ("item_coverage", "gini", "personalization", "intra_list_diversity", "novelty", "serendipity")
+    assert {key[1] for key in m if key[0] in beyond} == {None}
+    assert fixture["summaries"]["a"]["beyond_accuracy_depth"] == 2
+
+
+def test_every_row_is_named_by_the_registry(spark, fixture):
+    # every input evaluated (lists, predictions, ratings, sampled): a known metric, a cut-off where it takes one
+    for run in ("a", "b"):
+        for name, k, aggregation in metrics(spark, fixture, run):
+            assert registry.parse_key(registry.key(name, k, aggregation)) == (name, k, aggregation)
+
+
+def test_catalog_rows_are_the_daily_jobs_health_rows_an_item_outside_the_catalog_included(spark):
+    from recsys_spark.offline.pipeline import catalog_rows
+
+    # u1 lists a, b, z (z is not in the catalog a..d), u2 lists a, c; d is never recommended
+    ranked = spark.createDataFrame(
+        [("u1", "a", 1.0), ("u1", "b", 2.0), ("u1", "z", 3.0), ("u2", "a", 1.0), ("u2", "c", 2.0)],
+        "user_id string, item_id string, rank double",
+    )
+    items = spark.createDataFrame([(i, "A") for i in "abcd"], "item_id string, category string")
+
+    def rows(catalog):
+        got, lorenz, counts = catalog_rows(ranked, 3, catalog, 101)
+        return {(r[0], r[1], r[2]): r[4] for r in got}, lorenz, counts
+
+    got, lorenz, counts = rows(items)
+    # as the daily job: z counts among the recommended items, never as a covered catalog item, and d is a zero
+    assert got[("item_coverage", None, "global")] == pytest.approx(3 / 4)  # a, b, c of a..d (the old value: 1)
+    assert got[("gini", None, "catalog")] == pytest.approx(0.4)  # counts 0, 1, 1, 1, 2 (old: 0, 1, 1, 2 -> 0.2)
+    assert got[("gini", None, "exposed")] == pytest.approx(0.2)  # counts 1, 1, 1, 2
+    assert got[("personalization", None, "global")] == pytest.approx(1 - 2 / (1 * 5))  # a shared by 2 users
+    assert counts["recommended_items_outside_catalog"] == 1 and counts["catalog_items"] == 4
+    assert len(lorenz) == 6  # five items and the origin
+    got, lorenz, counts = rows(None)  # no catalog: no item coverage, no catalog Gini
+    assert set(got) == {("gini", None, "exposed"), ("personalization", None, "global")}
+    assert len(lorenz) == 5  # over the four items recommended
 
 
 def test_predictions(spark, fixture):

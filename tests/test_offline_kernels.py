@@ -92,14 +92,14 @@ def test_users_in_one_batch_do_not_mix():
 def test_beyond_accuracy_by_hand():
     # list: a (cat A, relevant, new category), b (cat A, relevant, seen category), c (cat B, miss, new)
     r = lists([("u", 1, 1, "A", 1.0, 1.0), ("u", 2, 1, "A", 2.0, 0.0), ("u", 3, 0, "B", 6.0, 1.0)], ks=(3,)).loc["u"]
-    assert r["diversity"] == pytest.approx(1 - (2 * 1) / (3 * 2))  # pairs in different categories: 2 of 3
+    assert r["intra_list_diversity"] == pytest.approx(1 - (2 * 1) / (3 * 2))  # pairs in different categories: 2 of 3
     assert r["novelty"] == pytest.approx((1 + 2 + 6) / 3)
     assert r["serendipity"] == pytest.approx(1 / 3)  # only a is relevant and new to the user
 
 
 def test_beyond_accuracy_uses_the_top_k_max_items():
     r = lists([("u", 1, 1, "A", 1.0, 1.0), ("u", 2, 0, "B", 1.0, 1.0), ("u", 3, 1, "C", 5.0, 1.0)], ks=(2,)).loc["u"]
-    assert r["diversity"] == 1.0 and r["novelty"] == 1.0 and r["serendipity"] == 1 / 2
+    assert r["intra_list_diversity"] == 1.0 and r["novelty"] == 1.0 and r["serendipity"] == 1 / 2
 
 
 def test_list_kernel_agrees_with_a_per_user_reference():
@@ -518,7 +518,7 @@ def test_list_columns_and_score_lists_output_have_the_declared_names_and_types()
     for k in (5, 10):
         expected += [(f"{m}_at_{k}", "double") for m in ("precision", "recall", "f1", "ndcg", "map", "hit_rate")]
         expected += [(f"hits_at_{k}", "long")]
-    expected += [("diversity", "double"), ("novelty", "double"), ("serendipity", "double")]
+    expected += [("intra_list_diversity", "double"), ("novelty", "double"), ("serendipity", "double")]
     expected += [("serendipity_without_history", "long")]
     assert K.list_columns([5, 10]) == expected
     pandas_type = {"string": "object", "long": "int64", "double": "float64"}
@@ -577,11 +577,11 @@ def test_a_last_user_with_truth_but_no_list_keeps_every_array_aligned():
     # (three users, so that a count one slot short cannot broadcast)
     out = lists([("a", 1, 1.0, "A", 1.0, 1.0), ("a", 2, 0.0, "B", 1.0, 0.0), ("b", 1, 0.0, "A"), ("c", None, 1.0)])
     assert out.loc["c", "n_list"] == 0 and out.loc["c", "recall_at_2"] == 0.0
-    assert math.isnan(out.loc["c", "diversity"]) and math.isnan(out.loc["c", "serendipity"])
-    assert out.loc["a", "diversity"] == 1.0 and out.loc["a", "serendipity"] == 1 / 2
+    assert math.isnan(out.loc["c", "intra_list_diversity"]) and math.isnan(out.loc["c", "serendipity"])
+    assert out.loc["a", "intra_list_diversity"] == 1.0 and out.loc["a", "serendipity"] == 1 / 2
 
 
-def test_diversity_of_several_users_does_not_mix_their_category_pairs():
+def test_intra_list_diversity_of_several_users_does_not_mix_their_category_pairs():
     # three users over two categories (codes 0 and 1): a pair code must be unique per (user, category)
     rows = [("a", 1, 0.0, "X"), ("a", 2, 0.0, "Y"), ("a", 3, 0.0, "Y")]  # 1 same pair of 3
     rows += [("b", 1, 0.0, "X"), ("b", 2, 0.0, "X"), ("b", 3, 0.0, "X")]  # 3 same pairs of 3
@@ -591,8 +591,8 @@ def test_diversity_of_several_users_does_not_mix_their_category_pairs():
     rows += [("d", 1, 0.0, None), ("d", 2, 0.0, None), ("d", 3, 0.0, "X")]
     rows += [("e", 1, 0.0, "Y")]  # one item: no pair
     out = lists(rows, ks=(3,))
-    assert out["diversity"].tolist()[:4] == pytest.approx([1 - 2 / 6, 0.0, 1.0, 1 - 2 / 6])
-    assert math.isnan(out.loc["e", "diversity"]) and out["diversity"].dtype == np.float64
+    assert out["intra_list_diversity"].tolist()[:4] == pytest.approx([1 - 2 / 6, 0.0, 1.0, 1 - 2 / 6])
+    assert math.isnan(out.loc["e", "intra_list_diversity"]) and out["intra_list_diversity"].dtype == np.float64
 
 
 def test_serendipity_needs_a_known_category_of_a_list_item():
@@ -635,7 +635,7 @@ def test_numeric_columns_may_be_object_columns_holding_none():
     assert all(frame[c].dtype == object for c in ("rank", "relevance", "self_info", "new_category"))
     got = K.score_lists(frame, [2]).iloc[0]
     pd.testing.assert_series_equal(got, K.score_lists(floats, [2]).iloc[0])
-    assert (got["novelty"], got["serendipity"], got["diversity"]) == (2.0, 1 / 2, 1.0)  # the top 2 items
+    assert (got["novelty"], got["serendipity"], got["intra_list_diversity"]) == (2.0, 1 / 2, 1.0)  # the top 2 items
     assert (got["n_list"], got["n_truth"], got["recall_at_2"]) == (3, 2, 1 / 2)
 
 

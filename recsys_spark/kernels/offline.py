@@ -21,8 +21,10 @@ Definitions (docs/offline.md has them with the edge cases):
 * a user with truth but no list scores 0 on every accuracy metric; a user with
   a list but no truth has no accuracy value (NaN, excluded and counted);
 * beyond accuracy, on the top ``k_max`` = max(ks) items of the list:
-  diversity = 1 - sum_c n_c (n_c - 1) / (L (L - 1)), the share of pairs of
-  list items in different categories (NaN below 2 items or without categories);
+  intra_list_diversity = 1 - sum_c n_c (n_c - 1) / (L (L - 1)) (Gini-Simpson),
+  the share of pairs of list items in different categories (NaN below 2 items
+  or without categories); not the daily job's ``category_diversity``, a
+  normalised entropy, hence its own name;
   novelty = mean over the list of the item's self-information
   :func:`health.self_information` from the train popularity;
   serendipity = |{i in top list : i in T(u) and category(i) not in the
@@ -55,7 +57,7 @@ def list_columns(ks: Sequence[int]) -> list[tuple[str, str]]:
     cols = [("user_id", "string"), ("n_list", "long"), ("n_truth", "long"), ("mrr", "double")]
     for k in ks:
         cols += [(f"{m}_at_{k}", "double") for m in LIST_METRICS] + [(f"hits_at_{k}", "long")]
-    cols += [("diversity", "double"), ("novelty", "double"), ("serendipity", "double")]
+    cols += [("intra_list_diversity", "double"), ("novelty", "double"), ("serendipity", "double")]
     return cols + [("serendipity_without_history", "long")]
 
 
@@ -181,7 +183,7 @@ def _beyond_accuracy(
         defined = has_truth & has_categories
         serendipity = np.where(defined & ~no_history, serendipity, np.nan)
     return {
-        "diversity": diversity,
+        "intra_list_diversity": diversity,
         "novelty": novelty,
         "serendipity": serendipity,
         "serendipity_without_history": (defined & no_history).astype(np.int64),

@@ -309,40 +309,72 @@ def list_specs(ks: Sequence[int]) -> list[Mean | Ratio]:
         specs += [Mean(m, k, "user_avg", f"{m}_at_{k}") for m in K.LIST_METRICS]
         hits = F.when(has_truth, F.col(f"hits_at_{k}"))
         specs += [
-            Ratio("precision", k, "global", hits, F.when(has_truth, F.least(F.col("n_list"), F.lit(k)))),
+            # k in the denominator, as precision@k per list and the daily job's global precision (docs/offline.md)
+            Ratio("precision", k, "global", hits, F.when(has_truth, F.lit(float(k)))),
             Ratio("recall", k, "global", hits, F.when(has_truth, F.col("n_truth"))),
         ]
-    k_max = max(ks)
-    specs += [Mean(m, k_max, "user_avg", m) for m in ("diversity", "novelty", "serendipity")]
+    # beyond accuracy, on the top max(ks) items of each list: no cut-off in the name (the registry's, the daily
+    # job's), the depth is in the summary (beyond_accuracy_depth)
+    specs += [Mean(m, None, "user_avg", m) for m in ("intra_list_diversity", "novelty", "serendipity")]
+    # the daily job's novelty global: the mean self-information over every listed item, Σ_u L_u novelty_u / Σ_u L_u
+    # (every item of a top list has its self-information when there is a train table; without one, none has)
+    top = F.least(F.col("n_list"), F.lit(max(ks))).cast("double")
+    specs.append(Ratio("novelty", None, "global", F.col("novelty") * top, top))  # users with a novelty only
     return specs
 
 
+#: the daily job's health rows that the top-K lists also have (:func:`kernels.health.health_values`)
+CATALOG_METRICS = (("item_coverage", "global"), ("gini", "catalog"), ("gini", "exposed"), ("personalization", "global"))
+
+
 def catalog_rows(
-    ranked: DataFrame, k_max: int, catalog: int, lorenz_points: int
+    ranked: DataFrame, k_max: int, items: DataFrame | None, lorenz_points: int
 ) -> tuple[list[tuple], pd.DataFrame, dict[str, int]]:
-    """Coverage, Gini, Lorenz curve and personalization of the top-``k_max`` lists over the catalog."""
+    """Item coverage, Gini, Lorenz curve and personalization of the top-``k_max`` lists.
+
+    The daily job's formulas, by the same function (:func:`kernels.health.health_values`), with the
+    recommendations as the exposures: item coverage = recommended catalog items / catalog items; Gini
+    ``catalog`` over the recommended items and the catalog items never recommended (count 0), ``exposed``
+    over the recommended items; personalization from the users per item.  Without ``items`` there is no
+    catalog: no item coverage and no catalog Gini, and the Lorenz curve is over the recommended items.
+    """
     top = ranked.where(F.col(RANK) <= k_max)
-    per_item = top.groupBy(ITEM).agg(F.count("*").alias("c"))
-    hist = per_item.groupBy("c").agg(F.count("*").alias("items")).collect()  # distinct counts: small
-    values = np.array([float(r["c"]) for r in hist])
-    n_items = np.array([float(r["items"]) for r in hist])
-    recommended = int(n_items.sum())
+    per_item = top.groupBy(ITEM).agg(F.count("*").alias("c"))  # one list per user, duplicates dropped: c_i users
+    catalog = None
+    if items is not None:
+        ids = items.select(ITEM).where(F.col(ITEM).isNotNull()).distinct()
+        catalog = ids.count()
+        per_item = per_item.join(ids.withColumn("_in_catalog", F.lit(True)), on=ITEM, how="left")
+        in_catalog = F.coalesce(F.col("_in_catalog"), F.lit(False))
+    else:
+        in_catalog = F.lit(False)
+    hist = (
+        per_item.groupBy("c", in_catalog.alias("in_catalog")).agg(F.count("*").alias("items")).collect()
+    )  # distinct counts: small
+    histogram = {(float(r["c"]), bool(r["in_catalog"])): float(r["items"]) for r in hist}
+    values = np.array([c for c, _ in histogram], dtype=np.float64)
+    n_items = np.array(list(histogram.values()), dtype=np.float64)
     users = top.select(USER).distinct().count()
-    catalog = max(catalog, recommended)
-    zero = catalog - recommended
-    all_values, all_items = np.r_[values, 0.0], np.r_[n_items, float(zero)]
-    gini = health.gini_from_histogram(all_values, all_items) if recommended else float("nan")
-    x, y = health.lorenz_curve(all_values, all_items, lorenz_points) if recommended else (np.zeros(0), np.zeros(0))
-    # personalization from the histogram: the c_i of one histogram bucket are equal
-    overlap, user_items = float(np.dot(n_items, values * (values - 1))), float(np.dot(n_items, values))
-    pers = health.personalization(overlap, user_items, users) if users else float("nan")
-    rows = [
-        point("coverage", k_max, "catalog", recommended / catalog if catalog else None, catalog),
-        point("gini", k_max, "catalog", gini, catalog),
-        point("personalization", k_max, "catalog", pers, users),
-    ]
+    # personalization's sums from the histogram: the c_i of one histogram bucket are equal
+    stats = {
+        "users_exposed": float(users),
+        "user_overlap": float(np.dot(n_items, values * (values - 1))),
+        "user_items": float(np.dot(n_items, values)),
+    }
+    values_rows, (x, y) = health.health_values(stats, histogram, catalog, None, None, False, lorenz_points)
+    wanted = set(CATALOG_METRICS)
+    rows = [point(m, None, a, v, n) for m, a, v, n, _ in values_rows if (m, a) in wanted]
     lorenz = pd.DataFrame({"k": np.full(len(x), k_max, dtype=np.int32), "item_share": x, "recommendation_share": y})
-    return rows, lorenz, {"catalog_items": catalog, "recommended_items": recommended, "users_with_list": users}
+    recommended = int(n_items.sum())
+    counts = {
+        "catalog_items": catalog or 0,
+        "recommended_items": recommended,
+        "recommended_items_outside_catalog": 0
+        if catalog is None
+        else recommended - int(sum(m for (_, cat), m in histogram.items() if cat)),
+        "users_with_list": users,
+    }
+    return rows, lorenz, counts
 
 
 # --------------------------------------------------------------------------- predictions
@@ -568,15 +600,15 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
         )
         user_frames.append(users)
         specs += list_specs(ks)
-        catalog = items.select(ITEM).distinct().count() if items is not None else 0
-        crows, tables["lorenz"], ccounts = catalog_rows(ranked, k_max, catalog, cfg.health.lorenz_points)
+        crows, tables["lorenz"], ccounts = catalog_rows(ranked, k_max, items, cfg.health.lorenz_points)
         extra_rows += crows
         counts.update(ccounts)
+        summary["beyond_accuracy_depth"] = k_max
         summary["evaluations"].append("lists")
         if items is None:
             summary["notes"].append(
-                "no offline.items: coverage is over the items recommended (catalog unknown); "
-                "diversity and serendipity are not computed"
+                "no offline.items: item_coverage and gini (catalog) are not computed (catalog unknown), the "
+                "Lorenz curve is over the items recommended; intra_list_diversity and serendipity are not computed"
             )
         if train is None:
             summary["notes"].append(
@@ -788,7 +820,7 @@ def _headline(rows: list[tuple], ks: Sequence[int]) -> dict[str, float | None]:
         ("recall", k, "user_avg"),
         ("precision", k, "user_avg"),
         ("mrr", None, "user_avg"),
-        ("coverage", max(ks), "catalog"),
+        ("item_coverage", None, "global"),
         ("auc", None, "global"),
         ("auc", None, "user_avg"),
         ("logloss", None, "global"),
