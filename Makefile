@@ -105,7 +105,7 @@ demo-full: $(VENV)/.runtime ## the long tour, one command at a time as a schedul
 	$(BIN)/recsys-spark offline-compare --output-root $(DEMO_OUT) --base base --candidate candidate \
 		--config $(DEMO_DIR)/offline-input/offline.toml
 	@echo "report: $$($(BIN)/recsys-spark report --output-root $(DEMO_OUT) --start $(DEMO_START) --end $(DATE))"
-	@echo "outputs: $(DEMO_OUT)/{metrics,user_metrics,lorenz,rule_checks,experiments,summary}/dt=..., $(DEMO_OUT)/offline/run=..."
+	@echo "outputs: $(DEMO_OUT)/{metrics,user_metrics,lorenz,rule_checks,experiments,summary}/dt=..., $(DEMO_OUT)/offline/{metrics,...}/run=..."
 
 BENCH_SIZES ?= 1M,5M,20M
 BENCH_REPEATS ?= 3

@@ -117,13 +117,13 @@ def fixture(spark, tmp_path_factory):
 
 
 def metrics(spark, fixture, run="a") -> dict:
-    rows = spark.read.parquet(str(fixture["out"] / "offline" / f"run={run}" / "metrics")).collect()
+    rows = spark.read.parquet(str(fixture["out"] / "offline" / "metrics" / f"run={run}")).collect()
     return {(r["metric"], r["k"], r["aggregation"]): r for r in rows}
 
 
 def users(spark, fixture, run="a") -> pd.DataFrame:
     return (
-        spark.read.parquet(str(fixture["out"] / "offline" / f"run={run}" / "user_metrics"))
+        spark.read.parquet(str(fixture["out"] / "offline" / "user_metrics" / f"run={run}"))
         .toPandas()
         .set_index("user_id")
         .sort_index()
@@ -131,17 +131,16 @@ def users(spark, fixture, run="a") -> pd.DataFrame:
 
 
 def test_output_layout_and_summary(fixture):
-    run_dir = fixture["out"] / "offline" / "run=a"
-    assert {p.name for p in run_dir.iterdir()} >= {
-        "metrics",
-        "user_metrics",
-        "lorenz",
-        "calibration",
-        "summary.json",
-        "_SUCCESS",
-    }
-    assert not (fixture["out"] / "offline" / "_staging").exists()
-    summary = json.loads((run_dir / "summary.json").read_text())
+    # a table per root, the run as a partition: offline/{table}/run=NAME, the summary and its marker last
+    offline = fixture["out"] / "offline"
+    for table in ("metrics", "user_metrics", "lorenz", "calibration"):
+        assert list((offline / table / "run=a").glob("*.parquet")), table
+    marker = offline / "summary" / "run=a"
+    assert {p.name for p in marker.iterdir()} >= {"summary.json", "_SUCCESS"}
+    assert not (offline / "_staging").exists() and not (offline / "_locks").exists()
+    both = pd.read_parquet(offline / "metrics")  # the table at its root: both runs, run as a column
+    assert set(both["run"]) == {"a", "b"}
+    summary = json.loads((marker / "summary.json").read_text())
     assert summary["evaluations"] == ["lists", "predictions", "ratings", "sampled"]
     c = summary["counts"]
     assert c["duplicate_recommendations"] == 1  # u1's second a
@@ -283,7 +282,7 @@ def test_predictions(spark, fixture):
     assert m[("auc", None, "user_avg")]["value"] == pytest.approx(np.mean(per_user))
     assert m[("auc", None, "user_avg")]["n"] == 3  # every user has both classes
     assert m[("pcoc", None, "global")]["value"] == pytest.approx(p["score"].sum() / p["label"].sum())
-    cal = spark.read.parquet(str(fixture["out"] / "offline" / "run=a" / "calibration")).toPandas()
+    cal = spark.read.parquet(str(fixture["out"] / "offline" / "calibration" / "run=a")).toPandas()
     assert cal["n"].sum() == len(p)
 
 
@@ -338,7 +337,8 @@ def test_compare_is_a_paired_t_over_users_in_both(spark, fixture):
     p = [rr[13] for rr in summary["rows"] if rr[13] is not None]
     assert all(rr[14] is None or rr[14] >= rr[13] for rr in summary["rows"])  # Holm never lowers a p-value
     assert len(p) >= 1
-    assert (fixture["out"] / "offline" / "compare" / "base=a,candidate=b" / "comparison").exists()
+    assert list((fixture["out"] / "offline" / "comparison" / "base=a" / "candidate=b").glob("*.parquet"))
+    assert (fixture["out"] / "offline" / "summary" / "base=a" / "candidate=b" / "_SUCCESS").exists()
 
 
 def test_aggregate_counts_defined_values_pairs_ratios_and_carries_a_transform_by_hand(spark):
@@ -511,7 +511,7 @@ def test_non_finite_and_null_prediction_scores_and_labels_are_set_aside_counted_
     y = kept["label"].to_numpy()
     assert m[("logloss", None, "global")]["value"] == pytest.approx(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
     assert m[("pcoc", None, "global")]["value"] == pytest.approx(kept["score"].sum() / kept["label"].sum())
-    cal = spark.read.parquet(str(hostile["out"] / "offline" / "run=h" / "calibration")).toPandas()
+    cal = spark.read.parquet(str(hostile["out"] / "offline" / "calibration" / "run=h")).toPandas()
     assert cal["n"].sum() == 9
 
 
@@ -597,9 +597,10 @@ def test_a_nan_score_and_a_null_score_are_set_aside_alike_and_beside_a_rank_a_nu
 
 def fake_run(spark, out: Path, run: str, rows: list[tuple], ddl: str) -> None:
     """What offline-compare reads of a run: its user_metrics and its _SUCCESS marker."""
-    run_dir = out / "offline" / f"run={run}"
-    spark.createDataFrame(rows, ddl).write.mode("overwrite").parquet(str(run_dir / "user_metrics"))
-    (run_dir / "_SUCCESS").write_text("")
+    offline = out / "offline"
+    spark.createDataFrame(rows, ddl).write.mode("overwrite").parquet(str(offline / "user_metrics" / f"run={run}"))
+    (offline / "summary" / f"run={run}").mkdir(parents=True)
+    (offline / "summary" / f"run={run}" / "_SUCCESS").write_text("")
 
 
 EMPTY_COMPARISONS = {
@@ -639,8 +640,8 @@ def test_a_comparison_without_a_paired_value_fails_as_empty_input_and_writes_not
         compare_runs(spark, load_config(None, []), str(tmp_path), "x", "y")
     assert raised.value.exit_code == 7
     assert "user_metrics" in str(raised.value) and "\n" not in str(raised.value)
-    assert not (tmp_path / "offline" / "compare").exists()
-    assert sorted(p.name for p in (tmp_path / "offline").iterdir()) == ["run=x", "run=y"]
+    assert not (tmp_path / "offline" / "comparison").exists()
+    assert sorted(p.name for p in (tmp_path / "offline").iterdir()) == ["summary", "user_metrics"]
 
 
 def test_offline_compare_of_runs_without_a_user_in_common_exits_7_with_one_line(spark, tmp_path):
@@ -670,4 +671,4 @@ def test_offline_compare_of_runs_without_a_user_in_common_exits_7_with_one_line(
     errors = [line for line in proc.stderr.splitlines() if line.startswith("recsys-spark: error:")]
     assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "runs 'x' and 'y' have no user in common" in errors[0]
-    assert not (tmp_path / "offline" / "compare").exists()
+    assert not (tmp_path / "offline" / "comparison").exists()

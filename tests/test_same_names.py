@@ -162,7 +162,7 @@ def both(spark, tmp_path_factory):
 
     cfg = load_config(None, settings + _offline(root / "offline"))
     run_offline(spark, cfg, "m", str(root / "offline" / "out"))
-    offline = _values(spark, str(root / "offline" / "out" / "offline" / "run=m" / "metrics"))
+    offline = _values(spark, str(root / "offline" / "out" / "offline" / "metrics" / "run=m"))
     return daily, offline
 
 

@@ -93,7 +93,10 @@ def run(args: argparse.Namespace) -> int:
     minutes = (time.monotonic() - began) / 60
     _say(f"done in {minutes:.1f} min")
     _say(f"report: {report}  (open it in a browser)")
-    _say(f"tables: {out}/{{metrics,user_metrics,lorenz,rule_checks,experiments,summary}}/dt=..., {out}/offline/")
+    _say(
+        f"tables: {out}/{{metrics,user_metrics,lorenz,rule_checks,experiments,summary}}/dt=..., "
+        f"{out}/offline/{{metrics,...}}/run=..."
+    )
     _say(
         'look at them: .venv/bin/python -c "import pandas as pd; '
         f"print(pd.read_parquet('{out}/metrics/dt={END}').query('slice == \\\"all\\\"').to_string())\""

@@ -13,13 +13,13 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 HELP = "evaluate a model offline (lists, predictions, ratings, sampled)"
 DESCRIPTION = (
     "Evaluate a candidate's top-K lists against held-out truth, its CTR predictions, its ratings and sampled "
-    "metrics done right; write offline/run=NAME/ (docs/offline.md)."
+    "metrics done right; write offline/{metrics,user_metrics,...}/run=NAME/ (docs/offline.md)."
 )
 EXAMPLE = "recsys-spark offline --run model_b --output-root /data/eval --config offline.toml"
 COMPARE_HELP = "paired comparison of two offline runs, user by user"
 COMPARE_DESCRIPTION = (
     "The paired difference of every metric of two offline runs over the users both scored, with intervals "
-    "and adjusted p-values; write offline/compare/base=A,candidate=B/ (docs/offline.md)."
+    "and adjusted p-values; write offline/comparison/base=A/candidate=B/ (docs/offline.md)."
 )
 COMPARE_EXAMPLE = "recsys-spark offline-compare --output-root /data/eval --base model_a --candidate model_b"
 

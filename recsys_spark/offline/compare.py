@@ -7,11 +7,10 @@ relative lift against the base mean; the p-values of all metrics are adjusted
 together (:func:`kernels.stats.adjust_p`, ``offline.multiple_testing``).  One
 aggregation over the joined per-user tables: the driver receives sums only.
 
-Output: ``{output_root}/offline/compare/base=A,candidate=B/comparison`` and a
-``summary.json`` next to it.  A comparison without a single paired value (no
-user in both runs, no metric in both, or no user with a value of any metric in
-both) is refused before anything is written: :class:`errors.EmptyInputError`
-(exit 7).
+Output: ``{output_root}/offline/comparison/base=A/candidate=B/`` and its summary
+``offline/summary/base=A/candidate=B/summary.json`` (:mod:`recsys_spark.offline.output`).  A comparison
+without a single paired value (no user in both runs, no metric in both, or no user with a value of any
+metric in both) is refused before anything is written: :class:`errors.EmptyInputError` (exit 7).
 """
 
 from __future__ import annotations
@@ -27,8 +26,8 @@ from recsys_spark import fs
 from recsys_spark.config import Config
 from recsys_spark.errors import EmptyInputError, MissingInputError
 from recsys_spark.kernels.stats import MeanStats, adjust_p, paired_t
+from recsys_spark.offline import output
 from recsys_spark.offline.aggregate import defined
-from recsys_spark.offline.output import RunOutput
 from recsys_spark.read import read_parquet
 from recsys_spark.schema import USER
 
@@ -60,7 +59,7 @@ def split_column(column: str) -> tuple[str, int | None]:
 def _refuse_empty(row: Row, columns: list[str], base: str, candidate: str, root: str) -> None:
     """Raise :class:`EmptyInputError` (exit 7) when the comparison would hold no paired value: no user in
     both runs, no per-user metric in both, or no user with a value of any metric in both runs."""
-    tables = f"{root}/run={base}/user_metrics and {root}/run={candidate}/user_metrics"
+    tables = f"{root}/user_metrics/run={base} and {root}/user_metrics/run={candidate}"
     if not row["users"]:
         raise EmptyInputError(f"offline-compare: runs {base!r} and {candidate!r} have no user in common ({tables})")
     if not columns:
@@ -76,12 +75,13 @@ def _refuse_empty(row: Row, columns: list[str], base: str, candidate: str, root:
 
 
 def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, candidate: str) -> dict:
-    root = f"{output_root.rstrip('/')}/offline"
+    root = output.root_of(output_root)
     frames = {}
     for run in (base, candidate):
-        if not fs.exists(spark, f"{root}/run={run}/_SUCCESS"):
-            raise MissingInputError(f"offline run {run!r} not found (no {root}/run={run}/_SUCCESS)")
-        frames[run] = read_parquet(spark, f"{root}/run={run}/user_metrics", f"user_metrics of run {run}")
+        marker = output.run_complete(output_root, run)
+        if not fs.exists(spark, marker):
+            raise MissingInputError(f"offline run {run!r} not found (no {marker})")
+        frames[run] = read_parquet(spark, f"{root}/user_metrics/run={run}", f"user_metrics of run {run}")
     a, b = frames[base], frames[candidate]
     columns = metric_columns(a, b)
     joined = a.select(USER, *[F.col(c).alias(f"a_{i}") for i, c in enumerate(columns)]).join(
@@ -137,7 +137,6 @@ def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, 
                 method,
             )
         )
-    out = RunOutput(spark, output_root, f"{base},candidate={candidate}", prefix="compare/base=")
     summary = {
         "base": base,
         "candidate": candidate,
@@ -149,9 +148,10 @@ def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, 
             r[0] for r in rows if r[14] is not None and r[14] < 1 - cfg.offline.confidence
         ],
     }
+    out = output.open_comparison(spark, cfg, output_root, base, candidate)
     try:
         out.stage_rows("comparison", rows, COMPARISON_SCHEMA)
-        out.commit_run(summary)
+        output.commit(out, summary)
     except BaseException:
         out.abort()
         raise

@@ -1,46 +1,74 @@
-"""Output of one offline run: ``{output_root}/offline/run=NAME/{table}`` and ``summary.json``.
+"""Where offline runs and comparisons are written: ``{output_root}/offline/{table}/{partition}``.
 
-The daily job's :class:`write.DailyOutput` does the staging and the move into
-place (every table staged under ``{output_root}/offline/_staging/...``, then
-each moved into ``run=NAME``, the old one set aside and deleted); here only
-the paths differ, and the summary is a JSON file written after the tables,
-followed by ``run=NAME/_SUCCESS``.  The marker is removed before anything
-moves, so a reader that sees ``_SUCCESS`` sees a complete run.  Tables of an
-earlier run of the same name that this run did not produce are removed.
+Each table has its own root, as the daily tables do, so that it reads whole with pandas, Spark or DuckDB
+(``run`` or ``base``/``candidate`` become columns)::
+
+    offline/metrics/run=NAME/        offline/user_metrics/run=NAME/      offline/lorenz/run=NAME/
+    offline/calibration/run=NAME/    offline/summary/run=NAME/summary.json and _SUCCESS
+    offline/comparison/base=A/candidate=B/    offline/summary/base=A/candidate=B/summary.json and _SUCCESS
+
+Written through the daily tables' own output (:class:`recsys_spark.write.DailyOutput`: a lock per run,
+staging, the journalled commit, ``_SUCCESS`` last): a run or comparison is complete when its summary's
+``_SUCCESS`` exists.  A rerun replaces the run's partition of every table and removes the ones it no
+longer writes.
 """
 
 from __future__ import annotations
 
 import json
-import uuid
+from typing import Any
 
 from pyspark.sql import SparkSession
 
-from recsys_spark import fs
-from recsys_spark.write import DailyOutput
+from recsys_spark.config import Config
+from recsys_spark.write import SUMMARY, DailyOutput
 
-TABLES = ("metrics", "user_metrics", "lorenz", "calibration", "comparison")
+#: the tables of an offline run (``run=NAME``) and of a comparison (``base=A/candidate=B``)
+RUN_TABLES = ("metrics", "user_metrics", "lorenz", "calibration", SUMMARY)
+COMPARE_TABLES = ("comparison", SUMMARY)
 
 
-class RunOutput(DailyOutput):
-    def __init__(self, spark: SparkSession, output_root: str, run: str, prefix: str = "run=") -> None:
-        super().__init__(spark, f"{output_root.rstrip('/')}/offline", run, owned=TABLES)
-        self.dir_name = f"{prefix}{run}"
-        self.run_dir = f"{self.root}/_staging/{self.dir_name.replace('/', '_')}-{uuid.uuid4().hex[:8]}"
+def root_of(output_root: str) -> str:
+    return f"{output_root.rstrip('/')}/offline"
 
-    @property
-    def final_dir(self) -> str:
-        return f"{self.root}/{self.dir_name}"
 
-    def final_path(self, table: str) -> str:
-        return f"{self.final_dir}/{table}"
+def run_partition(run: str) -> str:
+    return f"run={run}"
 
-    def staged_in(self, run_dir: str, table: str) -> str:
-        return f"{run_dir}/{table}"
 
-    def commit_run(self, summary: dict) -> None:
-        """Move every staged table into place, drop stale ones, then write summary.json and _SUCCESS."""
-        fs.delete(self.spark, f"{self.final_dir}/_SUCCESS")
-        self.commit()  # stale tables of an earlier run of the name are removed with it
-        fs.write_text(self.spark, f"{self.final_dir}/summary.json", json.dumps(summary, indent=2, sort_keys=True))
-        fs.write_text(self.spark, f"{self.final_dir}/_SUCCESS", "")
+def compare_partition(base: str, candidate: str) -> str:
+    return f"base={base}/candidate={candidate}"
+
+
+def run_complete(output_root: str, run: str) -> str:
+    """The marker of a complete run: ``offline/summary/run=NAME/_SUCCESS``."""
+    return f"{root_of(output_root)}/{SUMMARY}/{run_partition(run)}/_SUCCESS"
+
+
+def open_run(spark: SparkSession, cfg: Config, output_root: str, run: str) -> DailyOutput:
+    """The output of one offline run, its lock taken (a second run of the same name fails clearly)."""
+    return _open(spark, cfg, output_root, f"run {run}", RUN_TABLES, run_partition(run))
+
+
+def open_comparison(spark: SparkSession, cfg: Config, output_root: str, base: str, candidate: str) -> DailyOutput:
+    return _open(spark, cfg, output_root, f"{base} vs {candidate}", COMPARE_TABLES, compare_partition(base, candidate))
+
+
+def _open(spark: SparkSession, cfg: Config, output_root: str, label: str, owned, partition: str) -> DailyOutput:
+    out = DailyOutput(
+        spark,
+        root_of(output_root),
+        label,
+        cfg.output.stale_minutes,
+        owned=owned,
+        heartbeat_seconds=cfg.output.heartbeat_seconds,
+        partition=partition,
+    )
+    out.acquire()
+    return out
+
+
+def commit(out: DailyOutput, summary: dict[str, Any]) -> None:
+    """Stage the summary (``summary.json``) and commit every staged table; ``_SUCCESS`` last."""
+    out.stage_text(SUMMARY, "summary.json", json.dumps(summary, indent=2, sort_keys=True))
+    out.commit()

@@ -28,14 +28,15 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from recsys_spark import registry
 from recsys_spark.config import Config
 from recsys_spark.errors import ConfigError, SchemaError
 from recsys_spark.kernels import health
 from recsys_spark.kernels import offline as K
 from recsys_spark.kernels import sampled as S
 from recsys_spark.kernels.ranking import Gain
+from recsys_spark.offline import output
 from recsys_spark.offline.aggregate import Mean, Ratio, aggregate, point
-from recsys_spark.offline.output import RunOutput
 from recsys_spark.pooled_auc import exact_auc
 from recsys_spark.read import ColumnSpec, conform, read_parquet
 from recsys_spark.schema import CATEGORY, ITEM, METRICS_DDL, RELEVANCE, SCORE, SLICE, USER
@@ -558,14 +559,14 @@ def check_evaluable(cfg: Config) -> None:
 
 
 def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) -> dict:
-    """Evaluate one offline run and write ``{output_root}/offline/run={run}/``; return the summary."""
+    """Evaluate one offline run and write its partition ``run=NAME`` of ``{output_root}/offline/{table}``
+    (:mod:`recsys_spark.offline.output`); return the summary."""
     check_evaluable(cfg)
     apply_time_zone(spark, cfg.validation.time_zone)
     inputs = read_inputs(spark, cfg, run)
     ks = cfg.metrics.k
     k_max = max(ks)
     conf = cfg.offline.confidence
-    out = RunOutput(spark, output_root, run)
     summary: dict = {
         "run": run,
         "inputs": {k: getattr(cfg.offline, k).replace("{run}", run) for k in INPUTS if getattr(cfg.offline, k)},
@@ -734,6 +735,7 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
             "offline.predictions, offline.ratings or offline.sampled"
         )
 
+    out = output.open_run(spark, cfg, output_root, run)  # the run's lock: one run of a name at a time
     try:
         path = out.stage("user_metrics", _merge_users(user_frames))
         users = spark.read.parquet(path)
@@ -748,8 +750,8 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
             if len(frame):
                 out.stage(name, spark.createDataFrame(frame).coalesce(1))
         summary["headline"] = _headline(metric_rows, ks)
-        summary["tables"] = sorted(out.tables) + ["summary.json"]
-        out.commit_run(summary)
+        summary["tables"] = sorted(out.tables) + ["summary"]
+        output.commit(out, summary)
     except BaseException:
         out.abort()
         raise
@@ -831,9 +833,4 @@ def _headline(rows: list[tuple], ks: Sequence[int]) -> dict[str, float | None]:
         ("ndcg", k, "sampled_corrected"),
         ("auc", None, "sampled_naive"),
     }
-    out = {}
-    for r in rows:
-        if (r[0], r[1], r[2]) in wanted:
-            name = r[0] + (f"@{r[1]}" if r[1] is not None else "") + f" {r[2]}"
-            out[name] = r[4]
-    return out
+    return {registry.key(r[0], r[1], r[2]): r[4] for r in rows if (r[0], r[1], r[2]) in wanted}
