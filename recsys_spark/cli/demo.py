@@ -26,7 +26,7 @@ DESCRIPTION = (
 )
 EXAMPLE = "recsys-spark demo --root build/demo"
 END = dt.date(2026, 11, 20)
-DAYS = 7  # evaluated; one more day is generated before them (update rate, novelty, CUPED)
+DAYS = 7  # evaluated by default; one more day is generated before them (update rate, novelty, CUPED)
 EXPERIMENT = "ranker_v2"
 SLICES = 'slices.names=["platform", "user_type", "popularity"]'
 
@@ -34,6 +34,7 @@ SLICES = 'slices.names=["platform", "user_type", "popularity"]'
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", default="build/demo", help="where the sample data and the outputs go")
     parser.add_argument("--users", type=int, default=400, help="users of the sample logs (default 400)")
+    parser.add_argument("--days", type=int, default=DAYS, help=f"days evaluated (default {DAYS})")
 
 
 def _say(text: str) -> None:
@@ -51,9 +52,10 @@ def run(args: argparse.Namespace) -> int:
 
     root = Path(args.root)
     inputs, offline_inputs, out = root / "input", root / "offline-input", root / "output"
-    start = END - dt.timedelta(days=DAYS - 1)
+    days = max(1, args.days)
+    start = END - dt.timedelta(days=days - 1)
     _say(
-        f"recsys-spark demo: {DAYS} days of sample logs ({args.users} users) evaluated {start}..{END}, the experiment "
+        f"recsys-spark demo: {days} days of sample logs ({args.users} users) evaluated {start}..{END}, the experiment "
         f"{EXPERIMENT} over the week, two offline runs and their comparison, the HTML report; about 2-3 minutes on a "
         f"2-core laptop (outputs under {out})"
     )
@@ -64,15 +66,15 @@ def run(args: argparse.Namespace) -> int:
     with contextlib.redirect_stdout(io.StringIO()):  # the generators list what they wrote: not the tour's news
         generate.main(
             ["--date", END.isoformat(), "--output-root", str(inputs), "--users", str(args.users)]
-            + ["--days", str(DAYS + 1), "--seed", "7"]
+            + ["--days", str(days + 1), "--seed", "7"]
         )
         generate_offline.main(["--output-root", str(offline_inputs), "--users", str(args.users), "--items", "600"])
     _say(f"sample data: {inputs} (logs, items, users, assignments), {offline_inputs} (a model's offline data)")
     spark = job_session(cfg, args.master, args.verbose, app_name="recsys-spark-demo")
     try:
-        for i in range(DAYS):
+        for i in range(days):
             day = start + dt.timedelta(days=i)
-            _say(f"day {i + 1} of {DAYS}: {day}")
+            _say(f"day {i + 1} of {days}: {day}")
             summary = daily.evaluate_day(spark, cfg, day, str(inputs), str(out))
             for line in [*headline_lines(str(day), summary)[:1], *experiment_lines(str(day), summary["experiments"])]:
                 _say(f"  {line}")
