@@ -8,10 +8,12 @@ strings; extra columns are kept only when asked for (``keep``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -98,6 +100,7 @@ class Footer:
     nanos: tuple[tuple[str, str], ...]  # (column, "utc" or "local") of TIMESTAMP(NANOS) columns
     untyped: tuple[str, ...]  # columns of Parquet's Null type (every value null: pandas' object columns)
     layout: tuple[tuple[str, ...], ...]  # every leaf column's path and types: files read as one share it
+    arrow: Any = dataclasses.field(default=None, compare=False)  # the file's Arrow schema (pyarrow.Schema)
 
 
 def footers(spark: SparkSession, files: Sequence[str], what: str) -> list[Footer]:
@@ -139,7 +142,35 @@ def _footer(spark: SparkSession, path: str, what: str) -> Footer:
         for c in leaves
     )
     names = tuple(dict.fromkeys(c.path.split(".", 1)[0] for c in leaves))
-    return Footer(path, meta.num_rows, names, tuple(nanos), tuple(untyped), layout)
+    try:
+        arrow = schema.to_arrow_schema()
+    except Exception:  # noqa: BLE001 - a type Arrow cannot map: Spark infers the schema itself
+        arrow = None
+    return Footer(path, meta.num_rows, names, tuple(nanos), tuple(untyped), layout, arrow)
+
+
+def spark_schema(footer: Footer) -> T.StructType | None:
+    """The schema Spark would infer for the file of ``footer`` (nanosecond timestamps as int64, as
+    ``spark.sql.legacy.parquet.nanosAsLong`` reads them), so that reading needs no inference job; None
+    when a type has no exact Spark counterpart here (Spark then infers it)."""
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    if footer.arrow is None or footer.untyped:
+        return None
+    nanos = dict(footer.nanos)
+    fields = []
+    try:
+        for f in footer.arrow:
+            kind = T.LongType() if f.name in nanos else from_arrow_type(f.type)
+            fields.append(T.StructField(f.name, kind, True))
+    except Exception:  # noqa: BLE001 - unsigned integers, dictionaries, ...: let Spark decide
+        return None
+    return T.StructType(fields)
+
+
+def footer_rows(spark: SparkSession, path: str, what: str) -> int:
+    """The rows of a partition from its files' footers (no Spark job): the data files under ``path``."""
+    return sum(f.rows for f in footers(spark, check_layout(spark, path, what), what))
 
 
 def _read_parquet_files(spark: SparkSession, path: str, what: str) -> DataFrame:
@@ -166,8 +197,10 @@ def _read_parquet_files(spark: SparkSession, path: str, what: str) -> DataFrame:
         groups.setdefault(footer.layout, []).append(footer)
     spark.conf.set(NANOS_AS_LONG, "true")  # only the columns that are TIMESTAMP(NANOS) change
     try:
+        flat = all(f.path.rsplit("/", 1)[0].rstrip("/") == path.rstrip("/") for f in found)
         if len(groups) == 1 and len(used) == len(found):
-            frames = [(used[0], _read(spark, [path], path), used)]
+            # no partition columns below the day: the footer's schema spares Spark its inference job
+            frames = [(used[0], _read(spark, [path], path, spark_schema(used[0]) if flat else None), used)]
         else:
             frames = [(g[0], _read(spark, [f.path for f in g], path), g) for g in groups.values()]
         typed = [(_typed(df, first), group) for first, df, group in frames]
@@ -180,9 +213,11 @@ def _read_parquet_files(spark: SparkSession, path: str, what: str) -> DataFrame:
         raise UnreadableInputError(f"unreadable input {what}: {path}: {root_cause(exc)}") from None
 
 
-def _read(spark: SparkSession, paths: Sequence[str], base: str) -> DataFrame:
-    """The files (or the directory) ``paths``; ``base`` keeps the ``name=value`` sub-folders as columns."""
-    return spark.read.option("basePath", base).parquet(*paths)
+def _read(spark: SparkSession, paths: Sequence[str], base: str, schema: T.StructType | None = None) -> DataFrame:
+    """The files (or the directory) ``paths``; ``base`` keeps the ``name=value`` sub-folders as columns;
+    with ``schema`` Spark reads without inferring one (a job fewer)."""
+    reader = spark.read.option("basePath", base)
+    return (reader.schema(schema) if schema is not None else reader).parquet(*paths)
 
 
 def _check_names(footer: Footer, case_sensitive: bool) -> None:

@@ -57,13 +57,26 @@ def soft(rule: str, violations: int, total: int, threshold: float, examples: lis
     return RuleResult(rule, "soft", int(violations), rate, threshold, rate is None or rate <= threshold, examples or [])
 
 
-def _examples(df: DataFrame, condition: Column, key: Column) -> list[str]:
-    """A few distinct keys of violating rows, sorted (only called when there are violations).
+def _examples(wanted: Mapping[str, tuple[DataFrame, Column, Column]]) -> dict[str, list[str]]:
+    """A few distinct keys of violating rows per rule, sorted: ``wanted`` maps a rule to (rows, condition,
+    key), asked only for the rules with violations.
 
-    A ``limit`` without ``distinct``: no shuffle, the scan stops early.
+    One job for all of them (a union of limits), not one per rule: a ``limit`` without ``distinct`` per
+    rule, no shuffle of rows, each scan stops early.
     """
-    keys = {r[0] for r in df.where(condition).select(key.cast("string")).limit(10 * N_EXAMPLES).collect()}
-    return sorted(keys)[:N_EXAMPLES]
+    if not wanted:
+        return {}
+    parts = [
+        df.where(condition).select(F.lit(rule).alias("rule"), key.cast("string").alias("key")).limit(10 * N_EXAMPLES)
+        for rule, (df, condition, key) in wanted.items()
+    ]
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part)
+    found: dict[str, set[str]] = {rule: set() for rule in wanted}
+    for row in union.collect():
+        found[row["rule"]].add(row["key"])
+    return {rule: sorted(keys)[:N_EXAMPLES] for rule, keys in found.items()}
 
 
 def scan_rules(
@@ -119,33 +132,70 @@ def scan_rules(
         bot_requests_per_user,
     ).collect()[0]  # an aggregation without grouping: always one row
     n_exp = agg["exposures"] or 0
+    bots = agg["bots"] or 0
+    bad = counts.get("bad_score", 0) if has_score else 0
+    pair = F.concat_ws(":", REQUEST, ITEM)
+    candidates = {
+        "blacklisted_item": (
+            bool(blacklist_items and agg["blacklisted"]),
+            exposures,
+            item_row & blacklisted,
+            F.col(ITEM),
+        ),
+        "duplicate_item_in_request": (bool(agg["duplicated_pairs"]), exposures, duplicated, pair),
+        "item_missing_from_catalog": (bool(has_catalog and agg["missing"]), exposures, missing, F.col(ITEM)),
+        "blacklisted_category": (
+            bool(has_catalog and blacklist_categories and agg["banned"]),
+            exposures,
+            banned,
+            F.concat_ws(":", ITEM_CATEGORY, ITEM),
+        ),
+        "non_finite_score": (
+            bool(bad and rejected_exposures is not None),
+            rejected_exposures,
+            F.col("reject_reason") == "bad_score",
+            pair,
+        ),
+        "score_out_of_range_rate": (bool(has_score and agg["out_of_range"]), exposures, item_row & out_of_range, pair),
+        "bot_user_rate": (
+            bool(bots),
+            _requests_per_user(exposures),
+            F.col("requests") > bot_requests_per_user,
+            F.col(USER),
+        ),
+    }
+    examples = _examples(
+        {rule: (df, cond, key) for rule, (ask, df, cond, key) in candidates.items() if ask and df is not None}
+    )
     results: list[RuleResult] = []
 
     if blacklist_items:
-        ex = _examples(exposures, item_row & blacklisted, F.col(ITEM)) if agg["blacklisted"] else []
-        results.append(hard("blacklisted_item", agg["blacklisted"] or 0, n_exp, ex))
-    ex = _examples(exposures, duplicated, F.concat_ws(":", REQUEST, ITEM)) if agg["duplicated_pairs"] else []
+        results.append(hard("blacklisted_item", agg["blacklisted"] or 0, n_exp, examples.get("blacklisted_item")))
     results.append(
         soft(
-            "duplicate_item_in_request", agg["duplicated_pairs"] or 0, n_exp, thresholds["max_duplicate_item_rate"], ex
+            "duplicate_item_in_request",
+            agg["duplicated_pairs"] or 0,
+            n_exp,
+            thresholds["max_duplicate_item_rate"],
+            examples.get("duplicate_item_in_request"),
         )
     )
     if has_catalog:
-        ex = _examples(exposures, missing, F.col(ITEM)) if agg["missing"] else []
         results.append(
-            soft("item_missing_from_catalog", agg["missing"] or 0, n_exp, thresholds["max_missing_item_rate"], ex)
+            soft(
+                "item_missing_from_catalog",
+                agg["missing"] or 0,
+                n_exp,
+                thresholds["max_missing_item_rate"],
+                examples.get("item_missing_from_catalog"),
+            )
         )
         if blacklist_categories:
-            ex = _examples(exposures, banned, F.concat_ws(":", ITEM_CATEGORY, ITEM)) if agg["banned"] else []
-            results.append(hard("blacklisted_category", agg["banned"] or 0, n_exp, ex))
+            results.append(
+                hard("blacklisted_category", agg["banned"] or 0, n_exp, examples.get("blacklisted_category"))
+            )
     if has_score:
-        bad = counts.get("bad_score", 0)
-        ex = (
-            _examples(rejected_exposures, F.col("reject_reason") == "bad_score", F.concat_ws(":", REQUEST, ITEM))
-            if bad and rejected_exposures is not None
-            else []
-        )
-        results.append(hard("non_finite_score", bad, counts["exposure_rows"], ex))
+        results.append(hard("non_finite_score", bad, counts["exposure_rows"], examples.get("non_finite_score")))
 
     results.append(feedback_rule(counts, unweighted_events))
     results.append(
@@ -186,29 +236,23 @@ def scan_rules(
     results.append(
         soft("orphan_event_rate", counts["orphan_events"], counts["valid_events"], thresholds["max_orphan_rate"])
     )
-    bots = agg["bots"] or 0
-    over = F.col("requests") > bot_requests_per_user
-    bot_examples = _examples(_requests_per_user(exposures), over, F.col(USER)) if bots else []
     requests = int(agg["requests"] or 0)
     results.append(
         soft("empty_response_rate", counts["empty_responses"], requests, thresholds["max_empty_response_rate"])
     )
     if has_score:
-        ex = (
-            _examples(exposures, item_row & out_of_range, F.concat_ws(":", REQUEST, ITEM))
-            if agg["out_of_range"]
-            else []
-        )
         results.append(
             soft(
                 "score_out_of_range_rate",
                 agg["out_of_range"] or 0,
                 n_exp,
                 thresholds["max_score_out_of_range_rate"],
-                ex,
+                examples.get("score_out_of_range_rate"),
             )
         )
-    results.append(soft("bot_user_rate", bots, agg["users"] or 0, thresholds["max_bot_user_rate"], bot_examples))
+    results.append(
+        soft("bot_user_rate", bots, agg["users"] or 0, thresholds["max_bot_user_rate"], examples.get("bot_user_rate"))
+    )
     if previous_exposure_rows is not None:
         change = abs(counts["exposure_rows"] - previous_exposure_rows)
         results.append(soft("exposure_change", change, previous_exposure_rows, thresholds["max_exposure_change"]))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import browser
 from helpers.report_page import SECTIONS, parse
 
 from recsys_spark.config import load_config
@@ -150,7 +151,7 @@ def test_evaluate_report_writes_the_days_report(run, spark, tmp_path):
 
 
 @pytest.mark.skipif(
-    __import__("browser").chromium() is None, reason="Chromium not installed (apt-get install chromium)"
+    browser.chromium() is None, reason="Chromium not installed (apt-get install chromium)"
 )
 def test_chromium_renders_the_real_report(run, html, tmp_path):
     from helpers.browser import check_page

@@ -15,8 +15,9 @@ from pyspark.sql import functions as F
 from recsys_spark import templates
 from recsys_spark.config import Config
 from recsys_spark.daily.day import Day, History, InputPaths, Inputs
+from recsys_spark.engine import is_connect
 from recsys_spark.errors import EmptyInputError, JobError, root_cause
-from recsys_spark.read import conform, empty_frame, exists, read_parquet
+from recsys_spark.read import conform, empty_frame, exists, footer_rows, read_parquet
 from recsys_spark.schema import (
     CATEGORY,
     CLICK_COLUMNS,
@@ -32,6 +33,7 @@ from recsys_spark.schema import (
     USER,
 )
 from recsys_spark.slices import read_slice_inputs
+from recsys_spark.templates import is_table
 from recsys_spark.validate import click_checks, day_bounds, day_start, exposure_checks, instant, split_rows, tag_rows
 
 
@@ -69,10 +71,19 @@ def _problem(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, JobError) else f"{type(exc).__name__}: {root_cause(exc)}"
 
 
+def _rows(spark: SparkSession, raw: DataFrame, location: str) -> int:
+    """Rows of an input: from its files' footers (no Spark job), or a count for a ``table:`` (and on Spark
+    Connect, which has no file-system API to list the files)."""
+    if is_table(location) or is_connect(spark):
+        return raw.count()
+    return footer_rows(spark, location, "previous exposures partition")
+
+
 def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.date) -> History:
     """The other days the day needs (update_rate, exposure_change, novelty, late feedback), read once,
-    validated as the day's own rows (:mod:`recsys_spark.validate`), each checked readable here (a
-    count from the Parquet footers, no column read) so that a missing, empty, corrupt or truncated
+    validated as the day's own rows (:mod:`recsys_spark.validate`), each checked readable here (the
+    files' footers, read on the driver without a Spark job; a table is counted) so that a missing, empty,
+    corrupt or truncated
     partition of another day becomes a note, never a failure of today.  A file whose footer is sound
     but whose data pages are corrupt still fails the day later (in the health stage): reading every
     earlier day's columns once more to rule that out would cost a full pass per day.
@@ -84,7 +95,7 @@ def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.dat
     if exists(spark, prev_path):
         try:
             raw = read_parquet(spark, prev_path, "previous exposures partition")
-            previous_rows = raw.count()  # from the Parquet footers: a corrupt or truncated file fails here
+            previous_rows = _rows(spark, raw, prev_path)  # a corrupt or truncated file fails here
             conformed = conform(raw, EXPOSURE_COLUMNS, prev_path)
             tagged = tag_rows(
                 conformed, exposure_checks(SCORE in conformed.columns, day_bounds(prev_day, tolerance, zone))
@@ -106,7 +117,8 @@ def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.dat
             continue
         try:
             raw = read_parquet(spark, path, "clicks partition")
-            raw.count()  # footers only: a corrupt or truncated file fails here, not in the health stage
+            if is_table(path) or is_connect(spark):  # files: their footers were read (a corrupt one failed)
+                raw.count()
             tagged = tag_rows(conform(raw, CLICK_COLUMNS, path), click_checks(day_bounds(day, tolerance, zone)))
             frames.append(split_rows(tagged)[0])
             used.append(day.isoformat())

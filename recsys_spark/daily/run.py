@@ -22,6 +22,7 @@ from recsys_spark.daily.inputs import read_history, read_inputs, rejected_rows
 from recsys_spark.daily.stages import (
     health_stage,
     label_day,
+    label_planning,
     metric_stage,
     outside_label,
     rules_stage,
@@ -70,7 +71,7 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
             valid = validate_inputs(spark, inputs, cfg, date, paths)
             info.update(exposure_rows=valid.exposure_counts["rows"], click_rows=valid.click_counts["rows"])
         day = Day(date, paths, inputs, valid, history)
-        with log.stage("label", timings) as info:
+        with log.stage("label", timings) as info, label_planning(spark, cfg, valid):
             labelled = label_day(spark, day, cfg)
             info.update(labelled.labels)
         with outside_label(spark, cfg, labelled.partitions):  # the user partitions are read in place

@@ -49,6 +49,18 @@ def outside_label(spark: SparkSession, cfg: Config, partitions: int) -> contextl
     return fixed_shuffles(spark, partitions)
 
 
+def label_planning(spark: SparkSession, cfg: Config, valid: Validated) -> contextlib.AbstractContextManager:
+    """How the label stage is planned: with the session's settings (adaptive query execution sizes the
+    shuffles that move exposure rows, and turns a small catalog join into a broadcast), except for a day
+    that fits one bucket (``execution.rows_per_bucket`` valid rows), where AQE's job per shuffle stage is
+    most of the stage's time and there is nothing to re-plan: then as :func:`outside_label`, with the
+    day's user-partition count (docs/performance.md, "fixed cost")."""
+    if valid.valid_exposure_rows > cfg.execution.rows_per_bucket:
+        return contextlib.nullcontext()
+    rows = valid.valid_exposure_rows * (1 + len(cfg.slices.names))
+    return outside_label(spark, cfg, bucket_count(rows, cfg.execution.rows_per_bucket, default_parallelism(spark)))
+
+
 def validate_inputs(spark: SparkSession, inputs: Inputs, cfg: Config, date: dt.date, paths: InputPaths) -> Validated:
     """Tag every row with its first failed check, count rows per reason (one job per input; the clicks'
     also counts the valid events per event name that has no weight), split."""
