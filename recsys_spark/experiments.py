@@ -53,7 +53,7 @@ from recsys_spark.kernels.experiments import (
 from recsys_spark.read import ColumnSpec, conform, exists, read_parquet
 from recsys_spark.registry import LIST_METRICS
 from recsys_spark.rules import RuleResult
-from recsys_spark.schema import ALL, CLICKED, ITEM, REQUEST, SLICE, USER
+from recsys_spark.schema import ALL, CLICKED, ITEM, REQUEST, SLICE, USER, USER_METRICS_DDL
 from recsys_spark.write import SUMMARY, Output
 
 EXPERIMENT, VARIANT, LAYER, VARIANTS = "experiment", "variant", "layer", "variants"
@@ -87,7 +87,8 @@ def read_user_values(spark: SparkSession, path: str, ks: Sequence[int]) -> DataF
     by the user's exposures (``auc_sum``, ``auc_exposures``: 0 when the user has
     no AUC).
     """
-    users = spark.read.parquet(path)  # one row per (slice, user, k); the values without k repeat on each
+    # one row per (slice, user, k); the values without k repeat on each; its schema is known (no inference job)
+    users = spark.read.schema(USER_METRICS_DDL).parquet(path)
     lists = F.col("n_lists_ranked").cast("double")
 
     def over_lists(col: str) -> Column:
@@ -654,8 +655,9 @@ def experiment_stage(
     assigned = {r[EXPERIMENT]: Assigned(int(r["ids"]), r["example"]) for r in per_experiment}
     layers = {r[EXPERIMENT]: r[LAYER] for r in per_experiment if has_layer and r[LAYER] is not None}
     values = read_user_values(spark, out.staged_path("user_metrics"), cfg.metrics.k)
-    staged = out.stage(USERS_TABLE, user_day_table(by_user, values, assignments))
-    users = spark.read.parquet(staged)
+    table = user_day_table(by_user, values, assignments)
+    staged = out.stage(USERS_TABLE, table)
+    users = spark.read.schema(table.schema).parquet(staged)  # read back as written: no inference job
     rows = explode_variants(users)
     cuped = ex.cuped_days > 0
     if cuped:

@@ -737,8 +737,9 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
 
     out = output.open_run(spark, cfg, output_root, run)  # the run's lock: one run of a name at a time
     try:
-        path = out.stage("user_metrics", _merge_users(user_frames))
-        users = spark.read.parquet(path)
+        merged = _merge_users(user_frames)
+        path = out.stage("user_metrics", merged)
+        users = spark.read.schema(merged.schema).parquet(path)  # read back as written: no inference job
         metric_rows = aggregate(users, specs, conf) + extra_rows
         if item_ratings is not None:
             metric_rows += aggregate(item_ratings, rating_specs(value_range, bool(cfg.offline.distortion), True), conf)
