@@ -15,7 +15,7 @@ import json
 import math
 import sys
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -395,19 +395,34 @@ def load_config(path: str | Path | None = None, overrides: typing.Sequence[str] 
         parts = key.strip().split(".")
         if parts[0] == "spark" and len(parts) > 1:  # Spark's own keys contain dots
             parts = ["spark", ".".join(parts[1:])]
-        _assign(tree, parts, _parse_value(raw.strip(), key.strip()))
+        _assign(tree, parts, _parse_value(raw.strip(), key.strip(), _expects_structure(parts)))
     if isinstance(tree.get("spark"), Mapping):  # every Spark key starts with "spark.": the prefix may be left out
         tree["spark"] = {(k if str(k).startswith("spark.") else f"spark.{k}"): v for k, v in tree["spark"].items()}
     return _build(Config, tree, ())
 
 
-def _parse_value(raw: str, key: str = "") -> Any:
-    """``raw`` read as a TOML value; a bare word that is not TOML is a string, but a table or a list that is
-    not valid TOML is an error that says so (``{user_id=uid}``: its string needs quotes)."""
+def _expects_structure(parts: Sequence[str]) -> bool:
+    """Whether the config key ``parts`` holds a table or a list (not a string nor a number)."""
+    node: Any = Config
+    for part in parts:
+        if not (isinstance(node, type) and dataclasses.is_dataclass(node)):
+            return False
+        hints = typing.get_type_hints(node)
+        if part not in hints:
+            return False
+        node = hints[part]
+    origin = typing.get_origin(node)
+    return (isinstance(node, type) and dataclasses.is_dataclass(node)) or origin in (tuple, list, dict, Mapping)
+
+
+def _parse_value(raw: str, key: str = "", structured: bool = False) -> Any:
+    """``raw`` read as a TOML value; a bare word that is not TOML is a string (``{input_root}/logs``), but
+    for a key that holds a table or a list, a value that is not valid TOML is an error that says so
+    (``{user_id=uid}``: its string needs quotes)."""
     try:
         return tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError as exc:
-        if raw.startswith(("{", "[", '"', "'")):
+        if structured:
             reason = str(exc).replace("(at line 1, column", "(at column")
             raise ConfigError(
                 f"--set {key}: {raw!r} is not a valid TOML value: {reason} (strings inside a table or a list "
