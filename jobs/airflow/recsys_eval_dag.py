@@ -256,8 +256,15 @@ def read_text(location: str) -> str:
 
 
 def check_summary(output_root: str, date: str) -> dict[str, Any]:
-    """Fail (no retry) when the day's summary reports a hard rule violation; return its headline."""
+    """Fail (no retry) when the day is not complete (no ``summary/dt=D/_SUCCESS``: the reading contract) or
+    its summary reports a hard rule violation; return its headline."""
     location = f"{output_root.rstrip('/')}/summary/dt={date}/summary.json"
+    try:
+        read_text(location.rsplit("/", 1)[0] + "/_SUCCESS")
+    except FileNotFoundError as err:
+        raise AirflowFailException(
+            f"{date} is not complete: no _SUCCESS beside {location} (the evaluate task did not commit the day)"
+        ) from err
     try:
         summary = json.loads(read_text(location))
     except FileNotFoundError as err:

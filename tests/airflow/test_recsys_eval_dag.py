@@ -294,10 +294,12 @@ def test_hive_partition_sensor_for_table_inputs():
     )
 
 
-def _write_summary(root: Path, rules: list[dict], status: str = "ok") -> None:
+def _write_summary(root: Path, rules: list[dict], status: str = "ok", complete: bool = True) -> None:
     folder = root / "summary" / "dt=2026-11-20"
     folder.mkdir(parents=True)
     (folder / "summary.json").write_text(json.dumps({"date": "2026-11-20", "status": status, "rules": rules}))
+    if complete:
+        (folder / "_SUCCESS").write_text("")
 
 
 def _gate_callable(bag):
@@ -331,8 +333,17 @@ def test_gate_passes_soft_failures_and_fails_on_a_missing_summary(bag, tmp_path)
     )
     result = _gate_callable(bag)(output_root=f"file://{tmp_path}/", date="2026-11-20")
     assert result == {"date": "2026-11-20", "status": "ok", "soft_failed": ["duplicate_rate"]}
-    with pytest.raises(AirflowFailException, match="no summary for 2026-11-21"):
+    with pytest.raises(AirflowFailException, match="2026-11-21 is not complete"):
         _gate_callable(bag)(output_root=str(tmp_path), date="2026-11-21")
+
+
+def test_gate_fails_on_a_day_without_its_success_marker(bag, tmp_path):
+    # a commit killed midway: a summary is there, its _SUCCESS is not (the reading contract)
+    from airflow.sdk.exceptions import AirflowFailException
+
+    _write_summary(tmp_path, [{"rule": "blacklist_items", "severity": "hard", "passed": True}], complete=False)
+    with pytest.raises(AirflowFailException, match="2026-11-20 is not complete: no _SUCCESS"):
+        _gate_callable(bag)(output_root=str(tmp_path), date="2026-11-20")
 
 
 def test_kubernetes_dag_renders_a_spark_application():
