@@ -111,13 +111,13 @@ BENCH_SIZES ?= 1M,5M,20M
 BENCH_REPEATS ?= 3
 
 .PHONY: bench bench-sweep bench-smoke bench-cold
-bench: setup ## time the job against the floor and the peers at 1M/5M/20M rows (long): build/bench/report.md
+bench: setup ## time the job against the plain floor, the labelled floor and the peers at 1M/5M/20M rows (long): build/bench/report.md
 	$(BIN)/python -m benchmarks.bench --sizes $(BENCH_SIZES) --repeats $(BENCH_REPEATS)
 
 bench-sweep: setup ## time the metric stage under a few rows_per_bucket / arrow_batch_rows settings at 5M: build/bench/sweep.md
 	$(BIN)/python -m benchmarks.bench --sweep --sizes 5M --repeats 2
 
-bench-cold: setup ## the job and the floor as new processes on a 2M-exposure day (cold start): build/bench/cold.md
+bench-cold: setup ## the job, the plain floor and the floor as new processes on a 2M-exposure day (cold): build/bench/cold.md
 	$(BIN)/python -m benchmarks.cold --size 2M --repeats 3
 
 bench-smoke: setup ## the benchmark on a tiny day, once: the harness runs and agrees with the peers

@@ -98,6 +98,8 @@ TOLERANCE = 1e-9
 
 #: task key -> row label of the report, in report order
 TASKS = {
+    "floor_plain": "**plain floor** (fixed): read, clicks deduplicated on (request, item) with a flag, exposures "
+    "left-joined on (request, item), `groupBy(user_id)` rows and flags, 8 shuffle partitions",
     "floor": "floor: read + dedupe + attribution join + `groupBy(user_id)` count and sums of labels, duplicates",
     "metrics": "**ours: metric stage** (labelled → per-user table + aggregates)",
     "job": "**ours: whole job**, defaults (`evaluate_day`, read → written outputs: analytic intervals, the "
@@ -113,6 +115,7 @@ TASKS = {
     "plain": "plain per-user `groupBy(user_id).applyInPandas` (AUC, NDCG@10, AP@10)",
 }
 ROUND_TASKS = (
+    "floor_plain",
     "floor",
     "job",
     "job_lean",
@@ -224,6 +227,24 @@ class Day:
         # share the main branch's deduplicating shuffle (see label.resolve_session_events)
         _noop(self.join().groupBy(USER).agg(F.count(F.lit(1)), F.sum(RELEVANCE), F.sum(COPIES)))
 
+    def floor_plain(self) -> None:
+        """The fixed reference: what any per-user evaluation must at least do, in plain Spark (it never
+        changes when the job's own labelling does)."""
+        paths = {t: f"{self.input_root}/{t}/dt={DATE.isoformat()}" for t in ("exposures", "clicks")}
+        exposures, clicks = (self.spark.read.parquet(paths[t]) for t in ("exposures", "clicks"))
+        flags = clicks.select("request_id", "item_id").dropDuplicates().withColumn("flag", F.lit(1))
+        before = self.spark.conf.get("spark.sql.shuffle.partitions")
+        self.spark.conf.set("spark.sql.shuffle.partitions", "8")
+        try:
+            (
+                exposures.join(flags, on=["request_id", "item_id"], how="left")
+                .groupBy("user_id")
+                .agg(F.count(F.lit(1)).alias("rows"), F.sum("flag").alias("flags"))
+                .count()
+            )
+        finally:
+            self.spark.conf.set("spark.sql.shuffle.partitions", before)
+
     # the labelled exposures the metric stage and the peers start from, cached as in the job
     def cache_labelled(self) -> None:
         self.joined = self.join().persist(CACHE_LEVEL)
@@ -310,7 +331,9 @@ class Day:
         self.last["plain_path"] = path
 
     def run(self, task: str, plain_one_in: int = 1) -> None:
-        if task == "floor":
+        if task == "floor_plain":
+            self.floor_plain()
+        elif task == "floor":
             self.floor()
         elif task == "metrics":
             self.metric_stage()
@@ -622,9 +645,28 @@ class Report:
             if job and boot:
                 per = (boot.median - job.median) / 100
                 out.append((f"{size}: (not a target) seconds per bootstrap replicate", None, f"{per:.3f} s"))
+        for size in self.sizes:  # the issue's targets against the fixed plain floor
+            plain, job, sliced = (self.timing(size, t) for t in ("floor_plain", "job", "job_slices"))
+            lean = self.timing(size, "job_lean")
+            if plain and job:
+                r = job.median / plain.median
+                out.append((f"{size}: whole job, defaults <= 3x the plain floor", r <= 3, f"{r:.2f}x"))
+            if job and sliced:
+                extra = sliced.median / job.median - 1
+                out.append(
+                    (
+                        f"{size}: popularity, platform and user-type slices add <= 30 %",
+                        extra <= 0.3,
+                        f"{100 * extra:+.0f} %",
+                    )
+                )
+            if plain and lean:
+                out.append(
+                    (f"{size}: (not a target) lean job / plain floor", None, f"{lean.median / plain.median:.2f}x")
+                )
         small, large = self.linearity_pair()
         if small and large:
-            for task in ("floor", "metrics", "job"):
+            for task in ("floor_plain", "floor", "metrics", "job"):
                 a, b = self.timing(small, task), self.timing(large, task)
                 if a and b:
                     r = b.median / a.median
