@@ -672,3 +672,20 @@ def test_offline_compare_of_runs_without_a_user_in_common_exits_7_with_one_line(
     assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "runs 'x' and 'y' have no user in common" in errors[0]
     assert not (tmp_path / "offline" / "comparison").exists()
+
+
+def test_an_offline_run_logs_each_of_its_stages(spark, fixture, tmp_path):
+    import io
+
+    from recsys_spark import log
+    from recsys_spark.offline.pipeline import run_offline
+
+    stream = io.StringIO()
+    log.setup_logging(stream=stream)
+    try:
+        run_offline(spark, fixture["cfg"], "a", str(tmp_path / "out"))
+    finally:
+        log.setup_logging(stream=io.StringIO())
+    ends = [json.loads(line) for line in stream.getvalue().splitlines() if '"stage_end"' in line]
+    assert [e["stage"] for e in ends] == ["read", "lists", "predictions", "ratings", "sampled", "write"]
+    assert all(e["status"] == "ok" and e["seconds"] >= 0 for e in ends)

@@ -17,6 +17,7 @@ negative count: nothing per user or per item.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import cast
@@ -28,7 +29,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from recsys_spark import registry
+from recsys_spark import log, registry
 from recsys_spark.config import Config
 from recsys_spark.errors import ConfigError, SchemaError
 from recsys_spark.kernels import health
@@ -558,12 +559,19 @@ def check_evaluable(cfg: Config) -> None:
         )
 
 
+def _stage(name: str, timings: dict[str, float], active: bool) -> contextlib.AbstractContextManager:
+    """A logged, timed stage (:func:`log.stage`) for an evaluation the run makes; nothing otherwise."""
+    return log.stage(name, timings) if active else contextlib.nullcontext()
+
+
 def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) -> dict:
     """Evaluate one offline run and write its partition ``run=NAME`` of ``{output_root}/offline/{table}``
     (:mod:`recsys_spark.offline.output`); return the summary."""
     check_evaluable(cfg)
     apply_time_zone(spark, cfg.validation.time_zone)
-    inputs = read_inputs(spark, cfg, run)
+    timings: dict[str, float] = {}
+    with log.stage("read", timings, run=run):
+        inputs = read_inputs(spark, cfg, run)
     ks = cfg.metrics.k
     k_max = max(ks)
     conf = cfg.offline.confidence
@@ -585,149 +593,153 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
     item_ratings = None
     train, items = inputs.get("train"), inputs.get("items")
 
-    if "recommendations" in inputs and "truth" in inputs:
-        recs_path = summary["inputs"]["recommendations"]
-        ranked, c = clean_lists(inputs["recommendations"], train, cfg.offline.exclude_train_items, recs_path)
-        counts.update(c)
-        _note_set_aside(summary, "recommendations")
-        rows = list_rows(ranked, inputs["truth"], train, items)
-        gain = cast(Gain, cfg.metrics.ndcg_gain)  # config checked it is one of Gain's values
-        users = per_user(
-            rows,
-            K.LIST_INPUT,
-            K.list_columns(ks),
-            lambda f: K.score_lists(f, ks, gain),
-            _partitions(spark, c["recommendation_rows"]),
-        )
-        user_frames.append(users)
-        specs += list_specs(ks)
-        crows, tables["lorenz"], ccounts = catalog_rows(ranked, k_max, items, cfg.health.lorenz_points)
-        extra_rows += crows
-        counts.update(ccounts)
-        summary["beyond_accuracy_depth"] = k_max
-        summary["evaluations"].append("lists")
-        if items is None:
-            summary["notes"].append(
-                "no offline.items: item_coverage and gini (catalog) are not computed (catalog unknown), the "
-                "Lorenz curve is over the items recommended; intra_list_diversity and serendipity are not computed"
+    with _stage("lists", timings, "recommendations" in inputs or "truth" in inputs):
+        if "recommendations" in inputs and "truth" in inputs:
+            recs_path = summary["inputs"]["recommendations"]
+            ranked, c = clean_lists(inputs["recommendations"], train, cfg.offline.exclude_train_items, recs_path)
+            counts.update(c)
+            _note_set_aside(summary, "recommendations")
+            rows = list_rows(ranked, inputs["truth"], train, items)
+            gain = cast(Gain, cfg.metrics.ndcg_gain)  # config checked it is one of Gain's values
+            users = per_user(
+                rows,
+                K.LIST_INPUT,
+                K.list_columns(ks),
+                lambda f: K.score_lists(f, ks, gain),
+                _partitions(spark, c["recommendation_rows"]),
             )
-        if train is None:
-            summary["notes"].append(
-                "no offline.train: novelty and serendipity are not computed, "
-                "and no train item was removed from the lists"
-            )
-    elif "recommendations" in inputs or "truth" in inputs:
-        summary["notes"].append("top-K evaluation needs both offline.recommendations and offline.truth: skipped")
+            user_frames.append(users)
+            specs += list_specs(ks)
+            crows, tables["lorenz"], ccounts = catalog_rows(ranked, k_max, items, cfg.health.lorenz_points)
+            extra_rows += crows
+            counts.update(ccounts)
+            summary["beyond_accuracy_depth"] = k_max
+            summary["evaluations"].append("lists")
+            if items is None:
+                summary["notes"].append(
+                    "no offline.items: item_coverage and gini (catalog) are not computed (catalog unknown), the "
+                    "Lorenz curve is over the items recommended; intra_list_diversity and serendipity are not computed"
+                )
+            if train is None:
+                summary["notes"].append(
+                    "no offline.train: novelty and serendipity are not computed, "
+                    "and no train item was removed from the lists"
+                )
+        elif "recommendations" in inputs or "truth" in inputs:
+            summary["notes"].append("top-K evaluation needs both offline.recommendations and offline.truth: skipped")
 
-    if "predictions" in inputs:
-        outside = (F.col(SCORE) < 0) | (F.col(SCORE) > 1)
-        preds, read, aside, flagged = set_aside(
-            inputs["predictions"],
-            "predictions",
-            summary["inputs"]["predictions"],
-            F.when(outside, F.lit("score_out_of_range")),
-        )
-        n_rows = read - sum(aside.values())
-        counts.update(aside)
-        _note_set_aside(summary, "predictions")
-        out_of_range = flagged.get("score_out_of_range", 0)
-        counts["predictions_score_out_of_range"] = out_of_range
-        if out_of_range:
-            summary["notes"].append(
-                f"predictions: {out_of_range} of {n_rows} scores outside [0, 1] (kept): AUC uses only their "
-                "order, but log loss (clipped to [eps, 1 - eps]), calibration (clipped to [0, 1]), PCOC and "
-                "mean_predicted read them as probabilities"
+    with _stage("predictions", timings, "predictions" in inputs):
+        if "predictions" in inputs:
+            outside = (F.col(SCORE) < 0) | (F.col(SCORE) > 1)
+            preds, read, aside, flagged = set_aside(
+                inputs["predictions"],
+                "predictions",
+                summary["inputs"]["predictions"],
+                F.when(outside, F.lit("score_out_of_range")),
             )
-        users = per_user(
-            preds, K.PREDICTION_INPUT, K.PREDICTION_COLUMNS, K.score_predictions, _partitions(spark, n_rows)
-        )
-        user_frames.append(users)
-        specs += prediction_specs()
-        pooled = exact_auc(preds.select(F.lit("all").alias(SLICE), SCORE, F.col(LABEL).alias(RELEVANCE)), (SLICE,))
-        part = pooled.get(("all",))
-        value = part.auc if part is not None else float("nan")
-        extra_rows.append(point("auc", None, "global", None if math.isnan(value) else value, n_rows))
-        tables["calibration"], ece = calibration(preds, cfg.offline.calibration_bins)
-        extra_rows.append(point("ece", None, "global", ece, n_rows))
-        counts["prediction_rows"] = n_rows
-        summary["evaluations"].append("predictions")
+            n_rows = read - sum(aside.values())
+            counts.update(aside)
+            _note_set_aside(summary, "predictions")
+            out_of_range = flagged.get("score_out_of_range", 0)
+            counts["predictions_score_out_of_range"] = out_of_range
+            if out_of_range:
+                summary["notes"].append(
+                    f"predictions: {out_of_range} of {n_rows} scores outside [0, 1] (kept): AUC uses only their "
+                    "order, but log loss (clipped to [eps, 1 - eps]), calibration (clipped to [0, 1]), PCOC and "
+                    "mean_predicted read them as probabilities"
+                )
+            users = per_user(
+                preds, K.PREDICTION_INPUT, K.PREDICTION_COLUMNS, K.score_predictions, _partitions(spark, n_rows)
+            )
+            user_frames.append(users)
+            specs += prediction_specs()
+            pooled = exact_auc(preds.select(F.lit("all").alias(SLICE), SCORE, F.col(LABEL).alias(RELEVANCE)), (SLICE,))
+            part = pooled.get(("all",))
+            value = part.auc if part is not None else float("nan")
+            extra_rows.append(point("auc", None, "global", None if math.isnan(value) else value, n_rows))
+            tables["calibration"], ece = calibration(preds, cfg.offline.calibration_bins)
+            extra_rows.append(point("ece", None, "global", ece, n_rows))
+            counts["prediction_rows"] = n_rows
+            summary["evaluations"].append("predictions")
 
     value_range = None
-    if "ratings" in inputs:
-        user_ratings, item_ratings, value_range, aside = rating_tables(
-            inputs["ratings"], cfg, summary["inputs"]["ratings"]
-        )
-        counts.update(aside)
-        _note_set_aside(summary, "ratings")
-        user_frames.append(
-            user_ratings.select(
-                USER,
-                "n_ratings",
-                "ratings_abs_sum",
-                "ratings_sq_sum",
-                "ratings_d_sum",
-                "ratings_d_missing",
-                "ratings_rating_out",
-                "ratings_prediction_out",
-                F.col("mae").alias("rating_mae"),
-                F.col("rmse").alias("rating_rmse"),
-                F.col("distortion").alias("rating_distortion"),
+    with _stage("ratings", timings, "ratings" in inputs):
+        if "ratings" in inputs:
+            user_ratings, item_ratings, value_range, aside = rating_tables(
+                inputs["ratings"], cfg, summary["inputs"]["ratings"]
             )
-        )
-        has_d = bool(cfg.offline.distortion)
-        specs += [_renamed(s) for s in rating_specs(value_range, has_d, False)]
-        summary["rating_range"] = list(value_range) if value_range else None
-        summary["evaluations"].append("ratings")
+            counts.update(aside)
+            _note_set_aside(summary, "ratings")
+            user_frames.append(
+                user_ratings.select(
+                    USER,
+                    "n_ratings",
+                    "ratings_abs_sum",
+                    "ratings_sq_sum",
+                    "ratings_d_sum",
+                    "ratings_d_missing",
+                    "ratings_rating_out",
+                    "ratings_prediction_out",
+                    F.col("mae").alias("rating_mae"),
+                    F.col("rmse").alias("rating_rmse"),
+                    F.col("distortion").alias("rating_distortion"),
+                )
+            )
+            has_d = bool(cfg.offline.distortion)
+            specs += [_renamed(s) for s in rating_specs(value_range, has_d, False)]
+            summary["rating_range"] = list(value_range) if value_range else None
+            summary["evaluations"].append("ratings")
 
     tables_by_m: dict[int, dict[str, np.ndarray]] = {}
-    if "sampled" in inputs:
-        smp, _, aside, _ = set_aside(inputs["sampled"], "sampled", summary["inputs"]["sampled"])
-        counts.update(aside)
-        _note_set_aside(summary, "sampled")
-        n, source = catalog_size(cfg, inputs)
-        per_m = (
-            smp.groupBy(USER)
-            .agg(
-                F.sum(F.when(~F.col(IS_TARGET), 1).otherwise(0)).alias("m"),
-                F.sum(F.when(F.col(IS_TARGET), 1).otherwise(0)).alias("t"),
+    with _stage("sampled", timings, "sampled" in inputs):
+        if "sampled" in inputs:
+            smp, _, aside, _ = set_aside(inputs["sampled"], "sampled", summary["inputs"]["sampled"])
+            counts.update(aside)
+            _note_set_aside(summary, "sampled")
+            n, source = catalog_size(cfg, inputs)
+            per_m = (
+                smp.groupBy(USER)
+                .agg(
+                    F.sum(F.when(~F.col(IS_TARGET), 1).otherwise(0)).alias("m"),
+                    F.sum(F.when(F.col(IS_TARGET), 1).otherwise(0)).alias("t"),
+                )
+                .groupBy("m")
+                .agg(F.count("*").alias("users"), F.sum("t").alias("targets"))
+                .collect()
             )
-            .groupBy("m")
-            .agg(F.count("*").alias("users"), F.sum("t").alias("targets"))
-            .collect()
-        )
-        ms = sorted(int(r["m"]) for r in per_m)
-        unusable = [m for m in ms if m < 1 or m >= n]
-        tables_by_m = S.tables_for(n, ms, ks, cfg.offline.sampled_gamma, cfg.offline.sampled_replacement)
-        users = per_user(
-            smp,
-            (USER, SCORE, IS_TARGET),
-            S.user_columns(ks),
-            lambda f: S.score_sampled(f, ks, tables_by_m),
-            _partitions(spark, sum(int(r["m"]) * int(r["users"]) + int(r["targets"]) for r in per_m)),
-        )
-        user_frames.append(users)
-        specs += sampled_specs(ks)
-        summary["sampled"] = {
-            "catalog_size": n,
-            "catalog_size_from": source,
-            "gamma": cfg.offline.sampled_gamma,
-            "law": "binomial (with replacement)"
-            if cfg.offline.sampled_replacement
-            else "hypergeometric (without replacement)",
-            "negatives": {str(r["m"]): {"users": r["users"], "targets": r["targets"]} for r in per_m},
-        }
-        if any(m >= 1 and n / m > 20 for m in ms):
-            summary["notes"].append(
-                f"sampled: catalog n={n} is more than 20x the negatives m={[m for m in ms if m]}: "
-                "the corrected values remove most of the naive bias but can underestimate the "
-                "top-k metrics (docs/offline.md, simulation); compare models on sampled AUC"
+            ms = sorted(int(r["m"]) for r in per_m)
+            unusable = [m for m in ms if m < 1 or m >= n]
+            tables_by_m = S.tables_for(n, ms, ks, cfg.offline.sampled_gamma, cfg.offline.sampled_replacement)
+            users = per_user(
+                smp,
+                (USER, SCORE, IS_TARGET),
+                S.user_columns(ks),
+                lambda f: S.score_sampled(f, ks, tables_by_m),
+                _partitions(spark, sum(int(r["m"]) * int(r["users"]) + int(r["targets"]) for r in per_m)),
             )
-        if unusable:
-            summary["notes"].append(
-                f"sampled: users with m in {unusable} negatives (m = 0 or m >= catalog size "
-                f"{n}) have no corrected values"
-            )
-        summary["evaluations"].append("sampled")
+            user_frames.append(users)
+            specs += sampled_specs(ks)
+            summary["sampled"] = {
+                "catalog_size": n,
+                "catalog_size_from": source,
+                "gamma": cfg.offline.sampled_gamma,
+                "law": "binomial (with replacement)"
+                if cfg.offline.sampled_replacement
+                else "hypergeometric (without replacement)",
+                "negatives": {str(r["m"]): {"users": r["users"], "targets": r["targets"]} for r in per_m},
+            }
+            if any(m >= 1 and n / m > 20 for m in ms):
+                summary["notes"].append(
+                    f"sampled: catalog n={n} is more than 20x the negatives m={[m for m in ms if m]}: "
+                    "the corrected values remove most of the naive bias but can underestimate the "
+                    "top-k metrics (docs/offline.md, simulation); compare models on sampled AUC"
+                )
+            if unusable:
+                summary["notes"].append(
+                    f"sampled: users with m in {unusable} negatives (m = 0 or m >= catalog size "
+                    f"{n}) have no corrected values"
+                )
+            summary["evaluations"].append("sampled")
 
     if not user_frames:
         raise ConfigError(
@@ -735,27 +747,30 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
             "offline.predictions, offline.ratings or offline.sampled"
         )
 
-    out = output.open_run(spark, cfg, output_root, run)  # the run's lock: one run of a name at a time
-    try:
-        merged = _merge_users(user_frames)
-        path = out.stage("user_metrics", merged)
-        users = spark.read.schema(merged.schema).parquet(path)  # read back as written: no inference job
-        metric_rows = aggregate(users, specs, conf) + extra_rows
-        if item_ratings is not None:
-            metric_rows += aggregate(item_ratings, rating_specs(value_range, bool(cfg.offline.distortion), True), conf)
-        counts.update(_user_counts(users, summary["evaluations"]))
-        if "ratings" in summary["evaluations"]:
-            _note_ratings_out_of_range(summary, value_range, cfg)
-        out.stage_rows("metrics", metric_rows, METRICS_DDL)
-        for name, frame in tables.items():
-            if len(frame):
-                out.stage(name, spark.createDataFrame(frame).coalesce(1))
-        summary["headline"] = _headline(metric_rows, ks)
-        summary["tables"] = sorted(out.tables) + ["summary"]
-        output.commit(out, summary)
-    except BaseException:
-        out.abort()
-        raise
+    with log.stage("write", timings):
+        out = output.open_run(spark, cfg, output_root, run)  # the run's lock: one run of a name at a time
+        try:
+            merged = _merge_users(user_frames)
+            path = out.stage("user_metrics", merged)
+            users = spark.read.schema(merged.schema).parquet(path)  # read back as written: no inference job
+            metric_rows = aggregate(users, specs, conf) + extra_rows
+            if item_ratings is not None:
+                metric_rows += aggregate(
+                    item_ratings, rating_specs(value_range, bool(cfg.offline.distortion), True), conf
+                )
+            counts.update(_user_counts(users, summary["evaluations"]))
+            if "ratings" in summary["evaluations"]:
+                _note_ratings_out_of_range(summary, value_range, cfg)
+            out.stage_rows("metrics", metric_rows, METRICS_DDL)
+            for name, frame in tables.items():
+                if len(frame):
+                    out.stage(name, spark.createDataFrame(frame).coalesce(1))
+            summary["headline"] = _headline(metric_rows, ks)
+            summary["tables"] = sorted(out.tables) + ["summary"]
+            output.commit(out, summary)
+        except BaseException:
+            out.abort()
+            raise
     return summary
 
 
