@@ -347,3 +347,14 @@ def test_a_missing_output_root_is_an_error_naming_it(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"recsys-spark: error: no output root {missing}: nothing to report (check --output-root)"]
     assert not missing.exists()
+
+
+def test_the_windows_and_the_offline_outputs_are_read(root):
+    data, _ = load_range(str(root), START, END)
+    spans = sorted(set(data.windows[["experiment", "window_start", "window_end"]].itertuples(index=False, name=None)))
+    assert spans == [("exp_aa", "2026-11-03", "2026-11-05"), ("exp_ranker", "2026-11-02", "2026-11-05")]  # not 10-26
+    assert set(data.window_checks["experiment"]) == {"exp_aa", "exp_ranker"}
+    assert [r.name for r in data.offline_runs] == ["base", "candidate"]
+    assert data.offline_runs[0].summary["notes"] == ["a note of run base"]
+    assert data.offline_skipped == ["run unfinished"]  # its metrics are there, its _SUCCESS is not
+    assert [(c.base, c.candidate, len(c.rows)) for c in data.comparisons] == [("base", "candidate", len(fx.COMPARISON))]
