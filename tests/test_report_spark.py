@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import browser
 from helpers.report_page import SECTIONS, parse
 
 from recsys_spark.config import load_config
@@ -149,15 +150,11 @@ def test_evaluate_report_writes_the_days_report(run, spark, tmp_path):
     assert Path(path).read_text(encoding="utf-8").count('<svg class="chart"') == 22
 
 
-@pytest.mark.skipif(
-    __import__("browser").chromium() is None, reason="Chromium not installed (apt-get install chromium)"
-)
+@pytest.mark.skipif(browser.chromium() is None, reason="Chromium not installed (apt-get install chromium)")
 def test_chromium_renders_the_real_report(run, html, tmp_path):
-    from helpers.browser import check_page
-
     path = tmp_path / "real.html"
     path.write_text(html, encoding="utf-8")
-    check_page(path, html.count('<svg class="chart"'))
+    browser.check_page(path, html.count('<svg class="chart"'))
 
 
 def test_cli_evaluate_report_fills_the_gap_last(run):
