@@ -510,6 +510,21 @@ def test_cards_count_what_the_charts_count(page, html):
     assert int(card.group(1)) == aside["total"] == 7
 
 
+def test_nothing_set_aside_is_a_note_and_a_zero(root, tmp_path):
+    import shutil
+
+    copy = tmp_path / "out"
+    shutil.copytree(root, copy)
+    path = copy / "summary" / f"dt={fx.DAYS[-1]}" / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["data_quality"]["rejected_exposures"] = summary["data_quality"]["rejected_clicks"] = {}
+    path.write_text(json.dumps(summary))
+    html = render(copy)
+    assert "data-set-aside" not in parse(html).data  # no empty chart beside the card
+    assert f"Nothing set aside on {fx.DAYS[-1]}" in html
+    assert re.search(r'id="card-set-aside"><div class="k">rows set aside</div><div class="v">0<', html)
+
+
 def test_the_headline_leaves_out_what_is_1_by_construction(page, html):
     rows = [r["key"] for r in page.data["data-headline"]["rows"]]
     left_out = ["recall@10_global", "hit_rate@10_user_avg"]

@@ -647,7 +647,9 @@ def quality_section(data: RunData) -> Section:
     summary = data.summaries.get(day, {})
     quality = summary.get("data_quality", {})
     payload = set_aside(summary)
-    if summary:
+    if summary and not payload:
+        section.notes.append(f"Nothing set aside on {day}: validation rejected no exposure or click row.")
+    elif summary:
         total = sum(r["rows"] for r in payload)
         section.charts.append(
             Chart(
