@@ -15,8 +15,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import report_fixture as fx
-from helpers.report_page import SECTIONS, Page, parse
+from helpers.report_page import EVERY_SECTION, Page, figure, parse, visible_text
 
+from recsys_spark import registry
 from recsys_spark.cli import run
 from recsys_spark.config import load_config
 from recsys_spark.kernels.regression import fit_line
@@ -69,7 +70,7 @@ def value(frame: pd.DataFrame, metric: str, k: int | None, agg: str, slice_: str
 
 
 def test_every_section_is_present(page):
-    assert set(SECTIONS) <= set(page.ids("section"))
+    assert set(EVERY_SECTION) <= set(page.ids("section"))
     figures = page.ids("figure")
     assert len([f for f in figures if f.startswith("chart-trend-")]) == len(HEADLINE)
     for chart in (
@@ -85,8 +86,8 @@ def test_every_section_is_present(page):
     ):
         assert chart in figures
     # every chart has its data right beside it
-    for figure in figures:
-        assert "data-" + figure[len("chart-") :] in page.data
+    for name in figures:
+        assert "data-" + name[len("chart-") :] in page.data
 
 
 def test_embedded_trend_data_equals_the_parquet_values(root, page):
@@ -229,7 +230,7 @@ def test_without_interval_columns_or_experiments_the_sections_degrade(tmp_path):
     page = parse(html)
     assert "experiments" not in page.ids("section")
     assert 'class="band"' not in html and 'class="whisker"' not in html
-    assert "No interval columns" in html and "No offline AUC table" in html
+    assert "No interval columns" in html and 'id="no-offline-auc"' in html
     assert "ci_low" not in page.data["data-trend-ndcg-10-user-avg"]
     with_ci = render(fx.build_root(tmp_path / "ci", with_ci=True, experiments=False))
     assert 'class="band"' in with_ci and 'class="whisker"' in with_ci
@@ -347,3 +348,222 @@ def test_a_missing_output_root_is_an_error_naming_it(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"recsys-spark: error: no output root {missing}: nothing to report (check --output-root)"]
     assert not missing.exists()
+
+
+# --- a report that never misleads ------------------------------------------------------------------------
+SVG_COLOURS = {"#1a7f37": "gain", "#cf222e": "loss", "#4e79a7": "change", "#888": "none"}
+
+
+def dot_verdicts(html: str, chart: str) -> list[str]:
+    """The verdict each forest dot's fill says, in row order."""
+    return [SVG_COLOURS[c] for c in re.findall(r'<circle class="dot[^"]*"[^>]*fill="([^"]+)"', figure(html, chart))]
+
+
+def test_colours_and_words_follow_the_adjusted_p(html, page):
+    expected = {(e[0], e[2]): e[-1] for e in fx.EXPERIMENTS}
+    for name in ("exp_ranker", "exp_srm"):
+        rows = page.data[f"data-forest-{name.replace('_', '-')}"]["rows"]
+        assert [r["verdict"] for r in rows] == [expected[(name, r["metric"])] for r in rows]
+        assert dot_verdicts(html, f"forest-{name.replace('_', '-')}") == [r["verdict"] for r in rows]
+    # the A/A case: the unadjusted interval [0.5 %, 5.5 %] excludes 0, the adjusted p is 0.495: grey, not green;
+    # the sequential interval covering 0 keeps its row grey although its adjusted p is 0.012
+    aa = page.data["data-window-exp-aa-2026-11-03-2026-11-05"]
+    verdicts = {r["metric"]: (r["verdict"], r["verdict_words"]) for r in aa["rows"]}
+    assert verdicts == {"ndcg": ("none", "not significant"), "mrr": ("none", "not significant")}
+    assert {r["metric"]: r["sequential"] for r in aa["rows"]} == {"ndcg": False, "mrr": True}
+    assert dot_verdicts(html, "window-exp-aa-2026-11-03-2026-11-05") == ["none", "none"]
+    # a lower failure rate is a gain; the words sit beside the colour in the table
+    ranker = {r["metric"]: r for r in page.data["data-forest-exp-ranker"]["rows"]}
+    assert ranker["pv_failure_rate"]["verdict_words"] == "significant gain"
+    part = html[html.index('id="experiment-exp_ranker"') : html.index('id="experiment-exp_srm"')]
+    assert part.count('data-verdict="gain"') == 2 * 2 and part.count('data-verdict="none"') == 2
+    assert part.count('class="ok" data-verdict="gain"') == 2 and 'class="bad"' not in part
+    # every green or red mark on the page stands beside an adjusted p below the threshold
+    for block in (v for k, v in page.data.items() if "rows" in v and "alpha" in v):
+        for r in block["rows"]:
+            if r["verdict"] in ("gain", "loss", "change"):
+                assert r["p_adjusted"] is not None and r["p_adjusted"] < block["alpha"], r
+    # and the page holds as many green and red marks as the fixture has significant gains and losses: the day's
+    # experiments (all three) and the windows ending in the range (exp_ranker, exp_aa)
+    shown = fx.EXPERIMENTS + [e for e in fx.EXPERIMENTS if e[0] != "exp_srm"]
+    assert html.count('fill="#1a7f37"') == sum(e[-1] == "gain" for e in shown) == 4
+    assert html.count('fill="#cf222e"') == sum(e[-1] == "loss" for e in shown) == 1
+
+
+def test_the_threshold_is_the_runs_confidence(root, tmp_path):
+    import shutil
+
+    copy = tmp_path / "out"
+    shutil.copytree(root, copy)
+    path = copy / "summary" / f"dt={fx.DAYS[-1]}" / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["config"]["stats"]["confidence"] = 0.999  # alpha 0.001: no adjusted p of exp_ranker is below it
+    path.write_text(json.dumps(summary))
+    data = parse(render(copy)).data["data-forest-exp-ranker"]
+    assert data["alpha"] == pytest.approx(0.001)
+    assert [r["verdict"] for r in data["rows"]] == ["none", "none", "none"]
+
+
+def test_item_level_slices_are_not_drawn_against_all(html, page):
+    slices = {k: v for k, v in page.data.items() if k.startswith("data-slice-")}
+    dims = {v["dimension"]: v["item_level"] for v in slices.values()}
+    assert dims == {"platform": False, "popularity": True, "brand": True}  # brand: by the catalog it sees
+    for key, data in slices.items():
+        chart = figure(html, key[len("data-") :])
+        if data["item_level"]:
+            assert data["all"] is None and 'class="reference"' not in chart and "all =" not in chart
+        else:
+            assert data["all"] is not None and 'class="reference"' in chart
+    assert html.count('class="note item-level-note"') == 2
+    assert "a user counts in several buckets" in html
+    # the dimensions in the order the run configured them
+    order = [i for i in page.ids("h3") if i.startswith("slices-")]
+    assert order == [f"slices-{d}" for d in fx.SLICE_NAMES]
+
+
+def test_item_level_rule():
+    from recsys_spark.report.build import Metrics, item_level_dimensions
+
+    def frame(rows):
+        return pd.DataFrame(
+            [
+                {"dt": "d", "slice": s, "metric": "item_coverage", "k": None, "aggregation": "global", "value": 1.0}
+                | {"n": n}
+                for s, n in rows
+            ]
+        )
+
+    m = Metrics(frame([("all", 100), ("shelf=a", 30), ("shelf=b", 70), ("country=x", 100), ("category=c", 100)]))
+    # popularity and category by name; shelf by the catalog it sees; country sees the whole catalog
+    assert item_level_dimensions(m, "d", ["country", "shelf", "category", "popularity"]) == [
+        "shelf",
+        "category",
+        "popularity",
+    ]
+
+
+def test_windows_ending_in_the_range(root, page):
+    windows = [k for k in page.data if k.startswith("data-window-")]
+    assert sorted(windows) == [
+        "data-window-exp-aa-2026-11-03-2026-11-05",
+        "data-window-exp-ranker-2026-11-02-2026-11-05",
+    ]
+    data = page.data["data-window-exp-ranker-2026-11-02-2026-11-05"]
+    assert data["experiment"] == "exp_ranker"  # from the path: the table has no experiment column
+    assert (data["window_start"], data["window_end"]) == ("2026-11-02", "2026-11-05")
+    table = pd.read_parquet(root / "experiment_window" / "experiment=exp_ranker" / "window=2026-11-02_2026-11-05")
+    assert "experiment" not in table.columns
+    got = {r["metric"]: r for r in data["rows"]}
+    for rec in table.to_dict("records"):
+        assert got[rec["metric"]]["rel_delta"] == rec["rel_delta"] and got[rec["metric"]]["n"] == rec["n"] == 4000
+    assert [c["check"] for c in data["checks"]] == ["srm"]
+
+
+def test_offline_runs_side_by_side(page, html):
+    data = page.data["data-offline-runs"]
+    assert [r["run"] for r in data["runs"]] == ["base", "candidate"]  # unfinished: no _SUCCESS
+    keys = [r["key"] for r in data["rows"]]
+    # the registry's HEADLINE keys the runs have, in its order (recall@10 user_avg and log loss are not in it)
+    assert keys == ["auc_global", "ndcg@10_user_avg", "mrr_user_avg", "recall@10_global"]
+    ndcg = data["rows"][1]["runs"]
+    assert ndcg["candidate"]["value"] == pytest.approx(0.07) and ndcg["base"]["ci_low"] == pytest.approx(
+        0.05 - 1.96 * 0.007
+    )
+    assert "Left out, incomplete (no offline/summary/run=NAME/_SUCCESS): run unfinished." in html
+
+
+def test_offline_comparison_follows_the_colour_rule(page, html):
+    data = page.data["data-comparison-base-candidate"]
+    assert data["alpha"] == pytest.approx(0.05)
+    assert {(r["metric"], r["k"]): r["verdict"] for r in data["rows"]} == {(c[0], c[1]): c[-1] for c in fx.COMPARISON}
+    recall = next(r for r in data["rows"] if r["metric"] == "recall")
+    assert recall["ci_low"] > 0 and recall["verdict_words"] == "not significant"  # the adjusted p is 0.2
+    table = html[html.index('id="table-comparison-base-candidate"') :]
+    table = table[: table.index("</table>")]
+    assert table.count('class="ok" data-verdict="gain"') == 2 and table.count('class="bad" data-verdict="loss"') == 1
+    assert table.count('class="changed" data-verdict="change"') == 1
+
+
+def test_an_incomplete_comparison_is_left_out(root, tmp_path):
+    import shutil
+
+    copy = tmp_path / "out"
+    shutil.copytree(root, copy)
+    (copy / "offline" / "summary" / "base=base" / "candidate=candidate" / "_SUCCESS").unlink()
+    page = parse(render(copy))
+    assert "data-comparison-base-candidate" not in page.data
+    assert "offline-comparison" in page.ids("section")  # saying what it left out
+    no_offline = parse(render(fx.build_root(tmp_path / "bare", offline=False, experiments=False)))
+    assert not {"windows", "offline-runs", "offline-comparison"} & set(no_offline.ids("section"))
+
+
+def test_cards_count_what_the_charts_count(page, html):
+    assert re.search(r'id="card-hard-rules"><div class="k">hard rules</div><div class="v ok">0 of 2 failed<', html)
+    assert re.search(r'id="card-soft-rules"><div class="k">soft rules</div><div class="v warn">1 of 2 failed<', html)
+    aside = page.data["data-set-aside"]
+    assert aside["rows"] == [
+        {"source": "exposures", "reason": "null_key", "rows": 5},
+        {"source": "exposures", "reason": "ts_outside_day", "rows": 1},
+        {"source": "clicks", "reason": "null_key", "rows": 1},
+    ]
+    card = re.search(r'id="card-set-aside"><div class="k">rows set aside</div><div class="v">(\d+)<', html)
+    assert int(card.group(1)) == aside["total"] == 7
+
+
+def test_nothing_set_aside_is_a_note_and_a_zero(root, tmp_path):
+    import shutil
+
+    copy = tmp_path / "out"
+    shutil.copytree(root, copy)
+    path = copy / "summary" / f"dt={fx.DAYS[-1]}" / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["data_quality"]["rejected_exposures"] = summary["data_quality"]["rejected_clicks"] = {}
+    path.write_text(json.dumps(summary))
+    html = render(copy)
+    assert "data-set-aside" not in parse(html).data  # no empty chart beside the card
+    assert f"Nothing set aside on {fx.DAYS[-1]}" in html
+    assert re.search(r'id="card-set-aside"><div class="k">rows set aside</div><div class="v">0<', html)
+
+
+def test_the_headline_leaves_out_what_is_1_by_construction(page, html):
+    rows = [r["key"] for r in page.data["data-headline"]["rows"]]
+    left_out = ["recall@10_global", "hit_rate@10_user_avg"]
+    assert page.data["data-headline"]["left_out"] == left_out
+    assert rows == [registry.key(*h) for h in HEADLINE if registry.key(*h) not in left_out]
+    assert "1 by construction on logged lists" in html
+    # still in the trends and the curves
+    assert "data-trend-recall-10-global" in page.data and "recall" in page.data["data-curves-at-k"]["curves"]
+
+
+def test_day_over_day_changes_say_whether_they_are_within_noise(page, html):
+    rows = {r["key"]: r for r in page.data["data-headline"]["rows"]}
+    ndcg, mrr, auc = rows["ndcg@10_user_avg"], rows["mrr_user_avg"], rows["auc_global"]
+    # 2026-10-29's ndcg (0.53) lies outside 2026-11-05's interval [0.59, 0.67]; mrr does not move
+    assert not ndcg["ci_low"] <= ndcg["week_before"]["base"] <= ndcg["ci_high"]
+    assert ndcg["week_before"]["noise"] == "outside" and mrr["week_before"]["noise"] == "within"
+    assert auc["week_before"]["noise"] is None and auc["previous_day"]["noise"] is None  # no interval, no data
+    table = html[html.index('id="headline-table"') : html.index("</table>", html.index('id="headline-table"'))]
+    assert table.count('data-noise="outside"') == sum(
+        1 for r in rows.values() for c in ("previous_day", "week_before") if r[c]["noise"] == "outside"
+    )
+    assert "within noise" in table and "outside today's interval" in table
+
+
+def test_metrics_are_named_by_the_registrys_reader_names(html):
+    text = visible_text(html)
+    for m in registry.METRICS.values():
+        raw = m.name.replace("_", " ")
+        if m.label and raw != m.label:
+            assert not re.search(rf"\b{re.escape(raw)}\b", text), raw
+    assert "clicked exposures per user (UV CTR)" in text  # the regression's y
+
+
+def test_the_windows_and_the_offline_outputs_are_read(root):
+    data, _ = load_range(str(root), START, END)
+    spans = sorted(set(data.windows[["experiment", "window_start", "window_end"]].itertuples(index=False, name=None)))
+    assert spans == [("exp_aa", "2026-11-03", "2026-11-05"), ("exp_ranker", "2026-11-02", "2026-11-05")]  # not 10-26
+    assert set(data.window_checks["experiment"]) == {"exp_aa", "exp_ranker"}
+    assert [r.name for r in data.offline_runs] == ["base", "candidate"]
+    assert data.offline_runs[0].summary["notes"] == ["a note of run base"]
+    assert data.offline_skipped == ["run unfinished"]  # its metrics are there, its _SUCCESS is not
+    assert [(c.base, c.candidate, len(c.rows)) for c in data.comparisons] == [("base", "candidate", len(fx.COMPARISON))]

@@ -1,4 +1,5 @@
-"""The HTML report: read the tables the daily runs wrote, draw charts, render one self-contained page.
+"""The HTML report: read the tables the daily runs (and the experiment window, the offline runs and their
+comparison) wrote, draw charts, render one self-contained page.
 
 ``recsys-spark report --output-root OUT --start S --end E [--out FILE]`` and
 ``recsys-spark evaluate ... --report`` call :func:`write_report`.  Driver-only:

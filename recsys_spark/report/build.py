@@ -2,8 +2,18 @@
 
 Each chart is a :class:`Chart`: its SVG and the plain data it was drawn from
 (embedded next to it as JSON).  Sections degrade gracefully: no interval
-columns, no band or whisker; no experiments table, no experiment section; no
+columns, no band or whisker; no experiments table, no experiment section (the
+same for the experiment windows, the offline runs and their comparisons); no
 offline AUC table, a note saying how to give one.
+
+Three rules keep the page from misleading (docs/report.md):
+
+* a colour or a word that says "significant" follows the *adjusted* p-value
+  (:func:`verdict`), and the metric's better side from the registry;
+* an item-level slice dimension (:func:`item_level_dimensions`) is never drawn
+  against the ``all`` line it cannot be compared with;
+* no metric that is 1 by construction on logged lists takes a headline row
+  (:data:`HEADLINE_ROWS`).
 """
 
 from __future__ import annotations
@@ -33,6 +43,18 @@ SLICE_METRICS = (
 )
 GINI_CATALOG, GINI_EXPOSED = registry.parse_key("gini_catalog"), registry.parse_key("gini_exposed")
 ONLINE_AUC = registry.parse_key("auc_global")
+#: its ``n`` is the number of catalog items a slice sees: all of them for ``all`` and every dimension that is not
+#: item-level, the items of the bucket for an item-level one (recsys_spark/health.py, ``_whole_catalog``)
+ITEM_COVERAGE = registry.parse_key("item_coverage_global")
+#: slice dimensions that are attributes of the item whatever the input: its popularity bucket and its category
+ITEM_DIMENSIONS = ("popularity", "category")
+#: metrics that are 1 by construction on logged lists, where every relevant (clicked) item is in the list: recall@k
+#: whenever the lists are no longer than k, hit rate@k for every list with a click.  Never a headline row.
+ONE_ON_LOGGED_LISTS = (registry.parse_key("recall@10_global")[0], registry.parse_key("hit_rate@10_user_avg")[0])
+#: the headline's rows: the registry's HEADLINE without those
+HEADLINE_ROWS = tuple(h for h in HEADLINE if h[0] not in ONE_ON_LOGGED_LISTS)
+#: the confidence when a run does not say its own (``stats.confidence``, ``offline.confidence``)
+DEFAULT_CONFIDENCE = 0.95
 AGG_NAMES = {
     "user_avg": "user avg",
     "list_avg": "list avg",
@@ -78,13 +100,17 @@ def metric_key(metric: str, k: int | None, aggregation: str) -> str:
 
 
 def metric_label(metric: str, k: int | None, aggregation: str) -> str:
-    """Reader's name of a metric row.
+    """Reader's name of a metric row: the registry's reader name, the cut-off, the aggregation.
 
     >>> metric_label("ndcg", 10, "user_avg")
     'NDCG@10 (user avg)'
+    >>> metric_label(registry.parse_key("pv_ctr_global")[0], None, "global")
+    'clicked exposures per request (PV CTR), global'
     """
     name = registry.metric(metric).reader_name if metric in registry.METRICS else metric.replace("_", " ")
-    return f"{name}{'@' + str(k) if k else ''} ({AGG_NAMES.get(aggregation, aggregation.replace('_', ' '))})"
+    name += f"@{k}" if k else ""
+    pooled = AGG_NAMES.get(aggregation, aggregation.replace("_", " "))
+    return f"{name}, {pooled}" if name.endswith(")") else f"{name} ({pooled})"
 
 
 def is_percent(metric: str) -> bool:
@@ -111,6 +137,90 @@ def _num(v: Any) -> float | None:
 def _int(v: Any) -> int | None:
     f = _num(v)
     return None if f is None else int(f)
+
+
+def _text(v: Any) -> str | None:
+    """A string column's value: None for null (pandas gives None or NaN)."""
+    return v if isinstance(v, str) else None
+
+
+# --- the colour rule ----------------------------------------------------------------------------------------
+GAIN, LOSS, CHANGE, NOT_SIGNIFICANT = "gain", "loss", "change", "none"
+#: the words beside a result, and its colour in the charts (the tables use the CSS classes)
+VERDICT_WORDS = {
+    GAIN: "significant gain",
+    LOSS: "significant loss",
+    CHANGE: "significant change",
+    NOT_SIGNIFICANT: "not significant",
+}
+VERDICT_COLORS = {GAIN: svg.GREEN, LOSS: svg.RED, CHANGE: svg.PALETTE[0], NOT_SIGNIFICANT: svg.GREY}
+VERDICT_CLASSES = {GAIN: "ok", LOSS: "bad", CHANGE: "changed", NOT_SIGNIFICANT: ""}
+
+
+def confidence_of(summary: dict[str, Any] | None, *path: str) -> float:
+    """The confidence a run wrote in its summary at ``path`` (e.g. ``config, stats, confidence``), else 0.95.
+
+    >>> confidence_of({"config": {"stats": {"confidence": 0.9}}}, "config", "stats", "confidence")
+    0.9
+    >>> confidence_of({}, "confidence")
+    0.95
+    """
+    value: Any = summary or {}
+    for part in path:
+        value = value.get(part) if isinstance(value, dict) else None
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1
+    return float(value) if ok else DEFAULT_CONFIDENCE
+
+
+def is_sequential(ci_method: Any) -> bool:
+    """Whether a row's interval is always valid (``ci_method`` starting with ``sequential`` or ``always``): then
+    that interval is the one to read, at any time.
+
+    >>> is_sequential("sequential_msprt"), is_sequential("Always-valid"), is_sequential("t"), is_sequential(None)
+    (True, True, False, False)
+    """
+    return isinstance(ci_method, str) and ci_method.strip().lower().startswith(("sequential", "always"))
+
+
+def verdict(
+    metric: str,
+    delta: float | None,
+    p_adjusted: float | None,
+    alpha: float,
+    low: float | None = None,
+    high: float | None = None,
+    ci_method: Any = None,
+) -> str:
+    """What a comparison's colour and words say: :data:`GAIN`, :data:`LOSS`, :data:`CHANGE` or :data:`NOT_SIGNIFICANT`.
+
+    Significant only when the **adjusted** p-value is below ``alpha`` (an unadjusted p or an unadjusted
+    interval never colours a result); when the row's ``ci_method`` says its interval is sequential (always
+    valid), that interval [low, high] must exclude 0 as well (with no adjusted p, the interval alone decides).
+    A significant result is a gain or a loss by the metric's better side (the registry: a lower failure rate is
+    a gain), a change when the metric has none.
+
+    >>> verdict("ndcg", 0.1, 0.002, 0.05), verdict("ndcg", 0.1, 0.495, 0.05, 0.01, 0.2)
+    ('gain', 'none')
+    >>> verdict("pv_failure_rate", -0.01, 0.01, 0.05), verdict("pv", 5.0, 0.01, 0.05)
+    ('gain', 'change')
+    >>> verdict("ndcg", 0.1, 0.01, 0.05, -0.02, 0.2, "sequential_msprt")
+    'none'
+    """
+    if is_sequential(ci_method):
+        significant = (
+            low is not None
+            and high is not None
+            and (low > 0 or high < 0)
+            and (p_adjusted is None or p_adjusted < alpha)
+        )
+    else:
+        significant = p_adjusted is not None and p_adjusted < alpha
+    if not significant or delta is None or delta == 0:
+        return NOT_SIGNIFICANT
+    better = registry.metric(metric).higher_is_better if metric in registry.METRICS else None
+    if better is None:
+        return CHANGE
+    return GAIN if (delta > 0) == better else LOSS
 
 
 class Metrics:
@@ -175,8 +285,38 @@ def _day_labels(days: Sequence[str]) -> list[str]:
 
 
 # --- sections ----------------------------------------------------------------------------------------------
+def noise(base: float | None, low: float | None, high: float | None) -> str | None:
+    """Whether another day's value lies inside today's interval: ``"within"`` (the change is within the day's
+    noise), ``"outside"``, or None without a value or an interval.
+
+    >>> noise(0.50, 0.48, 0.53), noise(0.45, 0.48, 0.53), noise(0.5, None, None)
+    ('within', 'outside', None)
+    """
+    if base is None or low is None or high is None:
+        return None
+    return "within" if low <= base <= high else "outside"
+
+
+def set_aside(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows the day's validation set aside, one entry per source and reason: the summary's
+    ``data_quality.rejected_exposures`` and ``rejected_clicks`` (the headline's card and the chart read these)."""
+    quality = summary.get("data_quality", {})
+    return [
+        {"source": source, "reason": reason, "rows": int(count)}
+        for source in ("exposures", "clicks")
+        for reason, count in sorted((quality.get(f"rejected_{source}") or {}).items())
+    ]
+
+
+def rules_of_day(data: RunData, day: str) -> list[dict[str, Any]]:
+    """The day's rule checks: the ``rule_checks`` table, else the summary's ``rules``."""
+    return _rules_of(data, day) or list(data.summaries.get(day, {}).get("rules", []))
+
+
 def headline_section(data: RunData, m: Metrics, context: Metrics) -> Section:
-    """The last day's headline metrics with intervals, and the change from the day before and a week before."""
+    """The last day's headline metrics with intervals, and the change from the day before and a week before,
+    each marked within or outside the day's interval.  Recall@k and hit rate@k take no row (1 by construction
+    on logged lists)."""
     day = data.last_day
     section = Section("headline", "Headline")
     if day is None:
@@ -185,28 +325,33 @@ def headline_section(data: RunData, m: Metrics, context: Metrics) -> Section:
     prev = (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
     week = (dt.date.fromisoformat(day) - dt.timedelta(days=7)).isoformat()
     rows = []
-    for metric, k, agg in HEADLINE:
+    for metric, k, agg in HEADLINE_ROWS:
         row = m.get(day, ALL, metric, k, agg)
         value = _num(row["value"]) if row else None
         interval = m.interval(row)
+        low, high = interval or (None, None)
 
         def change(
-            other: str, key: tuple[str, int | None, str] = (metric, k, agg), current: float | None = value
-        ) -> dict[str, float | None]:
+            other: str,
+            key: tuple[str, int | None, str] = (metric, k, agg),
+            current: float | None = value,
+            low: float | None = low,
+            high: float | None = high,
+        ) -> dict[str, Any]:
             base = m.value(other, ALL, *key)
             if base is None:
                 base = context.value(other, ALL, *key)
             delta = current - base if current is not None and base is not None else None
             rel = delta / abs(base) if delta is not None and base else None
-            return {"base": base, "delta": delta, "rel": rel}
+            return {"base": base, "delta": delta, "rel": rel, "noise": noise(base, low, high)}
 
         rows.append(
             {
                 "key": metric_key(metric, k, agg),
                 "label": metric_label(metric, k, agg),
                 "value": value,
-                "ci_low": interval[0] if interval else None,
-                "ci_high": interval[1] if interval else None,
+                "ci_low": low,
+                "ci_high": high,
                 "se": _num(row.get("se")) if row else None,
                 "n": _int(row.get("n")) if row else None,
                 "percent": is_percent(metric),
@@ -214,34 +359,37 @@ def headline_section(data: RunData, m: Metrics, context: Metrics) -> Section:
                 "week_before": {"date": week, **change(week)},
             }
         )
+    left_out = [{"key": metric_key(*h), "label": metric_label(*h)} for h in HEADLINE if h[0] in ONE_ON_LOGGED_LISTS]
     summary = data.summaries.get(day, {})
-    rules = summary.get("rules") or _rules_of(data, day)
-    failed_hard = [r["rule"] for r in rules if not r["passed"] and r["severity"] == "hard"]
-    failed_soft = [r["rule"] for r in rules if not r["passed"] and r["severity"] == "soft"]
+    rules = rules_of_day(data, day)
+    hard = [r for r in rules if r["severity"] == "hard"]
+    soft = [r for r in rules if r["severity"] == "soft"]
     quality = summary.get("data_quality", {})
-    rejected = sum(quality.get("rejected_exposures", {}).values()) + sum(quality.get("rejected_clicks", {}).values())
+    aside = set_aside(summary)
     section.body = {
         "day": day,
         "previous_day": prev,
         "week_before": week,
         "rows": rows,
+        "left_out": left_out,
         "has_ci": m.has_ci,
         "status": summary.get("status", "no summary"),
-        "rules_checked": len(rules),
-        "failed_hard": failed_hard,
-        "failed_soft": failed_soft,
+        "hard_rules": len(hard),
+        "soft_rules": len(soft),
+        "failed_hard": [r["rule"] for r in hard if not r["passed"]],
+        "failed_soft": [r["rule"] for r in soft if not r["passed"]],
         "quality": {
             "input_exposures": summary.get("input_rows", {}).get("exposures"),
             "input_clicks": summary.get("input_rows", {}).get("clicks"),
-            "rows_set_aside": rejected,
-            "duplicate_exposures": quality.get("duplicate_exposures"),
-            "orphan_events": quality.get("orphan_events"),
+            "rows_set_aside": sum(r["rows"] for r in aside) if summary else None,
             "users": quality.get("users"),
             "lists": quality.get("lists"),
         },
         "notes": summary.get("notes", []),
     }
-    section.charts.append(Chart("headline", "Headline metrics", "", {"day": day, "rows": rows}))
+    section.charts.append(
+        Chart("headline", "Headline metrics", "", {"day": day, "rows": rows, "left_out": [r["key"] for r in left_out]})
+    )
     return section
 
 
@@ -368,12 +516,51 @@ def lorenz_section(data: RunData, m: Metrics) -> Section:
     section.charts.append(
         Chart("lorenz", f"Lorenz curve, {day}", chart, {"dt": day, "slice": ALL, "x": x, "y": y, **stats})
     )
-    section.body = stats
+    section.body = {
+        "concentration": [
+            {"label": metric_label(*GINI_CATALOG), "value": gini_catalog},
+            {"label": metric_label(*GINI_EXPOSED), "value": gini_exposed},
+        ],
+        "top_1pct_share": stats["top_1pct_share"],
+        "top_10pct_share": stats["top_10pct_share"],
+    }
     return section
 
 
+def item_level_dimensions(m: Metrics, day: str, dims: Iterable[str]) -> list[str]:
+    """The item-level dimensions among ``dims``: ``popularity`` and ``category`` always; any other (a column of
+    the items table) when its slices see part of the catalog, that is when the ``n`` of a slice's item coverage
+    (the catalog items it sees) is below that of ``all``: the job gives a dimension only its bucket's items when
+    the dimension is an attribute of the item (recsys_spark/health.py), the whole catalog otherwise."""
+    catalog = m.get(day, ALL, *ITEM_COVERAGE)
+    whole = _int(catalog.get("n")) if catalog else None
+    out = []
+    for dim in dims:
+        seen = [
+            _int(row.get("n"))
+            for (d, s, *key), row in m.rows.items()
+            if d == day and s.split("=", 1)[0] == dim and s != ALL and tuple(key) == ITEM_COVERAGE
+        ]
+        partial = whole is not None and any(n is not None and n < whole for n in seen)
+        if dim in ITEM_DIMENSIONS or partial:
+            out.append(dim)
+    return out
+
+
+#: what an item-level slice is, under its charts
+ITEM_LEVEL_NOTE = (
+    "Item-level dimension: each bucket's metrics are computed on a user's exposures of the items in that bucket, "
+    "so a user's list is split by item bucket and a user counts in several buckets (their n add up to more than "
+    "the users). A bucket is not a part of the traffic and cannot be compared with the value over all traffic: "
+    "no 'all' line is drawn; compare the buckets with each other, or a bucket with itself over time."
+)
+#: neutral colours for the slice charts (green and red say "significant gain/loss" elsewhere on the page)
+SLICE_COLORS = (svg.PALETTE[0], svg.PALETTE[4], svg.PALETTE[6])
+
+
 def slices_section(data: RunData, m: Metrics) -> Section:
-    """Per slice dimension, a dot-and-whisker chart per metric against the ``all`` value (last day)."""
+    """Per slice dimension, a dot-and-whisker chart per metric (last day): against the ``all`` value for a
+    dimension that partitions the traffic, with no reference line for an item-level one."""
     section = Section("slices", "Slices")
     day = data.last_day
     if day is None:
@@ -384,9 +571,16 @@ def slices_section(data: RunData, m: Metrics) -> Section:
     if not by_dim:
         section.notes.append("No slices configured (slices.names): only the all value exists.")
         return section
-    for dim, slices in sorted(by_dim.items()):
+    configured = ((data.summaries.get(day, {}).get("config") or {}).get("slices") or {}).get("names") or []
+    order = [d for d in configured if d in by_dim] + sorted(d for d in by_dim if d not in configured)
+    item_level = set(item_level_dimensions(m, day, order))
+    dimensions = []
+    for dim in order:
+        slices = by_dim[dim]
+        is_item = dim in item_level
+        charts = []
         for i, (metric, k, agg) in enumerate(SLICE_METRICS):
-            reference = m.value(day, ALL, metric, k, agg)
+            reference = None if is_item else m.value(day, ALL, metric, k, agg)
             rows, payload_rows = [], []
             for s in slices:
                 row = m.get(day, s, metric, k, agg)
@@ -395,7 +589,7 @@ def slices_section(data: RunData, m: Metrics) -> Section:
                 n = _int(row["n"]) if row else None
                 label = s.split("=", 1)[1] + (f" (n={n})" if n is not None else "")
                 low, high = interval or (None, None)
-                rows.append(svg.Whisker(label, value, low, high, color=svg.PALETTE[i]))
+                rows.append(svg.Whisker(label, value, low, high, color=SLICE_COLORS[i % len(SLICE_COLORS)]))
                 payload_rows.append(
                     {
                         "slice": s,
@@ -412,18 +606,19 @@ def slices_section(data: RunData, m: Metrics) -> Section:
                 rows,
                 title=f"{title} by {dim}",
                 reference=reference,
-                reference_label=f"all = {svg.fmt(reference)}",
+                reference_label="" if is_item else f"all = {svg.fmt(reference)}",
                 label_width=130,
                 percent=False,
             )
-            section.charts.append(
+            charts.append(
                 Chart(
                     f"slice-{slug(dim)}-{slug(metric_key(metric, k, agg))}",
-                    f"{title} by {dim}",
+                    f"{title} by {dim}" + (" (item-level: no 'all' line)" if is_item else ""),
                     chart,
                     {
                         "dt": day,
                         "dimension": dim,
+                        "item_level": is_item,
                         "metric": metric,
                         "k": k,
                         "aggregation": agg,
@@ -432,44 +627,47 @@ def slices_section(data: RunData, m: Metrics) -> Section:
                     },
                 )
             )
+        section.charts += charts
+        dimensions.append({"name": dim, "item_level": is_item, "charts": charts})
+    section.body = {"dimensions": dimensions, "item_level_note": ITEM_LEVEL_NOTE}
     if not m.has_ci:
         section.notes.append("No interval columns in the metrics table: dots without whiskers.")
     return section
 
 
-REASON_COLORS = {"exposures": svg.PALETTE[0], "clicks": svg.PALETTE[3], "join": svg.PALETTE[4]}
+REASON_COLORS = {"exposures": svg.PALETTE[0], "clicks": svg.PALETTE[3]}
 
 
 def quality_section(data: RunData) -> Section:
+    """Rows set aside per reason (the same counts as the headline's card), the labelling's counts, the rules."""
     section = Section("quality", "Data quality and rules")
     day = data.last_day
     if day is None:
         return section
     summary = data.summaries.get(day, {})
     quality = summary.get("data_quality", {})
-    labels, values, colors, payload = [], [], [], []
-    for source in ("exposures", "clicks"):
-        for reason, count in sorted(quality.get(f"rejected_{source}", {}).items()):
-            labels.append(f"{source}: {reason}")
-            values.append(float(count))
-            colors.append(REASON_COLORS[source])
-            payload.append({"source": source, "reason": reason, "rows": int(count)})
-    for name in ("duplicate_exposures", "orphan_events"):
-        if quality.get(name) is not None:
-            labels.append(name.replace("_", " "))
-            values.append(float(quality[name]))
-            colors.append(REASON_COLORS["join"])
-            payload.append({"source": "labelling", "reason": name, "rows": int(quality[name])})
-    if summary:
+    payload = set_aside(summary)
+    if summary and not payload:
+        section.notes.append(f"Nothing set aside on {day}: validation rejected no exposure or click row.")
+    elif summary:
+        total = sum(r["rows"] for r in payload)
         section.charts.append(
             Chart(
                 "set-aside",
-                f"Rows set aside, {day}",
-                svg.bar_chart(labels, values, title=f"Rows set aside per reason, {day}", colors=colors),
-                {"dt": day, "rows": payload},
+                f"Rows set aside, {day}: {total}",
+                svg.bar_chart(
+                    [f"{r['source']}: {r['reason']}" for r in payload],
+                    [float(r["rows"]) for r in payload],
+                    title=f"Rows set aside per reason, {day}",
+                    colors=[REASON_COLORS[r["source"]] for r in payload],
+                ),
+                {"dt": day, "rows": payload, "total": total},
             )
         )
-    rules = _rules_of(data, day) or summary.get("rules", [])
+    section.body["labelling"] = {
+        name: _int(quality.get(name)) for name in ("duplicate_exposures", "orphan_events") if name in quality
+    }
+    rules = rules_of_day(data, day)
     section.body["rules"] = [
         {k: r.get(k) for k in ("rule", "severity", "violations", "rate", "threshold", "passed")} for r in rules
     ]
@@ -478,7 +676,7 @@ def quality_section(data: RunData) -> Section:
     missing = set(data.missing)
     hard, soft = [], []
     for d in days:
-        day_rules = _rules_of(data, d) or data.summaries.get(d, {}).get("rules", [])
+        day_rules = rules_of_day(data, d)
         present = d not in missing
         hard.append(
             float(sum(1 for r in day_rules if r["severity"] == "hard" and not r["passed"])) if present else None
@@ -500,109 +698,309 @@ def quality_section(data: RunData) -> Section:
     return section
 
 
+#: the experiments table's columns a result row shows (numbers, except these texts)
+RESULT_COLUMNS = (
+    "variant",
+    "metric",
+    "k",
+    "aggregation",
+    "value",
+    "n",
+    "control_value",
+    "control_n",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "rel_delta",
+    "rel_ci_low",
+    "rel_ci_high",
+    "p_value",
+    "p_adjusted",
+    "method",
+    "ci_method",
+    "mde",
+)
+TEXT_COLUMNS = ("variant", "metric", "aggregation", "method", "ci_method")
+
+
+def _result_row(r: dict[str, Any], alpha: float, label: str) -> dict[str, Any]:
+    """One comparison's row for the page and its data block: its numbers, and the verdict of the colour rule."""
+    row: dict[str, Any] = {}
+    for key in RESULT_COLUMNS:
+        if key in ("k", "n", "control_n"):
+            row[key] = _int(r.get(key))
+        elif key in TEXT_COLUMNS:
+            row[key] = _text(r.get(key))
+        else:
+            row[key] = _num(r.get(key))
+    delta = row["delta"] if row["delta"] is not None else row["rel_delta"]
+    low, high = (
+        (row["rel_ci_low"], row["rel_ci_high"]) if row["rel_ci_low"] is not None else (row["ci_low"], row["ci_high"])
+    )
+    found = verdict(row["metric"] or "", delta, row["p_adjusted"], alpha, low, high, row["ci_method"])
+    row.update(
+        label=label,
+        verdict=found,
+        verdict_words=VERDICT_WORDS[found],
+        verdict_class=VERDICT_CLASSES[found],
+        sequential=is_sequential(row["ci_method"]),
+        significant=found != NOT_SIGNIFICANT,
+    )
+    return row
+
+
+def _whisker(row: dict[str, Any], label: str) -> svg.Whisker:
+    sequential = ", sequential interval" if row["sequential"] else ""
+    return svg.Whisker(
+        label,
+        row["rel_delta"],
+        row["rel_ci_low"],
+        row["rel_ci_high"],
+        color=VERDICT_COLORS[row["verdict"]],
+        note=f" (p adj = {svg.fmt(row['p_adjusted'])}{sequential}: {row['verdict_words']})",
+        css=f"verdict-{row['verdict']}",
+    )
+
+
+def _checks(frame: pd.DataFrame, name: str) -> list[dict[str, Any]]:
+    if frame.empty:
+        return []
+    return [
+        {
+            "check": r["check"],
+            "statistic": _num(r.get("statistic")),
+            "p_value": _num(r.get("p_value")),
+            "passed": bool(r["passed"]),
+            "detail": "" if _text(r.get("detail")) is None else str(r.get("detail")),
+        }
+        for r in frame[frame["experiment"] == name].to_dict("records")
+    ]
+
+
+def experiment_block(
+    name: str, rows: pd.DataFrame, checks: pd.DataFrame, alpha: float, chart_id: str, title: str, where: dict[str, Any]
+) -> dict[str, Any]:
+    """One experiment's part of the page (a day's or a window's): its checks, SRM verdict, forest plot and table.
+
+    ``where``: what the data block says the rows are of (``dt``, or ``window_start`` and ``window_end``).
+    """
+    exp_checks = _checks(checks, name)
+    srm = [c for c in exp_checks if "srm" in c["check"].lower()]
+    whiskers, table = [], []
+    for r in rows.to_dict("records"):
+        label = f"{r['variant']}: {metric_label(r['metric'], _int(r.get('k')), r['aggregation'])}"
+        row = _result_row(r, alpha, label)
+        table.append(row)
+        whiskers.append(_whisker(row, label))
+    label_width = svg.label_width([w.label for w in whiskers], 250)
+    chart = svg.dot_whisker(
+        whiskers,
+        title=f"{title}: relative lift against control",
+        reference=0.0,
+        reference_label="no change",
+        width=label_width + 400,
+        percent=True,
+        label_width=label_width,
+        x_label="relative lift (treatment - control) / control",
+    )
+    figure = Chart(
+        chart_id,
+        f"{title}: relative lift",
+        chart,
+        {**where, "experiment": name, "alpha": alpha, "rows": table, "checks": exp_checks},
+        wide=True,
+    )
+    return {
+        "name": name,
+        "title": title,
+        "chart": figure,
+        "rows": table,
+        "checks": exp_checks,
+        "srm": srm,
+        "srm_failed": any(not c["passed"] for c in srm),
+        "alpha": alpha,
+    }
+
+
+def _all_slice(frame: pd.DataFrame) -> pd.DataFrame:
+    if "slice" in frame.columns and (frame["slice"] == ALL).any():
+        return frame[frame["slice"] == ALL]
+    return frame
+
+
 def experiments_section(data: RunData) -> Section | None:
     """Per experiment (last day with the table): SRM banner, forest plot of relative lifts, sizes and MDE."""
     frame = data.tables.get("experiments", pd.DataFrame())
     if frame.empty:
         return None
     day = max(frame["dt"])
-    frame = frame[frame["dt"] == day]
+    frame = _all_slice(frame[frame["dt"] == day])
     checks = data.tables.get("experiment_checks", pd.DataFrame())
     checks = checks[checks["dt"] == day] if not checks.empty else checks
+    alpha = 1 - confidence_of(data.summaries.get(day), "config", "stats", "confidence")
     section = Section("experiments", "Experiments")
-    section.body = {"day": day, "experiments": []}
-    if "slice" in frame.columns and (frame["slice"] == ALL).any():
-        frame = frame[frame["slice"] == ALL]
+    section.body = {"day": day, "alpha": alpha, "experiments": []}
     for name in sorted(frame["experiment"].unique()):
-        rows = frame[frame["experiment"] == name]
-        exp_checks = []
+        block = experiment_block(
+            name, frame[frame["experiment"] == name], checks, alpha, f"forest-{slug(name)}", name, {"dt": day}
+        )
+        section.charts.append(block["chart"])
+        section.body["experiments"].append(block)
+    return section
+
+
+def windows_section(data: RunData) -> Section | None:
+    """The experiment windows ending in the range (``recsys-spark experiment``): per experiment and window, the
+    same part as a day's experiment."""
+    frame = data.windows
+    if frame.empty:
+        return None
+    frame = _all_slice(frame)
+    alpha = 1 - confidence_of(data.summaries.get(data.last_day or ""), "config", "stats", "confidence")
+    section = Section("windows", "Experiment windows")
+    section.body = {"alpha": alpha, "windows": []}
+    spans = frame[["experiment", "window_start", "window_end"]].drop_duplicates()
+    for name, start, end in sorted(spans.itertuples(index=False, name=None), key=lambda t: (t[0], t[2], t[1])):
+        rows = frame[(frame["experiment"] == name) & (frame["window_start"] == start) & (frame["window_end"] == end)]
+        checks = data.window_checks
         if not checks.empty:
-            for r in checks[checks["experiment"] == name].to_dict("records"):
-                exp_checks.append(
-                    {
-                        "check": r["check"],
-                        "statistic": _num(r.get("statistic")),
-                        "p_value": _num(r.get("p_value")),
-                        "passed": bool(r["passed"]),
-                        "detail": "" if r.get("detail") is None else str(r.get("detail")),
-                    }
-                )
-        srm = [c for c in exp_checks if "srm" in c["check"].lower()]
-        whiskers, table = [], []
-        for r in rows.to_dict("records"):
-            k = _int(r.get("k"))
-            label = f"{r['variant']}: {metric_label(r['metric'], k, r['aggregation'])}"
-            rel, lo, hi = _num(r.get("rel_delta")), _num(r.get("rel_ci_low")), _num(r.get("rel_ci_high"))
-            significant = lo is not None and hi is not None and (lo > 0 or hi < 0)
-            color = (
-                svg.PALETTE[2]
-                if significant and rel is not None and rel > 0
-                else svg.PALETTE[1]
-                if significant
-                else svg.GREY
-            )
-            whiskers.append(
-                svg.Whisker(label, rel, lo, hi, color=color, note=f" (p adj = {svg.fmt(_num(r.get('p_adjusted')))})")
-            )
-            table.append(
+            checks = checks[(checks["window_start"] == start) & (checks["window_end"] == end)]
+        block = experiment_block(
+            name,
+            rows,
+            checks,
+            alpha,
+            f"window-{slug(name)}-{start}-{end}",
+            f"{name}, {start} to {end}",
+            {"window_start": start, "window_end": end},
+        )
+        section.charts.append(block["chart"])
+        section.body["windows"].append(block)
+    return section
+
+
+def offline_runs_section(data: RunData) -> Section | None:
+    """The complete offline runs side by side: each run's headline (the registry's HEADLINE keys its metrics
+    table has, slice ``all``) with its interval."""
+    skipped = [s for s in data.offline_skipped if s.startswith("run ")]
+    if not data.offline_runs and not skipped:
+        return None
+    section = Section("offline-runs", "Offline runs")
+    runs = data.offline_runs
+    found: dict[tuple[str, str, int | None, str], dict[str, Any]] = {}
+    for run in runs:
+        if run.metrics.empty:
+            continue
+        for rec in _all_slice(run.metrics).to_dict("records"):
+            found[(run.name, rec["metric"], _int(rec.get("k")), rec["aggregation"])] = rec
+    rows = []
+    for metric, k, agg in HEADLINE:
+        values = {}
+        for run in runs:
+            rec = found.get((run.name, metric, k, agg))
+            if rec is not None:
+                values[run.name] = {
+                    "value": _num(rec.get("value")),
+                    "n": _int(rec.get("n")),
+                    "ci_low": _num(rec.get("ci_low")),
+                    "ci_high": _num(rec.get("ci_high")),
+                }
+        if values:
+            rows.append(
                 {
-                    key: (
-                        _num(r.get(key))
-                        if key not in ("variant", "metric", "aggregation", "method", "k")
-                        else (k if key == "k" else r.get(key))
-                    )
-                    for key in (
-                        "variant",
-                        "metric",
-                        "k",
-                        "aggregation",
-                        "value",
-                        "n",
-                        "control_value",
-                        "control_n",
-                        "delta",
-                        "ci_low",
-                        "ci_high",
-                        "rel_delta",
-                        "rel_ci_low",
-                        "rel_ci_high",
-                        "p_value",
-                        "p_adjusted",
-                        "method",
-                        "mde",
-                    )
+                    "key": metric_key(metric, k, agg),
+                    "label": metric_label(metric, k, agg),
+                    "percent": is_percent(metric),
+                    "runs": values,
                 }
             )
-            table[-1]["label"] = label
-            table[-1]["significant"] = significant
-        chart = svg.dot_whisker(
-            whiskers,
-            title=f"{name}: relative lift against control",
-            reference=0.0,
-            reference_label="no change",
-            width=640,
-            percent=True,
-            label_width=250,
-            x_label="relative lift (treatment - control) / control",
-        )
-        section.charts.append(
-            Chart(
-                f"forest-{slug(name)}",
-                f"{name}: relative lift",
-                chart,
-                {"dt": day, "experiment": name, "rows": table, "checks": exp_checks},
-                wide=True,
-            )
-        )
-        section.body["experiments"].append(
-            {
-                "name": name,
-                "chart": section.charts[-1],
-                "rows": table,
-                "checks": exp_checks,
-                "srm": srm,
-                "srm_failed": any(not c["passed"] for c in srm),
+    info = [
+        {
+            "run": run.name,
+            "evaluations": [str(e) for e in run.summary.get("evaluations", [])],
+            "notes": [str(n) for n in run.summary.get("notes", [])],
+            "metrics": len(run.metrics),
+        }
+        for run in runs
+    ]
+    section.body = {"runs": info, "rows": rows}
+    section.charts.append(Chart("offline-runs", "Offline runs' headline", "", {"runs": info, "rows": rows}))
+    if runs and not rows:
+        section.notes.append("No headline metric in the runs' metrics tables.")
+    if skipped:
+        section.notes.append(f"Left out, incomplete (no offline/summary/run=NAME/_SUCCESS): {', '.join(skipped)}.")
+    return section
+
+
+#: a comparison row's numbers beside its sizes and means (recsys_spark/offline/compare.py)
+COMPARISON_NUMBERS = ("delta", "ci_low", "ci_high", "rel_delta", "rel_ci_low", "rel_ci_high", "p_value", "p_adjusted")
+
+
+def comparison_section(data: RunData) -> Section | None:
+    """Each complete offline comparison (``recsys-spark offline-compare``): a table of the paired differences per
+    metric, coloured by the same rule as the experiments."""
+    skipped = [s for s in data.offline_skipped if s.startswith("comparison ")]
+    if not data.comparisons and not skipped:
+        return None
+    section = Section("offline-comparison", "Offline comparison")
+    blocks = []
+    for comp in data.comparisons:
+        alpha = 1 - confidence_of(comp.summary, "confidence")
+        title = f"{comp.candidate} against {comp.base}"
+        rows = []
+        for r in comp.rows.to_dict("records"):
+            metric, k = str(r["metric"]), _int(r.get("k"))
+            # a comparison of per-user values: their means are user averages
+            label = metric_label(metric, k, _text(r.get("aggregation")) or "user_avg")
+            row: dict[str, Any] = {
+                "metric": metric,
+                "k": k,
+                "aggregation": _text(r.get("aggregation")),
+                "column": _text(r.get("column")),
+                "label": label,
+                "n": _int(r.get("n")),
+                "base": _num(r.get("base_mean")),
+                "candidate": _num(r.get("candidate_mean")),
+                **{c: _num(r.get(c)) for c in COMPARISON_NUMBERS},
+                "method": _text(r.get("method")),
+                "ci_method": _text(r.get("ci_method")),
+                "correction": _text(r.get("correction")),
             }
+            found = verdict(
+                metric, row["delta"], row["p_adjusted"], alpha, row["ci_low"], row["ci_high"], row["ci_method"]
+            )
+            row.update(
+                verdict=found,
+                verdict_words=VERDICT_WORDS[found],
+                verdict_class=VERDICT_CLASSES[found],
+                sequential=is_sequential(row["ci_method"]),
+                significant=found != NOT_SIGNIFICANT,
+            )
+            rows.append(row)
+        where = {"base": comp.base, "candidate": comp.candidate}
+        chart = Chart(
+            f"comparison-{slug(comp.base)}-{slug(comp.candidate)}",
+            title,
+            "",
+            {**where, "alpha": alpha, "rows": rows},
+        )
+        section.charts.append(chart)
+        summary = comp.summary
+        blocks.append(
+            {
+                **where,
+                "title": title,
+                "chart": chart,
+                "rows": rows,
+                "alpha": alpha,
+                "users_in_both": _int(summary.get("users_in_both")),
+                "correction": summary.get("correction"),
+            }
+        )
+    section.body = {"comparisons": blocks}
+    if skipped:
+        section.notes.append(
+            f"Left out, incomplete (no offline/summary/base=A/candidate=B/_SUCCESS): {', '.join(skipped)}."
         )
     return section
 
@@ -637,14 +1035,10 @@ def offline_section(
     online = [m.value(d, ALL, *ONLINE_AUC) for d in days]
     table: list[dict[str, Any]] = []
     offline = data.offline_auc
-    if offline is None:
-        section.notes.append(
-            "No offline AUC table: give one with report.offline_auc (config) or --offline-auc "
-            "(a table dt, model, split, auc with split train or test)."
-        )
-    elif offline.empty:
+    section.body["auc_table_given"] = offline is not None  # without one, the template says how to give one
+    if offline is not None and offline.empty:
         section.notes.append("The offline AUC table has no row in this range.")
-    else:
+    elif offline is not None:
         series = [svg.Series("online (job, pooled)", online, color="#333333")]
         payload: dict[str, Any] = {"dt": days, "online_auc": online, "models": {}}
         for i, model in enumerate(sorted(offline["model"].unique())):
@@ -759,9 +1153,14 @@ def build_sections(
         slices_section(data, m),
         quality_section(data),
     ]
-    experiments = experiments_section(data)
-    if experiments is not None:
-        sections.append(experiments)
+    for optional in (
+        experiments_section(data),
+        windows_section(data),
+        offline_runs_section(data),
+        comparison_section(data),
+    ):
+        if optional is not None:
+            sections.append(optional)
     sections.append(
         offline_section(
             data,

@@ -1,11 +1,12 @@
 """Read what the daily runs wrote for a range of days, driver-side, into small pandas frames.
 
-Tables are read per day partition, ``{output_root}/{table}/dt={day}``.  On a
-local or mounted path (no URL scheme, or ``file:``) pyarrow reads them
-directly and no SparkSession is started; any other scheme (``hdfs://``,
-``s3a://``, ...) goes through one SparkSession, which reads the same
-partitions and hands them to pandas.  Every frame gets a ``dt`` column and
-is sorted by its keys, so the report never depends on file or task order.
+Tables are read per day partition, ``{output_root}/{table}/dt={day}``; beside them, the experiment
+windows that end in the range (``experiment_window/experiment=NAME/window=S_E``), the offline runs
+(``offline/metrics/run=NAME``) and their comparisons (``offline/comparison/base=A/candidate=B``), each
+read only when its ``_SUCCESS`` marker says it is complete.  On a local or mounted path (no URL scheme,
+or ``file:``) pyarrow reads them directly and no SparkSession is started; any other scheme
+(``hdfs://``, ``s3a://``, ...) goes through one SparkSession, which reads the same partitions and hands
+them to pandas.  Every frame is sorted by its keys, so the report never depends on file or task order.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -23,6 +24,13 @@ import pyarrow.parquet as pq
 from recsys_spark.errors import MissingInputError, SchemaError
 
 TABLES = ("metrics", "lorenz", "rule_checks", "experiments", "experiment_checks")
+#: the experiment window's tables: one partition ``experiment=NAME/window=S_E`` each (``recsys-spark experiment``);
+#: the ``experiments`` and ``experiment_checks`` columns without ``experiment``, which the path carries
+WINDOW_TABLES = ("experiment_window", "experiment_window_checks")
+#: the offline runs and their comparisons, under ``{output_root}/offline``: ``metrics/run=NAME``,
+#: ``comparison/base=A/candidate=B``, and for each ``summary/run=NAME`` or ``summary/base=A/candidate=B``
+#: holding ``summary.json`` and ``_SUCCESS`` (a run or comparison is read only when its marker exists)
+OFFLINE = "offline"
 #: sort keys per table (columns absent from a frame are skipped)
 KEYS = {
     "metrics": ["dt", "slice", "metric", "k", "aggregation"],
@@ -30,6 +38,19 @@ KEYS = {
     "rule_checks": ["dt", "severity", "rule"],
     "experiments": ["dt", "experiment", "variant", "metric", "k", "aggregation", "slice"],
     "experiment_checks": ["dt", "experiment", "check"],
+    "experiment_window": [
+        "experiment",
+        "window_end",
+        "window_start",
+        "variant",
+        "metric",
+        "k",
+        "aggregation",
+        "slice",
+    ],
+    "experiment_window_checks": ["experiment", "window_end", "window_start", "check"],
+    "offline_metrics": ["slice", "metric", "k", "aggregation"],
+    "offline_comparison": ["metric", "k", "aggregation", "column"],
     "offline_auc": ["dt", "model", "split"],
 }
 
@@ -39,11 +60,15 @@ SUCCESS = "summary/dt={day}/_SUCCESS"
 
 
 class Reader(Protocol):
+    def frame(self, path: str) -> pd.DataFrame | None: ...
+
     def table(self, name: str, day: str) -> pd.DataFrame | None: ...
 
     def text(self, path: str) -> str | None: ...
 
     def exists(self, path: str) -> bool: ...
+
+    def dirs(self, path: str) -> list[str]: ...
 
 
 def is_local(path: str) -> bool:
@@ -56,17 +81,26 @@ def _local(path: str) -> str:
     return urlparse(path).path if path.startswith("file:") else path
 
 
+def _hidden(name: str) -> bool:
+    """Files and directories Spark and the job's staging leave aside (``_SUCCESS``, ``_staging``, ``.crc``)."""
+    return name.startswith(("_", "."))
+
+
 class LocalReader:
     """Reads partitions with pyarrow (files starting with ``_`` or ``.`` are skipped, as Spark does)."""
 
     def __init__(self, root: str) -> None:
         self.root = _local(root).rstrip("/")
 
-    def table(self, name: str, day: str) -> pd.DataFrame | None:
-        path = f"{self.root}/{name}/dt={day}"
-        if not os.path.isdir(path):
+    def frame(self, path: str) -> pd.DataFrame | None:
+        """The Parquet directory ``path`` (under the root) as one frame; None when absent or without data files."""
+        full = f"{self.root}/{path}"
+        if not os.path.isdir(full) or not any(not _hidden(name) for name in os.listdir(full)):
             return None
-        return pq.read_table(path).to_pandas()
+        return pq.read_table(full).to_pandas()
+
+    def table(self, name: str, day: str) -> pd.DataFrame | None:
+        return self.frame(f"{name}/dt={day}")
 
     def text(self, path: str) -> str | None:
         path = f"{self.root}/{path}"
@@ -78,6 +112,13 @@ class LocalReader:
     def exists(self, path: str) -> bool:
         return os.path.exists(f"{self.root}/{path}")
 
+    def dirs(self, path: str) -> list[str]:
+        """Names of the sub-directories of ``path``, sorted (``_`` and ``.`` ones left out); [] when absent."""
+        full = f"{self.root}/{path}"
+        if not os.path.isdir(full):
+            return []
+        return sorted(n for n in os.listdir(full) if not _hidden(n) and os.path.isdir(f"{full}/{n}"))
+
 
 class SparkReader:
     """Reads partitions through a SparkSession (for HDFS, S3 and other Hadoop file systems)."""
@@ -86,13 +127,16 @@ class SparkReader:
         self.spark = spark
         self.root = root.rstrip("/")
 
-    def table(self, name: str, day: str) -> pd.DataFrame | None:
+    def frame(self, path: str) -> pd.DataFrame | None:
         from recsys_spark import fs
 
-        path = f"{self.root}/{name}/dt={day}"
-        if not fs.exists(self.spark, path):
+        full = f"{self.root}/{path}"
+        if not fs.exists(self.spark, full) or not any(not _hidden(n) for n, _ in fs.entries(self.spark, full)):
             return None
-        return self.spark.read.parquet(path).toPandas()
+        return self.spark.read.parquet(full).toPandas()
+
+    def table(self, name: str, day: str) -> pd.DataFrame | None:
+        return self.frame(f"{name}/dt={day}")
 
     def text(self, path: str) -> str | None:
         from recsys_spark import fs
@@ -104,6 +148,33 @@ class SparkReader:
         from recsys_spark import fs
 
         return fs.exists(self.spark, f"{self.root}/{path}")
+
+    def dirs(self, path: str) -> list[str]:
+        from recsys_spark import fs
+
+        full = f"{self.root}/{path}"
+        if not fs.exists(self.spark, full):
+            return []
+        return sorted(n for n, is_dir in fs.entries(self.spark, full) if is_dir and not _hidden(n))
+
+
+@dataclass
+class OfflineRun:
+    """One complete offline run: ``offline/metrics/run=NAME`` and its ``summary.json``."""
+
+    name: str
+    summary: dict[str, Any]
+    metrics: pd.DataFrame
+
+
+@dataclass
+class Comparison:
+    """One complete offline comparison: ``offline/comparison/base=A/candidate=B`` and its ``summary.json``."""
+
+    base: str
+    candidate: str
+    summary: dict[str, Any]
+    rows: pd.DataFrame
 
 
 @dataclass
@@ -119,6 +190,15 @@ class RunData:
     #: days with output but without ``summary/dt=D/_SUCCESS`` (a run killed in its commit, or still
     #: committing): left out, as the reading contract says, and named in the report
     skipped: list[str] = field(default_factory=list)
+    #: the experiment windows ending in the range: the ``experiments`` columns plus ``window_start`` and
+    #: ``window_end`` (from the path), and their checks; empty frames when there is none
+    windows: pd.DataFrame = field(default_factory=pd.DataFrame)
+    window_checks: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: the complete offline runs and comparisons under the output root (they carry no day), by name
+    offline_runs: list[OfflineRun] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)
+    #: offline runs and comparisons left out because their ``_SUCCESS`` is missing
+    offline_skipped: list[str] = field(default_factory=list)
 
     @property
     def present(self) -> list[str]:
@@ -170,10 +250,118 @@ def load(reader: Reader, start: dt.date, end: dt.date, offline_auc: pd.DataFrame
             frame = reader.table(name, day)
             if frame is not None:
                 parts.append(frame.assign(dt=day))
-        tables[name] = _sorted(pd.concat(parts, ignore_index=True), name) if parts else pd.DataFrame()
+        tables[name] = _joined(parts, name)
     if offline_auc is not None:
         offline_auc = _sorted(offline_auc[offline_auc["dt"].isin(days)], "offline_auc")
-    return RunData(start, end, days, summaries, tables, offline_auc, skipped)
+    windows, window_checks = load_windows(reader, days[0], days[-1])
+    runs, comparisons, offline_skipped = load_offline(reader)
+    return RunData(
+        start,
+        end,
+        days,
+        summaries,
+        tables,
+        offline_auc,
+        skipped,
+        windows,
+        window_checks,
+        runs,
+        comparisons,
+        offline_skipped,
+    )
+
+
+def _partition(entry: str, key: str) -> str | None:
+    """The value of a ``key=value`` directory name (Spark escapes special characters: unescaped), else None."""
+    name, sep, value = entry.partition("=")
+    return unquote(value) if sep and name == key else None
+
+
+def window_span(text: str) -> tuple[str, str] | None:
+    """``2026-11-14_2026-11-20`` -> (start, end); None for anything else.
+
+    >>> window_span("2026-11-14_2026-11-20"), window_span("last_week")
+    (('2026-11-14', '2026-11-20'), None)
+    """
+    start, _, end = text.partition("_")
+    try:
+        first, last = dt.date.fromisoformat(start), dt.date.fromisoformat(end)
+    except ValueError:
+        return None
+    return (start, end) if first <= last else None
+
+
+def load_windows(reader: Reader, first: str, last: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The experiment windows whose end falls in ``first`` .. ``last``, and their checks.
+
+    Each partition ``experiment=NAME/window=S_E`` gets ``experiment``, ``window_start`` and ``window_end``
+    from its path.
+    """
+    results, checks = [], []
+    table, checks_table = WINDOW_TABLES
+    for entry in reader.dirs(table):
+        experiment = _partition(entry, "experiment")
+        if experiment is None:
+            continue
+        for sub in reader.dirs(f"{table}/{entry}"):
+            value = _partition(sub, "window")
+            span = window_span(value) if value is not None else None
+            if span is None or not first <= span[1] <= last:
+                continue
+            where = {"experiment": experiment, "window_start": span[0], "window_end": span[1]}
+            frame = reader.frame(f"{table}/{entry}/{sub}")
+            if frame is None:
+                continue
+            results.append(frame.assign(**where))
+            found = reader.frame(f"{checks_table}/{entry}/{sub}")
+            if found is not None:
+                checks.append(found.assign(**where))
+    return _joined(results, table), _joined(checks, checks_table)
+
+
+def _joined(parts: list[pd.DataFrame], name: str) -> pd.DataFrame:
+    return _sorted(pd.concat(parts, ignore_index=True), name) if parts else pd.DataFrame()
+
+
+def _summary(reader: Reader, where: str) -> dict[str, Any] | None:
+    """``where/summary.json`` when ``where/_SUCCESS`` exists (the run is complete), else None."""
+    if not reader.exists(f"{where}/_SUCCESS"):
+        return None
+    text = reader.text(f"{where}/summary.json")
+    return json.loads(text) if text else {}
+
+
+def load_offline(reader: Reader) -> tuple[list[OfflineRun], list[Comparison], list[str]]:
+    """The complete offline runs and comparisons (by name), and the incomplete ones' names."""
+    runs: list[OfflineRun] = []
+    comparisons: list[Comparison] = []
+    skipped: list[str] = []
+    summaries = f"{OFFLINE}/summary"
+    for entry in reader.dirs(summaries):
+        run = _partition(entry, "run")
+        if run is not None:
+            summary = _summary(reader, f"{summaries}/{entry}")
+            if summary is None:
+                skipped.append(f"run {run}")
+                continue
+            metrics = reader.frame(f"{OFFLINE}/metrics/{entry}")
+            metrics = _sorted(metrics, "offline_metrics") if metrics is not None else pd.DataFrame()
+            runs.append(OfflineRun(run, summary, metrics))
+        base = _partition(entry, "base")
+        if base is None:
+            continue
+        for sub in reader.dirs(f"{summaries}/{entry}"):
+            candidate = _partition(sub, "candidate")
+            if candidate is None:
+                continue
+            summary = _summary(reader, f"{summaries}/{entry}/{sub}")
+            if summary is None:
+                skipped.append(f"comparison {base} -> {candidate}")
+                continue
+            rows = reader.frame(f"{OFFLINE}/comparison/{entry}/{sub}")
+            rows = _sorted(rows, "offline_comparison") if rows is not None else pd.DataFrame()
+            comparisons.append(Comparison(base, candidate, summary, rows))
+    return runs, comparisons, skipped
 
 
 OFFLINE_VALUE = "auc"  # the training pipeline's table: its AUC column

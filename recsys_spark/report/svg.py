@@ -16,6 +16,8 @@ from html import escape
 
 PALETTE = ("#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2", "#9c755f", "#edc948")
 GREY = "#888"
+#: significant gain and loss (recsys_spark/report/build.py's colour rule); nothing else is drawn in them
+GREEN, RED = "#1a7f37", "#cf222e"
 GAP_FILL = "#ececec"
 FONT = 11
 
@@ -347,6 +349,17 @@ class Whisker:
     high: float | None = None
     color: str = PALETTE[0]
     note: str = ""  # appended to the tooltip
+    css: str = ""  # a class of the dot beside ``dot`` (e.g. the verdict it is coloured by)
+
+
+def label_width(labels: Sequence[str], least: float = 110, per_char: float = 6.6) -> float:
+    """Room for the longest row label at the row labels' font size (about ``per_char`` pixels a character).
+
+    >>> label_width(["web"]), label_width(["x" * 50])
+    (110, 342)
+    """
+    longest = max((len(label) for label in labels), default=0)
+    return max(least, round(longest * per_char + 12))
 
 
 def dot_whisker(
@@ -411,8 +424,9 @@ def dot_whisker(
                     f'y2="{_f(yc + 4)}" stroke="{r.color}" stroke-width="1.5"/>'
                 )
         shown = f"{r.value * 100:+.2f}%" if percent else fmt(r.value)
+        css = escape(f"dot {r.css}" if r.css else "dot")
         plot.add(
-            f'<circle class="dot" cx="{_f(plot.x(r.value))}" cy="{_f(yc)}" r="4" fill="{r.color}">'
+            f'<circle class="{css}" cx="{_f(plot.x(r.value))}" cy="{_f(yc)}" r="4" fill="{r.color}">'
             f"<title>{escape(r.label)}: {shown}{interval}{escape(r.note)}</title></circle>"
         )
     return plot.svg(title)

@@ -1,4 +1,5 @@
-"""Headless Chromium for the report's tests: load a file, collect console errors, screenshot, DOM.
+"""Headless Chromium for the report's tests: load a file, collect console errors, screenshot, DOM, and
+measure a page's layout and colours as the browser computed them (:func:`measure`).
 
 Uses Debian's ``chromium`` (``.ci/run`` installs it); tests skip with a visible reason without it.
 The PNG is decoded here (zlib and the five PNG row filters), so no imaging package is needed.
@@ -6,6 +7,8 @@ The PNG is decoded here (zlib and the five PNG row filters), so no imaging packa
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
 import shutil
@@ -82,6 +85,65 @@ def load(path: Path, width: int = 1200, height: int = 1600, scale: float = 0.5) 
         png = shot.read_bytes() if shot.exists() else b""
     errors = [line for run in (dumped, taken) for line in run.stderr.splitlines() if CONSOLE_ERROR.search(line)]
     return Page(dumped.stdout, errors, png)
+
+
+#: run inside a copy of the page (the report has no script of its own): the viewport, the page's width, every
+#: table's right edge and its scrolling box, the rendered colour of every forest dot and verdict cell, the extent of
+#: the charts' text; written as JSON into <pre id="measured">, which --dump-dom hands back
+MEASURE = """
+(function () {
+  var out = {width: window.innerWidth, scroll_width: document.documentElement.scrollWidth,
+             sections: [], tables: [], marks: [], cells: [], text_left: 0, text_right: 0};
+  document.querySelectorAll("section[id]").forEach(function (s) { out.sections.push(s.id); });
+  document.querySelectorAll("table").forEach(function (t) {
+    var box = t.closest(".scroll");
+    out.tables.push({id: t.id, section: t.closest("section").id, right: t.getBoundingClientRect().right,
+                     box_right: box ? box.getBoundingClientRect().right : null,
+                     overflow: box ? getComputedStyle(box).overflowX : null});
+  });
+  document.querySelectorAll("figure[id] circle.dot").forEach(function (c) {
+    out.marks.push({figure: c.closest("figure").id, fill: getComputedStyle(c).fill});
+  });
+  document.querySelectorAll("td[data-verdict]").forEach(function (td) {
+    out.cells.push({section: td.closest("section").id, verdict: td.getAttribute("data-verdict"),
+                    color: getComputedStyle(td).color});
+  });
+  var lefts = [], rights = [];
+  document.querySelectorAll("svg.chart text").forEach(function (t) {
+    var r = t.getBoundingClientRect();
+    if (r.width > 0) { lefts.push(r.left); rights.push(r.right); }
+  });
+  out.text_left = Math.min.apply(null, lefts);
+  out.text_right = Math.max.apply(null, rights);
+  var pre = document.createElement("pre");
+  pre.id = "measured";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+"""
+
+
+@dataclass
+class Measured:
+    data: dict
+    console_errors: list[str]
+
+
+def measure(path: Path, width: int, height: int = 1200) -> Measured:
+    """Lay ``path`` out at ``width`` x ``height`` CSS pixels and read back what :data:`MEASURE` finds."""
+    binary = chromium()
+    assert binary is not None
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / path.name
+        page = path.read_text(encoding="utf-8")
+        assert page.count("</body>") == 1
+        copy.write_text(page.replace("</body>", f"<script>{MEASURE}</script>\n</body>"), encoding="utf-8")
+        done = _run(binary, ["--dump-dom", f"--window-size={width},{height}"], copy.resolve().as_uri())
+    found = re.search(r'<pre id="measured">(.*?)</pre>', done.stdout, re.DOTALL)
+    assert found is not None, done.stderr[-2000:]
+    text = html.unescape(found.group(1))
+    errors = [line for line in done.stderr.splitlines() if CONSOLE_ERROR.search(line)]
+    return Measured(json.loads(text), errors)
 
 
 def decode_png(data: bytes) -> np.ndarray:

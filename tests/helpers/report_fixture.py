@@ -1,8 +1,12 @@
-"""A small output root written by hand (pyarrow, no Spark): the tables the daily runs and the
-statistics and experiments branches write, for the report's tests.
+"""A small output root written by hand (pyarrow, no Spark): the tables the daily runs, the experiment
+window and the offline runs and comparison write, for the report's tests.
 
 Days 2026-11-02 .. 2026-11-05 with 2026-11-04 missing; 2026-10-29 exists outside the range
-(the "same weekday a week before" of 2026-11-05 is 2026-10-29).
+(the "same weekday a week before" of 2026-11-05 is 2026-10-29).  Slices: ``platform`` (each list in
+one bucket), ``popularity`` (item-level by name) and ``brand`` (a column of the items table: item-level
+because its buckets see part of the catalog).  Experiments hold the cases of the colour rule: a gain, a
+gain of a lower-is-better metric, a loss, a result whose unadjusted interval excludes 0 but whose
+adjusted p is 0.495 (an A/A test), and a sequential interval that covers 0.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ DAYS = ["2026-11-02", "2026-11-03", "2026-11-05"]
 MISSING = "2026-11-04"
 WEEK_BEFORE = "2026-10-29"
 START, END = "2026-11-02", "2026-11-05"
+CATALOG = 200  # items in the catalog
+SLICE_NAMES = ["platform", "popularity", "brand"]
+ITEM_LEVEL = ("popularity", "brand")
 
 METRICS_SCHEMA = pa.schema(
     [
@@ -40,7 +47,17 @@ def metric_rows(i: int) -> list[dict]:
     def add(metric, k, agg, slice_, value, n, se=None):
         rows.append({"metric": metric, "k": k, "aggregation": agg, "slice": slice_, "value": value, "n": n, "se": se})
 
-    for s, shift in (("all", 0.0), ("platform=ios", 0.03), ("platform=web", -0.04)):
+    slices = (
+        ("all", 0.0, CATALOG),
+        ("platform=ios", 0.03, CATALOG),
+        ("platform=web", -0.04, CATALOG),
+        ("popularity=head", 0.08, 20),
+        ("popularity=mid", 0.05, 60),
+        ("popularity=tail", -0.02, 120),
+        ("brand=acme", 0.06, 150),
+        ("brand=other", 0.01, 50),
+    )
+    for s, shift, catalog in slices:
         add("auc", None, "global", s, 0.70 + 0.01 * i + shift, 5000)
         add("auc", None, "user_avg", s, 0.72 + 0.01 * i + shift, 300, 0.01)
         add("auc", None, "impression_weighted", s, 0.71 + 0.013 * i + shift, 4000)
@@ -56,6 +73,7 @@ def metric_rows(i: int) -> list[dict]:
         add("exposure_ctr", None, "global", s, 0.04 + 0.002 * i + shift / 10, 6000)
         add("uv_ctr", None, "global", s, 1.2 + 0.1 * i + shift, 200)
         add("pv_failure_rate", None, "global", s, 0.01, 600)
+        add("item_coverage", None, "global", s, 0.9 - shift, catalog)  # n: the catalog items the slice sees
     add("gini", None, "catalog", "all", 0.6 - 0.01 * i, 200)
     add("gini", None, "exposed", "all", 0.58 - 0.01 * i, 190)
     return rows
@@ -89,6 +107,15 @@ def write_day(root: Path, day: str, i: int, with_ci: bool) -> None:
     pq.write_table(pa.Table.from_pandas(lorenz, preserve_index=False), root / "lorenz" / f"dt={day}" / "part-0.parquet")
     failed = i == 1  # the second day fails a hard rule
     rules = [
+        {
+            "rule": "no_feedback",
+            "severity": "hard",
+            "violations": 0,
+            "rate": 0.0,
+            "threshold": 0.0,
+            "passed": True,
+            "examples": [],
+        },
         {
             "rule": "duplicate_item_in_request",
             "severity": "hard",
@@ -134,6 +161,7 @@ def write_day(root: Path, day: str, i: int, with_ci: bool) -> None:
         },
         "rules": rules,
         "notes": [f"a note of {day}"],
+        "config": {"stats": {"confidence": 0.95}, "slices": {"names": SLICE_NAMES}},
     }
     (root / "summary" / f"dt={day}").mkdir(parents=True)
     (root / "summary" / f"dt={day}" / "summary.json").write_text(json.dumps(summary))
@@ -141,16 +169,100 @@ def write_day(root: Path, day: str, i: int, with_ci: bool) -> None:
 
 
 EXPERIMENTS = [
-    # experiment, variant, metric, k, aggregation, value, control_value, rel_delta, rel_ci_low, rel_ci_high, p
-    ("exp_ranker", "treatment", "ndcg", 10, "user_avg", 0.66, 0.60, 0.10, 0.04, 0.16, 0.001),
-    ("exp_ranker", "treatment", "exposure_ctr", None, "global", 0.039, 0.040, -0.025, -0.08, 0.03, 0.40),
-    ("exp_srm", "b", "auc", None, "user_avg", 0.70, 0.72, -0.0278, -0.05, -0.005, 0.02),
+    # experiment, variant, metric, k, aggregation, value, control_value, rel_delta, rel_ci_low, rel_ci_high, p,
+    # p_adjusted, ci_method; the verdict the colour rule gives it last
+    ("exp_ranker", "treatment", "ndcg", 10, "user_avg", 0.66, 0.60, 0.10, 0.04, 0.16, 0.001, 0.003, None, "gain"),
+    (
+        "exp_ranker",
+        "treatment",
+        "exposure_ctr",
+        None,
+        "global",
+        0.039,
+        0.040,
+        -0.025,
+        -0.08,
+        0.03,
+        0.40,
+        0.80,
+        None,
+        "none",
+    ),
+    # a lower failure rate: a significant gain
+    (
+        "exp_ranker",
+        "treatment",
+        "pv_failure_rate",
+        None,
+        "global",
+        0.008,
+        0.010,
+        -0.2,
+        -0.3,
+        -0.1,
+        0.002,
+        0.004,
+        None,
+        "gain",
+    ),
+    ("exp_srm", "b", "auc", None, "user_avg", 0.70, 0.72, -0.0278, -0.05, -0.005, 0.02, 0.04, None, "loss"),
+    # the A/A test: the unadjusted interval excludes 0, the adjusted p is 0.495: not significant
+    ("exp_aa", "treatment", "ndcg", 10, "user_avg", 0.618, 0.60, 0.03, 0.005, 0.055, 0.0165, 0.495, None, "none"),
+    # a sequential (always valid) interval covering 0 wins over a small adjusted p
+    (
+        "exp_aa",
+        "treatment",
+        "mrr",
+        None,
+        "user_avg",
+        0.525,
+        0.50,
+        0.05,
+        -0.01,
+        0.11,
+        0.004,
+        0.012,
+        "sequential_msprt",
+        "none",
+    ),
+]
+#: the experiment windows: (experiment, start, end); the last ends before the range (not shown)
+WINDOWS = [
+    ("exp_ranker", "2026-11-02", "2026-11-05"),
+    ("exp_aa", "2026-11-03", "2026-11-05"),
+    ("exp_ranker", "2026-10-20", "2026-10-26"),
+]
+RESULTS_SCHEMA = [
+    ("experiment", pa.string()),
+    ("variant", pa.string()),
+    ("metric", pa.string()),
+    ("k", pa.int32()),
+    ("aggregation", pa.string()),
+    ("slice", pa.string()),
+    ("value", pa.float64()),
+    ("n", pa.int64()),
+    ("control_value", pa.float64()),
+    ("control_n", pa.int64()),
+    ("delta", pa.float64()),
+    ("ci_low", pa.float64()),
+    ("ci_high", pa.float64()),
+    ("rel_delta", pa.float64()),
+    ("rel_ci_low", pa.float64()),
+    ("rel_ci_high", pa.float64()),
+    ("p_value", pa.float64()),
+    ("p_adjusted", pa.float64()),
+    ("method", pa.string()),
+    ("ci_method", pa.string()),
+    ("mde", pa.float64()),
 ]
 
 
-def write_experiments(root: Path, day: str, srm_passed: bool = False) -> pd.DataFrame:
+def experiment_rows(experiments: list[str] | None = None) -> pd.DataFrame:
     rows = []
-    for exp, variant, metric, k, agg, value, control, rel, lo, hi, p in EXPERIMENTS:
+    for exp, variant, metric, k, agg, value, control, rel, lo, hi, p, p_adj, ci_method, _ in EXPERIMENTS:
+        if experiments is not None and exp not in experiments:
+            continue
+        delta = value - control
         rows.append(
             {
                 "experiment": exp,
@@ -163,69 +275,181 @@ def write_experiments(root: Path, day: str, srm_passed: bool = False) -> pd.Data
                 "n": 1000,
                 "control_value": control,
                 "control_n": 1010,
-                "delta": value - control,
-                "ci_low": (value - control) - 0.01,
-                "ci_high": (value - control) + 0.01,
+                "delta": delta,
+                "ci_low": lo * control,
+                "ci_high": hi * control,
                 "rel_delta": rel,
                 "rel_ci_low": lo,
                 "rel_ci_high": hi,
                 "p_value": p,
-                "p_adjusted": min(1.0, 2 * p),
+                "p_adjusted": p_adj,
                 "method": "delta",
+                "ci_method": ci_method,
                 "mde": 0.03,
             }
         )
-    frame = pd.DataFrame(rows)
-    schema = pa.schema(
-        [
-            ("experiment", pa.string()),
-            ("variant", pa.string()),
-            ("metric", pa.string()),
-            ("k", pa.int32()),
-            ("aggregation", pa.string()),
-            ("slice", pa.string()),
-            ("value", pa.float64()),
-            ("n", pa.int64()),
-            ("control_value", pa.float64()),
-            ("control_n", pa.int64()),
-            ("delta", pa.float64()),
-            ("ci_low", pa.float64()),
-            ("ci_high", pa.float64()),
-            ("rel_delta", pa.float64()),
-            ("rel_ci_low", pa.float64()),
-            ("rel_ci_high", pa.float64()),
-            ("p_value", pa.float64()),
-            ("p_adjusted", pa.float64()),
-            ("method", pa.string()),
-            ("mde", pa.float64()),
-        ]
-    )
-    (root / "experiments" / f"dt={day}").mkdir(parents=True)
-    pq.write_table(
-        pa.Table.from_pandas(frame, schema=schema, preserve_index=False),
-        root / "experiments" / f"dt={day}" / "part-0.parquet",
-    )
-    checks = [
-        {
-            "experiment": "exp_ranker",
+    return pd.DataFrame(rows)
+
+
+def experiment_checks(experiments: list[str], srm_passed: bool = False) -> list[dict]:
+    checks = {
+        "exp_ranker": {
             "check": "srm",
             "statistic": 0.05,
             "p_value": 0.82,
             "passed": True,
             "detail": "1000 vs 1010, expected 50/50",
         },
-        {
-            "experiment": "exp_srm",
+        "exp_srm": {
             "check": "srm",
             "statistic": 42.0,
             "p_value": 1e-10,
             "passed": srm_passed,
             "detail": "1000 vs 1300, expected 50/50",
         },
-    ]
-    (root / "experiment_checks" / f"dt={day}").mkdir(parents=True)
-    pq.write_table(pa.Table.from_pylist(checks), root / "experiment_checks" / f"dt={day}" / "part-0.parquet")
+        "exp_aa": {"check": "srm", "statistic": 0.1, "p_value": 0.75, "passed": True, "detail": "1000 vs 1010"},
+    }
+    return [{"experiment": name, **checks[name]} for name in experiments]
+
+
+def _write(frame: pd.DataFrame | list[dict], path: Path, schema: pa.Schema | None = None) -> None:
+    path.mkdir(parents=True)
+    table = (
+        pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+        if isinstance(frame, pd.DataFrame)
+        else pa.Table.from_pylist(frame)
+    )
+    pq.write_table(table, path / "part-0.parquet")
+    (path / "_SUCCESS").write_text("")
+
+
+def write_experiments(root: Path, day: str, srm_passed: bool = False) -> pd.DataFrame:
+    frame = experiment_rows()
+    _write(frame, root / "experiments" / f"dt={day}", pa.schema(RESULTS_SCHEMA))
+    checks = experiment_checks(["exp_aa", "exp_ranker", "exp_srm"], srm_passed)
+    _write(checks, root / "experiment_checks" / f"dt={day}")
     return frame
+
+
+def write_windows(root: Path) -> None:
+    """``experiment_window/experiment=NAME/window=S_E``: the experiments columns without ``experiment``."""
+    for exp, start, end in WINDOWS:
+        part = f"experiment={exp}/window={start}_{end}"
+        frame = experiment_rows([exp]).drop(columns="experiment")
+        frame["n"] = 4000  # users over the window
+        _write(frame, root / "experiment_window" / part, pa.schema(RESULTS_SCHEMA[1:]))
+        checks = [{k: v for k, v in c.items() if k != "experiment"} for c in experiment_checks([exp])]
+        _write(checks, root / "experiment_window_checks" / part)
+
+
+OFFLINE_METRICS_SCHEMA = pa.schema(list(METRICS_SCHEMA) + [pa.field(*f) for f in CI_FIELDS])
+#: two complete runs and one without its _SUCCESS (left out)
+OFFLINE_RUNS = {"base": 0.0, "candidate": 0.02, "unfinished": 0.05}
+#: the comparison candidate against base: metric, k, aggregation, delta, ci_low, ci_high, p, p_adjusted, verdict
+COMPARISON = [
+    ("ndcg", 10, "user_avg", 0.02, 0.01, 0.03, 0.001, 0.01, "gain"),
+    # unadjusted interval above 0, adjusted p 0.2: not significant
+    ("recall", 10, "user_avg", 0.015, 0.001, 0.029, 0.03, 0.2, "none"),
+    ("logloss", None, "global", -0.04, -0.06, -0.02, 0.0001, 0.001, "gain"),  # lower is better
+    ("novelty", None, "user_avg", -0.3, -0.4, -0.2, 0.002, 0.03, "loss"),
+    ("pcoc", None, "global", 0.05, 0.02, 0.08, 0.001, 0.004, "change"),  # no better side
+]
+COMPARISON_SCHEMA = pa.schema(
+    [
+        ("column", pa.string()),
+        ("metric", pa.string()),
+        ("k", pa.int32()),
+        ("aggregation", pa.string()),
+        ("n", pa.int64()),
+        ("base_mean", pa.float64()),
+        ("candidate_mean", pa.float64()),
+        ("delta", pa.float64()),
+        ("se", pa.float64()),
+        ("ci_low", pa.float64()),
+        ("ci_high", pa.float64()),
+        ("rel_delta", pa.float64()),
+        ("rel_ci_low", pa.float64()),
+        ("rel_ci_high", pa.float64()),
+        ("p_value", pa.float64()),
+        ("p_adjusted", pa.float64()),
+        ("method", pa.string()),
+        ("correction", pa.string()),
+    ]
+)
+
+
+def offline_metric_rows(shift: float) -> pd.DataFrame:
+    """A run's metrics table (slice all): some of the registry's headline keys, and one that is not."""
+    rows = [
+        ("auc", None, "global", 0.72 + shift, 5000, None),
+        ("ndcg", 10, "user_avg", 0.05 + shift, 300, 0.007),
+        ("recall", 10, "user_avg", 0.07 + shift, 300, 0.011),  # not a headline key (the headline's is global)
+        ("recall", 10, "global", 0.08 + shift, 300, 0.010),
+        ("mrr", None, "user_avg", 0.10 + shift, 300, 0.012),
+        ("logloss", None, "global", 0.48 - shift, 5000, 0.004),
+    ]
+    frame = pd.DataFrame(
+        [
+            {"metric": m, "k": k, "aggregation": a, "slice": "all", "value": v, "n": n, "se": se}
+            for m, k, a, v, n, se in rows
+        ]
+    )
+    frame["ci_low"] = frame["value"] - 1.96 * frame["se"]
+    frame["ci_high"] = frame["value"] + 1.96 * frame["se"]
+    frame["ci_method"] = frame["se"].map(lambda v: None if pd.isna(v) else "t")
+    return frame
+
+
+def comparison_rows() -> pd.DataFrame:
+    rows = []
+    for metric, k, agg, delta, lo, hi, p, p_adj, _ in COMPARISON:
+        base = 0.5
+        rows.append(
+            {
+                "column": metric + (f"_at_{k}" if k else ""),
+                "metric": metric,
+                "k": k,
+                "aggregation": agg,
+                "n": 290,
+                "base_mean": base,
+                "candidate_mean": base + delta,
+                "delta": delta,
+                "se": (hi - lo) / 3.92,
+                "ci_low": lo,
+                "ci_high": hi,
+                "rel_delta": delta / base,
+                "rel_ci_low": lo / base,
+                "rel_ci_high": hi / base,
+                "p_value": p,
+                "p_adjusted": p_adj,
+                "method": "paired_t",
+                "correction": "holm",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def write_offline(root: Path) -> None:
+    """``offline/metrics/run=NAME``, ``offline/comparison/base=A/candidate=B`` and their ``offline/summary/...``
+    (summary.json and _SUCCESS; the run ``unfinished`` has no _SUCCESS)."""
+    offline = root / "offline"
+    for run, shift in OFFLINE_RUNS.items():
+        _write(offline_metric_rows(shift), offline / "metrics" / f"run={run}", OFFLINE_METRICS_SCHEMA)
+        summary = offline / "summary" / f"run={run}"
+        summary.mkdir(parents=True)
+        notes = [f"a note of run {run}"]
+        (summary / "summary.json").write_text(json.dumps({"run": run, "evaluations": ["lists"], "notes": notes}))
+        if run != "unfinished":
+            (summary / "_SUCCESS").write_text("")
+    _write(comparison_rows(), offline / "comparison" / "base=base" / "candidate=candidate", COMPARISON_SCHEMA)
+    summary = offline / "summary" / "base=base" / "candidate=candidate"
+    summary.mkdir(parents=True)
+    (summary / "summary.json").write_text(
+        json.dumps(
+            {"base": "base", "candidate": "candidate", "users_in_both": 290, "correction": "holm", "confidence": 0.95}
+        )
+    )
+    (summary / "_SUCCESS").write_text("")
 
 
 def write_offline_auc(path: Path) -> pd.DataFrame:
@@ -242,7 +466,8 @@ def write_offline_auc(path: Path) -> pd.DataFrame:
     return frame
 
 
-def build_root(root: Path, with_ci: bool = True, experiments: bool = True) -> Path:
+def build_root(root: Path, with_ci: bool = True, experiments: bool = True, offline: bool = True) -> Path:
+    """The whole root; ``experiments``: the days' experiments and the windows; ``offline``: runs and comparison."""
     for i, day in enumerate(DAYS):
         write_day(root, day, i if day != "2026-11-05" else 3, with_ci)
     write_metrics(root, WEEK_BEFORE, -7, with_ci)
@@ -250,4 +475,7 @@ def build_root(root: Path, with_ci: bool = True, experiments: bool = True) -> Pa
     (root / "summary" / f"dt={WEEK_BEFORE}" / "_SUCCESS").write_text("")
     if experiments:
         write_experiments(root, DAYS[-1])
+        write_windows(root)
+    if offline:
+        write_offline(root)
     return root

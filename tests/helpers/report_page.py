@@ -1,11 +1,17 @@
-"""The report's page read back: every element's attributes, every embedded JSON block, the section ids."""
+"""The report's page read back: every element's attributes, every embedded JSON block, the section ids,
+a chart's figure, the text a reader sees."""
 
 from __future__ import annotations
 
+import html as html_lib
 import json
+import re
 from html.parser import HTMLParser
 
+#: the sections of a report of daily runs with experiments
 SECTIONS = ("headline", "trends", "curves", "lorenz", "slices", "quality", "experiments", "offline")
+#: and those of a root with experiment windows, offline runs and their comparison too
+EVERY_SECTION = (*SECTIONS, "windows", "offline-runs", "offline-comparison")
 
 
 class Page(HTMLParser):
@@ -42,3 +48,16 @@ def parse(html: str) -> Page:
     page = Page()
     page.feed(html)
     return page
+
+
+def figure(html: str, chart: str) -> str:
+    """The ``<figure id="chart-CHART">`` element's text."""
+    found = re.search(rf'<figure id="chart-{re.escape(chart)}".*?</figure>', html, re.DOTALL)
+    assert found is not None, chart
+    return found.group(0)
+
+
+def visible_text(html: str) -> str:
+    """What a reader sees: no style, no data blocks, no code (config keys and column names), no tags."""
+    text = re.sub(r"<(style|script|code)\b.*?</\1>", " ", html, flags=re.DOTALL)
+    return html_lib.unescape(re.sub(r"<[^>]+>", " ", text))
