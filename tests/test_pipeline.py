@@ -240,3 +240,40 @@ def test_the_user_partitions_hold_each_exposure_once_and_the_slices_are_exploded
     assert [s.split("=")[0] for s in seen["exploded"]] == ["all", "hour", "weekday"]
     names, exchanges = seen["plan"]
     assert "InMemoryTableScan" in names and "Generate" in names and exchanges == [], (names, exchanges)
+
+
+def test_the_spark_jobs_of_a_small_day_are_few_and_do_not_grow_with_the_slices(spark, day, tmp_path, monkeypatch):
+    # the fixed cost of a day is mostly jobs that carry no work at small sizes (docs/performance.md): reading
+    # runs none (the footers give the schema and the rows), and after labelling the job count is the same
+    # with three slice dimensions as with none (the slices are exploded where the passes read them)
+    import contextlib
+
+    from recsys_spark import log
+
+    root, _ = day
+    real, jobs, run = log.stage, {}, ["none"]
+
+    @contextlib.contextmanager
+    def counted(name, timings, progress_seconds=None, **fields):
+        group = f"count-{run[0]}-{name}"  # a group of its own per run: a group's job ids accumulate
+        spark.sparkContext.setJobGroup(group, name)
+        try:
+            with real(name, timings, progress_seconds, **fields) as info:
+                yield info
+        finally:
+            jobs[name] = len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+
+    monkeypatch.setattr(log, "stage", counted)
+    per_setting = {}
+    for name, extra in (("none", []), ("three", ['slices.names=["hour", "weekday", "day_type"]'])):
+        jobs.clear()
+        run[0] = name
+        evaluate_day(spark, load_config(None, [*SETTINGS, *extra]), DAY, f"{root}/in", f"{tmp_path}/{name}")
+        per_setting[name] = dict(jobs)
+    for counts in per_setting.values():
+        assert counts["read"] == 0 and counts["write"] == 0
+    after = {
+        name: sum(v for k, v in c.items() if k not in ("read", "validate", "label")) for name, c in per_setting.items()
+    }
+    assert after["three"] == after["none"] <= 12, per_setting
