@@ -44,24 +44,14 @@ def _session():
     )
 
 
-def _run_floor(input_root: str) -> None:
+def _run_floor(input_root: str, task: str = "floor") -> None:
+    """A new session running one of the benchmark's floors (``floor`` or ``floor_plain``) on the day."""
     from benchmarks.bench import Day
     from recsys_spark.config import load_config
 
     spark = _session()
     try:
-        Day(spark, load_config(None), "cold", input_root, tempfile.mkdtemp()).floor()
-    finally:
-        spark.stop()
-
-
-def _run_floor_plain(input_root: str) -> None:
-    from benchmarks.bench import Day
-    from recsys_spark.config import load_config
-
-    spark = _session()
-    try:
-        Day(spark, load_config(None), "cold", input_root, tempfile.mkdtemp()).floor_plain()
+        Day(spark, load_config(None), "cold", input_root, tempfile.mkdtemp()).run(task)
     finally:
         spark.stop()
 
@@ -97,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _run_floor(args.run_floor)
         return 0
     if args.run_floor_plain:
-        _run_floor_plain(args.run_floor_plain)
+        _run_floor(args.run_floor_plain, "floor_plain")
         return 0
     if args.run_startup:
         _run_startup()
