@@ -107,6 +107,14 @@ demo-full: $(VENV)/.runtime ## the long tour, one command at a time as a schedul
 	@echo "report: $$($(BIN)/recsys-spark report --output-root $(DEMO_OUT) --start $(DEMO_START) --end $(DATE))"
 	@echo "outputs: $(DEMO_OUT)/{metrics,user_metrics,lorenz,rule_checks,experiments,summary}/dt=..., $(DEMO_OUT)/offline/{metrics,...}/run=..."
 
+# The golden values of the always-valid intervals (tests/test_sequential.py): GrowthBook's gbstats from PyPI in
+# a throwaway venv, on the same sufficient statistics; prints the GOLDEN literal the test holds, with the version.
+GBSTATS_VENV ?= /tmp/gbvenv
+.PHONY: golden-gbstats
+golden-gbstats: ## print gbstats' sequential intervals and p-values for tests/test_sequential.py (a throwaway venv)
+	test -x $(GBSTATS_VENV)/bin/python || { $(PY) -m venv $(GBSTATS_VENV) && $(GBSTATS_VENV)/bin/pip install --quiet gbstats; }
+	$(GBSTATS_VENV)/bin/python tests/golden/gbstats_sequential.py
+
 BENCH_SIZES ?= 1M,5M,20M
 BENCH_REPEATS ?= 3
 
