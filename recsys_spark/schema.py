@@ -124,6 +124,7 @@ DAILY_TABLES = (
     "rule_checks",
     "experiments",
     "experiment_checks",
+    "experiment_decisions",
     "rejected",
     "summary",
 )
