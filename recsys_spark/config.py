@@ -25,6 +25,7 @@ from typing import Any
 from recsys_spark.errors import ConfigError
 from recsys_spark.registry import EXPERIMENT_GOALS, EXPERIMENT_GUARDRAILS, metric, parse_key
 from recsys_spark.registry import EXPERIMENT_METRICS as DEFAULT_EXPERIMENT_METRICS
+from recsys_spark.registry import key as metric_key
 from recsys_spark.zones import is_portable_zone
 
 if sys.version_info >= (3, 11):  # Python 3.10: the tomli backport, same API
@@ -421,6 +422,92 @@ class StatsConfig:
             raise ConfigError("config key stats.bootstrap_replicates: expected 0 (off) or at least 2, got 1")
 
 
+#: ``gate.source``: what a gate compares (docs/gate.md)
+GATE_SOURCES = ("offline", "experiment")
+#: ``gate.checks[i].on``: the interval's bound (the default) or the point estimate (as TFMA and MLflow)
+GATE_ON = ("bound", "point")
+
+
+@dataclass(frozen=True)
+class GateCheckConfig:
+    """One ``[[gate.checks]]``: a threshold on a (metric, k, aggregation, slice) of the candidate (docs/gate.md).
+
+    ``lower_bound`` / ``upper_bound``: on the candidate's value; ``min_absolute_change`` /
+    ``min_relative_change``: on its change against the baseline, in the metric's better direction (the
+    registry's), or with ``guardrail`` the worsening it may show (a non-inferiority margin); ``on``: the
+    interval's bound that is least favourable to the candidate, or the point estimate.
+    """
+
+    metric: str = ""
+    k: int | None = None
+    aggregation: str = ""
+    slice: str = "all"
+    lower_bound: float | None = None
+    upper_bound: float | None = None
+    min_absolute_change: float | None = None
+    min_relative_change: float | None = None
+    on: str = "bound"
+    guardrail: bool = False
+
+    @property
+    def key(self) -> str:
+        """The metric's key (``ndcg@10_user_avg``)."""
+        return metric_key(self.metric, self.k, self.aggregation)
+
+    @property
+    def changes(self) -> bool:
+        return self.min_absolute_change is not None or self.min_relative_change is not None
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """``recsys-spark gate`` (docs/gate.md): what it compares and its checks.
+
+    ``source = "offline"``: the offline runs ``candidate`` against ``base`` (``offline-compare``'s output);
+    ``source = "experiment"``: ``variant`` against the control in the window ``start``..``end`` of
+    ``experiment`` (``recsys-spark experiment``'s output).  "" (the default): no gate configured.
+    """
+
+    source: str = ""
+    base: str = ""
+    candidate: str = ""
+    experiment: str = ""
+    variant: str = "treatment"
+    start: str = ""
+    end: str = ""
+    checks: tuple[GateCheckConfig, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.source and self.source not in GATE_SOURCES:
+            raise ConfigError(f"config key gate.source: expected one of {', '.join(GATE_SOURCES)}, got {self.source!r}")
+        for i, c in enumerate(self.checks):
+            where = f"config key gate.checks[{i}]"
+            if not c.metric or not c.aggregation:
+                raise ConfigError(f"{where}: expected a metric and an aggregation (and k where the metric takes one)")
+            try:
+                name, _, _ = parse_key(c.key)
+            except ValueError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+            if c.k is not None and c.k <= 0:
+                raise ConfigError(f"{where} ({c.key}): k must be a positive integer, got {c.k}")
+            if c.on not in GATE_ON:
+                raise ConfigError(f"{where} ({c.key}): on: expected one of {', '.join(GATE_ON)}, got {c.on!r}")
+            if c.lower_bound is None and c.upper_bound is None and not c.changes:
+                raise ConfigError(
+                    f"{where} ({c.key}): no threshold: expected lower_bound, upper_bound, min_absolute_change "
+                    "or min_relative_change"
+                )
+            if c.guardrail and not c.changes:
+                raise ConfigError(
+                    f"{where} ({c.key}): guardrail = true needs its margin, min_absolute_change or "
+                    "min_relative_change (the worsening allowed)"
+                )
+            if c.changes and metric(name).higher_is_better is None:
+                raise ConfigError(f"{where} ({c.key}): {name} has no better direction: only lower_bound/upper_bound")
+            if not c.slice or not (c.slice == "all" or "=" in c.slice):
+                raise ConfigError(f'{where} ({c.key}): slice: expected "all" or NAME=VALUE, got {c.slice!r}')
+
+
 @dataclass(frozen=True)
 class Config:
     input: InputConfig = field(default_factory=InputConfig)
@@ -438,6 +525,7 @@ class Config:
     offline: OfflineConfig = field(default_factory=OfflineConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
     stats: StatsConfig = field(default_factory=StatsConfig)
+    gate: GateConfig = field(default_factory=GateConfig)
     spark: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_dict(self) -> dict[str, Any]:
@@ -580,7 +668,7 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
         raise ConfigError(f"config key {dotted}: expected one of {', '.join(choices)}, got {value!r}")
     if isinstance(result, (int, float)) and not isinstance(result, bool):
         # thresholds and tolerances may be 0
-        zero_ok = key[0] in ("rules", "validation", "experiments", "offline", "stats")
+        zero_ok = key[0] in ("rules", "validation", "experiments", "offline", "stats", "gate")
         if result < 0 or (result == 0 and not zero_ok):
             raise ConfigError(
                 f"config key {dotted}: expected a {'non-negative' if zero_ok else 'positive'} number, got {value!r}"

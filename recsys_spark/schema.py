@@ -129,6 +129,9 @@ DAILY_TABLES = (
     "summary",
 )
 
+#: ``recsys-spark gate``'s verdicts: ``{output_root}/gate/NAME/verdict.json`` (JSON, not a table; docs/gate.md)
+GATE_TABLE, VERDICT = "gate", "verdict.json"
+
 
 # --- the per-user table (user_metrics) ----------------------------------------------------------
 #: one row per (slice, user, k), whatever ``metrics.k`` holds: changing k changes rows, never the schema.

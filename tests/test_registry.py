@@ -13,7 +13,7 @@ from recsys_spark.registry import HEADLINE, METRICS, key, metric, parse_key
 
 REPO = Path(__file__).resolve().parents[1]
 #: the modules that read metric names (the report, the summary, the lines a command prints, the window)
-READERS = ("report/build.py", "report/__init__.py", "daily/summary.py", "cli/lines.py", "window.py")
+READERS = ("report/build.py", "report/__init__.py", "daily/summary.py", "cli/lines.py", "window.py", "gate.py")
 
 
 def _is_name(text: str) -> bool:
