@@ -27,6 +27,7 @@ def _modules_the_job_imports() -> set[str]:
         "recsys_spark.offline.compare",
         "recsys_spark.report",
         "recsys_spark.report.build",
+        "recsys_spark.gate",
     )  # what each subcommand runs
     code = (
         f"import sys, recsys_spark.cli, recsys_spark.session, recsys_spark.log, {', '.join(commands)}; "
