@@ -459,3 +459,11 @@ def test_the_command_prints_one_line_and_exits_0_or_12(tmp_path):
         (line,) = done.stdout.splitlines()
         assert line.startswith(f"gate cand: {word} checks") and line.endswith(f"-> {out}/gate/cand/verdict.json")
         assert json.loads((out / "gate" / "cand" / "verdict.json").read_text())["passed"] is (code == 0)
+
+
+@pytest.mark.parametrize("example", ["gate-offline.toml", "gate-experiment.toml"])
+def test_the_example_gate_configs_load_and_validate(example):
+    from recsys_spark.gate import validate
+
+    cfg = load_config(REPO / "conf" / example)
+    assert len(validate(cfg.gate)) == 3
