@@ -571,8 +571,9 @@ def decisions(
 ) -> list[Decision]:
     """The ship decision of every variant of every analysed experiment (:func:`kernels.decisions.decide`), from
     the ``all`` slice's rows and the checks; each experiment's summary section gets its ``decisions``
-    (variant -> decision and reasons).  An experiment with no variant besides the control has one row with a
-    null variant (invalid: not compared)."""
+    (variant -> decision and reasons) and the ``decision_metrics`` they read (goals, guardrails, secondary).
+    An experiment with no variant besides the control has one row with a null variant (invalid: not
+    compared)."""
     ex = cfg.experiments
     out: list[Decision] = []
     for name, e in sorted(section.items()):
@@ -583,6 +584,14 @@ def decisions(
         passed = {c.check: c for c in checks if c.experiment == name}
         srm = passed.get("srm")
         variants = sorted(v for v in e["users"] if v != ex.control) or [None]
+        e["decision_metrics"] = {
+            "goals": list(goals),
+            "guardrails": [
+                {"metric": g.metric, "absolute_margin": g.absolute_margin, "relative_margin": g.relative_margin}
+                for g in guardrails
+            ],
+            "secondary": list(secondary),
+        }
         e["decisions"] = {}
         for variant in variants:
             validity = Validity(
