@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from recsys_spark.errors import MissingInputError, SchemaError
 
-TABLES = ("metrics", "lorenz", "rule_checks", "experiments", "experiment_checks")
+TABLES = ("metrics", "lorenz", "rule_checks", "experiments", "experiment_checks", "experiment_decisions")
 #: sort keys per table (columns absent from a frame are skipped)
 KEYS = {
     "metrics": ["dt", "slice", "metric", "k", "aggregation"],
@@ -30,6 +30,7 @@ KEYS = {
     "rule_checks": ["dt", "severity", "rule"],
     "experiments": ["dt", "experiment", "variant", "metric", "k", "aggregation", "slice"],
     "experiment_checks": ["dt", "experiment", "check"],
+    "experiment_decisions": ["dt", "experiment", "variant"],
     "offline_auc": ["dt", "model", "split"],
 }
 
@@ -119,6 +120,8 @@ class RunData:
     #: days with output but without ``summary/dt=D/_SUCCESS`` (a run killed in its commit, or still
     #: committing): left out, as the reading contract says, and named in the report
     skipped: list[str] = field(default_factory=list)
+    #: every gate's verdict under the output root (``gate/NAME/verdict.json``; report/decisions.py)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def present(self) -> list[str]:
