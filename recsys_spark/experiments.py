@@ -581,8 +581,7 @@ def decisions(
         roles = Roles(
             goals, tuple(Margin(g.metric, g.absolute_margin, g.relative_margin) for g in guardrails), secondary
         )
-        passed = {c.check: c for c in checks if c.experiment == name}
-        srm = passed.get("srm")
+        srm = next((c for c in checks if c.experiment == name and c.check == "srm"), None)
         variants = sorted(v for v in e["users"] if v != ex.control) or [None]
         e["decision_metrics"] = {
             "goals": list(goals),
