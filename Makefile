@@ -104,8 +104,19 @@ demo-full: $(VENV)/.runtime ## the long tour, one command at a time as a schedul
 	$(BIN)/recsys-spark offline --run candidate --output-root $(DEMO_OUT) --config $(DEMO_DIR)/offline-input/offline.toml
 	$(BIN)/recsys-spark offline-compare --output-root $(DEMO_OUT) --base base --candidate candidate \
 		--config $(DEMO_DIR)/offline-input/offline.toml
+	$(BIN)/recsys-spark gate --name candidate --output-root $(DEMO_OUT) --config conf/gate-offline.toml || [ $$? -eq 12 ]
+	$(BIN)/recsys-spark gate --name ranker_v2 --output-root $(DEMO_OUT) --config conf/gate-experiment.toml \
+		--set gate.start=$(DEMO_START) --set gate.end=$(DATE) || [ $$? -eq 12 ]
 	@echo "report: $$($(BIN)/recsys-spark report --output-root $(DEMO_OUT) --start $(DEMO_START) --end $(DATE))"
-	@echo "outputs: $(DEMO_OUT)/{metrics,user_metrics,lorenz,rule_checks,experiments,summary}/dt=..., $(DEMO_OUT)/offline/{metrics,...}/run=..."
+	@echo "outputs: $(DEMO_OUT)/{metrics,user_metrics,lorenz,rule_checks,experiments,summary}/dt=..., $(DEMO_OUT)/offline/{metrics,...}/run=..., $(DEMO_OUT)/gate/NAME/verdict.json"
+
+# The golden values of the always-valid intervals (tests/test_sequential.py): GrowthBook's gbstats from PyPI in
+# a throwaway venv, on the same sufficient statistics; prints the GOLDEN literal the test holds, with the version.
+GBSTATS_VENV ?= /tmp/gbvenv
+.PHONY: golden-gbstats
+golden-gbstats: ## print gbstats' sequential intervals and p-values for tests/test_sequential.py (a throwaway venv)
+	test -x $(GBSTATS_VENV)/bin/python || { $(PY) -m venv $(GBSTATS_VENV) && $(GBSTATS_VENV)/bin/pip install --quiet gbstats; }
+	$(GBSTATS_VENV)/bin/python tests/golden/gbstats_sequential.py
 
 BENCH_SIZES ?= 1M,5M,20M
 BENCH_REPEATS ?= 3

@@ -14,6 +14,7 @@ import hashlib
 import json
 import math
 import sys
+import types
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,8 +23,9 @@ from types import MappingProxyType
 from typing import Any
 
 from recsys_spark.errors import ConfigError
+from recsys_spark.registry import EXPERIMENT_GOALS, EXPERIMENT_GUARDRAILS, metric, parse_key
 from recsys_spark.registry import EXPERIMENT_METRICS as DEFAULT_EXPERIMENT_METRICS
-from recsys_spark.registry import parse_key
+from recsys_spark.registry import key as metric_key
 from recsys_spark.zones import is_portable_zone
 
 if sys.version_info >= (3, 11):  # Python 3.10: the tomli backport, same API
@@ -209,6 +211,30 @@ class OutputConfig:
 
 
 @dataclass(frozen=True)
+class GuardrailConfig:
+    """One of ``experiments.guardrails``: a metric key and the worsening a variant may show on it and still ship,
+    as ``absolute_margin`` (in the metric's units) or ``relative_margin`` (a share of the control's value)."""
+
+    metric: str = ""
+    absolute_margin: float | None = None
+    relative_margin: float | None = None
+
+
+@dataclass(frozen=True)
+class DecisionConfig:
+    """``experiments.per_experiment.NAME``: the goals, guardrails and secondary metrics of one experiment;
+    a key left out takes ``experiments``' own."""
+
+    goals: tuple[str, ...] | None = None
+    guardrails: tuple[GuardrailConfig, ...] | None = None
+    secondary: tuple[str, ...] | None = None
+
+
+def _default_guardrails() -> tuple[GuardrailConfig, ...]:
+    return tuple(GuardrailConfig(m, a, r) for m, a, r in EXPERIMENT_GUARDRAILS)
+
+
+@dataclass(frozen=True)
 class ExperimentsConfig:
     """A/B analysis (docs/experiments.md); skipped, with a note, when the assignments path does not exist."""
 
@@ -221,6 +247,13 @@ class ExperimentsConfig:
     weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     cuped_days: int = 0
     power: float = 0.8
+    inference: str = "sequential"
+    sequential_tuning: float = 5000.0
+    goals: tuple[str, ...] = EXPERIMENT_GOALS
+    guardrails: tuple[GuardrailConfig, ...] = field(default_factory=_default_guardrails)
+    secondary: tuple[str, ...] = ()
+    min_users_per_arm: int = 100
+    per_experiment: Mapping[str, DecisionConfig] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         from recsys_spark.kernels.experiments import CORRECTIONS, parse_metric
@@ -236,13 +269,75 @@ class ExperimentsConfig:
                 parse_metric(name)
             except ValueError as exc:
                 raise ConfigError(f"config key experiments.metrics: {exc}") from None
-        for key in self.weights:
-            if "/" not in key:
-                raise ConfigError(f"config key experiments.weights: expected EXPERIMENT/VARIANT keys, got {key!r}")
+        for key_ in self.weights:
+            if "/" not in key_:
+                raise ConfigError(f"config key experiments.weights: expected EXPERIMENT/VARIANT keys, got {key_!r}")
         if not 0 < self.power < 1 or not 0 < self.srm_p_threshold < 1:
             raise ConfigError(
                 "config keys experiments.power and experiments.srm_p_threshold: expected a number "
                 f"between 0 and 1, got {self.power} and {self.srm_p_threshold}"
+            )
+        if not self.sequential_tuning > 0:
+            raise ConfigError(
+                f"config key experiments.sequential_tuning: expected a positive number of users, got "
+                f"{self.sequential_tuning}"
+            )
+        _check_roles("experiments", self.goals, self.guardrails, self.secondary)
+        for name, roles in self.per_experiment.items():
+            _check_roles(f"experiments.per_experiment.{name}", roles.goals, roles.guardrails, roles.secondary)
+
+    def roles(self, experiment: str) -> tuple[tuple[str, ...], tuple[GuardrailConfig, ...], tuple[str, ...]]:
+        """(goals, guardrails, secondary) of ``experiment``: its ``per_experiment`` entry's, else the defaults."""
+        own = self.per_experiment.get(experiment, DecisionConfig())
+        return (
+            self.goals if own.goals is None else own.goals,
+            self.guardrails if own.guardrails is None else own.guardrails,
+            self.secondary if own.secondary is None else own.secondary,
+        )
+
+    def decision_metrics(self) -> tuple[str, ...]:
+        """Every metric some experiment's decision reads (tested whether or not ``metrics`` lists it)."""
+        names: list[str] = []
+        for goals, guardrails, secondary in [
+            (self.goals, self.guardrails, self.secondary),
+            *(self.roles(name) for name in self.per_experiment),
+        ]:
+            names += [*goals, *(g.metric for g in guardrails), *secondary]
+        return tuple(dict.fromkeys(names))
+
+
+def _check_roles(
+    where: str,
+    goals: tuple[str, ...] | None,
+    guardrails: tuple[GuardrailConfig, ...] | None,
+    secondary: tuple[str, ...] | None,
+) -> None:
+    """Each goal, guardrail and secondary metric is a key with a per-user form (an interval in an experiment);
+    goals and guardrails have a better direction; a guardrail has one margin."""
+    from recsys_spark.kernels.experiments import parse_metric
+
+    def testable(name: str, role: str) -> None:
+        try:
+            spec = parse_metric(name)
+        except ValueError as exc:
+            raise ConfigError(
+                f"config key {where}.{role}: {exc}; a decision reads an interval, which only a metric with a "
+                "per-user form has in an experiment"
+            ) from None
+        if role != "secondary" and metric(spec.metric).higher_is_better is None:
+            raise ConfigError(f"config key {where}.{role}: {name} has no better direction to decide on")
+
+    for name in goals or ():
+        testable(name, "goals")
+    for name in secondary or ():
+        testable(name, "secondary")
+    for i, g in enumerate(guardrails or ()):
+        testable(g.metric, f"guardrails[{i}]")
+        margins = [m for m in (g.absolute_margin, g.relative_margin) if m is not None]
+        if len(margins) != 1:
+            raise ConfigError(
+                f"config key {where}.guardrails[{i}] ({g.metric}): expected one margin, absolute_margin or "
+                f"relative_margin (the worsening that may ship), got {len(margins)}"
             )
 
 
@@ -327,6 +422,92 @@ class StatsConfig:
             raise ConfigError("config key stats.bootstrap_replicates: expected 0 (off) or at least 2, got 1")
 
 
+#: ``gate.source``: what a gate compares (docs/gate.md)
+GATE_SOURCES = ("offline", "experiment")
+#: ``gate.checks[i].on``: the interval's bound (the default) or the point estimate (as TFMA and MLflow)
+GATE_ON = ("bound", "point")
+
+
+@dataclass(frozen=True)
+class GateCheckConfig:
+    """One ``[[gate.checks]]``: a threshold on a (metric, k, aggregation, slice) of the candidate (docs/gate.md).
+
+    ``lower_bound`` / ``upper_bound``: on the candidate's value; ``min_absolute_change`` /
+    ``min_relative_change``: on its change against the baseline, in the metric's better direction (the
+    registry's), or with ``guardrail`` the worsening it may show (a non-inferiority margin); ``on``: the
+    interval's bound that is least favourable to the candidate, or the point estimate.
+    """
+
+    metric: str = ""
+    k: int | None = None
+    aggregation: str = ""
+    slice: str = "all"
+    lower_bound: float | None = None
+    upper_bound: float | None = None
+    min_absolute_change: float | None = None
+    min_relative_change: float | None = None
+    on: str = "bound"
+    guardrail: bool = False
+
+    @property
+    def key(self) -> str:
+        """The metric's key (``ndcg@10_user_avg``)."""
+        return metric_key(self.metric, self.k, self.aggregation)
+
+    @property
+    def changes(self) -> bool:
+        return self.min_absolute_change is not None or self.min_relative_change is not None
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """``recsys-spark gate`` (docs/gate.md): what it compares and its checks.
+
+    ``source = "offline"``: the offline runs ``candidate`` against ``base`` (``offline-compare``'s output);
+    ``source = "experiment"``: ``variant`` against the control in the window ``start``..``end`` of
+    ``experiment`` (``recsys-spark experiment``'s output).  "" (the default): no gate configured.
+    """
+
+    source: str = ""
+    base: str = ""
+    candidate: str = ""
+    experiment: str = ""
+    variant: str = "treatment"
+    start: str = ""
+    end: str = ""
+    checks: tuple[GateCheckConfig, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.source and self.source not in GATE_SOURCES:
+            raise ConfigError(f"config key gate.source: expected one of {', '.join(GATE_SOURCES)}, got {self.source!r}")
+        for i, c in enumerate(self.checks):
+            where = f"config key gate.checks[{i}]"
+            if not c.metric or not c.aggregation:
+                raise ConfigError(f"{where}: expected a metric and an aggregation (and k where the metric takes one)")
+            try:
+                name, _, _ = parse_key(c.key)
+            except ValueError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+            if c.k is not None and c.k <= 0:
+                raise ConfigError(f"{where} ({c.key}): k must be a positive integer, got {c.k}")
+            if c.on not in GATE_ON:
+                raise ConfigError(f"{where} ({c.key}): on: expected one of {', '.join(GATE_ON)}, got {c.on!r}")
+            if c.lower_bound is None and c.upper_bound is None and not c.changes:
+                raise ConfigError(
+                    f"{where} ({c.key}): no threshold: expected lower_bound, upper_bound, min_absolute_change "
+                    "or min_relative_change"
+                )
+            if c.guardrail and not c.changes:
+                raise ConfigError(
+                    f"{where} ({c.key}): guardrail = true needs its margin, min_absolute_change or "
+                    "min_relative_change (the worsening allowed)"
+                )
+            if c.changes and metric(name).higher_is_better is None:
+                raise ConfigError(f"{where} ({c.key}): {name} has no better direction: only lower_bound/upper_bound")
+            if not c.slice or not (c.slice == "all" or "=" in c.slice):
+                raise ConfigError(f'{where} ({c.key}): slice: expected "all" or NAME=VALUE, got {c.slice!r}')
+
+
 @dataclass(frozen=True)
 class Config:
     input: InputConfig = field(default_factory=InputConfig)
@@ -344,6 +525,7 @@ class Config:
     offline: OfflineConfig = field(default_factory=OfflineConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
     stats: StatsConfig = field(default_factory=StatsConfig)
+    gate: GateConfig = field(default_factory=GateConfig)
     spark: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_dict(self) -> dict[str, Any]:
@@ -362,6 +544,7 @@ _CHOICES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("execution", "log_level"): ("ERROR", "WARN", "INFO", "DEBUG"),
     ("offline", "multiple_testing"): ("holm", "bh", "none"),
     ("output", "write_mode"): ("auto", "insert_overwrite", "overwrite_partitions"),
+    ("experiments", "inference"): ("sequential", "fixed"),
 }
 
 
@@ -458,9 +641,20 @@ def _build(cls: type, tree: Mapping[str, Any], prefix: tuple[str, ...]) -> Any:
 
 def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
     dotted = ".".join(key)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None: TOML has no null, a value is an X
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _build(hint, value, key)
     origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is tuple and isinstance(args[0], type) and dataclasses.is_dataclass(args[0]):  # an array of tables
+        if not isinstance(value, list):
+            raise ConfigError(f"config key {dotted}: expected an array of tables, got {value!r}")
+        return tuple(_build(args[0], v, (*key[:-1], f"{key[-1]}[{i}]")) for i, v in enumerate(value))
+    if origin in (Mapping, dict) and isinstance(args[1], type) and dataclasses.is_dataclass(args[1]):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"config key {dotted}: expected a table, got {value!r}")
+        return MappingProxyType({str(k): _build(args[1], v, (*key, str(k))) for k, v in value.items()})
     try:
         if origin is tuple and typing.get_args(hint)[0] is str:  # names: may be empty, order kept
             if not isinstance(value, list):
@@ -489,7 +683,7 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
         raise ConfigError(f"config key {dotted}: expected one of {', '.join(choices)}, got {value!r}")
     if isinstance(result, (int, float)) and not isinstance(result, bool):
         # thresholds and tolerances may be 0
-        zero_ok = key[0] in ("rules", "validation", "experiments", "offline", "stats")
+        zero_ok = key[0] in ("rules", "validation", "experiments", "offline", "stats", "gate")
         if result < 0 or (result == 0 and not zero_ok):
             raise ConfigError(
                 f"config key {dotted}: expected a {'non-negative' if zero_ok else 'positive'} number, got {value!r}"

@@ -57,6 +57,12 @@ class ConcurrentRunError(JobError):
     exit_code = 11
 
 
+class GateFailed(JobError):
+    """``recsys-spark gate``: a check failed (the verdict is written; the command prints its summary)."""
+
+    exit_code = 12
+
+
 BACKFILL_FAILED = 9
 
 _PATH = re.compile(r"((?:file|hdfs|s3a?|gs|abfss?|wasbs?):/[^\s,;'\"\]\)]+|/[^\s,;'\"\]\)]*\.(?:parquet|crc|json))")

@@ -38,6 +38,7 @@ from pyspark.sql import functions as F
 from recsys_spark import fs, templates
 from recsys_spark.config import Config
 from recsys_spark.errors import ConfigError
+from recsys_spark.kernels.decisions import DECISION_COLUMNS, Decision, Margin, Roles, Validity, decide, effects_of
 from recsys_spark.kernels.experiments import (
     COVARIATE_PARTS,
     RESULT_COLUMNS,
@@ -64,9 +65,11 @@ ASSIGNMENT_COLUMNS = (
     ColumnSpec(LAYER, "string", required=False),
 )
 USERS_TABLE, RESULTS_TABLE, CHECKS_TABLE = "experiment_users", "experiments", "experiment_checks"
+DECISIONS_TABLE = "experiment_decisions"
 BUSINESS_SUMS = ("exposures", "clicked", "requests", "empty_requests")
 CHECKS_SCHEMA = "experiment string, check string, statistic double, p_value double, passed boolean, detail string"
 RESULTS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in RESULT_COLUMNS)
+DECISIONS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in DECISION_COLUMNS)
 
 
 def user_value_sums(ks: Sequence[int]) -> list[str]:
@@ -452,9 +455,11 @@ class ExperimentResult:
 
 
 def metric_specs(cfg: Config, available_ks: Sequence[int]) -> tuple[list[MetricSpec], list[str]]:
-    """The tested metrics, and a note for those left out because their cut-off is not in ``metrics.k``
-    (a run with ``--set metrics.k=[5]`` should not fail over the default experiment metrics at @10)."""
-    specs = [parse_metric(m) for m in cfg.experiments.metrics]
+    """The tested metrics (``experiments.metrics``, then the decisions' goals, guardrails and secondary metrics
+    it does not list), and a note for those left out because their cut-off is not in ``metrics.k`` (a run with
+    ``--set metrics.k=[5]`` should not fail over the default experiment metrics at @10)."""
+    names = dict.fromkeys([*cfg.experiments.metrics, *cfg.experiments.decision_metrics()])
+    specs = [parse_metric(m) for m in names]
     kept = [s for s in specs if s.k is None or s.k in available_ks]
     left = [s.name for s in specs if s not in kept]
     notes = (
@@ -524,7 +529,18 @@ def analyse(
             multiple_assignment_check(name, excluded, sum(users.values())),
         ]
         by_arm = {(v, s): d for (e, v, s), d in sums.items() if e == name and v is not None}
-        rows_of = analyse_experiment(name, by_arm, specs, ex.control, ex.correction, confidence, ex.power, cuped)
+        rows_of = analyse_experiment(
+            name,
+            by_arm,
+            specs,
+            ex.control,
+            ex.correction,
+            confidence,
+            ex.power,
+            cuped,
+            ex.inference,
+            ex.sequential_tuning,
+        )
         results += rows_of
         alpha = 1 - confidence
         section[name] = {
@@ -549,6 +565,54 @@ def analyse(
                 if r.slice == ALL and r.covariate_n is not None
             }
     return results, checks, section
+
+
+def decisions(
+    results: Sequence[ResultRow], checks: Sequence[Check], section: dict[str, Any], cfg: Config
+) -> list[Decision]:
+    """The ship decision of every variant of every analysed experiment (:func:`kernels.decisions.decide`), from
+    the ``all`` slice's rows and the checks; each experiment's summary section gets its ``decisions``
+    (variant -> decision and reasons) and the ``decision_metrics`` they read (goals, guardrails, secondary).
+    An experiment with no variant besides the control has one row with a null variant (invalid: not
+    compared)."""
+    ex = cfg.experiments
+    out: list[Decision] = []
+    for name, e in sorted(section.items()):
+        goals, guardrails, secondary = ex.roles(name)
+        roles = Roles(
+            goals, tuple(Margin(g.metric, g.absolute_margin, g.relative_margin) for g in guardrails), secondary
+        )
+        srm = next((c for c in checks if c.experiment == name and c.check == "srm"), None)
+        variants = sorted(v for v in e["users"] if v != ex.control) or [None]
+        e["decision_metrics"] = {
+            "goals": list(goals),
+            "guardrails": [
+                {"metric": g.metric, "absolute_margin": g.absolute_margin, "relative_margin": g.relative_margin}
+                for g in guardrails
+            ],
+            "secondary": list(secondary),
+        }
+        e["decisions"] = {}
+        for variant in variants:
+            validity = Validity(
+                compared=e["state"] != "not_compared",
+                not_compared_reason=e["reason"],
+                srm_passed=srm is None or srm.passed or srm.p_value is None,  # not tested: no mismatch
+                srm_p_value=srm.p_value if srm is not None else None,
+                multiple_assignment=int(e["excluded_multiple_variants"]),
+                control_users=int(e["users"].get(ex.control, 0)),
+                variant_users=int(e["users"].get(variant, 0)) if variant is not None else 0,
+            )
+            effects = effects_of(results, name, variant) if variant is not None else {}
+            d = decide(name, variant, effects, roles, validity, ex.min_users_per_arm, ex.inference)
+            out.append(d)
+            e["decisions"][variant or ""] = {"decision": d.decision, "reasons": d.reasons}
+    return out
+
+
+def decision_tuples(rows: Sequence[Decision]) -> list[tuple]:
+    """The ``experiment_decisions`` rows, in :data:`DECISIONS_SCHEMA`'s column order."""
+    return [d.as_tuple() for d in rows]
 
 
 def _brief(r: ResultRow) -> dict[str, Any]:
@@ -676,8 +740,10 @@ def experiment_stage(
     results, checks, section = analyse(rows, cfg, specs, cuped, assigned, exposure_example)
     if layers:
         checks += layer_checks(users, layers, ex.srm_p_threshold)
+    decided = decisions(results, checks, section, cfg)
     out.stage_rows(RESULTS_TABLE, result_tuples(results), RESULTS_SCHEMA)
     out.stage_rows(CHECKS_TABLE, check_tuples(checks), CHECKS_SCHEMA)
+    out.stage_rows(DECISIONS_TABLE, decision_tuples(decided), DECISIONS_SCHEMA)
     status, not_compared, more = status_and_notes(section, checks)
     notes += more
     failed = mismatched(checks)
@@ -692,7 +758,13 @@ def experiment_stage(
         summary,
         srm_rules(checks, ex.srm_severity, ex.srm_p_threshold),
         notes,
-        {"experiments": len(section), "rows": len(results), "srm_failed": failed, "not_compared": not_compared},
+        {
+            "experiments": len(section),
+            "rows": len(results),
+            "srm_failed": failed,
+            "not_compared": not_compared,
+            "decisions": {f"{d.experiment}/{d.variant}": d.decision for d in decided},
+        },
         results,
         checks,
     )

@@ -208,3 +208,10 @@ EXPERIMENT_METRICS: tuple[str, ...] = (
     "pv_ctr_global",
     "pv_failure_rate_global",
 )
+
+#: the defaults of experiments.goals: the metrics whose improvement ships a variant (direction: :attr:`Metric.better`)
+EXPERIMENT_GOALS: tuple[str, ...] = ("ndcg@10_user_avg", "exposure_ctr_global")
+#: the defaults of experiments.guardrails: (metric key, absolute margin, relative margin), the worsening a variant
+#: may show on each and still ship (docs/experiments.md, "Decisions"): half a percentage point of requests answered
+#: with an empty list
+EXPERIMENT_GUARDRAILS: tuple[tuple[str, float | None, float | None], ...] = (("pv_failure_rate_global", 0.005, None),)

@@ -124,9 +124,13 @@ DAILY_TABLES = (
     "rule_checks",
     "experiments",
     "experiment_checks",
+    "experiment_decisions",
     "rejected",
     "summary",
 )
+
+#: ``recsys-spark gate``'s verdicts: ``{output_root}/gate/NAME/verdict.json`` (JSON, not a table; docs/gate.md)
+GATE_TABLE, VERDICT = "gate", "verdict.json"
 
 
 # --- the per-user table (user_metrics) ----------------------------------------------------------

@@ -21,6 +21,8 @@ from recsys_spark.experiments import (
     USERS_TABLE,
     analyse,
     check_tuples,
+    decision_tuples,
+    decisions,
     metric_specs,
     previous_days,
     read_user_tables,
@@ -30,6 +32,7 @@ from recsys_spark.experiments import (
     window_users,
     with_covariates,
 )
+from recsys_spark.kernels.decisions import DECISION_COLUMNS
 from recsys_spark.kernels.experiments import RESULT_COLUMNS
 from recsys_spark.session import apply_time_zone
 from recsys_spark.write import DailyOutput
@@ -37,9 +40,10 @@ from recsys_spark.write import DailyOutput
 #: the tables the window writes, one partition ``experiment=NAME/window=S_E`` each; their files hold the
 #: ``experiments`` / ``experiment_checks`` columns but ``experiment``, which the path carries (a column in both
 #: would make the table unreadable at its root: pandas, pyarrow and DuckDB refuse a duplicate field)
-WINDOW_TABLES = ("experiment_window", "experiment_window_checks")
+WINDOW_TABLES = ("experiment_window", "experiment_window_checks", "experiment_window_decisions")
 WINDOW_RESULTS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in RESULT_COLUMNS if name != "experiment")
 WINDOW_CHECKS_SCHEMA = CHECKS_SCHEMA.split(", ", 1)[1]
+WINDOW_DECISIONS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in DECISION_COLUMNS if name != "experiment")
 
 
 def run_window(
@@ -48,8 +52,9 @@ def run_window(
     """``recsys-spark experiment``: the experiment over [start, end] from the daily ``experiment_users``.
 
     Writes ``{output_root}/experiment_window/experiment=NAME/window=S_E/`` (the
-    ``experiments`` table's columns but ``experiment``) and ``experiment_window_checks/...`` (srm,
-    multiple_assignment, compared); returns the summary section.
+    ``experiments`` table's columns but ``experiment``), ``experiment_window_checks/...`` (srm,
+    multiple_assignment, compared) and ``experiment_window_decisions/...`` (the ship decision of each
+    variant over the window, :func:`recsys_spark.experiments.decisions`); returns the summary section.
     """
     apply_time_zone(spark, cfg.validation.time_zone)
     days = [start + dt.timedelta(days=i) for i in range((end - start).days + 1)]
@@ -86,6 +91,7 @@ def run_window(
             f"{start} and {end} in {output_root}/{USERS_TABLE} (a daily run whose assignment ids matched no exposure "
             f"names both sides' ids in the experiment_checks row 'compared')"
         )
+    decided = [d for d in decisions(results, checks, section, cfg) if d.experiment == experiment]
     out = DailyOutput(
         spark,
         output_root,
@@ -103,6 +109,7 @@ def run_window(
         out.stage_rows(
             WINDOW_TABLES[1], [c[1:] for c in check_tuples(checks) if c[0] == experiment], WINDOW_CHECKS_SCHEMA
         )
+        out.stage_rows(WINDOW_TABLES[2], [d[1:] for d in decision_tuples(decided)], WINDOW_DECISIONS_SCHEMA)
         out.commit()
     except BaseException:
         out.abort()

@@ -97,13 +97,13 @@ def test_a_bare_call_lists_the_commands_and_version_names_the_release(capsys):
     assert run([]) == 2
     out = capsys.readouterr().out
     assert out.startswith("usage: recsys-spark")
-    assert all(name in out for name in ("evaluate", "experiment", "offline", "offline-compare", "report"))
+    assert all(name in out for name in ("evaluate", "experiment", "offline", "offline-compare", "gate", "report"))
     with pytest.raises(SystemExit) as done:
         run(["--version"])
     assert done.value.code == 0 and capsys.readouterr().out.strip() == f"recsys-spark {__version__}"
 
 
-@pytest.mark.parametrize("command", ["evaluate", "experiment", "offline", "offline-compare", "report"])
+@pytest.mark.parametrize("command", ["evaluate", "experiment", "offline", "offline-compare", "gate", "report"])
 def test_every_command_has_a_description_an_example_and_the_exit_codes(capsys, command):
     with pytest.raises(SystemExit):
         run([command, "--help"])

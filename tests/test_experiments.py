@@ -47,11 +47,16 @@ CUP = {"control": ([3, 5, 2, 8, 4, 6], [2, 4, 2, 7, 3, 5]), "treatment": ([4, 7,
 # experiment "srm" (layer L1): 600 vs 400 users with one exposure each (planned 50/50); the same users are
 # in "lay" (layer L3): control 300 A / 300 B, treatment 100 A / 300 B
 SRM = {"control": 600, "treatment": 400}
+#: the golden values are the fixed-horizon tests' (the default, sequential, is checked against them below); the
+#: decisions read exposure_ctr only, so the tested metrics are these two
+FIXED = ["experiments.inference=fixed", 'experiments.goals=["exposure_ctr_global"]', "experiments.guardrails=[]"]
 SETTINGS = [
     "metrics.k=[10]",
     "rules.fail_on_hard=false",
     "experiments.cuped_days=1",
     'experiments.metrics=["exposure_ctr_global", "precision@10_user_avg"]',
+    "experiments.min_users_per_arm=5",
+    *FIXED,
 ]
 
 
@@ -206,7 +211,7 @@ def test_layer_independence_is_chi2_contingency(spark, golden):
 
 def test_window_counts_each_user_once(spark, golden):
     root, _ = golden
-    cfg = load_config(None, SETTINGS[:2] + ['experiments.metrics=["precision@10_user_avg"]'])
+    cfg = load_config(None, SETTINGS[:2] + ['experiments.metrics=["precision@10_user_avg"]', *FIXED])
     one_day = run_window(spark, cfg, "cupw", DAY, DAY, f"{root}/out")
     assert one_day["experiments"]["cupw"]["users"] == {"control": 6, "treatment": 6}
     rows = _rows(spark, f"{root}/out/experiment_window/experiment=cupw/window={DAY}_{DAY}")
@@ -229,7 +234,7 @@ def test_window_counts_each_user_once(spark, golden):
     checks = _rows(spark, f"{root}/out/experiment_window_checks/experiment=cupw/window={PREVIOUS}_{DAY}")
     assert _one(checks, check="multiple_assignment")["statistic"] == 1
     # each table opens at its root, with the experiment and the window as columns from the path
-    for table in ("experiment_window", "experiment_window_checks"):
+    for table in ("experiment_window", "experiment_window_checks", "experiment_window_decisions"):
         spark_rows = spark.read.parquet(f"{root}/out/{table}").where("experiment = 'cupw'").count()
         frame = pd.read_parquet(f"{root}/out/{table}")
         assert spark_rows == len(frame[frame["experiment"] == "cupw"]) > 0
@@ -494,3 +499,57 @@ def test_a_line_of_an_uncompared_experiment_keeps_a_failed_srm_and_never_says_ok
     passed = {**base, "reason": reason, "srm_p_value": 0.3, "srm_passed": True}
     (line,) = experiment_lines("d", {"status": "not_compared", "experiments": {"e": passed}})
     assert line == f"d: experiment e: NOT COMPARED: {reason}; users control=5"
+
+
+# --- always-valid inference and decisions through the job ----------------------------------------------------------
+def test_the_default_rows_are_the_sequence_around_the_fixed_estimates(spark, golden):
+    """The window with the default config: the same Δ and se as the fixed-horizon golden, the confidence
+    sequence at N = both arms' users around it, its p-value, ci_method = sequential."""
+    from recsys_spark.kernels.stats import sequential_half_width, sequential_p_value
+
+    root, _ = golden
+    cfg = load_config(None, SETTINGS[:2] + ['experiments.metrics=["exposure_ctr_global"]'])
+    assert cfg.experiments.inference == "sequential"
+    run_window(spark, cfg, "ctr", DAY, DAY, f"{root}/out")
+    window = _rows(spark, f"{root}/out/experiment_window/experiment=ctr/window={DAY}_{DAY}")
+    seq = _one(window, slice="all", metric="exposure_ctr")
+    fixed = _one(_rows(spark, f"{root}/out/experiments/dt={DAY}"), experiment="ctr", metric="exposure_ctr", slice="all")
+    assert (seq["ci_method"], fixed["ci_method"]) == ("sequential", "fixed")
+    assert seq["delta"] == pytest.approx(fixed["delta"], rel=1e-12) and seq["se"] == pytest.approx(
+        fixed["se"], rel=1e-12
+    )
+    width = sequential_half_width(seq["se"] ** 2, 12, 0.95, 5000)
+    assert (seq["ci_low"], seq["ci_high"]) == pytest.approx((seq["delta"] - width, seq["delta"] + width), rel=1e-12)
+    assert seq["p_value"] == pytest.approx(sequential_p_value(seq["delta"], seq["se"] ** 2, 12), rel=1e-12)
+    assert seq["p_value"] > fixed["p_value"] and seq["ci_high"] - seq["ci_low"] > fixed["ci_high"] - fixed["ci_low"]
+    # pv_failure_rate and ndcg@10 (the default guardrail and goal) were tested too, though not in metrics
+    metrics = {r["metric"] for r in window}
+    assert metrics == {"exposure_ctr", "ndcg", "pv_failure_rate"}
+    (decision,) = _rows(spark, f"{root}/out/experiment_window_decisions/experiment=ctr/window={DAY}_{DAY}")
+    assert decision["decision"] == "invalid" and decision["ci_method"] == "sequential"
+    assert decision["reasons"] == [
+        "too few users: control has 6 (experiments.min_users_per_arm = 100)",
+        "too few users: variant has 6 (experiments.min_users_per_arm = 100)",
+    ]
+
+
+def test_the_day_writes_a_decision_per_experiment_and_variant_with_its_reasons(spark, golden):
+    root, summaries = golden
+    rows = {r["experiment"]: r for r in _rows(spark, f"{root}/out/experiment_decisions/dt={DAY}")}
+    assert set(rows) == {"ctr", "cup", "cupw", "srm", "lay"}
+    assert all(r["variant"] == "treatment" or r["experiment"] == "lay" for r in rows.values())
+    # ctr: +0.076 [−0.016, +0.169] (fixed, normal): not yet
+    assert rows["ctr"]["decision"] == "keep_running" and (rows["ctr"]["control_n"], rows["ctr"]["variant_n"]) == (6, 6)
+    assert rows["ctr"]["reasons"][0].startswith("goal exposure_ctr_global inconclusive: +0.07639 [")
+    assert rows["cup"]["decision"] == "invalid"  # cup-both is in both arms
+    assert rows["cup"]["reasons"] == ["multiple assignment: 1 user(s) with several variants"]
+    assert rows["srm"]["decision"] == "invalid" and rows["srm"]["reasons"][0].startswith(
+        "sample-ratio mismatch (p=2.54e-10)"
+    )
+    section = summaries[DAY]["experiments"]["experiments"]
+    assert section["ctr"]["decisions"]["treatment"]["decision"] == "keep_running"
+    lines = experiment_lines(str(DAY), summaries[DAY]["experiments"])
+    assert (
+        f"{DAY}: experiment ctr treatment: KEEP_RUNNING: goal exposure_ctr_global inconclusive: +0.07639"
+        in "\n".join(lines)
+    )

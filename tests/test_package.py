@@ -27,6 +27,8 @@ def _modules_the_job_imports() -> set[str]:
         "recsys_spark.offline.compare",
         "recsys_spark.report",
         "recsys_spark.report.build",
+        "recsys_spark.gate",
+        "recsys_spark.notebook",  # recsys_spark.evaluate / RankingEvaluator: __init__ imports it lazily
     )  # what each subcommand runs
     code = (
         f"import sys, recsys_spark.cli, recsys_spark.session, recsys_spark.log, {', '.join(commands)}; "

@@ -13,7 +13,7 @@ from recsys_spark.registry import HEADLINE, METRICS, key, metric, parse_key
 
 REPO = Path(__file__).resolve().parents[1]
 #: the modules that read metric names (the report, the summary, the lines a command prints, the window)
-READERS = ("report/build.py", "report/__init__.py", "daily/summary.py", "cli/lines.py", "window.py")
+READERS = ("report/build.py", "report/__init__.py", "daily/summary.py", "cli/lines.py", "window.py", "gate.py")
 
 
 def _is_name(text: str) -> bool:
@@ -68,7 +68,9 @@ def test_the_summary_headline_and_the_experiments_follow_the_registry(monkeypatc
     real = experiments.parse_key
     monkeypatch.setattr(experiments, "parse_key", lambda text: seen.append(text) or real(text))
     load_config(None, ['experiments.metrics=["ndcg@10_user_avg", "exposure_ctr_global"]'])
-    assert seen == ["ndcg@10_user_avg", "exposure_ctr_global"]
+    # the metrics, then the decisions' goals and guardrails (the registry's defaults)
+    guardrails = [g[0] for g in registry.EXPERIMENT_GUARDRAILS]
+    assert seen == ["ndcg@10_user_avg", "exposure_ctr_global", *registry.EXPERIMENT_GOALS, *guardrails]
     with pytest.raises(Exception, match=r"unknown metric 'ndgc' \(did you mean ndcg\?\)"):
         load_config(None, ['experiments.metrics=["ndgc@10_user_avg"]'])
     assert [key(*h) for h in HEADLINE][:2] == ["auc_global", "auc_user_avg"]

@@ -9,7 +9,7 @@ import pytest
 from chispa import assert_df_equality
 
 from recsys_spark import fs
-from recsys_spark.experiments import CHECKS_SCHEMA, RESULTS_SCHEMA
+from recsys_spark.experiments import CHECKS_SCHEMA, DECISIONS_SCHEMA, RESULTS_SCHEMA
 from recsys_spark.schema import LORENZ_DDL, METRICS_DDL, RULE_CHECKS_DDL
 from recsys_spark.write import SUMMARY, DailyOutput
 
@@ -77,6 +77,21 @@ SMALL_TABLES = {
         [("exp1", "srm", 0.3, 0.58, True, "ok"), (None, "layer", None, None, False, "")],
     ),
     "experiments": (RESULTS_SCHEMA, []),
+    "experiment_decisions": (
+        DECISIONS_SCHEMA,
+        [
+            (
+                "exp1",
+                "treatment",
+                "ship",
+                ["goal ndcg@10_user_avg improved: +0.01 [+0.002, +0.018]"],
+                "sequential",
+                900,
+                910,
+            ),
+            ("exp2", None, "invalid", [], "fixed", 0, 0),
+        ],
+    ),
 }
 
 

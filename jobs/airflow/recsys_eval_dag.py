@@ -3,9 +3,14 @@
 Two DAGs with the same shape, one per platform (docs/airflow.md)::
 
     wait_exposures ┐
-    wait_clicks    ┴─> evaluate ──> quality_gate
-    (sensors)          (Spark job, exits 0,      (reads summary.json, fails without
-                        outlets: the tables)      retry on a hard rule violation)
+    wait_clicks    ┴─> evaluate ──> quality_gate [──> experiment_window ──> model_gate]
+    (sensors)          (Spark job, exits 0,      (reads summary.json,  (recsys-spark     (recsys-spark gate
+                        outlets: the tables)      fails without retry   experiment: the   on the window's
+                                                  on a hard violation)  window to date)   interval bounds)
+
+The bracketed tasks exist when ``experiment`` names one (and ``gate_config`` a gate TOML, for the last):
+every night the experiment's window from ``experiment_start`` to the evaluated day is analysed again
+(always-valid intervals by default: looking every night is what they are for) and gated.
 
 * ``recsys_eval_daily``: ``spark-submit`` to YARN (or any master) with SparkSubmitOperator.
 * ``recsys_eval_daily_k8s``: the Spark operator's ``SparkApplication``
@@ -105,6 +110,12 @@ SETTINGS: dict[str, str] = {
     "sensor_timeout_hours": "6",  # then the sensor fails: "Sensor has timed out"
     # "yarn" and/or "kubernetes", comma separated: which DAGs this file builds
     "platforms": "yarn",
+    # parse time: an experiment to analyse every night over its window (recsys-spark experiment), then gate
+    # (recsys-spark gate); "" = neither task.  YARN DAG only.
+    "experiment": "",
+    "gate_config": "",  # the gate's TOML ([gate] source = "experiment" and its [[gate.checks]]); "" = no gate
+    # run time: the first day of the experiment's window (YYYY-MM-DD); the window ends on the evaluated day
+    "experiment_start": "",
     "kubernetes_conn_id": "kubernetes_default",
     "namespace": "spark-jobs",  # where the SparkApplication is created
     "image": "registry.example.com/recsys-spark:0.1.0",  # image with Spark, Python deps and the package
@@ -115,6 +126,8 @@ SETTINGS: dict[str, str] = {
 OUTPUT_TABLES = ("metrics", "user_metrics", "lorenz", "rule_checks", "summary")
 #: updated by the gate only when no hard rule is violated: schedule on it to see trusted days only
 GATE_ASSET = "recsys_eval/quality_gate_passed"
+#: updated by the model gate only when every check of the gate config passed (its verdict: gate/NAME/verdict.json)
+MODEL_GATE_ASSET = "recsys_eval/model_gate_passed"
 
 
 def _parse_time(key: str) -> str:
@@ -137,6 +150,9 @@ CONFIG_FILE = _parse_time("config_file")
 OVERRIDES = shlex.split(_parse_time("overrides"))
 SCHEDULE_CRON = _parse_time("schedule_cron")
 PLATFORMS = {p.strip() for p in _parse_time("platforms").split(",") if p.strip()}
+EXPERIMENT = _parse_time("experiment")
+GATE_CONFIG = _parse_time("gate_config")
+EXPERIMENT_START = _run_time("experiment_start")
 
 # The day to evaluate: the start of the run's data interval (see the module docstring).
 EVAL_DATE = "{{ data_interval_start | ds }}"
@@ -174,6 +190,38 @@ def job_arguments() -> list[str]:
     for override in OVERRIDES:
         args += ["--set", override]
     return args
+
+
+def window_arguments() -> list[str]:
+    """``recsys-spark experiment`` over [experiment_start, the evaluated day], with the job's config (the
+    experiments.* settings: inference, goals, guardrails) and overrides."""
+    args = [
+        "experiment",
+        "--experiment", EXPERIMENT,
+        "--start", EXPERIMENT_START,
+        "--end", EVAL_DATE,
+        "--output-root", OUTPUT_ROOT,
+    ]  # fmt: skip
+    if CONFIG_FILE:
+        args += ["--config", CONFIG_FILE]
+    for override in OVERRIDES:
+        args += ["--set", override]
+    return args
+
+
+def gate_arguments() -> list[str]:
+    """``recsys-spark gate`` on the window just written: its name is the experiment's, its verdict
+    ``{output_root}/gate/EXPERIMENT/verdict.json``; the window's bounds come from the run."""
+    return [
+        "gate",
+        "--name", EXPERIMENT,
+        "--output-root", OUTPUT_ROOT,
+        "--config", GATE_CONFIG,
+        "--set", "gate.source=experiment",
+        "--set", f"gate.experiment={json.dumps(EXPERIMENT)}",
+        "--set", f"gate.start={EXPERIMENT_START}",
+        "--set", f"gate.end={EVAL_DATE}",
+    ]  # fmt: skip
 
 
 # --- sensors ----------------------------------------------------------------------------
@@ -347,7 +395,39 @@ if "yarn" in PLATFORMS:
             # and then requires yarn_track_via_rm_api=True (plus the connection extra
             # yarn_resourcemanager_webapp_address); otherwise pass durable=False.
         )
-        _sensors() >> evaluate >> _gate()
+        quality_gate = _gate()
+        _sensors() >> evaluate >> quality_gate
+        if EXPERIMENT:
+            # the window to date, every night: a failure is the computation's (retried as evaluate is)
+            window = SparkSubmitOperator(
+                task_id="experiment_window",
+                conn_id=CONN_ID,
+                name="recsys_eval_window_{{ data_interval_start | ds_nodash }}",
+                application=APPLICATION,
+                application_args=window_arguments(),
+                py_files=PY_FILES,
+                archives=f"{ENV_ARCHIVE}#environment" if ENV_ARCHIVE else None,
+                conf=spark_conf,
+                outlets=[Asset(name="recsys_eval/experiment_window")],
+                doc_md=f"Analyses experiment {EXPERIMENT} from experiment_start to the evaluated day.",
+            )
+            quality_gate >> window
+            if GATE_CONFIG:
+                # exit 12 (a check failed) or 3 (a bad gate config) is not transient: no retry
+                model_gate = SparkSubmitOperator(
+                    task_id="model_gate",
+                    conn_id=CONN_ID,
+                    name="recsys_eval_gate_{{ data_interval_start | ds_nodash }}",
+                    application=APPLICATION,
+                    application_args=gate_arguments(),
+                    py_files=PY_FILES,
+                    archives=f"{ENV_ARCHIVE}#environment" if ENV_ARCHIVE else None,
+                    conf=spark_conf,
+                    retries=0,
+                    outlets=[Asset(name=MODEL_GATE_ASSET)],
+                    doc_md="Fails without retry when a check of the gate config fails on the window's interval bounds.",
+                )
+                window >> model_gate
 
 if "kubernetes" in PLATFORMS:
     from airflow.providers.cncf.kubernetes.operators.spark_kubernetes import SparkKubernetesOperator

@@ -1,5 +1,5 @@
 """The command line: ``recsys-spark COMMAND ...`` (``evaluate``, ``experiment``, ``offline``, ``offline-compare``,
-``report``).
+``gate``, ``report``, ``demo``).
 
 Parses the arguments (each command's module adds its own to the shared ones of
 :func:`recsys_spark.cli.common.parent`), runs the command and turns expected failures into one line on
@@ -15,20 +15,28 @@ from typing import NoReturn
 
 from recsys_spark import signals
 from recsys_spark._version import __version__
-from recsys_spark.cli import demo, evaluate, experiment, offline, report
+from recsys_spark.cli import demo, evaluate, experiment, gate, offline, report
 from recsys_spark.cli.common import PROG, Command, Parser, parent
 from recsys_spark.errors import JobError, root_cause
 
 EXIT_CODES = """exit codes: 0 success, 1 unexpected error, 2 bad arguments, 3 bad configuration, 4 missing input,
 5 bad schema, 6 unreadable input, 7 empty input, 8 a hard business rule was violated (outputs written),
 9 some dates of a backfill failed, 10 output not writable, 11 another run holds the date's lock,
-143 stopped by SIGTERM (docs/operations.md)"""
+12 a gate check failed (the verdict written), 143 stopped by SIGTERM (docs/operations.md)"""
 
 
 #: every command, in the order ``recsys-spark --help`` lists them
 COMMANDS: dict[str, Command] = {
     c.name: c
-    for c in (evaluate.COMMAND, experiment.COMMAND, offline.COMMAND, offline.COMPARE, report.COMMAND, demo.COMMAND)
+    for c in (
+        evaluate.COMMAND,
+        experiment.COMMAND,
+        offline.COMMAND,
+        offline.COMPARE,
+        gate.COMMAND,
+        report.COMMAND,
+        demo.COMMAND,
+    )
 }
 
 

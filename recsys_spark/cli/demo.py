@@ -1,9 +1,10 @@
 """``recsys-spark demo``: the whole tour on generated sample data, in one Spark session, in a few minutes.
 
 What ``make demo`` runs: sample logs of a week, the daily job on each day, an A/B experiment over the
-week, two offline runs of a model and their comparison, and the HTML report of all of it; it says up front
-what it will do and ends with where to look.  ``make demo-full`` runs the same tour on a larger week, one
-command at a time, as a production schedule would.
+week, two offline runs of a model and their comparison, the gate on the candidate model (and on the
+experiment), and the HTML report of all of it; it says up front what it will do and ends with where to
+look.  ``make demo-full`` runs the same tour on a larger week, one command at a time, as a production
+schedule would.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from recsys_spark.cli.lines import experiment_lines, headline_lines
 HELP = "the whole tour on generated sample data, in one Spark session (a few minutes)"
 DESCRIPTION = (
     "Generate a week of sample logs (with an A/B experiment) and an offline data set, then run the daily job "
-    "on each day, the experiment window, two offline runs and their comparison, and write the HTML report: "
+    "on each day, the experiment window, two offline runs and their comparison, gate the candidate and the "
+    "experiment on their interval bounds, and write the HTML report: "
     "everything the other commands do, on small data, in one Spark session."
 )
 EXAMPLE = "recsys-spark demo --root build/demo"
@@ -29,6 +31,44 @@ END = dt.date(2026, 11, 20)
 DAYS = 7  # evaluated by default; one more day is generated before them (update rate, novelty, CUPED)
 EXPERIMENT = "ranker_v2"
 SLICES = 'slices.names=["platform", "user_type", "popularity"]'
+#: the demo's gates (docs/gate.md): the offline candidate must gain NDCG@10 on the bound of its paired interval
+#: and may lose at most 2 % of its MRR; the experiment's treatment must raise exposure CTR and may raise the
+#: failure rate by at most half a point.  Written beside the data, as an operator would write them.
+OFFLINE_GATE = """[gate]
+source = "offline"
+base = "base"
+candidate = "candidate"
+
+[[gate.checks]]
+metric = "ndcg"
+k = 10
+aggregation = "user_avg"
+min_absolute_change = 0.0
+
+[[gate.checks]]
+metric = "mrr"
+aggregation = "user_avg"
+min_relative_change = 0.02
+guardrail = true
+"""
+EXPERIMENT_GATE = """[gate]
+source = "experiment"
+experiment = "{experiment}"
+variant = "treatment"
+start = "{start}"
+end = "{end}"
+
+[[gate.checks]]
+metric = "exposure_ctr"
+aggregation = "global"
+min_relative_change = 0.0
+
+[[gate.checks]]
+metric = "pv_failure_rate"
+aggregation = "global"
+min_absolute_change = 0.005
+guardrail = true
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +84,7 @@ def _say(text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from recsys_spark import daily, generate, generate_offline
     from recsys_spark.config import load_config
+    from recsys_spark.gate import run_gate
     from recsys_spark.offline.compare import compare_runs
     from recsys_spark.offline.pipeline import run_offline
     from recsys_spark.report import write_report
@@ -56,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
     start = END - dt.timedelta(days=days - 1)
     _say(
         f"recsys-spark demo: {days} days of sample logs ({args.users} users) evaluated {start}..{END}, the experiment "
-        f"{EXPERIMENT} over the week, two offline runs and their comparison, the HTML report; about 2-3 minutes on a "
-        f"2-core laptop (outputs under {out})"
+        f"{EXPERIMENT} over the week, two offline runs and their comparison, the gates on the candidate and the "
+        f"experiment, the HTML report; about 2-3 minutes on a 2-core laptop (outputs under {out})"
     )
     began = time.monotonic()
     args.set = [*args.set, SLICES]
@@ -89,6 +130,14 @@ def run(args: argparse.Namespace) -> int:
             _say("  " + "  ".join(f"{k}={v:.4f}" for k, v in list(headline.items())[:4] if v is not None))
         compared = compare_runs(spark, offline_cfg, str(out), "base", "candidate")
         _say(f"offline-compare: {compared['users_in_both']} users in both, {compared['metrics']} metrics")
+        gates = {
+            "candidate": OFFLINE_GATE,
+            EXPERIMENT: EXPERIMENT_GATE.format(experiment=EXPERIMENT, start=start, end=END),
+        }
+        for name, text in gates.items():
+            (root / f"gate-{name}.toml").write_text(text)
+            verdict = run_gate(spark, load_config(root / f"gate-{name}.toml"), name, str(out))
+            _say(f"{verdict['summary']} -> {verdict['path']}")
         report = write_report(str(out), start, END, cfg, spark=spark)
     finally:
         spark.stop()
@@ -96,8 +145,8 @@ def run(args: argparse.Namespace) -> int:
     _say(f"done in {minutes:.1f} min")
     _say(f"report: {report}  (open it in a browser)")
     _say(
-        f"tables: {out}/{{metrics,user_metrics,lorenz,rule_checks,experiments,summary}}/dt=..., "
-        f"{out}/offline/{{metrics,...}}/run=..."
+        f"tables: {out}/{{metrics,user_metrics,lorenz,rule_checks,experiments,experiment_decisions,summary}}/dt=..., "
+        f"{out}/offline/{{metrics,...}}/run=..., verdicts: {out}/gate/NAME/verdict.json"
     )
     _say(
         'look at them: .venv/bin/python -c "import pandas as pd; '

@@ -48,7 +48,7 @@ def experiment_lines(label: str, section: Mapping[str, Any] | None) -> list[str]
             lines.append(
                 f"{label}: experiment {name}: NOT COMPARED: {e['reason']}; users {users or 'none'}{excluded}{srm}"
             )
-            continue
+            continue  # its decision is "invalid" for the same reason: said once
         srm = (
             f"SRM ok (p={e['srm_p_value']:.3g})"
             if e["srm_passed"]
@@ -63,4 +63,14 @@ def experiment_lines(label: str, section: Mapping[str, Any] | None) -> list[str]
         lines.append(
             f"{label}: experiment {name}: {srm}; users {users}{excluded}; {sig or 'no significant difference'}"
         )
+        lines += decision_lines(label, name, e)
     return lines
+
+
+def decision_lines(label: str, name: str, e: Mapping[str, Any]) -> list[str]:
+    """One line per variant: its decision in capitals and the reasons (docs/experiments.md, "Decisions")."""
+    return [
+        f"{label}: experiment {name}{' ' + variant if variant else ''}: {d['decision'].upper()}: "
+        + "; ".join(d["reasons"])
+        for variant, d in sorted(e.get("decisions", {}).items())
+    ]

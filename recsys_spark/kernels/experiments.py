@@ -31,6 +31,8 @@ import numpy as np
 from scipy import stats as _st
 
 from recsys_spark.kernels.stats import (
+    INFERENCES,
+    SEQUENTIAL_TUNING,
     Comparison,
     MeanStats,
     RatioStats,
@@ -38,6 +40,7 @@ from recsys_spark.kernels.stats import (
     compare_estimates,
     p_value_z,
     ratio_difference,
+    sequential,
     welch,
     z_quantile,
 )
@@ -413,6 +416,7 @@ RESULT_COLUMNS = (
     ("se", "double"),
     ("mde", "double"),
     ("covariate_n", "long"),
+    ("ci_method", "string"),
 )
 
 
@@ -440,6 +444,7 @@ class ResultRow:
     se: float | None
     mde: float | None
     covariate_n: int | None
+    ci_method: str = "fixed"
 
     def as_tuple(self) -> tuple:
         return tuple(getattr(self, name) for name, _ in RESULT_COLUMNS)
@@ -499,6 +504,8 @@ def compare(
     confidence: float = 0.95,
     power: float = 0.8,
     cuped: bool = False,
+    inference: str = "fixed",
+    tuning: float = SEQUENTIAL_TUNING,
 ) -> dict:
     """One metric, one treatment arm against control: the fields of a result row (no p_adjusted).
 
@@ -507,7 +514,15 @@ def compare(
     method (``"delta"``), or :func:`cuped_ratio_compare` when ``cuped`` and at
     least two users of each arm have pre-period data (``"delta_cuped"``).
     Undefined results (an arm with fewer than two users, a zero denominator) are None.
+
+    ``inference = "sequential"``: the same estimates and variances, with the asymptotic confidence
+    sequence at N = both arms' users as the intervals and its always-valid p-value
+    (:func:`~recsys_spark.kernels.stats.sequential`, gbstats' ``SequentialTwoSidedTTest`` tuned at
+    ``tuning`` users); ``"fixed"``: the fixed-horizon test above.  ``ci_method`` says which; ``mde`` stays
+    the fixed-horizon one.
     """
+    if inference not in INFERENCES:
+        raise ValueError(f"inference must be one of {', '.join(INFERENCES)}, got {inference!r}")
     c, t = arm_stats(control, spec), arm_stats(treatment, spec)
     out: dict[str, Any] = {
         "value": _value(t),
@@ -540,10 +555,14 @@ def compare(
                         method = "delta_cuped"
                 if comp is None:
                     comp = ratio_difference(c, t, confidence)
+    fixed_se = comp.se if comp is not None else math.nan
+    if comp is not None and inference == "sequential":
+        comp = sequential(comp, c.n + t.n, confidence, tuning)
     fields = ("delta", "ci_low", "ci_high", "rel_delta", "rel_ci_low", "rel_ci_high", "p_value", "se")
     out.update({f: _clean(getattr(comp, f)) if comp is not None else None for f in fields})
     out["method"] = method
-    out["mde"] = _clean(mde(comp.se, confidence, power)) if comp is not None else None
+    out["mde"] = _clean(mde(fixed_se, confidence, power)) if comp is not None else None
+    out["ci_method"] = inference
     return out
 
 
@@ -556,6 +575,8 @@ def analyse_experiment(
     confidence: float = 0.95,
     power: float = 0.8,
     cuped: bool = False,
+    inference: str = "fixed",
+    tuning: float = SEQUENTIAL_TUNING,
 ) -> list[ResultRow]:
     """Result rows of one experiment from its per-(variant, slice) named sums.
 
@@ -563,7 +584,8 @@ def analyse_experiment(
     exists in that slice.  ``p_adjusted``: ``correction`` (holm, bh, none)
     over the metrics x variants of the experiment, separately per slice (each
     slice is its own exploratory family; the ``all`` slice is the confirmatory
-    one).  Intervals are not adjusted.
+    one); with ``inference = "sequential"`` over the always-valid p-values (Holm and BH need only valid
+    p-values).  Intervals are not adjusted.
     """
     rows: list[ResultRow] = []
     slices = sorted({s for _, s in sums})
@@ -574,7 +596,7 @@ def analyse_experiment(
         family: list[dict] = []
         for variant in sorted(v for v, s in sums if s == slice_value and v != control):
             for spec in specs:
-                r = compare(base, sums[(variant, slice_value)], spec, confidence, power, cuped)
+                r = compare(base, sums[(variant, slice_value)], spec, confidence, power, cuped, inference, tuning)
                 family.append(
                     dict(
                         experiment=experiment,

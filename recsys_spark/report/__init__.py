@@ -33,6 +33,7 @@ from recsys_spark.report.data import (
     load,
     read_offline_auc,
 )
+from recsys_spark.report.decisions import read_verdicts, with_decisions
 
 __all__ = ["default_path", "load_range", "render_html", "trim_leading", "write_report"]
 
@@ -94,6 +95,7 @@ def load_range(
         raise MissingInputError(f"no output root {output_root}: nothing to report (check --output-root)")
     offline = read_offline_auc(offline_auc, getattr(reader, "spark", spark)) if offline_auc else None
     data = load(reader, start, end, offline)
+    data.verdicts = read_verdicts(reader)
     return data, _context_metrics(reader, data)
 
 
@@ -113,6 +115,7 @@ def render_html(data: RunData, context_metrics: pd.DataFrame, settings: ReportCo
         min_days=settings.min_regression_days,
         level=settings.regression_level,
     )
+    sections = with_decisions(sections, data)
     template_text = resources.files("recsys_spark.report").joinpath("template.html.j2").read_text(encoding="utf-8")
     env = jinja2.Environment(
         autoescape=True,

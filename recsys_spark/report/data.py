@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from recsys_spark.errors import MissingInputError, SchemaError
 
-TABLES = ("metrics", "lorenz", "rule_checks", "experiments", "experiment_checks")
+TABLES = ("metrics", "lorenz", "rule_checks", "experiments", "experiment_checks", "experiment_decisions")
 #: the experiment window's tables: one partition ``experiment=NAME/window=S_E`` each (``recsys-spark experiment``);
 #: the ``experiments`` and ``experiment_checks`` columns without ``experiment``, which the path carries
 WINDOW_TABLES = ("experiment_window", "experiment_window_checks")
@@ -51,6 +51,7 @@ KEYS = {
     "experiment_window_checks": ["experiment", "window_end", "window_start", "check"],
     "offline_metrics": ["slice", "metric", "k", "aggregation"],
     "offline_comparison": ["metric", "k", "aggregation", "column"],
+    "experiment_decisions": ["dt", "experiment", "variant"],
     "offline_auc": ["dt", "model", "split"],
 }
 
@@ -199,6 +200,8 @@ class RunData:
     comparisons: list[Comparison] = field(default_factory=list)
     #: offline runs and comparisons left out because their ``_SUCCESS`` is missing
     offline_skipped: list[str] = field(default_factory=list)
+    #: every gate's verdict under the output root (``gate/NAME/verdict.json``; report/decisions.py)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def present(self) -> list[str]:

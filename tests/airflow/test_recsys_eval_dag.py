@@ -374,3 +374,46 @@ def test_kubernetes_dag_renders_a_spark_application():
     ]
     assert _sets(args)[-1] == "rules.fail_on_hard=false"
     assert app["spec"]["sparkConf"]["spark.recsys.runId"] == "scheduled__2026-11-21T02:30:00+00:00"
+
+
+# --- the experiment window and the model gate (issue 31) ------------------------------------------
+def test_the_experiment_window_and_the_model_gate_follow_the_quality_gate():
+    """With an experiment and a gate config: quality_gate -> experiment_window -> model_gate, the window to date
+    from experiment_start (run time), the gate on it without retry."""
+    bag = _load(
+        {
+            "RECSYS_EVAL_EXPERIMENT": "ranker_v2",
+            "RECSYS_EVAL_GATE_CONFIG": "/etc/recsys/gate.toml",
+            "RECSYS_EVAL_EXPERIMENT_START": "2026-11-14",
+            "RECSYS_EVAL_CONFIG_FILE": "/etc/recsys/eval.toml",
+        }
+    )
+    assert bag.import_errors == {}
+    dag = bag.dags[DAG_ID]
+    assert dag.get_task("quality_gate").downstream_task_ids == {"experiment_window"}
+    assert dag.get_task("experiment_window").downstream_task_ids == {"model_gate"}
+    assert dag.get_task("model_gate").retries == 0 and dag.get_task("experiment_window").retries > 0
+    assert [a.name for a in dag.get_task("model_gate").outlets] == ["recsys_eval/model_gate_passed"]
+    window = _render(copy.deepcopy(dag.get_task("experiment_window")), INTERVAL_START, RUN_AFTER, RUN_AFTER)
+    assert window.application_args == [
+        "experiment",
+        "--experiment", "ranker_v2",
+        "--start", "2026-11-14",
+        "--end", "2026-11-20",
+        "--output-root", "/data/recsys/eval",
+        "--config", "/etc/recsys/eval.toml",
+    ]  # fmt: skip
+    gate = _render(copy.deepcopy(dag.get_task("model_gate")), INTERVAL_START, RUN_AFTER, RUN_AFTER)
+    assert gate.application_args == [
+        "gate",
+        "--name", "ranker_v2",
+        "--output-root", "/data/recsys/eval",
+        "--config", "/etc/recsys/gate.toml",
+        "--set", "gate.source=experiment",
+        "--set", 'gate.experiment="ranker_v2"',
+        "--set", "gate.start=2026-11-14",
+        "--set", "gate.end=2026-11-20",
+    ]  # fmt: skip
+    # the window alone without a gate config; neither without an experiment (test_dag_wiring)
+    alone = _load({"RECSYS_EVAL_EXPERIMENT": "ranker_v2"}).dags[DAG_ID]
+    assert set(alone.task_ids) == {"wait_exposures", "wait_clicks", "evaluate", "quality_gate", "experiment_window"}
