@@ -608,8 +608,8 @@ def _parse_value(raw: str, key: str = "", structured: bool = False) -> Any:
         if structured:
             reason = str(exc).replace("(at line 1, column", "(at column")
             raise ConfigError(
-                f"--set {key}: {raw!r} is not a valid TOML value: {reason} (strings inside a table or a list "
-                'need quotes: {user_id = "uid"}, ["platform"])'
+                f"config key {key}: --set value {raw!r} is not valid TOML: {reason} (strings inside a table or a "
+                'list need quotes: {user_id = "uid"}, ["platform"])'
             ) from None
         return raw
 

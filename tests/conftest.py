@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-collect_ignore = ["airflow"]  # the DAG test runs in its own venv: make test-airflow
+collect_ignore = [
+    "airflow",
+    "golden",
+]  # the DAG test runs in its own venv (make test-airflow); golden/: scripts run in throwaway venvs
 
 
 @pytest.fixture(scope="session")

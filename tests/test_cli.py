@@ -81,7 +81,7 @@ def test_bad_arguments_exit_with_one_line_before_spark_starts(capsys, args, code
                 "--set",
                 "input.columns={user_id=uid}",
             ],
-            "--set input.columns: '{user_id=uid}' is not a valid TOML value",
+            "config key input.columns: --set value '{user_id=uid}' is not valid TOML",
         ),
     ],
 )
