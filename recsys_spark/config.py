@@ -13,6 +13,7 @@ import difflib
 import hashlib
 import json
 import math
+import re
 import sys
 import typing
 from collections.abc import Mapping
@@ -86,10 +87,23 @@ class AttributionConfig:
         )
 
 
+#: the spelling of a name that becomes part of a metric or rule name (a conversion event, a custom rule)
+NAME_PATTERN = re.compile(r"[a-z0-9_]+")
+
+
 @dataclass(frozen=True)
 class LabelsConfig:
     event_weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({"click": 1.0}))
     click_event: str = "click"
+    conversion_events: tuple[str, ...] = ("purchase",)
+
+    def __post_init__(self) -> None:
+        for name in self.conversion_events:
+            if not NAME_PATTERN.fullmatch(name):
+                raise ConfigError(
+                    f"config key labels.conversion_events: {name!r} is not a name of lower-case letters, digits and "
+                    f"_ (it names the metrics {name}_user_rate and {name}_exposure_rate)"
+                )
 
 
 @dataclass(frozen=True)

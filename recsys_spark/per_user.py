@@ -63,10 +63,13 @@ from recsys_spark.schema import (
     ALL,
     CLICKED,
     COPIES,
+    DWELL,
+    EVENT_FLAG_PREFIX,
     IN_CATALOG,
     ITEM,
     ITEM_CATEGORY,
     LIST_ID,
+    N_CLICKS,
     N_EVENTS,
     POSITION,
     RELEVANCE,
@@ -78,6 +81,7 @@ from recsys_spark.schema import (
     USER,
     USER_METRICS_COLUMNS,
     USER_METRICS_DDL,
+    VALUE,
 )
 from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.slices import explode_arrow
@@ -87,10 +91,12 @@ def persist_user_rows(sliced: DataFrame, extra: Sequence[str] = ()) -> DataFrame
     """The labelled exposures, partitioned by user by the caller (:func:`recsys_spark.label.by_user`),
     narrowed and persisted: every row of a user in one partition.
 
-    Keeps the columns the per-user pass, the health indicators, the label
-    counts and the business rules need, and ``extra`` (the slice dimensions'
-    values, when the slices are exploded after the persist); all read it in
-    place (no further shuffle of exposure rows).  The caller unpersists it.
+    Keeps the columns the per-user pass, the health indicators (with the
+    business metrics' click counts, values, dwell and conversion flags), the
+    label counts and the business rules need, and ``extra`` (the slice
+    dimensions' values, when the slices are exploded after the persist; the
+    columns the custom rules read); all read it in place (no further shuffle
+    of exposure rows).  The caller unpersists it.
     Empty responses (null item) stay: health and the counts use them.
     """
     keep = [
@@ -107,12 +113,17 @@ def persist_user_rows(sliced: DataFrame, extra: Sequence[str] = ()) -> DataFrame
             CLICKED,
             COPIES,
             N_EVENTS,
+            N_CLICKS,
+            VALUE,
+            DWELL,
             ITEM_CATEGORY,
             IN_CATALOG,
+            *[c for c in sliced.columns if c.startswith(EVENT_FLAG_PREFIX)],
             *extra,
         )
         if c in sliced.columns
     ]
+    keep = list(dict.fromkeys(keep))
     return sliced.select(*keep).persist(CACHE_LEVEL)
 
 

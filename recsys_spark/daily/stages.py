@@ -54,7 +54,7 @@ def validate_inputs(spark: SparkSession, inputs: Inputs, cfg: Config, date: dt.d
     also counts the valid events per event name that has no weight), split."""
     bounds = day_bounds(date, cfg.validation.ts_tolerance_minutes, cfg.validation.time_zone)
     exposures = tag_rows(inputs.exposures, exposure_checks(inputs.has_score, bounds))
-    clicks = tag_rows(inputs.clicks, click_checks(bounds))
+    clicks = tag_rows(inputs.clicks, click_checks(bounds, inputs.clicks.columns))
     exposure_counts, _ = count_rows(exposures, "exposures partition", paths.exposures)
     click_counts, unweighted = count_rows(
         clicks,
@@ -101,7 +101,10 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     if late is not None:
         late = late.persist(CACHE_LEVEL)
         n_late = late.count()
-        clicks = clicks.unionByName(late, allowMissingColumns=True)
+        # the day's own clicks decide which optional columns (value, dwell) the day has
+        clicks = clicks.unionByName(
+            late.select(*[c for c in late.columns if c in clicks.columns]), allowMissingColumns=True
+        )
     # each exposure comes once under "all" and at most once more per slice dimension; the valid rows
     # (before deduplication) bound the exposures
     partitions = bucket_count(
@@ -113,7 +116,12 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
         add_slice_columns, inputs.slices, day.date, cfg.slices.new_user_days
     )
     joined = join_feedback(
-        deduplicated, by_user(clicks, partitions), window, cfg.labels.event_weights, cfg.labels.click_event
+        deduplicated,
+        by_user(clicks, partitions),
+        window,
+        cfg.labels.event_weights,
+        cfg.labels.click_event,
+        cfg.labels.conversion_events,
     )
     cutoffs, kept = None, [late]
     if "popularity" in cfg.slices.names:  # the day's count per item, then its bucket on every row
