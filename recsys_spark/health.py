@@ -59,7 +59,7 @@ from pyspark.sql import functions as F
 
 from recsys_spark.aggregate import MetricRow
 from recsys_spark.bootstrap import bootstrap_sums, health_bootstrap_intervals
-from recsys_spark.kernels.business import business_values
+from recsys_spark.kernels.business import Measured, business_values, event_sum
 from recsys_spark.kernels.health import health_values
 from recsys_spark.kernels.health_pass import partition_sums
 from recsys_spark.kernels.intervals import business_intervals, health_intervals
@@ -68,15 +68,19 @@ from recsys_spark.schema import (
     ALL,
     CATEGORY,
     CLICKED,
+    DWELL,
+    EVENT_FLAG_PREFIX,
     IN_CATALOG,
     ITEM,
     ITEM_CATEGORY,
     LORENZ_DDL,
+    N_CLICKS,
     REQUEST,
     SLICE,
     SLICE_KEYS,
     UNKNOWN,
     USER,
+    VALUE,
 )
 from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.slices import PopularityCutoffs, SliceDims, explode_arrow
@@ -113,7 +117,7 @@ def user_items(prepared: DataFrame) -> DataFrame:
     )
 
 
-_PASS_COLUMNS = (SLICE, USER, REQUEST, ITEM, ITEM_CATEGORY, CLICKED, IN_CATALOG)
+_PASS_COLUMNS = (SLICE, USER, REQUEST, ITEM, ITEM_CATEGORY, CLICKED, IN_CATALOG, N_CLICKS, VALUE, DWELL)
 _PASS_DDL = "slice string, name string, key string, value double, users double, flag boolean"
 
 
@@ -127,6 +131,40 @@ def _flags(table: pa.Table, name: str) -> np.ndarray:
     if name not in table.column_names:
         return np.zeros(table.num_rows, dtype=bool)
     return table.column(name).combine_chunks().fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+
+
+def _numbers(table: pa.Table, name: str) -> np.ndarray:
+    """A numeric column as float64, NaN for null."""
+    column = pc.cast(table.column(name).combine_chunks(), pa.float64())
+    return column.fill_null(np.nan).to_numpy(zero_copy_only=False)
+
+
+def _measures(table: pa.Table) -> dict[str, np.ndarray]:
+    """The business metrics' numbers per row (:func:`kernels.health_pass.partition_sums`' measures): the clicks,
+    the value and whether there is one, the dwell, a 0/1 per conversion event; a null amount adds 0."""
+    names = table.column_names
+    out: dict[str, np.ndarray] = {}
+    if N_CLICKS in names:
+        out["click_events"] = np.nan_to_num(_numbers(table, N_CLICKS))
+    if VALUE in names:
+        value = _numbers(table, VALUE)
+        out["value"], out["valued"] = np.nan_to_num(value), (~np.isnan(value)).astype(np.float64)
+    if DWELL in names:
+        out["dwell"] = np.nan_to_num(_numbers(table, DWELL))
+    for name in names:
+        if name.startswith(EVENT_FLAG_PREFIX):
+            out[event_sum(name[len(EVENT_FLAG_PREFIX) :])] = _flags(table, name).astype(np.float64)
+    return out
+
+
+def measured_of(columns: Sequence[str]) -> Measured:
+    """Which business rows labelled rows with these columns give (:class:`kernels.business.Measured`)."""
+    return Measured(
+        clicks=N_CLICKS in columns,
+        value=VALUE in columns,
+        dwell=DWELL in columns,
+        events=tuple(c[len(EVENT_FLAG_PREFIX) :] for c in columns if c.startswith(EVENT_FLAG_PREFIX)),
+    )
 
 
 def _partition_pass(min_list_length: int):
@@ -150,6 +188,7 @@ def _partition_pass(min_list_length: int):
             _flags(table, CLICKED),
             _flags(table, IN_CATALOG),
             min_list_length,
+            _measures(table),
         )
         del table
         name = out["name"]
@@ -180,7 +219,8 @@ def partition_pass(prepared: DataFrame, min_list_length: int) -> DataFrame:
     The only shuffle is that of the partitions' partial sums by (slice, name, key): a row per slice and
     name, per category and per item seen in the partition, never a row per exposure.
     """
-    present = [c for c in (*_PASS_COLUMNS, SLICE_KEYS) if c in prepared.columns]
+    flags = [c for c in prepared.columns if c.startswith(EVENT_FLAG_PREFIX)]
+    present = [c for c in (*_PASS_COLUMNS, SLICE_KEYS) if c in prepared.columns] + flags
     return (
         prepared.select(*present)
         .mapInArrow(_partition_pass(min_list_length), _PASS_DDL)
@@ -378,6 +418,7 @@ def evaluate_health(
         explodes the keys in Arrow.
     """
     notes: list[str] = []
+    measured = measured_of((prepared if keyed is None else keyed).columns)
     # one Python pass over the persisted user partitions gives every sum; what moves is partial sums.
     # Its result (a row per slice and item) is persisted for the branches that read it: without that,
     # Spark pushes each branch's filter below the aggregation and runs the pass once per branch
@@ -435,9 +476,9 @@ def evaluate_health(
             previous is not None,
             lorenz_points,
         )
-        values += business_values(stats.get(s, {}))
+        values += business_values(stats.get(s, {}), measured)
         intervals = health_intervals(stats.get(s, {}), k, previous is not None, confidence) | business_intervals(
-            stats.get(s, {}), confidence
+            stats.get(s, {}), confidence, measured
         )
         if boot is not None:
             exposed_in_catalog = sum(m for (_, cat), m in hist.get(s, {}).items() if cat)

@@ -25,7 +25,7 @@ from recsys_spark.label import by_user, deduplicate_exposures, join_feedback, la
 from recsys_spark.per_user import UserMetrics, bucket_count, persist_user_rows, ranking_input
 from recsys_spark.pooled_auc import pooled_auc
 from recsys_spark.rules import RuleResult, scan_rules
-from recsys_spark.schema import ALL, EVENT
+from recsys_spark.schema import ALL, DWELL, EVENT, VALUE
 from recsys_spark.session import CACHE_LEVEL, fixed_shuffles
 from recsys_spark.slices import (
     add_slice_columns,
@@ -232,6 +232,14 @@ def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config)
         seed=cfg.stats.seed,
         keyed=labelled.keyed,
     )
+    clicks = day.valid.clicks.columns
+    if VALUE not in clicks:
+        health.notes.append(
+            "gmv_per_exposure, gmv_per_request, gmv_per_user and value_per_converting_user skipped: the clicks "
+            "have no value column"
+        )
+    if DWELL not in clicks:
+        health.notes.append("dwell_per_click and dwell_per_user skipped: the clicks have no dwell_seconds column")
     if labelled.cutoffs is not None:
         health.info.update(popularity_head_min=labelled.cutoffs.head_min, popularity_tail_max=labelled.cutoffs.tail_max)
     health.notes += list(history.notes)
