@@ -24,8 +24,11 @@ metrics read), so every user is whole in one partition:
   Lorenz, item coverage), the users per item (personalization) and the
   popularity join (novelty);
 * :func:`update_pass` (with a previous day): the user's item set joined on
-  the user with the previous day's set (update_rate; only the previous
-  day's sets move).
+  the user with the previous day's set (update_rate and update_rate_previous;
+  only the previous day's sets move);
+* :func:`novel_pass` (with earlier days' clicks): the same join with the
+  items (and categories) the user clicked on those days (novel_item_share,
+  novel_category_share).
 
 The branches and the catalog counts are one query (a union of long rows
 ``(slice, name, key, value)``) and one collect.  What reaches the driver is a
@@ -297,39 +300,90 @@ def update_pass(prepared: DataFrame, previous: DataFrame) -> DataFrame:
     returning users only.
     """
     before = previous.groupBy(USER).agg(F.collect_set(ITEM).alias("before"))
-    rate = F.col("new") / F.col("items")
+    new, items, prev = F.col("new"), F.col("items"), F.col("prev")
+    rate, seed_rate = new / items, new / prev  # ours: over today's items; the seed's: over the previous day's
+    sums = {
+        "returning": F.count(F.lit(1)),
+        "update_sum": F.sum(rate),
+        "update_sum2": F.sum(rate * rate),
+        "update_new": F.sum(new),
+        "update_items": F.sum(items),
+        "update_prev": F.sum(prev),
+        "update_prev_sum": F.sum(seed_rate),
+        "update_prev_sum2": F.sum(seed_rate * seed_rate),
+        # per-user products for the delta-method intervals of update_rate(_previous) global
+        "update_new*update_new": F.sum(new * new),
+        "update_items*update_items": F.sum(items * items),
+        "update_new*update_items": F.sum(new * items),
+        "update_prev*update_prev": F.sum(prev * prev),
+        "update_new*update_prev": F.sum(new * prev),
+    }
     update = (
         user_items(prepared)
         .groupBy(SLICE, USER)
         .agg(F.collect_list(ITEM).alias("today"))
         .join(before, on=USER, how="inner")
-        .select(SLICE, F.size("today").alias("items"), F.size(F.array_except("today", "before")).alias("new"))
+        .select(
+            SLICE,
+            F.size("today").alias("items"),
+            F.size(F.array_except("today", "before")).alias("new"),
+            F.size("before").alias("prev"),
+        )
         .groupBy(SLICE)
-        .agg(
-            F.count(F.lit(1)).alias("returning"),
-            F.sum(rate).alias("update_sum"),
-            F.sum(rate * rate).alias("update_sum2"),
-            F.sum("new").alias("update_new"),
-            F.sum("items").alias("update_items"),
-            # per-user products for the delta-method interval of update_rate global
-            F.sum(F.col("new") * F.col("new")).alias("update_new*update_new"),
-            F.sum(F.col("items") * F.col("items")).alias("update_items*update_items"),
-            F.sum(F.col("new") * F.col("items")).alias("update_new*update_items"),
+        .agg(*[value.alias(name) for name, value in sums.items()])
+    )
+    return _long(update, list(sums))
+
+
+def novel_pass(prepared: DataFrame, seen: DataFrame, catalog: DataFrame | None) -> DataFrame:
+    """novel_item_share's (and, with a catalog, novel_category_share's) sums, as long rows.
+
+    ``seen``: (user_id, item_id) of the click events of the earlier days.  Per (slice, user) with exposures:
+    its distinct exposed items, those it did not click on those days (``novel_item_new``) and those whose
+    category it clicked no item of (``novel_category_new``; an item missing from the catalog is in the
+    ``unknown`` category, as for category_diversity).  As :func:`update_pass`, the user's rows stay where they
+    are and only the earlier days' clicks, one set per user, move.
+    """
+    seen = seen.select(USER, ITEM)
+    if catalog is not None:
+        seen = seen.join(catalog.select(ITEM, F.col(CATEGORY).alias("_seen_category")), on=ITEM, how="left")
+        seen_category = F.collect_set(F.coalesce(F.col("_seen_category"), F.lit(UNKNOWN)))
+    else:
+        seen_category = F.lit(None).cast("array<string>")
+    before = seen.groupBy(USER).agg(F.collect_set(ITEM).alias("seen_items"), seen_category.alias("seen_categories"))
+    empty = F.array().cast("array<string>")
+    seen_items, seen_categories = F.coalesce("seen_items", empty), F.coalesce("seen_categories", empty)
+    per_user = (
+        prepared.where(F.col(ITEM).isNotNull())
+        .groupBy(SLICE, USER, ITEM)
+        .agg(F.max(ITEM_CATEGORY).alias("category"))
+        .groupBy(SLICE, USER)
+        .agg(F.collect_list(ITEM).alias("today"), F.collect_list("category").alias("categories"))
+        .join(before, on=USER, how="left")  # a user who clicked nothing before: everything is novel
+        .select(
+            SLICE,
+            F.size("today").alias("items"),
+            F.size(F.array_except("today", seen_items)).alias("item_new"),
+            F.size(F.filter("categories", lambda c: ~F.array_contains(seen_categories, c))).alias("category_new"),
         )
     )
-    return _long(
-        update,
-        [
-            "returning",
-            "update_sum",
-            "update_sum2",
-            "update_new",
-            "update_items",
-            "update_new*update_new",
-            "update_items*update_items",
-            "update_new*update_items",
-        ],
-    )
+    items = F.col("items")
+    sums = {
+        "novel_users": F.count(F.lit(1)),
+        "novel_items": F.sum(items),
+        "novel_items*novel_items": F.sum(items * items),
+    }
+    for part in ("item", "category") if catalog is not None else ("item",):
+        new = F.col(f"{part}_new")
+        share = new / items
+        sums |= {
+            f"novel_{part}_new": F.sum(new),
+            f"novel_{part}_sum": F.sum(share),
+            f"novel_{part}_sum2": F.sum(share * share),
+            f"novel_{part}_new*novel_{part}_new": F.sum(new * new),
+            f"novel_{part}_new*novel_items": F.sum(new * items),
+        }
+    return _long(per_user.groupBy(SLICE).agg(*[value.alias(name) for name, value in sums.items()]), list(sums))
 
 
 def catalog_pass(catalog: DataFrame, dims: SliceDims) -> DataFrame:
@@ -395,6 +449,7 @@ def evaluate_health(
     bootstrap_replicates: int = 0,
     seed: int = 0,
     keyed: DataFrame | None = None,
+    seen: DataFrame | None = None,
 ) -> HealthResult:
     """Health and business rows of every slice, and the Lorenz points.
 
@@ -416,6 +471,8 @@ def evaluate_health(
     keyed : ``prepared`` before the slices were exploded, with each row's slice keys as an array
         (:func:`slices.with_slice_keys`), in the same partitions; the Python pass reads it instead and
         explodes the keys in Arrow.
+    seen : (user_id, item_id) clicks of the days before (the novelty history), or None (no
+        novel_item_share, novel_category_share): what a user has already consumed.
     """
     notes: list[str] = []
     measured = measured_of((prepared if keyed is None else keyed).columns)
@@ -427,6 +484,8 @@ def evaluate_health(
         long = request_rows(summed).unionByName(item_pass(summed, popularity))
         if previous is not None:
             long = long.unionByName(update_pass(prepared, previous))
+        if seen is not None:
+            long = long.unionByName(novel_pass(prepared, seen, catalog))
         if catalog is not None:
             long = long.unionByName(catalog_pass(catalog, dims))
         stats, hist, n_clickers = _split(long.collect())
@@ -475,11 +534,12 @@ def evaluate_health(
             n_clickers if popularity is not None else None,
             previous is not None,
             lorenz_points,
+            seen is not None,
         )
         values += business_values(stats.get(s, {}), measured)
-        intervals = health_intervals(stats.get(s, {}), k, previous is not None, confidence) | business_intervals(
-            stats.get(s, {}), confidence, measured
-        )
+        intervals = health_intervals(
+            stats.get(s, {}), k, previous is not None, confidence, seen is not None
+        ) | business_intervals(stats.get(s, {}), confidence, measured)
         if boot is not None:
             exposed_in_catalog = sum(m for (_, cat), m in hist.get(s, {}).items() if cat)
             zeros = None if catalog_items is None else max(catalog_items - exposed_in_catalog, 0)

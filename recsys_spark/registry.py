@@ -107,6 +107,10 @@ METRICS: dict[str, Metric] = {
         _m("value_per_converting_user", "higher", high=None),
         _m("dwell_per_click", "higher", high=None, label="dwell seconds per click"),
         _m("dwell_per_user", "higher", high=None, label="dwell seconds per user"),
+        # health: the seed's variants (docs/metrics.md, "The seed's definitions")
+        _m("update_rate_previous", None, high=None, label="update rate against the previous day's items"),
+        _m("novel_item_share", "higher", percent=True),
+        _m("novel_category_share", "higher", percent=True),
         # offline: predictions and ratings (docs/offline.md)
         _m("logloss", "lower", high=None, label="log loss"),
         _m("ece", "lower", label="ECE"),

@@ -318,6 +318,9 @@ GOLDEN_ALL_STATS = {
     "update_sum2": (4 / 6) ** 2,
     "update_new": 4,
     "update_items": 6,
+    "update_prev": 3,  # u1 was shown a, b, z the day before
+    "update_prev_sum": 4 / 3,
+    "update_prev_sum2": (4 / 3) ** 2,
 }
 #: exposure counts per item: a 3, c 2, b d e 1 (catalog), m 1 (not in the catalog)
 GOLDEN_ALL_HIST = {(3.0, True): 1.0, (2.0, True): 1.0, (1.0, True): 3.0, (1.0, False): 1.0}
@@ -349,6 +352,8 @@ def test_health_values_of_the_golden_day_are_the_hand_computed_values():
         ("personalization", "global"): 2,
         ("update_rate", "user_avg"): 1,
         ("update_rate", "global"): 6,
+        ("update_rate_previous", "user_avg"): 1,
+        ("update_rate_previous", "global"): 3,
     }
     # standard errors of the means: sample sd (divisor n - 1) / sqrt(n), divided by ln K.
     # lists H_R1, ln 2, ln 2 (d = H_R1 - ln 2): squared deviations (4 + 1 + 1) d^2 / 9, var d^2 / 3, se |d| / 3

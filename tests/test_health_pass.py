@@ -382,3 +382,18 @@ def test_measures_are_summed_per_user_as_pandas_does(seed):
             assert got[f"{m}*click_events"] == pytest.approx(x @ per_user["click_events"].to_numpy()), (s, m)
     # without measures nothing of theirs is written
     assert not any(str(name).startswith("value") for name in partition_sums(**_codes(df), min_list_length=2)["name"])
+
+
+def test_the_seeds_strict_coverage_is_ours_at_one_item_more():
+    # the seed's COV_pv = N*_{l>c} / N*_pv counts lists longer than c; pv_coverage counts lists of at least
+    # health.min_list_length distinct items: the same count at min_list_length = c + 1 (docs/metrics.md, "The
+    # seed's definitions"). Lists of 3, 4 and 5 distinct items and an empty response, c = 4: one list, not two
+    rows = [("all", "u1", "r1", f"i{i}", "X", False, True) for i in range(3)]
+    rows += [("all", "u1", "r2", f"i{i}", "X", False, True) for i in range(4)]
+    rows += [("all", "u2", "r3", f"i{i}", "X", False, True) for i in range(5)]
+    rows += [("all", "u2", "r4", None, None, False, None)]
+    c = 4
+    strict = sum(n > c for n in (3, 4, 5, 0))
+    got = _sums(_run(_frame(rows), min_list_length=c + 1), "all")
+    assert got["pv_covered"] == strict == 1 and got["uv_covered"] == 1
+    assert _sums(_run(_frame(rows), min_list_length=c), "all")["pv_covered"] == 2  # ">= c" would count r2 too

@@ -519,10 +519,25 @@ def test_every_health_interval_with_categories_and_a_previous_day(confidence, k)
     list_hu = np.array([0.5, 0.0, 2.5, 1.0, 0.9])  # per user, the sum of its lists' entropies (nats)
     user_h = np.array([0.7, 1.2, 0.1, 0.9])  # per exposed user, the entropy of its categories
     new, items = np.array([1.0, 0.0, 3.0]), np.array([2.0, 4.0, 5.0])  # returning users' new / shown items
+    prev = np.array([3.0, 1.0, 2.0])  # and the items they were shown the day before
+    # exposed users' distinct items, those they had not clicked before, those of a category they had not clicked
+    novel_items, item_new, category_new = (
+        np.array([4.0, 2.0, 6.0, 1.0]),
+        np.array([1.0, 2, 0, 1]),
+        np.array([0.0, 1, 0, 1]),
+    )
     sums = {
         **_sums(pv=pv, pv_empty=empty, pv_covered=covered),
         **_sums(list_hu=list_hu, lists=lists),
-        **_sums(update_new=new, update_items=items),
+        **_sums(update_new=new, update_items=items, update_prev=prev),
+        **_sums(novel_items=novel_items, novel_item_new=item_new, novel_category_new=category_new),
+        "novel_users": 4,
+        "novel_item_sum": float((item_new / novel_items).sum()),
+        "novel_item_sum2": float((item_new / novel_items) @ (item_new / novel_items)),
+        "novel_category_sum": float((category_new / novel_items).sum()),
+        "novel_category_sum2": float((category_new / novel_items) @ (category_new / novel_items)),
+        "update_prev_sum": float((new / prev).sum()),
+        "update_prev_sum2": float((new / prev) @ (new / prev)),
         "uv": 5,
         "uv_empty": float((empty > 0).sum()),
         "uv_covered": float((covered > 0).sum()),
@@ -533,7 +548,7 @@ def test_every_health_interval_with_categories_and_a_previous_day(confidence, k)
         "update_sum": float((new / items).sum()),
         "update_sum2": float((new / items) @ (new / items)),
     }
-    got = health_intervals(sums, k, True, confidence)
+    got = health_intervals(sums, k, True, confidence, has_novel=True)
     z = st.norm.ppf(0.5 + confidence / 2)
     ones = np.ones(5)
     delta_rows = {
@@ -543,8 +558,18 @@ def test_every_health_interval_with_categories_and_a_previous_day(confidence, k)
         ("uv_failure_rate", "global"): ((empty > 0).astype(float), ones),
         ("category_diversity", "list_avg"): (list_hu / math.log(k), lists),
         ("update_rate", "global"): (new, items),
+        ("update_rate_previous", "global"): (new, prev),
+        ("novel_item_share", "global"): (item_new, novel_items),
+        ("novel_category_share", "global"): (category_new, novel_items),
     }
-    assert set(got) == set(delta_rows) | {("category_diversity", "user_avg"), ("update_rate", "user_avg")}
+    t_rows = {
+        ("category_diversity", "user_avg"): user_h / math.log(k),
+        ("update_rate", "user_avg"): new / items,
+        ("update_rate_previous", "user_avg"): new / prev,
+        ("novel_item_share", "user_avg"): item_new / novel_items,
+        ("novel_category_share", "user_avg"): category_new / novel_items,
+    }
+    assert set(got) == set(delta_rows) | set(t_rows)
     for key, (x, y) in delta_rows.items():
         want = RatioStats.from_values(x, y)
         assert got[key].method == "delta", key
@@ -553,10 +578,7 @@ def test_every_health_interval_with_categories_and_a_previous_day(confidence, k)
         assert got[key].ci_high - got[key].value == pytest.approx(z * got[key].se, rel=1e-9), key
         assert got[key].value - got[key].ci_low == pytest.approx(z * got[key].se, rel=1e-9), key
     assert got[("category_diversity", "list_avg")].value == pytest.approx(list_hu.sum() / math.log(k) / lists.sum())
-    for key, x in (
-        (("category_diversity", "user_avg"), user_h / math.log(k)),
-        (("update_rate", "user_avg"), new / items),
-    ):
+    for key, x in t_rows.items():
         mean, se, half = _t_reference(x, confidence)
         assert got[key].method == "t", key
         assert (got[key].value, got[key].se) == (pytest.approx(mean, rel=1e-12), pytest.approx(se, rel=1e-9)), key

@@ -231,7 +231,10 @@ def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config)
         bootstrap_replicates=cfg.stats.bootstrap_replicates,
         seed=cfg.stats.seed,
         keyed=labelled.keyed,
+        seen=history.popularity,  # the earlier days' clicks only: the same day's are not "before"
     )
+    if history.popularity is None:
+        health.notes.append("novel_item_share and novel_category_share skipped: no clicks of earlier days")
     clicks = day.valid.clicks.columns
     if VALUE not in clicks:
         health.notes.append(

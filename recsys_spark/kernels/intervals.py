@@ -12,7 +12,7 @@ covered_u requests with at least ``min_list_length`` items, empty_u empty
 responses, e_u exposures, c_u clicked exposures, k_u clicks, v_u value, d_u
 dwell seconds, x_u exposures with a conversion event e, l_u non-empty lists,
 hl_u the sum of the category entropies of u's lists; for returning users new_u
-/ items_u.  A mean over the users
+/ items_u (and prev_u, the user's items the day before).  A mean over the users
 with exposures (``gmv_per_user``) takes those users as n: the others add 0 to
 every sum.
 
@@ -34,6 +34,8 @@ category_diversity list_avg                 hl_u / l_u (÷ ln K)           list_
 category_diversity user_avg                 mean of h_u (÷ ln K), t       user_h, user_h2
 update_rate global                          new_u / items_u               update_new*update_items ...
 update_rate user_avg                        mean of new_u/items_u, t      update_sum, update_sum2
+update_rate_previous global, user_avg       new_u / prev_u; its mean, t   update_new*update_prev ...
+novel_item_share, novel_category_share      novel_u / items_u; mean, t    novel_item_new*novel_items ...
 ==========================================  ============================  ====================
 
 Counts (pv, uv) have no interval; Gini, item coverage, personalization,
@@ -98,7 +100,11 @@ def ratio_stats(
 
 
 def health_intervals(
-    stats: Mapping[str, float | None], n_categories: int | None, has_previous_day: bool, confidence: float = 0.95
+    stats: Mapping[str, float | None],
+    n_categories: int | None,
+    has_previous_day: bool,
+    confidence: float = 0.95,
+    has_novel: bool = False,
 ) -> dict[Key, Interval]:
     """{(metric, aggregation): Interval} of the health rows of one slice that have a closed form."""
     out: dict[Key, Interval] = {
@@ -131,6 +137,24 @@ def health_intervals(
         out[("update_rate", "global")] = delta_interval(
             ratio_stats(stats, "returning", "update_new", "update_items"), confidence
         )
+        out[("update_rate_previous", "user_avg")] = t_interval(
+            MeanStats(_get(stats, "returning"), _get(stats, "update_prev_sum"), _get(stats, "update_prev_sum2")),
+            confidence,
+        )
+        out[("update_rate_previous", "global")] = delta_interval(
+            ratio_stats(stats, "returning", "update_new", "update_prev"), confidence
+        )
+    if has_novel:
+        users = _get(stats, "novel_users")
+        for metric, part in (("novel_item_share", "novel_item"), ("novel_category_share", "novel_category")):
+            if part == "novel_category" and n_categories is None:
+                continue
+            out[(metric, "user_avg")] = t_interval(
+                MeanStats(users, _get(stats, f"{part}_sum"), _get(stats, f"{part}_sum2")), confidence
+            )
+            out[(metric, "global")] = delta_interval(
+                ratio_stats(stats, "novel_users", f"{part}_new", "novel_items"), confidence
+            )
     return out
 
 
