@@ -87,18 +87,8 @@ from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.slices import explode_arrow
 
 
-def persist_user_rows(sliced: DataFrame, extra: Sequence[str] = ()) -> DataFrame:
-    """The labelled exposures, partitioned by user by the caller (:func:`recsys_spark.label.by_user`),
-    narrowed and persisted: every row of a user in one partition.
-
-    Keeps the columns the per-user pass, the health indicators (with the
-    business metrics' click counts, values, dwell and conversion flags), the
-    label counts and the business rules need, and ``extra`` (the slice
-    dimensions' values, when the slices are exploded after the persist; the
-    columns the custom rules read); all read it in place (no further shuffle
-    of exposure rows).  The caller unpersists it.
-    Empty responses (null item) stay: health and the counts use them.
-    """
+def user_row_columns(sliced: DataFrame, extra: Sequence[str] = ()) -> DataFrame:
+    """The columns :func:`persist_user_rows` keeps (the plan only)."""
     keep = [
         c
         for c in (
@@ -123,8 +113,22 @@ def persist_user_rows(sliced: DataFrame, extra: Sequence[str] = ()) -> DataFrame
         )
         if c in sliced.columns
     ]
-    keep = list(dict.fromkeys(keep))
-    return sliced.select(*keep).persist(CACHE_LEVEL)
+    return sliced.select(*dict.fromkeys(keep))
+
+
+def persist_user_rows(sliced: DataFrame, extra: Sequence[str] = ()) -> DataFrame:
+    """The labelled exposures, partitioned by user by the caller (:func:`recsys_spark.label.by_user`),
+    narrowed and persisted: every row of a user in one partition.
+
+    Keeps the columns the per-user pass, the health indicators (with the
+    business metrics' click counts, values, dwell and conversion flags), the
+    label counts and the business rules need, and ``extra`` (the slice
+    dimensions' values, when the slices are exploded after the persist; the
+    columns the custom rules read); all read it in place (no further shuffle
+    of exposure rows).  The caller unpersists it.
+    Empty responses (null item) stay: health and the counts use them.
+    """
+    return user_row_columns(sliced, extra).persist(CACHE_LEVEL)
 
 
 def ranking_input(labelled: DataFrame, list_unit: str, has_score: bool) -> DataFrame:

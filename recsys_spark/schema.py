@@ -108,7 +108,8 @@ IN_CATALOG = "_in_catalog"  # the item is in the items table (null without item 
 ITEM_EXPOSURES = "_item_exposures"  # the item's exposures of the day (only with the popularity slice)
 SLICE_PREFIX = "_s_"  # _s_<name>: the value of slice dimension <name>
 SLICE_KEYS = "_slices"  # a row's slice keys as an array, for the Python passes that explode them in Arrow
-ITEM_PREFIX = "_i_"  # _i_<column>: a column of the items table, joined for an item slice
+ITEM_PREFIX = "_i_"  # _i_<column>: a column of the items table, joined for an item slice or a custom rule
+USER_PREFIX = "_u_"  # _u_<column>: a column of the users table, joined for a user slice or a custom rule
 
 #: ranking
 LIST_ID = "list_id"

@@ -43,8 +43,23 @@ def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
     empty frame, left to the ``no_feedback`` rule.
     """
     raw_exposures = read_parquet(spark, paths.exposures, "exposures partition")
-    slice_inputs = read_slice_inputs(spark, cfg.slices.names, raw_exposures.columns, paths.items, paths.users)
-    exposures = conform(raw_exposures, EXPOSURE_COLUMNS, paths.exposures, keep=slice_inputs.dims.exposure)
+    custom = bool(cfg.rules.custom)  # the custom rules' input columns, and the items' first_seen, when there are any
+    slice_inputs = read_slice_inputs(
+        spark,
+        cfg.slices.names,
+        raw_exposures.columns,
+        paths.items,
+        paths.users,
+        cfg.rules.columns if custom else (),
+        item_first_seen=custom,
+    )
+    exposures = conform(
+        raw_exposures,
+        EXPOSURE_COLUMNS,
+        paths.exposures,
+        keep=slice_inputs.dims.exposure,
+        typed=slice_inputs.kept.exposure,
+    )
     try:
         raw_clicks = read_parquet(spark, paths.clicks, "clicks partition")
     except EmptyInputError:  # no file: the required columns and the event (no value or dwell to speak of)
