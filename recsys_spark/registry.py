@@ -154,6 +154,11 @@ def event_rate(name: str) -> Metric | None:
     return None
 
 
+def find(name: str) -> Metric | None:
+    """The metric called ``name`` (a conversion-event rate included), or None when there is none."""
+    return METRICS.get(name) or event_rate(name)
+
+
 def metric(name: str) -> Metric:
     """The metric called ``name``; a ValueError naming it (and the nearest names) when there is none.
 

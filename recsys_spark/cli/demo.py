@@ -17,6 +17,7 @@ from pathlib import Path
 
 from recsys_spark.cli.common import Command, load, start_logging
 from recsys_spark.cli.lines import experiment_lines, headline_lines
+from recsys_spark.registry import EXPERIMENT_METRICS, key
 
 HELP = "the whole tour on generated sample data, in one Spark session (a few minutes)"
 DESCRIPTION = (
@@ -29,6 +30,10 @@ END = dt.date(2026, 11, 20)
 DAYS = 7  # evaluated by default; one more day is generated before them (update rate, novelty, CUPED)
 EXPERIMENT = "ranker_v2"
 SLICES = 'slices.names=["platform", "user_type", "popularity"]'
+#: the experiment's metrics: the default ones and what a business reads first, GMV per user and purchases per user
+DEMO_METRICS = "experiments.metrics=" + str(
+    [*EXPERIMENT_METRICS, key("gmv_per_user", None, "global"), key("purchase_user_rate", None, "global")]
+).replace("'", '"')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         f"2-core laptop (outputs under {out})"
     )
     began = time.monotonic()
-    args.set = [*args.set, SLICES]
+    args.set = [*args.set, DEMO_METRICS, SLICES]
     cfg = load(args)
     start_logging(args)
     with contextlib.redirect_stdout(io.StringIO()):  # the generators list what they wrote: not the tour's news

@@ -83,17 +83,19 @@ def metric_label(metric: str, k: int | None, aggregation: str) -> str:
     >>> metric_label("ndcg", 10, "user_avg")
     'NDCG@10 (user avg)'
     """
-    name = registry.metric(metric).reader_name if metric in registry.METRICS else metric.replace("_", " ")
+    found = registry.find(metric)
+    name = found.reader_name if found is not None else metric.replace("_", " ")
     return f"{name}{'@' + str(k) if k else ''} ({AGG_NAMES.get(aggregation, aggregation.replace('_', ' '))})"
 
 
 def is_percent(metric: str) -> bool:
-    return metric in registry.METRICS and registry.metric(metric).percent
+    found = registry.find(metric)
+    return found is not None and found.percent
 
 
 def bounds(metric: str) -> tuple[float | None, float | None]:
     """The chart's y floor and ceiling: the metric's range when it is bounded (else the data's)."""
-    found = registry.METRICS.get(metric)
+    found = registry.find(metric)
     return (found.low, found.high) if found is not None and found.high is not None else (None, None)
 
 
