@@ -23,12 +23,11 @@ metrics read), so every user is whole in one partition:
 * :func:`item_pass`: from the item rows, the exposure histogram (Gini,
   Lorenz, item coverage), the users per item (personalization) and the
   popularity join (novelty);
-* :func:`update_pass` (with a previous day): the user's item set joined on
-  the user with the previous day's set (update_rate and update_rate_previous;
-  only the previous day's sets move);
-* :func:`novel_pass` (with earlier days' clicks): the same join with the
-  items (and categories) the user clicked on those days (novel_item_share,
-  novel_category_share).
+* :func:`history_pass` (with a previous day or earlier days' clicks): the
+  user's item set joined on the user with the previous day's set
+  (update_rate, update_rate_previous) and with the items (and categories) it
+  clicked on the earlier days (novel_item_share, novel_category_share); only
+  the history's sets move.
 
 The branches and the catalog counts are one query (a union of long rows
 ``(slice, name, key, value)``) and one collect.  What reaches the driver is a
@@ -292,98 +291,102 @@ def item_pass(summed: DataFrame, popularity: DataFrame | None) -> DataFrame:
     return out
 
 
-def update_pass(prepared: DataFrame, previous: DataFrame) -> DataFrame:
-    """update_rate's sums: each returning user's item set today against the previous day's, as long rows.
+def history_pass(
+    prepared: DataFrame, previous: DataFrame | None, seen: DataFrame | None, catalog: DataFrame | None
+) -> DataFrame:
+    """The sums of the rows that compare a user's items with its history, as long rows, from one join:
 
-    Item sets per user on both days, joined on the user: the rows stay where
-    :func:`per_user.persist_user_rows` put them, only the previous day's sets move; the inner join keeps
-    returning users only.
+    * with ``previous`` (distinct (user_id, item_id) of the previous day): update_rate's and
+      update_rate_previous's, over the returning users (exposed on both days): their new items, today's and
+      the previous day's distinct items;
+    * with ``seen`` ((user_id, item_id) of the click events of the earlier days): novel_item_share's (and,
+      with a catalog, novel_category_share's), over the users with exposures: their distinct items, those
+      they did not click on those days (``novel_item_new``) and those of a category they clicked no item of
+      (``novel_category_new``; an item missing from the catalog is in the ``unknown`` category, as for
+      category_diversity); a user who clicked nothing before finds everything novel.
+
+    The user's item set per slice is joined on the user with its history sets (one row per user, the two
+    histories joined with each other first): the rows stay where :func:`per_user.persist_user_rows` put
+    them, only the history's sets move.
     """
-    before = previous.groupBy(USER).agg(F.collect_set(ITEM).alias("before"))
-    new, items, prev = F.col("new"), F.col("items"), F.col("prev")
-    rate, seed_rate = new / items, new / prev  # ours: over today's items; the seed's: over the previous day's
-    sums = {
-        "returning": F.count(F.lit(1)),
-        "update_sum": F.sum(rate),
-        "update_sum2": F.sum(rate * rate),
-        "update_new": F.sum(new),
-        "update_items": F.sum(items),
-        "update_prev": F.sum(prev),
-        "update_prev_sum": F.sum(seed_rate),
-        "update_prev_sum2": F.sum(seed_rate * seed_rate),
-        # per-user products for the delta-method intervals of update_rate(_previous) global
-        "update_new*update_new": F.sum(new * new),
-        "update_items*update_items": F.sum(items * items),
-        "update_new*update_items": F.sum(new * items),
-        "update_prev*update_prev": F.sum(prev * prev),
-        "update_new*update_prev": F.sum(new * prev),
-    }
-    update = (
-        user_items(prepared)
-        .groupBy(SLICE, USER)
-        .agg(F.collect_list(ITEM).alias("today"))
-        .join(before, on=USER, how="inner")
-        .select(
-            SLICE,
-            F.size("today").alias("items"),
-            F.size(F.array_except("today", "before")).alias("new"),
-            F.size("before").alias("prev"),
-        )
-        .groupBy(SLICE)
-        .agg(*[value.alias(name) for name, value in sums.items()])
-    )
-    return _long(update, list(sums))
-
-
-def novel_pass(prepared: DataFrame, seen: DataFrame, catalog: DataFrame | None) -> DataFrame:
-    """novel_item_share's (and, with a catalog, novel_category_share's) sums, as long rows.
-
-    ``seen``: (user_id, item_id) of the click events of the earlier days.  Per (slice, user) with exposures:
-    its distinct exposed items, those it did not click on those days (``novel_item_new``) and those whose
-    category it clicked no item of (``novel_category_new``; an item missing from the catalog is in the
-    ``unknown`` category, as for category_diversity).  As :func:`update_pass`, the user's rows stay where they
-    are and only the earlier days' clicks, one set per user, move.
-    """
-    seen = seen.select(USER, ITEM)
-    if catalog is not None:
-        seen = seen.join(catalog.select(ITEM, F.col(CATEGORY).alias("_seen_category")), on=ITEM, how="left")
-        seen_category = F.collect_set(F.coalesce(F.col("_seen_category"), F.lit(UNKNOWN)))
-    else:
+    sides = []
+    if previous is not None:
+        sides.append(previous.groupBy(USER).agg(F.collect_set(ITEM).alias("before")))
+    if seen is not None:
+        clicked = seen.select(USER, ITEM)
         seen_category = F.lit(None).cast("array<string>")
-    before = seen.groupBy(USER).agg(F.collect_set(ITEM).alias("seen_items"), seen_category.alias("seen_categories"))
-    empty = F.array().cast("array<string>")
-    seen_items, seen_categories = F.coalesce("seen_items", empty), F.coalesce("seen_categories", empty)
+        if catalog is not None:
+            clicked = clicked.join(catalog.select(ITEM, F.col(CATEGORY).alias("_seen_category")), on=ITEM, how="left")
+            seen_category = F.collect_set(F.coalesce(F.col("_seen_category"), F.lit(UNKNOWN)))
+        sides.append(
+            clicked.groupBy(USER).agg(F.collect_set(ITEM).alias("seen_items"), seen_category.alias("seen_categories"))
+        )
+    history = sides[0] if len(sides) == 1 else sides[0].join(sides[1], on=USER, how="full")
     per_user = (
         prepared.where(F.col(ITEM).isNotNull())
         .groupBy(SLICE, USER, ITEM)
         .agg(F.max(ITEM_CATEGORY).alias("category"))
         .groupBy(SLICE, USER)
         .agg(F.collect_list(ITEM).alias("today"), F.collect_list("category").alias("categories"))
-        .join(before, on=USER, how="left")  # a user who clicked nothing before: everything is novel
-        .select(
-            SLICE,
-            F.size("today").alias("items"),
-            F.size(F.array_except("today", seen_items)).alias("item_new"),
-            F.size(F.filter("categories", lambda c: ~F.array_contains(seen_categories, c))).alias("category_new"),
-        )
+        # every exposed user for the novel shares; the returning ones only, without them
+        .join(history, on=USER, how="left" if seen is not None else "inner")
     )
     items = F.col("items")
-    sums = {
-        "novel_users": F.count(F.lit(1)),
-        "novel_items": F.sum(items),
-        "novel_items*novel_items": F.sum(items * items),
-    }
-    for part in ("item", "category") if catalog is not None else ("item",):
-        new = F.col(f"{part}_new")
-        share = new / items
+    columns: list[Column | str] = [SLICE, F.size("today").alias("items")]
+    sums: dict[str, Column] = {}
+    if previous is not None:
+        returning = F.col("before").isNotNull()
+        columns += [
+            returning.alias("returning"),
+            F.size(F.array_except("today", "before")).alias("new"),
+            F.size("before").alias("prev"),
+        ]
+        new, prev = F.col("new"), F.col("prev")
+        rate, seed_rate = new / items, new / prev  # ours: over today's items; the seed's: over the previous day's
+
+        def over_returning(value: Column) -> Column:
+            return F.sum(F.when(F.col("returning"), value))
+
         sums |= {
-            f"novel_{part}_new": F.sum(new),
-            f"novel_{part}_sum": F.sum(share),
-            f"novel_{part}_sum2": F.sum(share * share),
-            f"novel_{part}_new*novel_{part}_new": F.sum(new * new),
-            f"novel_{part}_new*novel_items": F.sum(new * items),
+            "returning": F.sum(F.col("returning").cast("long")),
+            "update_sum": over_returning(rate),
+            "update_sum2": over_returning(rate * rate),
+            "update_new": over_returning(new),
+            "update_items": over_returning(items),
+            "update_prev": over_returning(prev),
+            "update_prev_sum": over_returning(seed_rate),
+            "update_prev_sum2": over_returning(seed_rate * seed_rate),
+            # per-user products for the delta-method intervals of update_rate(_previous) global
+            "update_new*update_new": over_returning(new * new),
+            "update_items*update_items": over_returning(items * items),
+            "update_new*update_items": over_returning(new * items),
+            "update_prev*update_prev": over_returning(prev * prev),
+            "update_new*update_prev": over_returning(new * prev),
         }
-    return _long(per_user.groupBy(SLICE).agg(*[value.alias(name) for name, value in sums.items()]), list(sums))
+    if seen is not None:
+        empty = F.array().cast("array<string>")
+        seen_items, seen_categories = F.coalesce("seen_items", empty), F.coalesce("seen_categories", empty)
+        columns += [
+            F.size(F.array_except("today", seen_items)).alias("item_new"),
+            F.size(F.filter("categories", lambda c: ~F.array_contains(seen_categories, c))).alias("category_new"),
+        ]
+        sums |= {
+            "novel_users": F.count(F.lit(1)),
+            "novel_items": F.sum(items),
+            "novel_items*novel_items": F.sum(items * items),
+        }
+        for part in ("item", "category") if catalog is not None else ("item",):
+            novel = F.col(f"{part}_new")
+            share = novel / items
+            sums |= {
+                f"novel_{part}_new": F.sum(novel),
+                f"novel_{part}_sum": F.sum(share),
+                f"novel_{part}_sum2": F.sum(share * share),
+                f"novel_{part}_new*novel_{part}_new": F.sum(novel * novel),
+                f"novel_{part}_new*novel_items": F.sum(novel * items),
+            }
+    out = per_user.select(*columns).groupBy(SLICE).agg(*[value.alias(name) for name, value in sums.items()])
+    return _long(out, list(sums))
 
 
 def catalog_pass(catalog: DataFrame, dims: SliceDims) -> DataFrame:
@@ -482,10 +485,8 @@ def evaluate_health(
     summed = partition_pass(prepared if keyed is None else keyed, min_list_length).persist(CACHE_LEVEL)
     try:
         long = request_rows(summed).unionByName(item_pass(summed, popularity))
-        if previous is not None:
-            long = long.unionByName(update_pass(prepared, previous))
-        if seen is not None:
-            long = long.unionByName(novel_pass(prepared, seen, catalog))
+        if previous is not None or seen is not None:
+            long = long.unionByName(history_pass(prepared, previous, seen, catalog))
         if catalog is not None:
             long = long.unionByName(catalog_pass(catalog, dims))
         stats, hist, n_clickers = _split(long.collect())

@@ -313,7 +313,10 @@ def test_novel_shares_against_the_items_and_categories_each_user_clicked_before(
     dims = resolve_slices([], ["user_id", "item_id"], catalog.columns, None)
     prepared = persist_user_rows(partitioned_by_user(rows, 2))
     try:
-        result = evaluate_health(spark, prepared, dims, catalog, min_list_length=1, lorenz_points=11, seen=seen)
+        previous = spark.createDataFrame([("u1", "a"), ("u1", "z")], PAIRS_DDL)  # only u1 returns
+        result = evaluate_health(
+            spark, prepared, dims, catalog, min_list_length=1, lorenz_points=11, seen=seen, previous=previous
+        )
         without = evaluate_health(spark, prepared, dims, None, min_list_length=1, lorenz_points=11, seen=seen)
     finally:
         prepared.unpersist()
@@ -326,6 +329,10 @@ def test_novel_shares_against_the_items_and_categories_each_user_clicked_before(
     shares = np.array([2 / 3, 1.0, 1.0])
     assert got[("novel_item_share", "user_avg")].se == pytest.approx(np.std(shares, ddof=1) / math.sqrt(3))
     assert got[("novel_item_share", "global")].ci_method == "delta"
+    # the update rates come from the same join, over the returning user only: u1's b and c are new among a b c,
+    # and over the 2 items it was shown the day before
+    assert (got[("update_rate", "user_avg")].value, got[("update_rate", "user_avg")].n) == (pytest.approx(2 / 3), 1)
+    assert got[("update_rate_previous", "global")].value == pytest.approx(1.0)
     # without a catalog there are no categories to compare: the item share only
     kinds = {r.metric for r in without.rows}
     assert "novel_item_share" in kinds and "novel_category_share" not in kinds
