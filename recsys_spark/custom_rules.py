@@ -108,7 +108,10 @@ def rule_rows(rows: DataFrame, date: dt.date, kept: Mapping[str, str], has_catal
     if first_seen is not None and first_seen in present:
         day = F.lit(date.isoformat()).cast("date")
         columns.append(F.datediff(day, F.to_date(F.col(first_seen))).alias("item_age_days"))
-    columns += [F.col(internal).alias(name) for name, internal in kept.items() if name != ITEM_FIRST_SEEN]
+    own = {*COLUMNS, VALUE, DWELL, "category", "in_catalog", *HELPERS}  # a kept column named so is the rules' own
+    columns += [
+        F.col(internal).alias(name) for name, internal in kept.items() if name != ITEM_FIRST_SEEN and name not in own
+    ]
     listed = Window.partitionBy(USER, REQUEST)
     columns.append(F.count(F.lit(1)).over(listed).alias("list_length"))
     out = exposed.select(*columns)

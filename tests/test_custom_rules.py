@@ -418,3 +418,19 @@ def test_a_baseline_rule_reads_the_complete_earlier_days(spark, tmp_path):
     got = pd.read_parquet(out / "rule_checks" / f"dt={DAY}").set_index("rule").loc["unclicked_heavy_user"]
     assert (got["rate"], got["threshold"], got["passed"]) == (0.25, pytest.approx(0.16), False)
     assert got["examples"].tolist()[0] == "u2" and "over 3 earlier days" in got["examples"][-1]
+
+
+@pytest.mark.spark
+def test_a_kept_column_keeps_its_type_and_a_slice_of_it_is_still_a_string(spark):
+    # rules.columns are read with their types (age < 18 compares numbers); a slice dimension of the same column
+    # casts its own value to a string, so both can name one column
+    from recsys_spark.read import conform
+    from recsys_spark.schema import EXPOSURE_COLUMNS
+
+    rows = [("u1", "s1", "r1", "a", 1, 0.5, NOON, 3)]
+    ddl = "user_id string, session_id string, request_id string, item_id string, position int, score double"
+    df = spark.createDataFrame(rows, f"{ddl}, ts timestamp, slot int")
+    assert dict(conform(df, EXPOSURE_COLUMNS, "p", typed=["slot"]).dtypes)["slot"] == "int"
+    assert dict(conform(df, EXPOSURE_COLUMNS, "p", keep=["slot"]).dtypes)["slot"] == "string"
+    both = conform(df, EXPOSURE_COLUMNS, "p", keep=["slot"], typed=["slot"])
+    assert [c for c in both.columns if c == "slot"] == ["slot"] and dict(both.dtypes)["slot"] == "int"
