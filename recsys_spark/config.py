@@ -13,6 +13,7 @@ import difflib
 import hashlib
 import json
 import math
+import re
 import sys
 import types
 import typing
@@ -88,10 +89,23 @@ class AttributionConfig:
         )
 
 
+#: the spelling of a name that becomes part of a metric or rule name (a conversion event, a custom rule)
+NAME_PATTERN = re.compile(r"[a-z0-9_]+")
+
+
 @dataclass(frozen=True)
 class LabelsConfig:
     event_weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({"click": 1.0}))
     click_event: str = "click"
+    conversion_events: tuple[str, ...] = ("purchase",)
+
+    def __post_init__(self) -> None:
+        for name in self.conversion_events:
+            if not NAME_PATTERN.fullmatch(name):
+                raise ConfigError(
+                    f"config key labels.conversion_events: {name!r} is not a name of lower-case letters, digits and "
+                    f"_ (it names the metrics {name}_user_rate and {name}_exposure_rate)"
+                )
 
 
 @dataclass(frozen=True)
@@ -166,6 +180,97 @@ class ValidationConfig:
         )
 
 
+CUSTOM_LEVELS = ("exposure", "list", "user", "day")
+CUSTOM_RULE_KEYS = ("name", "severity", "level", "when", "threshold", "description")
+#: Spark SQL a rule's expression may not hold: a query of its own (a subquery reads any table), or a call of a
+#: Java method by reflection; a rule is an expression over the level's columns, nothing else
+_FORBIDDEN_SQL = re.compile(r"\b(select|reflect|java_method|try_reflect)\b", re.IGNORECASE)
+
+
+def _code_of(sql: str) -> str:
+    """``sql`` without its string literals and back-quoted names (a column may be called `select`)."""
+    return re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`]|``)*`", " ", sql)
+
+
+@dataclass(frozen=True)
+class CustomRule:
+    """A business rule of the user's own (``[[rules.custom]]``; docs/operations.md, "Rules you write").
+
+    ``when`` is Spark SQL, never Python: at level ``exposure`` a boolean over one exposure's columns, at
+    ``list`` (a request), ``user`` and ``day`` an aggregate over the level's exposures; true is a violation.
+    ``severity`` ``hard``: any violation fails the day (exit 8); ``soft``: the rate of violations must stay at
+    or below ``threshold``, or, with ``threshold = "baseline"`` (``baseline``), within ``rules.baseline_sigmas``
+    standard deviations above its mean rate of the last ``rules.baseline_days`` days.  The expression is
+    checked against the level's columns before the day is computed (:mod:`recsys_spark.custom_rules`).
+    """
+
+    name: str
+    severity: str
+    level: str
+    when: str
+    threshold: float | None = None
+    baseline: bool = False
+    description: str = ""
+
+    @classmethod
+    def parse(cls, table: Any, where: str) -> CustomRule:
+        """One ``[[rules.custom]]`` table, checked; ``where`` names it in errors (``rules.custom[2]``)."""
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"config key {where}: expected a table ([[rules.custom]]), got {table!r}")
+        name = table.get("name")
+        if isinstance(name, str) and NAME_PATTERN.fullmatch(name):
+            where = f"rules.custom[{name}]"
+        for key in table:
+            if key not in CUSTOM_RULE_KEYS:
+                near = difflib.get_close_matches(str(key), CUSTOM_RULE_KEYS, n=1)
+                hint = f" (did you mean {near[0]}?)" if near else ""
+                raise ConfigError(f"unknown config key: {where}.{key}{hint}")
+        for key in ("name", "severity", "level", "when"):
+            if not isinstance(table.get(key), str) or not table[key].strip():
+                raise ConfigError(f"config key {where}.{key}: expected a non-empty string, got {table.get(key)!r}")
+        if not NAME_PATTERN.fullmatch(table["name"]):
+            raise ConfigError(
+                f"config key {where}.name: expected lower-case letters, digits and _, got {table['name']!r}"
+            )
+        if table["severity"] not in ("hard", "soft"):
+            raise ConfigError(f"config key {where}.severity: expected hard or soft, got {table['severity']!r}")
+        if table["level"] not in CUSTOM_LEVELS:
+            raise ConfigError(
+                f"config key {where}.level: expected one of {', '.join(CUSTOM_LEVELS)}, got {table['level']!r}"
+            )
+        found = _FORBIDDEN_SQL.search(_code_of(table["when"]))
+        if found:
+            raise ConfigError(
+                f"config key {where}.when: {found.group(1)!r} is not allowed in a rule (an expression over the "
+                f"level's columns, not a query or a Java call): {table['when']!r}"
+            )
+        threshold, baseline = table.get("threshold"), False
+        if table["severity"] == "hard":
+            if threshold is not None:
+                raise ConfigError(
+                    f"config key {where}.threshold: a hard rule has no threshold (any violation fails the day)"
+                )
+        elif threshold == "baseline":
+            threshold, baseline = None, True
+        elif isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+            raise ConfigError(
+                f'config key {where}.threshold: a soft rule needs a rate between 0 and 1 or "baseline", '
+                f"got {threshold!r}"
+            )
+        description = table.get("description", "")
+        if not isinstance(description, str):
+            raise ConfigError(f"config key {where}.description: expected a string, got {description!r}")
+        return cls(
+            table["name"],
+            table["severity"],
+            table["level"],
+            table["when"].strip(),
+            None if threshold is None else float(threshold),
+            baseline,
+            description,
+        )
+
+
 @dataclass(frozen=True)
 class RulesConfig:
     fail_on_hard: bool = True
@@ -182,6 +287,27 @@ class RulesConfig:
     bot_requests_per_user: int = 500
     max_bot_user_rate: float = 0.001
     max_exposure_change: float = 0.5
+    custom: tuple[CustomRule, ...] = ()
+    columns: tuple[str, ...] = ()
+    baseline_days: int = 14
+    baseline_sigmas: float = 3.0
+    baseline_min_days: int = 3
+
+    def __post_init__(self) -> None:
+        names = [r.name for r in self.custom]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ConfigError(f"config key rules.custom: two rules named {', '.join(twice)} (a name is unique)")
+        if not 1 <= self.baseline_days <= MAX_NOVELTY_DAYS:
+            raise ConfigError(
+                f"config key rules.baseline_days: expected 1 to {MAX_NOVELTY_DAYS} (days of rule_checks read), "
+                f"got {self.baseline_days}"
+            )
+        if not 2 <= self.baseline_min_days <= self.baseline_days:
+            raise ConfigError(
+                "config key rules.baseline_min_days: expected at least 2 (a standard deviation needs two days) and "
+                f"at most rules.baseline_days ({self.baseline_days}), got {self.baseline_min_days}"
+            )
 
 
 @dataclass(frozen=True)
@@ -646,6 +772,10 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _build(hint, value, key)
     origin = typing.get_origin(hint)
+    if origin is tuple and typing.get_args(hint)[0] is CustomRule:  # [[rules.custom]]: a list of tables
+        if not isinstance(value, list):
+            raise ConfigError(f"config key {dotted}: expected a list of tables ([[{dotted}]]), got {value!r}")
+        return tuple(CustomRule.parse(table, f"{dotted}[{i + 1}]") for i, table in enumerate(value))
     args = typing.get_args(hint)
     if origin is tuple and isinstance(args[0], type) and dataclasses.is_dataclass(args[0]):  # an array of tables
         if not isinstance(value, list):

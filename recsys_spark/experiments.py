@@ -45,7 +45,9 @@ from recsys_spark.kernels.experiments import (
     MetricSpec,
     ResultRow,
     analyse_experiment,
+    event_columns,
     independence_test,
+    is_indicator,
     parse_metric,
     srm_test,
     user_sum_column,
@@ -54,7 +56,19 @@ from recsys_spark.kernels.experiments import (
 from recsys_spark.read import ColumnSpec, conform, exists, read_parquet
 from recsys_spark.registry import LIST_METRICS
 from recsys_spark.rules import RuleResult
-from recsys_spark.schema import ALL, CLICKED, ITEM, REQUEST, SLICE, USER, USER_METRICS_DDL
+from recsys_spark.schema import (
+    ALL,
+    CLICKED,
+    DWELL,
+    EVENT_FLAG_PREFIX,
+    ITEM,
+    N_CLICKS,
+    REQUEST,
+    SLICE,
+    USER,
+    USER_METRICS_DDL,
+    VALUE,
+)
 from recsys_spark.write import SUMMARY, Output
 
 EXPERIMENT, VARIANT, LAYER, VARIANTS = "experiment", "variant", "layer", "variants"
@@ -66,7 +80,6 @@ ASSIGNMENT_COLUMNS = (
 )
 USERS_TABLE, RESULTS_TABLE, CHECKS_TABLE = "experiment_users", "experiments", "experiment_checks"
 DECISIONS_TABLE = "experiment_decisions"
-BUSINESS_SUMS = ("exposures", "clicked", "requests", "empty_requests")
 CHECKS_SCHEMA = "experiment string, check string, statistic double, p_value double, passed boolean, detail string"
 RESULTS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in RESULT_COLUMNS)
 DECISIONS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in DECISION_COLUMNS)
@@ -125,22 +138,52 @@ def read_user_values(spark: SparkSession, path: str, ks: Sequence[int]) -> DataF
 
 
 def user_business_sums(by_user: DataFrame) -> DataFrame:
-    """(slice, user_id, exposures, clicked, requests, empty_requests) from the labelled rows.
+    """(slice, user_id, exposures, clicked, requests, empty_requests, ...) from the labelled rows.
 
-    ``by_user`` is hash-partitioned by user: both aggregations stay in its
-    partitions (no shuffle of exposure rows).  An empty response is a request
+    Also ``exposed`` (1 when the user has an exposure) and, with the labelled rows' business columns,
+    ``click_events`` (its clicks), ``value``, ``valued`` (1 when an event of its carried a value), ``dwell``,
+    and per conversion event ``ev_<e>_user`` (1 when it has one) and ``ev_<e>_exposures``
+    (:func:`kernels.experiments.event_columns`).  ``by_user`` is hash-partitioned by user: both
+    aggregations stay in its partitions (no shuffle of exposure rows).  An empty response is a request
     with no item.
     """
     shown = F.col(ITEM).isNotNull()
+    columns = by_user.columns
+    flags = [c for c in columns if c.startswith(EVENT_FLAG_PREFIX)]
+    amounts = [(N_CLICKS, "click_events"), (VALUE, "value"), (DWELL, "dwell")]
     per_request = by_user.groupBy(SLICE, USER, REQUEST).agg(
-        F.count(ITEM).alias("n"), F.count(F.when(shown & F.col(CLICKED), 1)).alias("c")
+        F.count(ITEM).alias("n"),
+        F.count(F.when(shown & F.col(CLICKED), 1)).alias("c"),
+        *[F.sum(F.when(shown, F.col(c))).alias(name) for c, name in amounts if c in columns],
+        *([F.count(F.when(shown, F.col(VALUE))).alias("valued")] if VALUE in columns else []),
+        *[F.count(F.when(shown & F.col(c), 1)).alias(c) for c in flags],
     )
+    optional: list[Column] = [(F.sum("n") > 0).cast("double").alias("exposed")]
+    optional += [F.coalesce(F.sum(name), F.lit(0)).cast("double").alias(name) for c, name in amounts if c in columns]
+    if VALUE in columns:
+        optional.append((F.sum("valued") > 0).cast("double").alias("valued"))
+    for c in flags:
+        users, exposures = event_columns(c[len(EVENT_FLAG_PREFIX) :])
+        optional += [(F.sum(c) > 0).cast("double").alias(users), F.sum(c).cast("double").alias(exposures)]
     return per_request.groupBy(SLICE, USER).agg(
         F.sum("n").cast("double").alias("exposures"),
         F.sum("c").cast("double").alias("clicked"),
         F.count(F.lit(1)).cast("double").alias("requests"),
         F.count(F.when(F.col("n") == 0, 1)).cast("double").alias("empty_requests"),
+        *optional,
     )
+
+
+def specs_with_columns(specs: Sequence[MetricSpec], columns: Sequence[str]) -> tuple[list[MetricSpec], list[str]]:
+    """The metrics whose per-user sums the table has, and a note naming those left out (a value metric on
+    a day whose clicks carry no value, a conversion event not in ``labels.conversion_events``)."""
+    kept = [s for s in specs if s.num in columns and s.den in columns]
+    left = [s.name for s in specs if s not in kept]
+    note = (
+        f"experiments.metrics {left} left out: the per-user table has no sums for them (no value or dwell "
+        "column in the clicks, or an event not in labels.conversion_events)"
+    )
+    return kept, [note] if left else []
 
 
 def read_assignments(spark: SparkSession, path: str) -> DataFrame:
@@ -176,13 +219,15 @@ def user_day_table(by_user: DataFrame, user_values: DataFrame, assignments: Data
     kept with zero list sums: they count in the experiment all the same.
     """
     sums = [c for c in user_values.columns if c not in (SLICE, USER)]
-    table = user_business_sums(by_user).join(user_values, on=[SLICE, USER], how="left").fillna(0.0, subset=sums)
+    business = user_business_sums(by_user)
+    own = [c for c in business.columns if c not in (SLICE, USER)]
+    table = business.join(user_values, on=[SLICE, USER], how="left").fillna(0.0, subset=sums)
     variants = (
         user_variants(assignments)
         if assignments is not None
         else by_user.sparkSession.createDataFrame([], f"{USER} string, {VARIANTS} map<string,string>")
     )
-    return table.join(variants, on=USER, how="left").select(SLICE, USER, VARIANTS, *BUSINESS_SUMS, *sums)
+    return table.join(variants, on=USER, how="left").select(SLICE, USER, VARIANTS, *own, *sums)
 
 
 # --- sufficient statistics ---------------------------------------------------------------------
@@ -722,6 +767,8 @@ def experiment_stage(
     table = user_day_table(by_user, values, assignments)
     staged = out.stage(USERS_TABLE, table)
     users = spark.read.schema(table.schema).parquet(staged)  # read back as written: no inference job
+    specs, missing = specs_with_columns(specs, users.columns)
+    notes += missing
     rows = explode_variants(users)
     cuped = ex.cuped_days > 0
     if cuped:
@@ -781,7 +828,7 @@ def window_users(users: DataFrame, experiment: str) -> DataFrame:
         .agg(
             F.array_distinct(F.collect_list(VARIANT)).alias("vs"),
             F.max(F.col(VARIANT).isNull().cast("int")).alias("several"),
-            *[F.sum(c).alias(c) for c in sums],
+            *[(F.max(c) if is_indicator(c) else F.sum(c)).alias(c) for c in sums],  # a user is a user once
         )
         .select(
             EXPERIMENT,

@@ -35,7 +35,10 @@ Each day D (its own random stream derived from ``(seed, D)``):
   about 4% of exposures (about 11% at position 1, 1% at position 10); the click comes 1 s to
   25 min (median 20 s) after the exposure. Clicks that would fall after midnight are dropped
   (they belong to the next day's partition). 10% of clicked exposures get a later
-  ``purchase`` event (still < 30 min after the exposure). 20% of the click rows lose their
+  ``purchase`` event (still < 30 min after the exposure), whose ``value`` is its revenue
+  (LogNormal, median about 27, to the cent); a click carries ``dwell_seconds`` (LogNormal,
+  median 35 s, 1 s to 30 min); the other's column is null. Both come from a stream of their own,
+  so the rest of a day is the same as without them. 20% of the click rows lose their
   request_id (attributable by user+session+item and time). About 1% more are orphans: a
   request_id that was never served, or a served request with an item it did not show
   (request_id never null for orphans).
@@ -62,6 +65,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS, FIRST_SEEN, ITEM_COLUMNS, USER
@@ -98,6 +102,11 @@ POSITION_BIAS_EXPONENT = 0.5
 CLICK_DELAY_MEDIAN_S = 20.0
 MAX_CLICK_DELAY_S = 25 * 60
 PURCHASE_RATE = 0.10
+PURCHASE_VALUE_LOG_MEDIAN = 3.3  # ln of the median purchase value (about 27)
+PURCHASE_VALUE_SIGMA = 0.9
+DWELL_MEDIAN_S = 35.0
+DWELL_SIGMA = 1.0
+MAX_DWELL_S = 30 * 60
 PURCHASE_DELAY_MEDIAN_S = 120.0
 MAX_PURCHASE_DELAY_S = 29 * 60
 NULL_REQUEST_ID_RATE = 0.20
@@ -603,7 +612,17 @@ def _exposure_batch(req: Requests, lists: Lists, ids: DayIds, lo: int, hi: int) 
     )
 
 
-def _click_table(clicks: Clicks, ids: DayIds) -> pa.Table:
+def draw_amounts(rng: np.random.Generator, event: np.ndarray) -> tuple[pa.Array, pa.Array]:
+    """(value, dwell_seconds) of each event: a purchase's revenue (to the cent), a click's dwell time (to the
+    tenth of a second); null for the other kind."""
+    purchase, click = event == EVENTS.index("purchase"), event == EVENTS.index("click")
+    value = np.round(rng.lognormal(PURCHASE_VALUE_LOG_MEDIAN, PURCHASE_VALUE_SIGMA, len(event)), 2)
+    dwell = np.round(np.clip(rng.lognormal(np.log(DWELL_MEDIAN_S), DWELL_SIGMA, len(event)), 1.0, MAX_DWELL_S), 1)
+    return pa.array(value, pa.float64(), mask=~purchase), pa.array(dwell, pa.float64(), mask=~click)
+
+
+def _click_table(clicks: Clicks, ids: DayIds, rng: np.random.Generator) -> pa.Table:
+    value, dwell = draw_amounts(rng, clicks.event)
     return pa.table(
         [
             _pick(ids.users, clicks.user),
@@ -612,6 +631,8 @@ def _click_table(clicks: Clicks, ids: DayIds) -> pa.Table:
             _pick(ids.items, clicks.item),
             _timestamps(clicks.ts),
             _labels(EVENTS, clicks.event),
+            value,
+            dwell,
         ],
         schema=CLICK_SCHEMA,
     )
@@ -652,7 +673,10 @@ def generate_day(
         "null_request_id": int(np.count_nonzero(clicks.request < 0)),
         "orphan_clicks": clicks.orphans,
     }
-    return DayLogs(pa.Table.from_batches(batches, schema=EXPOSURE_SCHEMA), _click_table(clicks, ids), stats)
+    # the amounts from a stream of their own: the day's other columns do not depend on them
+    click_table = _click_table(clicks, ids, np.random.default_rng([seed, 2, day.toordinal()]))
+    stats["gmv_cents"] = round(float(pc.sum(click_table.column("value")).as_py() or 0.0) * 100)
+    return DayLogs(pa.Table.from_batches(batches, schema=EXPOSURE_SCHEMA), click_table, stats)
 
 
 # --- A/B assignments ------------------------------------------------------------------------

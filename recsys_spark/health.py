@@ -23,9 +23,11 @@ metrics read), so every user is whole in one partition:
 * :func:`item_pass`: from the item rows, the exposure histogram (Gini,
   Lorenz, item coverage), the users per item (personalization) and the
   popularity join (novelty);
-* :func:`update_pass` (with a previous day): the user's item set joined on
-  the user with the previous day's set (update_rate; only the previous
-  day's sets move).
+* :func:`history_pass` (with a previous day or earlier days' clicks): the
+  user's item set joined on the user with the previous day's set
+  (update_rate, update_rate_previous) and with the items (and categories) it
+  clicked on the earlier days (novel_item_share, novel_category_share); only
+  the history's sets move.
 
 The branches and the catalog counts are one query (a union of long rows
 ``(slice, name, key, value)``) and one collect.  What reaches the driver is a
@@ -59,7 +61,7 @@ from pyspark.sql import functions as F
 
 from recsys_spark.aggregate import MetricRow
 from recsys_spark.bootstrap import bootstrap_sums, health_bootstrap_intervals
-from recsys_spark.kernels.business import business_values
+from recsys_spark.kernels.business import Measured, business_values, event_sum
 from recsys_spark.kernels.health import health_values
 from recsys_spark.kernels.health_pass import partition_sums
 from recsys_spark.kernels.intervals import business_intervals, health_intervals
@@ -68,15 +70,19 @@ from recsys_spark.schema import (
     ALL,
     CATEGORY,
     CLICKED,
+    DWELL,
+    EVENT_FLAG_PREFIX,
     IN_CATALOG,
     ITEM,
     ITEM_CATEGORY,
     LORENZ_DDL,
+    N_CLICKS,
     REQUEST,
     SLICE,
     SLICE_KEYS,
     UNKNOWN,
     USER,
+    VALUE,
 )
 from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.slices import PopularityCutoffs, SliceDims, explode_arrow
@@ -113,7 +119,7 @@ def user_items(prepared: DataFrame) -> DataFrame:
     )
 
 
-_PASS_COLUMNS = (SLICE, USER, REQUEST, ITEM, ITEM_CATEGORY, CLICKED, IN_CATALOG)
+_PASS_COLUMNS = (SLICE, USER, REQUEST, ITEM, ITEM_CATEGORY, CLICKED, IN_CATALOG, N_CLICKS, VALUE, DWELL)
 _PASS_DDL = "slice string, name string, key string, value double, users double, flag boolean"
 
 
@@ -127,6 +133,40 @@ def _flags(table: pa.Table, name: str) -> np.ndarray:
     if name not in table.column_names:
         return np.zeros(table.num_rows, dtype=bool)
     return table.column(name).combine_chunks().fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+
+
+def _numbers(table: pa.Table, name: str) -> np.ndarray:
+    """A numeric column as float64, NaN for null."""
+    column = pc.cast(table.column(name).combine_chunks(), pa.float64())
+    return column.fill_null(np.nan).to_numpy(zero_copy_only=False)
+
+
+def _measures(table: pa.Table) -> dict[str, np.ndarray]:
+    """The business metrics' numbers per row (:func:`kernels.health_pass.partition_sums`' measures): the clicks,
+    the value and whether there is one, the dwell, a 0/1 per conversion event; a null amount adds 0."""
+    names = table.column_names
+    out: dict[str, np.ndarray] = {}
+    if N_CLICKS in names:
+        out["click_events"] = np.nan_to_num(_numbers(table, N_CLICKS))
+    if VALUE in names:
+        value = _numbers(table, VALUE)
+        out["value"], out["valued"] = np.nan_to_num(value), (~np.isnan(value)).astype(np.float64)
+    if DWELL in names:
+        out["dwell"] = np.nan_to_num(_numbers(table, DWELL))
+    for name in names:
+        if name.startswith(EVENT_FLAG_PREFIX):
+            out[event_sum(name[len(EVENT_FLAG_PREFIX) :])] = _flags(table, name).astype(np.float64)
+    return out
+
+
+def measured_of(columns: Sequence[str]) -> Measured:
+    """Which business rows labelled rows with these columns give (:class:`kernels.business.Measured`)."""
+    return Measured(
+        clicks=N_CLICKS in columns,
+        value=VALUE in columns,
+        dwell=DWELL in columns,
+        events=tuple(c[len(EVENT_FLAG_PREFIX) :] for c in columns if c.startswith(EVENT_FLAG_PREFIX)),
+    )
 
 
 def _partition_pass(min_list_length: int):
@@ -150,6 +190,7 @@ def _partition_pass(min_list_length: int):
             _flags(table, CLICKED),
             _flags(table, IN_CATALOG),
             min_list_length,
+            _measures(table),
         )
         del table
         name = out["name"]
@@ -180,7 +221,8 @@ def partition_pass(prepared: DataFrame, min_list_length: int) -> DataFrame:
     The only shuffle is that of the partitions' partial sums by (slice, name, key): a row per slice and
     name, per category and per item seen in the partition, never a row per exposure.
     """
-    present = [c for c in (*_PASS_COLUMNS, SLICE_KEYS) if c in prepared.columns]
+    flags = [c for c in prepared.columns if c.startswith(EVENT_FLAG_PREFIX)]
+    present = [c for c in (*_PASS_COLUMNS, SLICE_KEYS) if c in prepared.columns] + flags
     return (
         prepared.select(*present)
         .mapInArrow(_partition_pass(min_list_length), _PASS_DDL)
@@ -249,47 +291,102 @@ def item_pass(summed: DataFrame, popularity: DataFrame | None) -> DataFrame:
     return out
 
 
-def update_pass(prepared: DataFrame, previous: DataFrame) -> DataFrame:
-    """update_rate's sums: each returning user's item set today against the previous day's, as long rows.
+def history_pass(
+    prepared: DataFrame, previous: DataFrame | None, seen: DataFrame | None, catalog: DataFrame | None
+) -> DataFrame:
+    """The sums of the rows that compare a user's items with its history, as long rows, from one join:
 
-    Item sets per user on both days, joined on the user: the rows stay where
-    :func:`per_user.persist_user_rows` put them, only the previous day's sets move; the inner join keeps
-    returning users only.
+    * with ``previous`` (distinct (user_id, item_id) of the previous day): update_rate's and
+      update_rate_previous's, over the returning users (exposed on both days): their new items, today's and
+      the previous day's distinct items;
+    * with ``seen`` ((user_id, item_id) of the click events of the earlier days): novel_item_share's (and,
+      with a catalog, novel_category_share's), over the users with exposures: their distinct items, those
+      they did not click on those days (``novel_item_new``) and those of a category they clicked no item of
+      (``novel_category_new``; an item missing from the catalog is in the ``unknown`` category, as for
+      category_diversity); a user who clicked nothing before finds everything novel.
+
+    The user's item set per slice is joined on the user with its history sets (one row per user, the two
+    histories joined with each other first): the rows stay where :func:`per_user.persist_user_rows` put
+    them, only the history's sets move.
     """
-    before = previous.groupBy(USER).agg(F.collect_set(ITEM).alias("before"))
-    rate = F.col("new") / F.col("items")
-    update = (
-        user_items(prepared)
-        .groupBy(SLICE, USER)
-        .agg(F.collect_list(ITEM).alias("today"))
-        .join(before, on=USER, how="inner")
-        .select(SLICE, F.size("today").alias("items"), F.size(F.array_except("today", "before")).alias("new"))
-        .groupBy(SLICE)
-        .agg(
-            F.count(F.lit(1)).alias("returning"),
-            F.sum(rate).alias("update_sum"),
-            F.sum(rate * rate).alias("update_sum2"),
-            F.sum("new").alias("update_new"),
-            F.sum("items").alias("update_items"),
-            # per-user products for the delta-method interval of update_rate global
-            F.sum(F.col("new") * F.col("new")).alias("update_new*update_new"),
-            F.sum(F.col("items") * F.col("items")).alias("update_items*update_items"),
-            F.sum(F.col("new") * F.col("items")).alias("update_new*update_items"),
+    sides = []
+    if previous is not None:
+        sides.append(previous.groupBy(USER).agg(F.collect_set(ITEM).alias("before")))
+    if seen is not None:
+        clicked = seen.select(USER, ITEM)
+        seen_category = F.lit(None).cast("array<string>")
+        if catalog is not None:
+            clicked = clicked.join(catalog.select(ITEM, F.col(CATEGORY).alias("_seen_category")), on=ITEM, how="left")
+            seen_category = F.collect_set(F.coalesce(F.col("_seen_category"), F.lit(UNKNOWN)))
+        sides.append(
+            clicked.groupBy(USER).agg(F.collect_set(ITEM).alias("seen_items"), seen_category.alias("seen_categories"))
         )
+    history = sides[0] if len(sides) == 1 else sides[0].join(sides[1], on=USER, how="full")
+    per_user = (
+        prepared.where(F.col(ITEM).isNotNull())
+        .groupBy(SLICE, USER, ITEM)
+        .agg(F.max(ITEM_CATEGORY).alias("category"))
+        .groupBy(SLICE, USER)
+        .agg(F.collect_list(ITEM).alias("today"), F.collect_list("category").alias("categories"))
+        # every exposed user for the novel shares; the returning ones only, without them
+        .join(history, on=USER, how="left" if seen is not None else "inner")
     )
-    return _long(
-        update,
-        [
-            "returning",
-            "update_sum",
-            "update_sum2",
-            "update_new",
-            "update_items",
-            "update_new*update_new",
-            "update_items*update_items",
-            "update_new*update_items",
-        ],
-    )
+    items = F.col("items")
+    columns: list[Column | str] = [SLICE, F.size("today").alias("items")]
+    sums: dict[str, Column] = {}
+    if previous is not None:
+        returning = F.col("before").isNotNull()
+        columns += [
+            returning.alias("returning"),
+            F.size(F.array_except("today", "before")).alias("new"),
+            F.size("before").alias("prev"),
+        ]
+        new, prev = F.col("new"), F.col("prev")
+        rate, seed_rate = new / items, new / prev  # ours: over today's items; the seed's: over the previous day's
+
+        def over_returning(value: Column) -> Column:
+            return F.sum(F.when(F.col("returning"), value))
+
+        sums |= {
+            "returning": F.sum(F.col("returning").cast("long")),
+            "update_sum": over_returning(rate),
+            "update_sum2": over_returning(rate * rate),
+            "update_new": over_returning(new),
+            "update_items": over_returning(items),
+            "update_prev": over_returning(prev),
+            "update_prev_sum": over_returning(seed_rate),
+            "update_prev_sum2": over_returning(seed_rate * seed_rate),
+            # per-user products for the delta-method intervals of update_rate(_previous) global
+            "update_new*update_new": over_returning(new * new),
+            "update_items*update_items": over_returning(items * items),
+            "update_new*update_items": over_returning(new * items),
+            "update_prev*update_prev": over_returning(prev * prev),
+            "update_new*update_prev": over_returning(new * prev),
+        }
+    if seen is not None:
+        empty = F.array().cast("array<string>")
+        seen_items, seen_categories = F.coalesce("seen_items", empty), F.coalesce("seen_categories", empty)
+        columns += [
+            F.size(F.array_except("today", seen_items)).alias("item_new"),
+            F.size(F.filter("categories", lambda c: ~F.array_contains(seen_categories, c))).alias("category_new"),
+        ]
+        sums |= {
+            "novel_users": F.count(F.lit(1)),
+            "novel_items": F.sum(items),
+            "novel_items*novel_items": F.sum(items * items),
+        }
+        for part in ("item", "category") if catalog is not None else ("item",):
+            novel = F.col(f"{part}_new")
+            share = novel / items
+            sums |= {
+                f"novel_{part}_new": F.sum(novel),
+                f"novel_{part}_sum": F.sum(share),
+                f"novel_{part}_sum2": F.sum(share * share),
+                f"novel_{part}_new*novel_{part}_new": F.sum(novel * novel),
+                f"novel_{part}_new*novel_items": F.sum(novel * items),
+            }
+    out = per_user.select(*columns).groupBy(SLICE).agg(*[value.alias(name) for name, value in sums.items()])
+    return _long(out, list(sums))
 
 
 def catalog_pass(catalog: DataFrame, dims: SliceDims) -> DataFrame:
@@ -355,6 +452,7 @@ def evaluate_health(
     bootstrap_replicates: int = 0,
     seed: int = 0,
     keyed: DataFrame | None = None,
+    seen: DataFrame | None = None,
 ) -> HealthResult:
     """Health and business rows of every slice, and the Lorenz points.
 
@@ -376,16 +474,19 @@ def evaluate_health(
     keyed : ``prepared`` before the slices were exploded, with each row's slice keys as an array
         (:func:`slices.with_slice_keys`), in the same partitions; the Python pass reads it instead and
         explodes the keys in Arrow.
+    seen : (user_id, item_id) clicks of the days before (the novelty history), or None (no
+        novel_item_share, novel_category_share): what a user has already consumed.
     """
     notes: list[str] = []
+    measured = measured_of((prepared if keyed is None else keyed).columns)
     # one Python pass over the persisted user partitions gives every sum; what moves is partial sums.
     # Its result (a row per slice and item) is persisted for the branches that read it: without that,
     # Spark pushes each branch's filter below the aggregation and runs the pass once per branch
     summed = partition_pass(prepared if keyed is None else keyed, min_list_length).persist(CACHE_LEVEL)
     try:
         long = request_rows(summed).unionByName(item_pass(summed, popularity))
-        if previous is not None:
-            long = long.unionByName(update_pass(prepared, previous))
+        if previous is not None or seen is not None:
+            long = long.unionByName(history_pass(prepared, previous, seen, catalog))
         if catalog is not None:
             long = long.unionByName(catalog_pass(catalog, dims))
         stats, hist, n_clickers = _split(long.collect())
@@ -434,11 +535,12 @@ def evaluate_health(
             n_clickers if popularity is not None else None,
             previous is not None,
             lorenz_points,
+            seen is not None,
         )
-        values += business_values(stats.get(s, {}))
-        intervals = health_intervals(stats.get(s, {}), k, previous is not None, confidence) | business_intervals(
-            stats.get(s, {}), confidence
-        )
+        values += business_values(stats.get(s, {}), measured)
+        intervals = health_intervals(
+            stats.get(s, {}), k, previous is not None, confidence, seen is not None
+        ) | business_intervals(stats.get(s, {}), confidence, measured)
         if boot is not None:
             exposed_in_catalog = sum(m for (_, cat), m in hist.get(s, {}).items() if cat)
             zeros = None if catalog_items is None else max(catalog_items - exposed_in_catalog, 0)

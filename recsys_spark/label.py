@@ -10,7 +10,11 @@ Rules (docs/metrics.md, "Labelling"):
   same user_id, session_id and item_id whose ts lies in [event ts - window,
   event ts] (ties on ts: the largest request_id);
 * relevance = the largest weight among the exposure's events (unlisted events
-  weigh 0); ``clicked`` = at least one event named ``click_event``;
+  weigh 0); ``clicked`` = at least one event named ``click_event``; ``n_clicks`` =
+  how many; ``value`` / ``dwell_seconds`` (when the events carry them) = the sums
+  over its events that carry one (null when none does); ``_ev_<name>`` = at least
+  one event ``<name>`` (``labels.conversion_events``): the business metrics read
+  what the ranking metrics read, one attribution;
 * events that match no exposure are *orphans*: every event is attributed or an
   orphan, so :func:`label_counts` counts them as events - attributed events.
 
@@ -25,7 +29,7 @@ with more shuffles.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -33,8 +37,10 @@ from pyspark.sql import functions as F
 from recsys_spark.schema import (
     CLICKED,
     COPIES,
+    DWELL,
     EVENT,
     ITEM,
+    N_CLICKS,
     N_EVENTS,
     POSITION,
     RELEVANCE,
@@ -42,6 +48,8 @@ from recsys_spark.schema import (
     SESSION,
     TS,
     USER,
+    VALUE,
+    event_flag,
 )
 
 
@@ -70,26 +78,48 @@ def deduplicate_exposures(exposures: DataFrame) -> DataFrame:
     )
 
 
-def weigh_events(clicks: DataFrame, weights: Mapping[str, float], click_event: str) -> DataFrame:
-    """Add each event's ``weight`` (0 when not listed) and ``is_click``."""
+def weigh_events(
+    clicks: DataFrame, weights: Mapping[str, float], click_event: str, conversion_events: Sequence[str] = ()
+) -> DataFrame:
+    """Add each event's ``weight`` (0 when not listed), ``is_click`` and one ``_ev_<name>`` flag per
+    conversion event."""
     event = F.coalesce(F.col(EVENT), F.lit(click_event)) if EVENT in clicks.columns else F.lit(click_event)
     weight: Column = F.lit(0.0)
     for name, value in weights.items():
         weight = F.when(event == name, F.lit(float(value))).otherwise(weight)
-    return clicks.withColumn("weight", weight).withColumn("is_click", event == click_event)
+    flags = [(event == name).alias(event_flag(name)) for name in dict.fromkeys(conversion_events)]
+    return clicks.select("*", weight.alias("weight"), (event == click_event).alias("is_click"), *flags)
+
+
+def _carried(events: DataFrame) -> list[tuple[str, str]]:
+    """The per-event columns an exposure gathers besides weight and is_click: (column, how its events
+    combine): the click count and the value and dwell sums add up, the conversion flags are any-of."""
+    out = [(c, "sum") for c in ("clicks", VALUE, DWELL) if c in events.columns]
+    return out + [(c, "max") for c in events.columns if c.startswith(event_flag(""))]
+
+
+def _combine(name: str, how: str) -> Column:
+    return (F.sum(name) if how == "sum" else F.max(name)).alias(name)
 
 
 def resolve_session_events(events: DataFrame, exposures: DataFrame, window_minutes: float) -> DataFrame:
     """Give events without a request_id the request_id of the exposure they belong to.
 
     Identical events (same user, session, item and ts) are resolved together.
-    Returns (user_id, request_id, item_id, weight, is_click, n) for the events
-    that found an exposure in the window; the others are orphans (no row).
+    Returns (user_id, request_id, item_id, weight, is_click, n, and the carried columns of
+    :func:`_carried`: ``clicks``, ``value``, ``dwell_seconds``, ``_ev_*``) for the events that found an
+    exposure in the window; the others are orphans (no row).
     """
+    carried = _carried(events)
     grouped = (
         events.where(F.col(REQUEST).isNull())
         .groupBy(USER, SESSION, ITEM, TS)
-        .agg(F.max("weight").alias("weight"), F.max("is_click").alias("is_click"), F.count(F.lit(1)).alias("n"))
+        .agg(
+            F.max("weight").alias("weight"),
+            F.max("is_click").alias("is_click"),
+            F.count(F.lit(1)).alias("n"),
+            *[_combine(c, how) for c, how in carried],
+        )
     )
     # No filter on the other grouping keys of ``exposures`` here (not even the item_id IS NOT NULL a
     # plain equality would imply): Spark pushes such a filter below the deduplication, whose shuffle
@@ -122,33 +152,51 @@ def resolve_session_events(events: DataFrame, exposures: DataFrame, window_minut
             F.max("weight").alias("weight"),
             F.max("is_click").alias("is_click"),
             F.max("n").alias("n"),
+            *[F.max(grouped[c]).alias(c) for c, _ in carried],  # one value per group of identical events
         )
-        .select(USER, F.col("_match._req").alias(REQUEST), ITEM, "weight", "is_click", "n")
+        .select(USER, F.col("_match._req").alias(REQUEST), ITEM, "weight", "is_click", "n", *[c for c, _ in carried])
     )
 
 
 def join_feedback(
-    exposures: DataFrame, clicks: DataFrame, window_minutes: float, weights: Mapping[str, float], click_event: str
+    exposures: DataFrame,
+    clicks: DataFrame,
+    window_minutes: float,
+    weights: Mapping[str, float],
+    click_event: str,
+    conversion_events: Sequence[str] = (),
 ) -> DataFrame:
     """The deduplicated exposures with their feedback: one row per exposure (empty responses included).
 
-    Output: the exposure columns plus ``relevance``, ``clicked`` and ``n_events``
-    (the events attributed to it).  Orphan events give no row; see
+    Output: the exposure columns plus ``relevance``, ``clicked``, ``n_events``
+    (the events attributed to it) and ``n_clicks`` (those named ``click_event``);
+    ``value`` and ``dwell_seconds`` when the events carry them (the sum over the
+    exposure's events that have one; null when none has); ``_ev_<name>`` for
+    each of ``conversion_events``.  Orphan events give no row; see
     :func:`label_counts`.  With ``exposures`` and ``clicks`` partitioned by user
     (:func:`by_user`, same number of partitions) no exposure row is shuffled
     again, and the result keeps that partitioning.
     """
-    events = weigh_events(clicks, weights, click_event)
+    events = weigh_events(clicks, weights, click_event, conversion_events).withColumn(
+        "clicks", F.col("is_click").cast("long")
+    )
+    carried = _carried(events)
     direct = events.where(F.col(REQUEST).isNotNull()).select(
-        USER, REQUEST, ITEM, "weight", "is_click", F.lit(1).cast("long").alias("n")
+        USER, REQUEST, ITEM, "weight", "is_click", F.lit(1).cast("long").alias("n"), *[c for c, _ in carried]
     )
     # session events that found no exposure in their window are left out: orphans, counted as such
     by_session = resolve_session_events(events, exposures, window_minutes)
     attributed = (
         direct.unionByName(by_session)
         .groupBy(USER, REQUEST, ITEM)
-        .agg(F.max("weight").alias(RELEVANCE), F.max("is_click").alias(CLICKED), F.sum("n").alias(N_EVENTS))
+        .agg(
+            F.max("weight").alias(RELEVANCE),
+            F.max("is_click").alias(CLICKED),
+            F.sum("n").alias(N_EVENTS),
+            *[_combine(c, how) for c, how in carried],
+        )
     )
+    flags = [c for c, how in carried if how == "max"]
     # a left join on the keys: they come from the exposure side (an empty response, null item, matches
     # no event: every valid event has an item)
     return exposures.join(attributed, on=[USER, REQUEST, ITEM], how="left").select(
@@ -156,6 +204,9 @@ def join_feedback(
         F.coalesce(RELEVANCE, F.lit(0.0)).alias(RELEVANCE),
         F.coalesce(CLICKED, F.lit(False)).alias(CLICKED),
         F.coalesce(N_EVENTS, F.lit(0)).cast("long").alias(N_EVENTS),
+        F.coalesce("clicks", F.lit(0)).cast("long").alias(N_CLICKS),
+        *[F.col(c) for c in (VALUE, DWELL) if c in events.columns],
+        *[F.coalesce(c, F.lit(False)).alias(c) for c in flags],
     )
 
 

@@ -63,10 +63,13 @@ from recsys_spark.schema import (
     ALL,
     CLICKED,
     COPIES,
+    DWELL,
+    EVENT_FLAG_PREFIX,
     IN_CATALOG,
     ITEM,
     ITEM_CATEGORY,
     LIST_ID,
+    N_CLICKS,
     N_EVENTS,
     POSITION,
     RELEVANCE,
@@ -78,21 +81,14 @@ from recsys_spark.schema import (
     USER,
     USER_METRICS_COLUMNS,
     USER_METRICS_DDL,
+    VALUE,
 )
 from recsys_spark.session import CACHE_LEVEL
 from recsys_spark.slices import explode_arrow
 
 
-def persist_user_rows(sliced: DataFrame, extra: Sequence[str] = ()) -> DataFrame:
-    """The labelled exposures, partitioned by user by the caller (:func:`recsys_spark.label.by_user`),
-    narrowed and persisted: every row of a user in one partition.
-
-    Keeps the columns the per-user pass, the health indicators, the label
-    counts and the business rules need, and ``extra`` (the slice dimensions'
-    values, when the slices are exploded after the persist); all read it in
-    place (no further shuffle of exposure rows).  The caller unpersists it.
-    Empty responses (null item) stay: health and the counts use them.
-    """
+def user_row_columns(sliced: DataFrame, extra: Sequence[str] = ()) -> DataFrame:
+    """The columns :func:`persist_user_rows` keeps (the plan only)."""
     keep = [
         c
         for c in (
@@ -107,13 +103,32 @@ def persist_user_rows(sliced: DataFrame, extra: Sequence[str] = ()) -> DataFrame
             CLICKED,
             COPIES,
             N_EVENTS,
+            N_CLICKS,
+            VALUE,
+            DWELL,
             ITEM_CATEGORY,
             IN_CATALOG,
+            *[c for c in sliced.columns if c.startswith(EVENT_FLAG_PREFIX)],
             *extra,
         )
         if c in sliced.columns
     ]
-    return sliced.select(*keep).persist(CACHE_LEVEL)
+    return sliced.select(*dict.fromkeys(keep))
+
+
+def persist_user_rows(sliced: DataFrame, extra: Sequence[str] = ()) -> DataFrame:
+    """The labelled exposures, partitioned by user by the caller (:func:`recsys_spark.label.by_user`),
+    narrowed and persisted: every row of a user in one partition.
+
+    Keeps the columns the per-user pass, the health indicators (with the
+    business metrics' click counts, values, dwell and conversion flags), the
+    label counts and the business rules need, and ``extra`` (the slice
+    dimensions' values, when the slices are exploded after the persist; the
+    columns the custom rules read); all read it in place (no further shuffle
+    of exposure rows).  The caller unpersists it.
+    Empty responses (null item) stay: health and the counts use them.
+    """
+    return user_row_columns(sliced, extra).persist(CACHE_LEVEL)
 
 
 def ranking_input(labelled: DataFrame, list_unit: str, has_score: bool) -> DataFrame:

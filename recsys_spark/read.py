@@ -405,8 +405,11 @@ def empty_frame(spark: SparkSession, columns: Sequence[ColumnSpec]) -> DataFrame
     return spark.createDataFrame([], schema)
 
 
-def conform(df: DataFrame, columns: Sequence[ColumnSpec], path: str, keep: Sequence[str] = ()) -> DataFrame:
-    """Select the contract's columns cast to their types, plus ``keep``.
+def conform(
+    df: DataFrame, columns: Sequence[ColumnSpec], path: str, keep: Sequence[str] = (), typed: Sequence[str] = ()
+) -> DataFrame:
+    """Select the contract's columns cast to their types, plus ``keep`` (as strings: slice values) and
+    ``typed`` (with their own types: the columns the custom rules read; one of both is kept typed).
 
     A missing optional column is left out (callers decide its default).
     """
@@ -433,11 +436,12 @@ def conform(df: DataFrame, columns: Sequence[ColumnSpec], path: str, keep: Seque
         if spec.blank_is_null:
             value = F.when(F.trim(value) != "", value)
         selected.append(value.alias(spec.name))
-    for name in keep:
+    contract = {s.name for s in columns}
+    for name in dict.fromkeys([*keep, *typed]):
         if name not in fields:
             raise SchemaError(f"missing column {name!r} in {path} (named in the config)")
-        if name not in {s.name for s in columns}:
-            selected.append(F.col(name).cast("string").alias(name))
+        if name not in contract:
+            selected.append(F.col(name) if name in typed else F.col(name).cast("string").alias(name))
     return df.select(*selected)
 
 

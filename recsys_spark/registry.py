@@ -16,6 +16,7 @@ kernels read it too.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 
 #: how a metric's value is pooled over units (docs/metrics.md, "Aggregations"; docs/offline.md)
@@ -95,6 +96,21 @@ METRICS: dict[str, Metric] = {
         _m("uv_ctr", "higher", high=None, label="clicked exposures per user (UV CTR)"),
         _m("uv_conversion", "higher", label="UV conversion", percent=True),
         _m("clicks_per_clicking_user", "higher", low=1.0, high=None),
+        # business: clicks counted as events, the seed's 点击量 (docs/metrics.md, "The seed's definitions")
+        _m("clicks_per_exposure", "higher", high=None),
+        _m("clicks_per_request", "higher", high=None),
+        _m("clicks_per_user", "higher", high=None),
+        # business: value and dwell time of the events (docs/metrics.md, "Value metrics")
+        _m("gmv_per_exposure", "higher", high=None, label="GMV per exposure"),
+        _m("gmv_per_request", "higher", high=None, label="GMV per request"),
+        _m("gmv_per_user", "higher", high=None, label="GMV per user (ARPU)"),
+        _m("value_per_converting_user", "higher", high=None),
+        _m("dwell_per_click", "higher", high=None, label="dwell seconds per click"),
+        _m("dwell_per_user", "higher", high=None, label="dwell seconds per user"),
+        # health: the seed's variants (docs/metrics.md, "The seed's definitions")
+        _m("update_rate_previous", None, high=None, label="update rate against the previous day's items"),
+        _m("novel_item_share", "higher", percent=True),
+        _m("novel_category_share", "higher", percent=True),
         # offline: predictions and ratings (docs/offline.md)
         _m("logloss", "lower", high=None, label="log loss"),
         _m("ece", "lower", label="ECE"),
@@ -115,6 +131,34 @@ LIST_METRICS = ("ndcg", "map", "precision", "recall", "hit_rate")
 OFFLINE_LIST_METRICS = ("precision", "recall", "f1", "ndcg", "map", "hit_rate")
 
 
+#: the families of metrics named after a conversion event ``<event><suffix>`` (``labels.conversion_events``):
+#: suffix -> (what the rate counts, the reader's words)
+EVENT_RATES = {"_user_rate": "users", "_exposure_rate": "exposures"}
+_EVENT = re.compile(r"[a-z0-9_]+")
+
+
+def event_rate(name: str) -> Metric | None:
+    """The conversion-rate metric ``name`` names (``purchase_user_rate``: users with a purchase attributed to an
+    exposure / users with exposures), or None when it names none.  Conversions are wanted outcomes: higher is
+    better.
+
+    >>> event_rate("purchase_user_rate").reader_name, event_rate("ndcg") is None
+    ('purchase user rate', True)
+    """
+    for suffix in EVENT_RATES:
+        event = name[: -len(suffix)] if name.endswith(suffix) else ""
+        if event and _EVENT.fullmatch(event):
+            return Metric(
+                name, "higher", label=f"{event.replace('_', ' ')} {suffix[1:].replace('_', ' ')}", percent=True
+            )
+    return None
+
+
+def find(name: str) -> Metric | None:
+    """The metric called ``name`` (a conversion-event rate included), or None when there is none."""
+    return METRICS.get(name) or event_rate(name)
+
+
 def metric(name: str) -> Metric:
     """The metric called ``name``; a ValueError naming it (and the nearest names) when there is none.
 
@@ -124,6 +168,9 @@ def metric(name: str) -> Metric:
     try:
         return METRICS[name]
     except KeyError:
+        family = event_rate(name)
+        if family is not None:
+            return family
         near = difflib.get_close_matches(name, METRICS, n=3)
         hint = f" (did you mean {', '.join(near)}?)" if near else ""
         raise ValueError(f"unknown metric {name!r}{hint}") from None

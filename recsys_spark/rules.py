@@ -31,6 +31,24 @@ from pyspark.sql import functions as F
 from recsys_spark.schema import COPIES, IN_CATALOG, ITEM, ITEM_CATEGORY, REQUEST, RULE_CHECKS_DDL, SCORE, USER
 
 N_EXAMPLES = 5
+#: the names of the built-in rules (a custom rule may not take one; the experiments' are ``experiment_*:NAME``)
+BUILT_IN_RULES = (
+    "blacklisted_item",
+    "blacklisted_category",
+    "non_finite_score",
+    "no_feedback",
+    "duplicate_item_in_request",
+    "item_missing_from_catalog",
+    "rejected_exposure_rate",
+    "rejected_click_rate",
+    "unweighted_event_rate",
+    "duplicate_exposure_rate",
+    "orphan_event_rate",
+    "empty_response_rate",
+    "score_out_of_range_rate",
+    "bot_user_rate",
+    "exposure_change",
+)
 
 
 @dataclass(frozen=True)

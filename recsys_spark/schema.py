@@ -22,7 +22,11 @@ SCORE = "score"
 TS = "ts"
 EVENT = "event"
 CATEGORY = "category"
-FIRST_SEEN = "first_seen"  # users table: the day a user was first seen (the user_type slice)
+#: users table: the day a user was first seen (the user_type slice); items table (optional): the day an item was
+#: first seen (the custom rules' item_age_days)
+FIRST_SEEN = "first_seen"
+VALUE = "value"  # clicks: the revenue of the event (a purchase), in the event's currency; optional
+DWELL = "dwell_seconds"  # clicks: the seconds the user spent on the item after the event; optional
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ CLICK_COLUMNS = (
     ColumnSpec(ITEM, "id"),
     ColumnSpec(TS, "timestamp"),
     ColumnSpec(EVENT, "string", required=False),
+    ColumnSpec(VALUE, "double", required=False),  # value metrics (gmv_*), only when the clicks carry it
+    ColumnSpec(DWELL, "double", required=False),  # dwell metrics, only when the clicks carry it
 )
 ITEM_COLUMNS = (ColumnSpec(ITEM, "id"), ColumnSpec(CATEGORY, "string"))
 
@@ -80,6 +86,16 @@ REASON = "reject_reason"
 RELEVANCE = "relevance"
 CLICKED = "clicked"
 N_EVENTS = "n_events"
+N_CLICKS = "n_clicks"  # the attributed events named labels.click_event (an exposure clicked twice: 2)
+#: ``value`` and ``dwell_seconds`` of an exposure: the sums over its attributed events that carry one (null: none)
+EVENT_FLAG_PREFIX = "_ev_"  # _ev_<name>: the exposure has an attributed event <name> (labels.conversion_events)
+
+
+def event_flag(name: str) -> str:
+    """The labelled rows' column that flags an exposure with an attributed event ``name``: ``_ev_purchase``."""
+    return f"{EVENT_FLAG_PREFIX}{name}"
+
+
 COPIES = "copies"
 EXPOSED = "exposed"  # on the joined rows: the row is an exposure (not an orphan event)
 
@@ -92,7 +108,8 @@ IN_CATALOG = "_in_catalog"  # the item is in the items table (null without item 
 ITEM_EXPOSURES = "_item_exposures"  # the item's exposures of the day (only with the popularity slice)
 SLICE_PREFIX = "_s_"  # _s_<name>: the value of slice dimension <name>
 SLICE_KEYS = "_slices"  # a row's slice keys as an array, for the Python passes that explode them in Arrow
-ITEM_PREFIX = "_i_"  # _i_<column>: a column of the items table, joined for an item slice
+ITEM_PREFIX = "_i_"  # _i_<column>: a column of the items table, joined for an item slice or a custom rule
+USER_PREFIX = "_u_"  # _u_<column>: a column of the users table, joined for a user slice or a custom rule
 
 #: ranking
 LIST_ID = "list_id"

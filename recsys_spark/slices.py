@@ -64,6 +64,7 @@ from recsys_spark.schema import (
     TS,
     UNKNOWN,
     USER,
+    USER_PREFIX,
     ColumnSpec,
 )
 
@@ -137,6 +138,60 @@ def resolve_slices(
 
 
 @dataclass(frozen=True)
+class KeptColumns:
+    """Input columns kept with their types for the custom rules (``rules.columns``), by the table they come
+    from, and whether the items table's ``first_seen`` is kept (the rules' ``item_age_days``)."""
+
+    exposure: tuple[str, ...] = ()
+    item: tuple[str, ...] = ()
+    user: tuple[str, ...] = ()
+    item_first_seen: bool = False
+
+    def internal(self) -> dict[str, str]:
+        """Each kept column's name -> its column on the labelled rows (``_i_<c>``, ``_u_<c>``)."""
+        out = {c: c for c in self.exposure}
+        out |= {c: f"{ITEM_PREFIX}{c}" for c in self.item}
+        out |= {c: f"{USER_PREFIX}{c}" for c in self.user}
+        if self.item_first_seen:
+            out[ITEM_FIRST_SEEN] = f"{ITEM_PREFIX}{FIRST_SEEN}"
+        return out
+
+
+#: the name the custom rules read the items table's first_seen by (it becomes item_age_days)
+ITEM_FIRST_SEEN = "item_first_seen"
+
+
+def resolve_kept(
+    names: Sequence[str],
+    exposure_columns: Sequence[str],
+    item_columns: Sequence[str] | None,
+    user_columns: Sequence[str] | None,
+    item_first_seen: bool = False,
+) -> KeptColumns:
+    """Sort the custom rules' input columns (``rules.columns``) into exposures / items / users columns,
+    looked up in that order; an unknown name raises :class:`SchemaError` naming it and what was looked at."""
+    exposure, item, user = [], [], []
+    for name in names:
+        if name in exposure_columns:
+            exposure.append(name)
+        elif name == CATEGORY and item_columns is not None:  # the catalog's category: every rule reads it
+            continue
+        elif item_columns is not None and name in item_columns:
+            item.append(name)
+        elif user_columns is not None and name in user_columns:
+            user.append(name)
+        else:
+            looked = (
+                ["exposures"]
+                + (["items table"] if item_columns is not None else [])
+                + (["users table"] if user_columns is not None else [])
+            )
+            raise SchemaError(f"config key rules.columns: {name!r} is not a column of the {', '.join(looked)}")
+    first_seen = item_first_seen and item_columns is not None and FIRST_SEEN in item_columns
+    return KeptColumns(tuple(exposure), tuple(item), tuple(user), first_seen)
+
+
+@dataclass(frozen=True)
 class SliceInputs:
     """The resolved dimensions and the side tables they (and the health indicators) need."""
 
@@ -145,6 +200,7 @@ class SliceInputs:
     users: DataFrame | None  # one row per user: user_id, user dimension columns (first_seen)
     items_path: str
     users_path: str
+    kept: KeptColumns = KeptColumns()  # the custom rules' input columns
 
 
 def _optional(spark: SparkSession, path: str, what: str) -> DataFrame | None:
@@ -168,26 +224,35 @@ def _one_row_per(df: DataFrame, key: str) -> DataFrame:
 
 
 def read_slice_inputs(
-    spark: SparkSession, names: Sequence[str], exposure_columns: Sequence[str], items_path: str, users_path: str
+    spark: SparkSession,
+    names: Sequence[str],
+    exposure_columns: Sequence[str],
+    items_path: str,
+    users_path: str,
+    kept_names: Sequence[str] = (),
+    item_first_seen: bool = False,
 ) -> SliceInputs:
-    """Read the items table (always, when it exists) and the users table (when a slice needs it)."""
+    """Read the items table (always, when it exists) and the users table (when a slice or a custom rule's
+    column needs it).  ``kept_names``: the custom rules' input columns (``rules.columns``);
+    ``item_first_seen``: keep the items table's ``first_seen`` when it has one (custom rules)."""
     raw_items = _optional(spark, items_path, "items table")
-    raw_users = _optional(spark, users_path, "users table") if _may_need_users(names, exposure_columns) else None
-    dims = resolve_slices(
-        names,
-        exposure_columns,
-        None if raw_items is None else raw_items.columns,
-        None if raw_users is None else raw_users.columns,
-    )
+    wanted = [*names, *kept_names]
+    raw_users = _optional(spark, users_path, "users table") if _may_need_users(wanted, exposure_columns) else None
+    item_columns = None if raw_items is None else raw_items.columns
+    user_columns = None if raw_users is None else raw_users.columns
+    dims = resolve_slices(names, exposure_columns, item_columns, user_columns)
+    kept = resolve_kept(kept_names, exposure_columns, item_columns, user_columns, item_first_seen)
     catalog = None
     if raw_items is not None:
         keep = [c for c in dims.item if c != CATEGORY]
-        catalog = _one_row_per(conform(raw_items, ITEM_COLUMNS, items_path, keep=keep), ITEM)
+        typed = [c for c in kept.item if c != CATEGORY] + ([FIRST_SEEN] if kept.item_first_seen else [])
+        catalog = _one_row_per(conform(raw_items, ITEM_COLUMNS, items_path, keep=keep, typed=typed), ITEM)
     users = None
-    if dims.needs_users and raw_users is not None:
+    if (dims.needs_users or kept.user) and raw_users is not None:
         keep = list(dims.user) + ([FIRST_SEEN] if "user_type" in names and FIRST_SEEN not in dims.user else [])
-        users = _one_row_per(conform(raw_users, (ColumnSpec(USER, "id"),), users_path, keep=keep), USER)
-    return SliceInputs(dims, catalog, users, items_path, users_path)
+        typed = [c for c in kept.user if c != USER]
+        users = _one_row_per(conform(raw_users, (ColumnSpec(USER, "id"),), users_path, keep=keep, typed=typed), USER)
+    return SliceInputs(dims, catalog, users, items_path, users_path, kept)
 
 
 def _may_need_users(names: Sequence[str], exposure_columns: Sequence[str]) -> bool:
@@ -204,17 +269,18 @@ def _value(name: str, dims: SliceDims, date: dt.date, new_user_days: int) -> Col
     if name == "day_type":
         return F.when(F.dayofweek(TS).isin(1, 7), F.lit("weekend")).otherwise(F.lit("weekday"))
     if name == "user_type":
-        age = F.datediff(F.lit(date.isoformat()).cast("date"), F.to_date(F.col(f"_u_{FIRST_SEEN}")))
+        age = F.datediff(F.lit(date.isoformat()).cast("date"), F.to_date(F.col(f"{USER_PREFIX}{FIRST_SEEN}")))
         return (
             F.when(age.isNull(), F.lit(UNKNOWN)).when(age < new_user_days, F.lit("new")).otherwise(F.lit("returning"))
         )
     if name in dims.exposure:
         return F.coalesce(F.col(name).cast("string"), F.lit(UNKNOWN))
-    if name in dims.item:
-        value = F.col(ITEM_CATEGORY) if name == CATEGORY else F.coalesce(F.col(f"{ITEM_PREFIX}{name}"), F.lit(UNKNOWN))
+    if name in dims.item:  # a string, also when a custom rule keeps the column with its own type
+        item_value = F.col(f"{ITEM_PREFIX}{name}").cast("string")
+        value = F.col(ITEM_CATEGORY) if name == CATEGORY else F.coalesce(item_value, F.lit(UNKNOWN))
         return F.when(~no_item, value)
     if name in dims.user:
-        return F.coalesce(F.col(f"_u_{name}").cast("string"), F.lit(UNKNOWN))
+        return F.coalesce(F.col(f"{USER_PREFIX}{name}").cast("string"), F.lit(UNKNOWN))
     raise ValueError(f"no value for slice {name!r}")  # popularity is set by explode_slices
 
 
@@ -227,12 +293,14 @@ def add_slice_columns(exposures: DataFrame, inputs: SliceInputs, date: dt.date, 
     """
     dims = inputs.dims
     df = exposures
+    kept = inputs.kept.internal()
     if inputs.catalog is not None:
+        item_columns = [c for c in inputs.catalog.columns if c not in (ITEM, CATEGORY)]
         catalog = inputs.catalog.select(
             ITEM,
             F.col(CATEGORY).alias(f"{ITEM_PREFIX}{CATEGORY}"),
             F.lit(True).alias(IN_CATALOG),
-            *[F.col(c).alias(f"{ITEM_PREFIX}{c}") for c in dims.item if c != CATEGORY],
+            *[F.col(c).alias(f"{ITEM_PREFIX}{c}") for c in item_columns],
         )
         df = df.join(catalog, on=ITEM, how="left")
         category = (
@@ -245,14 +313,17 @@ def add_slice_columns(exposures: DataFrame, inputs: SliceInputs, date: dt.date, 
         category = F.lit(None).cast("string")
         in_catalog = F.lit(None).cast("boolean")
     if inputs.users is not None:
-        users = inputs.users.select(USER, *[F.col(c).alias(f"_u_{c}") for c in inputs.users.columns if c != USER])
+        users = inputs.users.select(
+            USER, *[F.col(c).alias(f"{USER_PREFIX}{c}") for c in inputs.users.columns if c != USER]
+        )
         df = df.join(users, on=USER, how="left")
     df = df.withColumn(ITEM_CATEGORY, category)
     values = [
         _value(name, dims, date, new_user_days).alias(slice_column(name)) for name in dims.names if name != "popularity"
     ]
+    carried = [F.col(c) for c in kept.values() if c not in exposures.columns]  # the rules' input columns
     return df.select(
-        *[F.col(c) for c in exposures.columns], F.col(ITEM_CATEGORY), in_catalog.alias(IN_CATALOG), *values
+        *[F.col(c) for c in exposures.columns], F.col(ITEM_CATEGORY), in_catalog.alias(IN_CATALOG), *values, *carried
     )
 
 

@@ -15,7 +15,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from recsys_spark.errors import UnreadableInputError, is_unreadable_input, root_cause
-from recsys_spark.schema import ITEM, POSITION, REASON, REQUEST, SCORE, TS, USER
+from recsys_spark.schema import DWELL, ITEM, POSITION, REASON, REQUEST, SCORE, TS, USER, VALUE
 
 Check = tuple[str, Column]
 
@@ -81,9 +81,14 @@ def exposure_checks(has_score: bool, bounds: TsBounds) -> list[Check]:
     return checks
 
 
-def click_checks(bounds: TsBounds) -> list[Check]:
-    """Why a feedback event cannot be attributed at all."""
-    return [
+def click_checks(bounds: TsBounds, columns: Sequence[str] = ()) -> list[Check]:
+    """Why a feedback event cannot be attributed at all, or would bring a wrong number with it.
+
+    ``columns``: the clicks' columns; with ``value`` or ``dwell_seconds`` among them, an event whose value
+    (dwell) is NaN, infinite or negative is set aside (``bad_value``, ``bad_dwell``): a refund is not a
+    purchase, and one such value would make every sum it enters wrong.  Null is fine: the event has none.
+    """
+    checks: list[Check] = [
         ("null_user_id", F.col(USER).isNull()),
         ("blank_user_id", _blank(USER)),
         ("null_item_id", F.col(ITEM).isNull()),
@@ -91,6 +96,13 @@ def click_checks(bounds: TsBounds) -> list[Check]:
         ("null_ts", F.col(TS).isNull()),
         ("ts_outside_day", _outside(bounds)),
     ]
+    for name, reason in ((VALUE, "bad_value"), (DWELL, "bad_dwell")):
+        if name in columns:
+            amount = F.col(name)
+            checks.append(
+                (reason, amount.isNotNull() & (F.isnan(amount) | (F.abs(amount) == float("inf")) | (amount < 0)))
+            )
+    return checks
 
 
 def tag_rows(df: DataFrame, checks: Sequence[Check]) -> DataFrame:

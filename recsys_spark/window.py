@@ -28,6 +28,7 @@ from recsys_spark.experiments import (
     read_user_tables,
     result_tuples,
     skipped_note,
+    specs_with_columns,
     status_and_notes,
     window_users,
     with_covariates,
@@ -67,6 +68,8 @@ def run_window(
         )
     written_ks = sorted(int(c[len("hits_at_") :]) for c in users.columns if c.startswith("hits_at_"))
     specs, notes = metric_specs(cfg, written_ks)
+    specs, missing = specs_with_columns(specs, users.columns)
+    notes += missing
     rows = window_users(users, experiment)
     cuped = cfg.experiments.cuped_days > 0
     notes.append(f"{len(found)} of {len(days)} day(s) found{skipped_note(incomplete)}")

@@ -25,6 +25,7 @@ from recsys_spark.kernels.experiments import (
     cuped_theta,
     fill_covariate,
     independence_test,
+    is_indicator,
     mde,
     parse_metric,
     sample_size_per_arm,
@@ -321,6 +322,36 @@ def test_every_default_metric_parses_and_names_round_trip():
     assert parse_metric("ndcg@10_user_avg").num == "ndcg_at_10_sum"
     assert parse_metric("recall@5_global").den == "relevant"
     assert parse_metric("map@3_list_avg").kind == "ratio"
+
+
+def test_the_value_metrics_and_conversion_rates_have_per_user_forms():
+    # (kind, numerator, denominator) of the experiment_users sums: a mean over the users with exposures
+    # ("exposed", 0 or 1) or a ratio of sums
+    forms = {
+        "gmv_per_user_global": ("mean", "value", "exposed"),
+        "dwell_per_user_global": ("mean", "dwell", "exposed"),
+        "gmv_per_exposure_global": ("ratio", "value", "exposures"),
+        "gmv_per_request_global": ("ratio", "value", "requests"),
+        "value_per_converting_user_global": ("ratio", "value", "valued"),
+        "dwell_per_click_global": ("ratio", "dwell", "click_events"),
+        "clicks_per_exposure_global": ("ratio", "click_events", "exposures"),
+        "purchase_user_rate_global": ("mean", "ev_purchase_user", "exposed"),
+        "add_to_cart_exposure_rate_global": ("ratio", "ev_add_to_cart_exposures", "exposures"),
+    }
+    for name, form in forms.items():
+        spec = parse_metric(name)
+        assert (spec.kind, spec.num, spec.den) == form, name
+    # over a window a user's indicators are the largest of its days' (a user exposed twice is one user)
+    assert [is_indicator(c) for c in ("exposed", "valued", "ev_purchase_user", "ev_purchase_exposures", "value")] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
+    for bad in ("gmv_per_user_user_avg", "purchase_user_rate_user_avg", "Purchase_user_rate_global"):
+        with pytest.raises(ValueError):
+            parse_metric(bad)
 
 
 @pytest.mark.parametrize("bad", ["auc_global", "gini_catalog", "ndcg_user_avg", "mrr@3_user_avg", "ndcg@10"])

@@ -40,6 +40,8 @@ CLICKS = pa.schema(
         ("item_id", pa.string()),
         ("ts", pa.timestamp("us", tz="UTC")),
         ("event", pa.string()),
+        ("value", pa.float64()),
+        ("dwell_seconds", pa.float64()),
     ]
 )
 ITEMS = pa.schema([("item_id", pa.string()), ("category", pa.string())])
@@ -266,6 +268,17 @@ def test_purchases_follow_a_click(clicks: pd.DataFrame) -> None:
     key = ["user_id", "session_id", "item_id"]
     pairs = bought.reset_index(names="purchase").merge(clicked, on=key, suffixes=("", "_click"))
     assert set(pairs[pairs.ts_click < pairs.ts].purchase) == set(bought.index)
+
+
+def test_purchases_carry_a_value_and_clicks_a_dwell_time(summary: dict, clicks: pd.DataFrame) -> None:
+    # the demo day's value metrics have something to measure: every purchase has a positive revenue (to the
+    # cent) and no dwell, every click a dwell time of 1 s to 30 min and no value
+    bought, clicked = clicks[clicks.event == "purchase"], clicks[clicks.event == "click"]
+    assert bought.value.notna().all() and (bought.value > 0).all() and bought.dwell_seconds.isna().all()
+    assert (bought.value.round(2) == bought.value).all() and 10 < bought.value.median() < 60
+    assert clicked.value.isna().all() and clicked.dwell_seconds.between(1, 1800).all()
+    assert 20 < clicked.dwell_seconds.median() < 50
+    assert summary["days"][-1]["gmv_cents"] == round(bought.value.sum() * 100)
 
 
 def test_click_timestamps_within_the_day(clicks: pd.DataFrame) -> None:

@@ -6,6 +6,7 @@ import contextlib
 import datetime as dt
 import math
 
+import numpy as np
 import pytest
 from helpers import health_golden as golden
 from helpers.spark_plans import names_and_exchanges
@@ -285,3 +286,53 @@ def test_k_counts_unknown_only_when_an_exposed_item_is_missing_from_the_catalog(
     got = {(r.metric, r.aggregation): r.value for r in result.rows if r.slice == "all"}
     assert result.info["categories"] == 3
     assert got[("category_diversity", "global")] == pytest.approx(math.log(2) / math.log(3), abs=1e-12)
+
+
+def test_novel_shares_against_the_items_and_categories_each_user_clicked_before(spark):
+    # the seed's "share of recommended items (or categories) the user has not seen before", read on the clicks
+    # of the earlier days the job reads for novelty. u1 is shown a(X) b(X) c(Y) and had clicked a: b and c are
+    # novel items (2/3), only c is of a category it had not clicked (1/3). u2 is shown a(X) d(Z) and had
+    # clicked c(Y): both novel either way (1, 1). u3 clicked nothing before: everything is novel; x is not in
+    # the catalog (category unknown, which nobody clicked)
+    catalog = spark.createDataFrame([("a", "X"), ("b", "X"), ("c", "Y"), ("d", "Z")], "item_id string, category string")
+    rows = spark.createDataFrame(
+        [
+            ("all", "u1", "r1", "a", False, "X", True),
+            ("all", "u1", "r1", "b", False, "X", True),
+            ("all", "u1", "r2", "c", True, "Y", True),
+            ("all", "u1", "r2", "a", False, "X", True),  # a again in another request: one item
+            ("all", "u2", "r3", "a", False, "X", True),
+            ("all", "u2", "r3", "d", False, "Z", True),
+            ("all", "u3", "r4", "x", False, "unknown", False),
+            ("all", "u4", "r5", None, False, None, None),  # an empty response: no item, no share
+        ],
+        "slice string, user_id string, request_id string, item_id string, clicked boolean, _category string, "
+        "_in_catalog boolean",
+    )
+    seen = spark.createDataFrame([("u1", "a"), ("u1", "a"), ("u2", "c"), ("u9", "b")], PAIRS_DDL)
+    dims = resolve_slices([], ["user_id", "item_id"], catalog.columns, None)
+    prepared = persist_user_rows(partitioned_by_user(rows, 2))
+    try:
+        previous = spark.createDataFrame([("u1", "a"), ("u1", "z")], PAIRS_DDL)  # only u1 returns
+        result = evaluate_health(
+            spark, prepared, dims, catalog, min_list_length=1, lorenz_points=11, seen=seen, previous=previous
+        )
+        without = evaluate_health(spark, prepared, dims, None, min_list_length=1, lorenz_points=11, seen=seen)
+    finally:
+        prepared.unpersist()
+    got = {(r.metric, r.aggregation): r for r in result.rows if r.slice == "all"}
+    assert got[("novel_item_share", "user_avg")].value == pytest.approx((2 / 3 + 1 + 1) / 3)
+    assert got[("novel_item_share", "global")].value == pytest.approx(5 / 6)  # 2 + 2 + 1 of 3 + 2 + 1 items
+    assert got[("novel_category_share", "user_avg")].value == pytest.approx((1 / 3 + 1 + 1) / 3)
+    assert got[("novel_category_share", "global")].value == pytest.approx(4 / 6)
+    assert got[("novel_item_share", "user_avg")].n == 3 and got[("novel_item_share", "global")].n == 6
+    shares = np.array([2 / 3, 1.0, 1.0])
+    assert got[("novel_item_share", "user_avg")].se == pytest.approx(np.std(shares, ddof=1) / math.sqrt(3))
+    assert got[("novel_item_share", "global")].ci_method == "delta"
+    # the update rates come from the same join, over the returning user only: u1's b and c are new among a b c,
+    # and over the 2 items it was shown the day before
+    assert (got[("update_rate", "user_avg")].value, got[("update_rate", "user_avg")].n) == (pytest.approx(2 / 3), 1)
+    assert got[("update_rate_previous", "global")].value == pytest.approx(1.0)
+    # without a catalog there are no categories to compare: the item share only
+    kinds = {r.metric for r in without.rows}
+    assert "novel_item_share" in kinds and "novel_category_share" not in kinds

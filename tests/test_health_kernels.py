@@ -21,7 +21,7 @@ from helpers.health_reference import (
 
 from recsys_spark.kernels import business as business_kernels
 from recsys_spark.kernels import health as health_kernels
-from recsys_spark.kernels.business import business_values
+from recsys_spark.kernels.business import Measured, business_values
 from recsys_spark.kernels.health import (
     category_diversity,
     gini_from_histogram,
@@ -225,21 +225,63 @@ def test_lorenz_needs_two_points_and_two_suffice():
 
 # --- assembly from sums -------------------------------------------------------------------------
 def test_business_rows_in_full():
-    # E 8, C 2, PV 4, UV 2, UC 1: (metric, aggregation, value, n, se)
-    assert business_values({"exposures": 8, "clicked": 2, "pv": 4, "uv": 2, "uv_clicked": 1}) == [
+    # E 8, C 2 clicked exposures, K 3 clicks (one exposure clicked twice), PV 4, UV 2, UC 1:
+    # (metric, aggregation, value, n, se); the CTRs count clicked exposures, the clicks_per_* rows clicks
+    stats = {"exposures": 8, "clicked": 2, "click_events": 3, "pv": 4, "uv": 2, "uv_clicked": 1}
+    assert business_values(stats) == [
         ("exposure_ctr", "global", 2 / 8, 8, None),
         ("pv_ctr", "global", 2 / 4, 4, None),
         ("uv_ctr", "global", 2 / 2, 2, None),
         ("uv_conversion", "global", 1 / 2, 2, None),
-        ("clicks_per_clicking_user", "global", 2 / 1, 1, None),
+        ("clicks_per_exposure", "global", 3 / 8, 8, None),
+        ("clicks_per_request", "global", 3 / 4, 4, None),
+        ("clicks_per_user", "global", 3 / 2, 2, None),
+        ("clicks_per_clicking_user", "global", 3 / 1, 1, None),  # the seed's 点击量/点击uv: clicks, not 2 exposures
     ]
     assert business_values({"exposures": None, "pv": 3})[1] == ("pv_ctr", "global", 0.0, 3, None)
+    # without click counts (labelled rows from elsewhere) no row counts clicks
+    assert [m for m, *_ in business_values(stats, Measured(clicks=False))] == [
+        "exposure_ctr",
+        "pv_ctr",
+        "uv_ctr",
+        "uv_conversion",
+    ]
+
+
+def test_value_dwell_and_conversion_rows_by_hand():
+    # E 10 exposures, PV 5 requests, UV 4 users of whom UE 3 with an exposure, K 4 clicks; V 50 from 2 users
+    # with a value, D 120 s; 3 exposures of 2 users with a purchase
+    stats = {
+        "exposures": 10,
+        "pv": 5,
+        "uv": 4,
+        "users_exposed": 3,
+        "click_events": 4,
+        "value": 50.0,
+        "uv_valued": 2,
+        "dwell": 120.0,
+        "ev_purchase": 3,
+        "uv_ev_purchase": 2,
+    }
+    rows = business_values(stats, Measured(clicks=True, value=True, dwell=True, events=("purchase",)))
+    got = {m: (v, n) for m, _, v, n, _ in rows}
+    assert {m: got[m] for m in list(got)[8:]} == {
+        "gmv_per_exposure": (5.0, 10),
+        "gmv_per_request": (10.0, 5),
+        "gmv_per_user": (50 / 3, 3),  # over the users with an exposure, not the 4 with a request
+        "value_per_converting_user": (25.0, 2),
+        "dwell_per_click": (30.0, 4),
+        "dwell_per_user": (40.0, 3),
+        "purchase_user_rate": (2 / 3, 3),
+        "purchase_exposure_rate": (3 / 10, 10),
+    }
+    empty = {m: v for m, _, v, _, _ in business_values({}, Measured(value=True, dwell=True, events=("purchase",)))}
+    assert all(v is None for m, v in empty.items() if m != "pv_ctr"), empty
 
 
 def test_business_rates_and_zero_denominators():
-    rows = {
-        m: v for m, _, v, _, _ in business_values({"exposures": 9, "clicked": 1, "pv": 5, "uv": 3, "uv_clicked": 1})
-    }
+    stats = {"exposures": 9, "clicked": 1, "click_events": 1, "pv": 5, "uv": 3, "uv_clicked": 1}
+    rows = {m: v for m, _, v, _, _ in business_values(stats)}
     for (metric, _), value in golden.EXPECTED_ALL.items():
         if metric in rows:
             assert rows[metric] == pytest.approx(value)
@@ -276,6 +318,9 @@ GOLDEN_ALL_STATS = {
     "update_sum2": (4 / 6) ** 2,
     "update_new": 4,
     "update_items": 6,
+    "update_prev": 3,  # u1 was shown a, b, z the day before
+    "update_prev_sum": 4 / 3,
+    "update_prev_sum2": (4 / 3) ** 2,
 }
 #: exposure counts per item: a 3, c 2, b d e 1 (catalog), m 1 (not in the catalog)
 GOLDEN_ALL_HIST = {(3.0, True): 1.0, (2.0, True): 1.0, (1.0, True): 3.0, (1.0, False): 1.0}
@@ -307,6 +352,8 @@ def test_health_values_of_the_golden_day_are_the_hand_computed_values():
         ("personalization", "global"): 2,
         ("update_rate", "user_avg"): 1,
         ("update_rate", "global"): 6,
+        ("update_rate_previous", "user_avg"): 1,
+        ("update_rate_previous", "global"): 3,
     }
     # standard errors of the means: sample sd (divisor n - 1) / sqrt(n), divided by ln K.
     # lists H_R1, ln 2, ln 2 (d = H_R1 - ln 2): squared deviations (4 + 1 + 1) d^2 / 9, var d^2 / 3, se |d| / 3

@@ -336,3 +336,64 @@ def test_a_partition_of_one_row():
 def test_groups_of_no_rows():
     group, first = _groups(np.array([], dtype=np.int64), np.array([], dtype=np.int64))
     assert len(group) == 0 and len(first) == 0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_measures_are_summed_per_user_as_pandas_does(seed):
+    # the business metrics' numbers per exposure (clicks, value, a purchase flag) summed per (slice, user) by
+    # pandas, then the per-slice sums, users with a positive sum and products the intervals read; an empty
+    # response's numbers never count (it has no exposure)
+    rng = np.random.default_rng(seed)
+    n = 2000
+    df = pd.DataFrame(
+        {
+            "slice": rng.choice(["all", "p=a"], n),
+            "user": rng.integers(0, 50, n).astype(str),
+            "request": rng.integers(0, 300, n).astype(str),
+            "item": [f"i{i}" for i in rng.integers(0, 40, n)],
+            "category": "X",
+            "clicked": rng.random(n) < 0.2,
+            "in_catalog": True,
+        }
+    )
+    empty = rng.random(n) < 0.1
+    df.loc[empty, ["item", "category"]] = None
+    measures = {
+        "click_events": rng.integers(0, 3, n).astype(float),
+        "value": np.where(rng.random(n) < 0.1, rng.gamma(2.0, 20.0, n), 0.0),
+        "ev_purchase": (rng.random(n) < 0.05).astype(float),
+    }
+    out = pd.DataFrame(partition_sums(**_codes(df), min_list_length=2, measures=measures))
+    out["slice"] = pd.Categorical(df["slice"]).categories[out["slice"]]
+    exposed = df["item"].notna().to_numpy()
+    for s in ("all", "p=a"):
+        of = (df["slice"] == s).to_numpy()
+        frame = df[of][["user", "request"]].assign(**{k: np.where(exposed, v, 0.0)[of] for k, v in measures.items()})
+        per_user = frame.groupby("user").agg({k: "sum" for k in measures} | {"request": "nunique"})
+        exposures = df[of & exposed].groupby("user").size().reindex(per_user.index, fill_value=0).to_numpy()
+        got = dict(out[(out["slice"] == s) & (out["key"] == -1)][["name", "value"]].to_numpy())
+        for m in measures:
+            x = per_user[m].to_numpy()
+            assert got[m] == pytest.approx(x.sum()), (s, m)
+            assert got[f"uv_{m}"] == (x > 0).sum(), (s, m)
+            assert got[f"{m}*{m}"] == pytest.approx(x @ x), (s, m)
+            assert got[f"{m}*exposures"] == pytest.approx(x @ exposures), (s, m)
+            assert got[f"{m}*pv"] == pytest.approx(x @ per_user["request"].to_numpy()), (s, m)
+            assert got[f"{m}*click_events"] == pytest.approx(x @ per_user["click_events"].to_numpy()), (s, m)
+    # without measures nothing of theirs is written
+    assert not any(str(name).startswith("value") for name in partition_sums(**_codes(df), min_list_length=2)["name"])
+
+
+def test_the_seeds_strict_coverage_is_ours_at_one_item_more():
+    # the seed's COV_pv = N*_{l>c} / N*_pv counts lists longer than c; pv_coverage counts lists of at least
+    # health.min_list_length distinct items: the same count at min_list_length = c + 1 (docs/metrics.md, "The
+    # seed's definitions"). Lists of 3, 4 and 5 distinct items and an empty response, c = 4: one list, not two
+    rows = [("all", "u1", "r1", f"i{i}", "X", False, True) for i in range(3)]
+    rows += [("all", "u1", "r2", f"i{i}", "X", False, True) for i in range(4)]
+    rows += [("all", "u2", "r3", f"i{i}", "X", False, True) for i in range(5)]
+    rows += [("all", "u2", "r4", None, None, False, None)]
+    c = 4
+    strict = sum(n > c for n in (3, 4, 5, 0))
+    got = _sums(_run(_frame(rows), min_list_length=c + 1), "all")
+    assert got["pv_covered"] == strict == 1 and got["uv_covered"] == 1
+    assert _sums(_run(_frame(rows), min_list_length=c), "all")["pv_covered"] == 2  # ">= c" would count r2 too

@@ -11,6 +11,7 @@ from helpers.input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 from scipy import stats as st
 
 from recsys_spark.aggregate import aggregate_users
+from recsys_spark.kernels.business import Measured, business_values
 from recsys_spark.kernels.intervals import business_intervals, health_intervals, ratio_stats
 from recsys_spark.kernels.moments import user_table_moments
 from recsys_spark.kernels.stats import RatioStats, delta_interval
@@ -91,15 +92,40 @@ def _health_sums(u):
 def test_business_and_health_intervals_from_sums_match_per_user_arrays():
     u = per_user()
     sums = _health_sums(u)
-    business = business_intervals(sums)
+    # per user: clicks (u2 and u5 clicked one exposure twice), value (u3 has a purchase of value 0: a converting
+    # user all the same), dwell seconds, exposures with a purchase; u4 is the one user without exposures below
+    k = u["c"] + np.array([0.0, 1.0, 0.0, 0.0, 1.0, 0.0])
+    value = np.array([12.5, 0.0, 0.0, 0.0, 40.0, 7.5])
+    valued = np.array([1.0, 0.0, 1.0, 0.0, 2.0, 1.0])
+    dwell = np.array([30.0, 95.0, 10.0, 0.0, 61.0, 5.0])
+    purchase = np.array([1.0, 0.0, 1.0, 0.0, 2.0, 1.0])
+    e = u["e"].copy()
+    e[3] = 0.0  # u4: only an empty response
+    sums |= _sums(click_events=k, exposures=e, pv=u["pv"], value=value, dwell=dwell, ev_purchase=purchase)
+    sums |= {"users_exposed": 5, "uv_valued": float((valued > 0).sum()), "uv_ev_purchase": float((purchase > 0).sum())}
+    sums |= _sums(clicked=u["c"], exposures=e)
+    measured = Measured(clicks=True, value=True, dwell=True, events=("purchase",))
+    business = business_intervals(sums, 0.95, measured)
     health = health_intervals(sums, None, False)
     ones = np.ones(6)
+    exposed = e > 0
     for key, x, y in [
-        (("exposure_ctr", "global"), u["c"], u["e"]),
+        (("exposure_ctr", "global"), u["c"], e),
         (("pv_ctr", "global"), u["c"], u["pv"]),
         (("uv_ctr", "global"), u["c"], ones),
         (("uv_conversion", "global"), (u["c"] > 0).astype(float), ones),
-        (("clicks_per_clicking_user", "global"), u["c"], (u["c"] > 0).astype(float)),
+        (("clicks_per_exposure", "global"), k, e),
+        (("clicks_per_request", "global"), k, u["pv"]),
+        (("clicks_per_user", "global"), k, ones),
+        (("clicks_per_clicking_user", "global"), k, (u["c"] > 0).astype(float)),
+        (("gmv_per_exposure", "global"), value, e),
+        (("gmv_per_request", "global"), value, u["pv"]),
+        (("gmv_per_user", "global"), value[exposed], ones[exposed]),  # users with exposures are the unit
+        (("value_per_converting_user", "global"), value, (valued > 0).astype(float)),
+        (("dwell_per_click", "global"), dwell, k),
+        (("dwell_per_user", "global"), dwell[exposed], ones[exposed]),
+        (("purchase_user_rate", "global"), (purchase[exposed] > 0).astype(float), ones[exposed]),
+        (("purchase_exposure_rate", "global"), purchase, e),
         (("pv_coverage", "global"), u["covered3"], u["pv"]),
         (("uv_coverage", "global"), (u["covered3"] > 0).astype(float), ones),
     ]:
@@ -109,6 +135,18 @@ def test_business_and_health_intervals_from_sums_match_per_user_arrays():
         assert (got.value, got.se) == (pytest.approx(want.value), pytest.approx(want.se)), key
     # a mean over users (y = 1) is the t standard error: sd / sqrt(n)
     assert business[("uv_ctr", "global")].se == pytest.approx(st.sem(u["c"]))
+    assert business[("gmv_per_user", "global")].se == pytest.approx(st.sem(value[exposed]))
+    assert set(business) == {(m, "global") for m, _, _, _, _ in business_values(sums, measured)}
+
+
+def test_gmv_per_exposure_delta_method_by_hand():
+    # three users, (value, exposures): (10, 2), (0, 3), (20, 5): R = 30 / 10 = 3; residuals x - R y = 4, -9, 5;
+    # their variance (16 + 81 + 25) / 2 = 61; Var(R) = 61 / (3 * (10/3)^2) = 61 / (100/3) = 1.83; se = sqrt(1.83)
+    sums = {"uv": 3, "value": 30, "value*value": 500, "exposures": 10, "exposures*exposures": 38}
+    sums["value*exposures"] = 10 * 2 + 0 * 3 + 20 * 5
+    got = business_intervals(sums, 0.95, Measured(clicks=False, value=True))[("gmv_per_exposure", "global")]
+    assert (got.value, got.se) == (3.0, pytest.approx(math.sqrt(1.83), rel=1e-12))
+    assert got.ci_high - got.value == pytest.approx(Z95 * math.sqrt(1.83))
 
 
 def test_ratio_stats_from_sums_with_zero_users_has_no_interval():
@@ -481,10 +519,25 @@ def test_every_health_interval_with_categories_and_a_previous_day(confidence, k)
     list_hu = np.array([0.5, 0.0, 2.5, 1.0, 0.9])  # per user, the sum of its lists' entropies (nats)
     user_h = np.array([0.7, 1.2, 0.1, 0.9])  # per exposed user, the entropy of its categories
     new, items = np.array([1.0, 0.0, 3.0]), np.array([2.0, 4.0, 5.0])  # returning users' new / shown items
+    prev = np.array([3.0, 1.0, 2.0])  # and the items they were shown the day before
+    # exposed users' distinct items, those they had not clicked before, those of a category they had not clicked
+    novel_items, item_new, category_new = (
+        np.array([4.0, 2.0, 6.0, 1.0]),
+        np.array([1.0, 2, 0, 1]),
+        np.array([0.0, 1, 0, 1]),
+    )
     sums = {
         **_sums(pv=pv, pv_empty=empty, pv_covered=covered),
         **_sums(list_hu=list_hu, lists=lists),
-        **_sums(update_new=new, update_items=items),
+        **_sums(update_new=new, update_items=items, update_prev=prev),
+        **_sums(novel_items=novel_items, novel_item_new=item_new, novel_category_new=category_new),
+        "novel_users": 4,
+        "novel_item_sum": float((item_new / novel_items).sum()),
+        "novel_item_sum2": float((item_new / novel_items) @ (item_new / novel_items)),
+        "novel_category_sum": float((category_new / novel_items).sum()),
+        "novel_category_sum2": float((category_new / novel_items) @ (category_new / novel_items)),
+        "update_prev_sum": float((new / prev).sum()),
+        "update_prev_sum2": float((new / prev) @ (new / prev)),
         "uv": 5,
         "uv_empty": float((empty > 0).sum()),
         "uv_covered": float((covered > 0).sum()),
@@ -495,7 +548,7 @@ def test_every_health_interval_with_categories_and_a_previous_day(confidence, k)
         "update_sum": float((new / items).sum()),
         "update_sum2": float((new / items) @ (new / items)),
     }
-    got = health_intervals(sums, k, True, confidence)
+    got = health_intervals(sums, k, True, confidence, has_novel=True)
     z = st.norm.ppf(0.5 + confidence / 2)
     ones = np.ones(5)
     delta_rows = {
@@ -505,8 +558,18 @@ def test_every_health_interval_with_categories_and_a_previous_day(confidence, k)
         ("uv_failure_rate", "global"): ((empty > 0).astype(float), ones),
         ("category_diversity", "list_avg"): (list_hu / math.log(k), lists),
         ("update_rate", "global"): (new, items),
+        ("update_rate_previous", "global"): (new, prev),
+        ("novel_item_share", "global"): (item_new, novel_items),
+        ("novel_category_share", "global"): (category_new, novel_items),
     }
-    assert set(got) == set(delta_rows) | {("category_diversity", "user_avg"), ("update_rate", "user_avg")}
+    t_rows = {
+        ("category_diversity", "user_avg"): user_h / math.log(k),
+        ("update_rate", "user_avg"): new / items,
+        ("update_rate_previous", "user_avg"): new / prev,
+        ("novel_item_share", "user_avg"): item_new / novel_items,
+        ("novel_category_share", "user_avg"): category_new / novel_items,
+    }
+    assert set(got) == set(delta_rows) | set(t_rows)
     for key, (x, y) in delta_rows.items():
         want = RatioStats.from_values(x, y)
         assert got[key].method == "delta", key
@@ -515,10 +578,7 @@ def test_every_health_interval_with_categories_and_a_previous_day(confidence, k)
         assert got[key].ci_high - got[key].value == pytest.approx(z * got[key].se, rel=1e-9), key
         assert got[key].value - got[key].ci_low == pytest.approx(z * got[key].se, rel=1e-9), key
     assert got[("category_diversity", "list_avg")].value == pytest.approx(list_hu.sum() / math.log(k) / lists.sum())
-    for key, x in (
-        (("category_diversity", "user_avg"), user_h / math.log(k)),
-        (("update_rate", "user_avg"), new / items),
-    ):
+    for key, x in t_rows.items():
         mean, se, half = _t_reference(x, confidence)
         assert got[key].method == "t", key
         assert (got[key].value, got[key].se) == (pytest.approx(mean, rel=1e-12), pytest.approx(se, rel=1e-9)), key

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.spark
 
 T0 = dt.datetime(2026, 11, 20, 10, 0)
 EXPOSURE_DDL = input_ddl(EXPOSURE_COLUMNS)
-CLICK_DDL = input_ddl(CLICK_COLUMNS)  # with event
+CLICK_DDL = f"{input_ddl(CLICK_COLUMNS, optional=False)}, event string"  # with event, without value or dwell
 
 
 def at(minutes: float) -> dt.datetime:
@@ -240,3 +240,41 @@ def test_popularity_counts_reach_the_rows_without_moving_them(spark, broadcast):
         spark.conf.set(key, before)
         counts.unpersist()
         joined.unpersist()
+
+
+def test_values_dwell_click_counts_and_conversions_ride_the_one_attribution(spark):
+    # r1 shows a and b to u1; a is clicked twice (once by request, once by session), then bought for 30 by
+    # session; b is clicked once; a purchase of z for 99 (never shown) is an orphan and counts nowhere; u2 gets
+    # a purchase of value 0 (free: a conversion all the same) and a like; an event without value or dwell
+    # leaves them null (no event carried one), not 0
+    full = f"{input_ddl(CLICK_COLUMNS)}"  # with event, value and dwell_seconds
+    exposures = [
+        ("u1", "s1", "r1", "a", 1, 0.9, at(0)),
+        ("u1", "s1", "r1", "b", 2, 0.8, at(0)),
+        ("u2", "s2", "r2", "a", 1, 0.5, at(0)),
+        ("u3", "s3", "r3", "c", 1, 0.5, at(0)),
+    ]
+    clicks = [
+        ("u1", "s1", "r1", "a", at(1), "click", None, 20.0),
+        ("u1", "s1", None, "a", at(2), "click", None, 5.0),
+        ("u1", "s1", None, "a", at(3), "purchase", 30.0, None),
+        ("u1", "s1", "r1", "b", at(1), "click", None, 12.0),
+        ("u1", "s1", "r1", "z", at(1), "purchase", 99.0, None),
+        ("u2", "s2", "r2", "a", at(4), "purchase", 0.0, None),
+        ("u2", "s2", "r2", "a", at(5), "like", None, None),
+    ]
+    exp = by_user(spark.createDataFrame(exposures, EXPOSURE_DDL), 3)
+    clk = by_user(spark.createDataFrame(clicks, full), 3)
+    joined = join_feedback(deduplicate_exposures(exp), clk, 30.0, {"click": 1.0}, "click", ("purchase", "like"))
+    got = {
+        (r.request_id, r.item_id): (r.clicked, r.n_clicks, r.value, r.dwell_seconds, r._ev_purchase, r._ev_like)
+        for r in joined.collect()
+    }
+    assert got == {
+        ("r1", "a"): (True, 2, 30.0, 25.0, True, False),
+        ("r1", "b"): (True, 1, None, 12.0, False, False),
+        ("r2", "a"): (False, 0, 0.0, None, True, True),
+        ("r3", "c"): (False, 0, None, None, False, False),
+    }
+    # the label counts see the same attribution: 6 of the 7 events attributed, the purchase of z an orphan
+    assert label_counts(joined, 7)["orphan_events"] == 1

@@ -117,3 +117,15 @@ def test_every_module_of_the_library_sits_in_a_layer():
         if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())
     }
     assert top - placed == set()
+
+
+def test_a_conversion_event_names_two_metrics_of_its_own():
+    # labels.conversion_events: <event>_user_rate and <event>_exposure_rate, higher is better, rates in [0, 1]
+    for name in ("purchase_user_rate", "add_to_cart_exposure_rate"):
+        found = metric(name)
+        assert (found.better, found.low, found.high, found.percent) == ("higher", 0.0, 1.0, True)
+        assert registry.find(name) == found and parse_key(f"{name}_global") == (name, None, "global")
+    assert metric("purchase_user_rate").reader_name == "purchase user rate"
+    assert registry.find("purchase_rate") is None
+    with pytest.raises(ValueError, match="unknown metric 'Purchase_user_rate'"):
+        metric("Purchase_user_rate")

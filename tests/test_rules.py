@@ -6,7 +6,7 @@ import pytest
 
 from recsys_spark.config import load_config
 from recsys_spark.daily.stages import threshold_settings
-from recsys_spark.rules import RuleResult, as_dicts, hard, rules_frame, scan_rules, soft
+from recsys_spark.rules import BUILT_IN_RULES, RuleResult, as_dicts, hard, rules_frame, scan_rules, soft
 from recsys_spark.schema import RULE_CHECKS_DDL
 
 
@@ -56,6 +56,7 @@ def test_scan_rules_on_labelled_exposures(spark):
         previous_exposure_rows=None,
     )
     got = {r.rule: r for r in results}
+    assert set(got) <= set(BUILT_IN_RULES)  # the names a custom rule may not take
     # 3 item exposures
     assert (got["blacklisted_item"].violations, got["blacklisted_item"].examples) == (1, ["c"])
     assert got["blacklisted_category"].violations == 1

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from recsys_spark.cli.common import Command, load, start_logging
 from recsys_spark.cli.lines import experiment_lines, headline_lines
+from recsys_spark.registry import EXPERIMENT_METRICS, key
 
 HELP = "the whole tour on generated sample data, in one Spark session (a few minutes)"
 DESCRIPTION = (
@@ -69,6 +70,10 @@ aggregation = "global"
 min_absolute_change = 0.005
 guardrail = true
 """
+#: the experiment's metrics: the default ones and what a business reads first, GMV per user and purchases per user
+DEMO_METRICS = "experiments.metrics=" + str(
+    [*EXPERIMENT_METRICS, key("gmv_per_user", None, "global"), key("purchase_user_rate", None, "global")]
+).replace("'", '"')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -101,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         f"experiment, the HTML report; about 2-3 minutes on a 2-core laptop (outputs under {out})"
     )
     began = time.monotonic()
-    args.set = [*args.set, SLICES]
+    args.set = [*args.set, DEMO_METRICS, SLICES]
     cfg = load(args)
     start_logging(args)
     with contextlib.redirect_stdout(io.StringIO()):  # the generators list what they wrote: not the tour's news

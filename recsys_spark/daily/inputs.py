@@ -45,12 +45,27 @@ def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
     empty frame, left to the ``no_feedback`` rule.
     """
     raw_exposures = read_parquet(spark, paths.exposures, "exposures partition")
-    slice_inputs = read_slice_inputs(spark, cfg.slices.names, raw_exposures.columns, paths.items, paths.users)
-    exposures = conform(raw_exposures, EXPOSURE_COLUMNS, paths.exposures, keep=slice_inputs.dims.exposure)
+    custom = bool(cfg.rules.custom)  # the custom rules' input columns, and the items' first_seen, when there are any
+    slice_inputs = read_slice_inputs(
+        spark,
+        cfg.slices.names,
+        raw_exposures.columns,
+        paths.items,
+        paths.users,
+        cfg.rules.columns if custom else (),
+        item_first_seen=custom,
+    )
+    exposures = conform(
+        raw_exposures,
+        EXPOSURE_COLUMNS,
+        paths.exposures,
+        keep=slice_inputs.dims.exposure,
+        typed=slice_inputs.kept.exposure,
+    )
     try:
         raw_clicks = read_parquet(spark, paths.clicks, "clicks partition")
-    except EmptyInputError:
-        raw_clicks = empty_frame(spark, CLICK_COLUMNS)
+    except EmptyInputError:  # no file: the required columns and the event (no value or dwell to speak of)
+        raw_clicks = empty_frame(spark, [c for c in CLICK_COLUMNS if c.required or c.name == EVENT])
     clicks = conform(raw_clicks, CLICK_COLUMNS, paths.clicks)
     items = None
     if slice_inputs.catalog is not None:
@@ -169,7 +184,7 @@ def read_late_clicks(
         return None, True
     start = day_start(next_day, cfg.validation.time_zone)
     bounds = (start, start + dt.timedelta(minutes=window))
-    return split_rows(tag_rows(clicks, click_checks(bounds)))[0], False
+    return split_rows(tag_rows(clicks, click_checks(bounds, clicks.columns)))[0], False
 
 
 def late_events(day: Day, window_minutes: float, time_zone: str) -> DataFrame | None:

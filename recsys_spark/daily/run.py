@@ -20,6 +20,7 @@ from recsys_spark.config import Config
 from recsys_spark.daily.day import Day, InputPaths
 from recsys_spark.daily.inputs import read_history, read_inputs, rejected_rows
 from recsys_spark.daily.stages import (
+    check_custom_rules,
     health_stage,
     label_day,
     label_planning,
@@ -58,6 +59,7 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
     labelled = None
     with log.stage("read", timings, date=iso) as info:
         inputs = read_inputs(spark, cfg, paths)
+        check_custom_rules(spark, inputs, cfg, date)  # a rule Spark cannot evaluate fails here: no lock, no row read
         out.acquire()  # writable output root, one run per date: checked before any computation
         info["has_score"] = inputs.has_score
         try:
@@ -88,7 +90,7 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
                 out.stage_rows("metrics", metric_tuples(rows), METRICS_DDL)
                 info.update(health.info)
             with log.stage("rules", timings) as info:
-                results = rules_stage(labelled, day, cfg) + experiments.rules
+                results = rules_stage(labelled, day, cfg, out.root) + experiments.rules
                 out.stage_rows("rule_checks", rule_tuples(results), RULE_CHECKS_DDL)
                 info.update(failed=[r.rule for r in results if not r.passed])
                 if cfg.validation.write_rejected:

@@ -16,16 +16,17 @@ from pyspark.sql import functions as F
 from recsys_spark.aggregate import aggregate_users
 from recsys_spark.bootstrap import auc_bootstrap
 from recsys_spark.config import Config
+from recsys_spark.custom_rules import check_rules, evaluate_rules, rule_rows
 from recsys_spark.daily.day import Day, InputPaths, Inputs, Labelled, Metrics, Validated
 from recsys_spark.daily.inputs import catalog_conflicts, click_events, late_events
 from recsys_spark.engine import default_parallelism
 from recsys_spark.errors import EmptyInputError
 from recsys_spark.health import HealthResult, evaluate_health
 from recsys_spark.label import by_user, deduplicate_exposures, join_feedback, label_counts
-from recsys_spark.per_user import UserMetrics, bucket_count, persist_user_rows, ranking_input
+from recsys_spark.per_user import UserMetrics, bucket_count, persist_user_rows, ranking_input, user_row_columns
 from recsys_spark.pooled_auc import pooled_auc
 from recsys_spark.rules import RuleResult, scan_rules
-from recsys_spark.schema import ALL, EVENT
+from recsys_spark.schema import ALL, DWELL, EVENT, TS, VALUE
 from recsys_spark.session import CACHE_LEVEL, fixed_shuffles
 from recsys_spark.slices import (
     add_slice_columns,
@@ -66,7 +67,7 @@ def validate_inputs(spark: SparkSession, inputs: Inputs, cfg: Config, date: dt.d
     also counts the valid events per event name that has no weight), split."""
     bounds = day_bounds(date, cfg.validation.ts_tolerance_minutes, cfg.validation.time_zone)
     exposures = tag_rows(inputs.exposures, exposure_checks(inputs.has_score, bounds))
-    clicks = tag_rows(inputs.clicks, click_checks(bounds))
+    clicks = tag_rows(inputs.clicks, click_checks(bounds, inputs.clicks.columns))
     exposure_counts, _ = count_rows(exposures, "exposures partition", paths.exposures)
     click_counts, unweighted = count_rows(
         clicks,
@@ -113,7 +114,10 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     if late is not None:
         late = late.persist(CACHE_LEVEL)
         n_late = late.count()
-        clicks = clicks.unionByName(late, allowMissingColumns=True)
+        # the day's own clicks decide which optional columns (value, dwell) the day has
+        clicks = clicks.unionByName(
+            late.select(*[c for c in late.columns if c in clicks.columns]), allowMissingColumns=True
+        )
     # each exposure comes once under "all" and at most once more per slice dimension; the valid rows
     # (before deduplication) bound the exposures
     partitions = bucket_count(
@@ -125,7 +129,12 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
         add_slice_columns, inputs.slices, day.date, cfg.slices.new_user_days
     )
     joined = join_feedback(
-        deduplicated, by_user(clicks, partitions), window, cfg.labels.event_weights, cfg.labels.click_event
+        deduplicated,
+        by_user(clicks, partitions),
+        window,
+        cfg.labels.event_weights,
+        cfg.labels.click_event,
+        cfg.labels.conversion_events,
     )
     cutoffs, kept = None, [late]
     if "popularity" in cfg.slices.names:  # the day's count per item, then its bucket on every row
@@ -139,7 +148,7 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     # persisted one row per exposure, with the slice dimensions' values as columns: the slices are
     # exploded as each stage reads the rows (a narrow step, the partitioning kept), not cached S+1 times
     dims = inputs.slices.dims
-    user_rows = persist_user_rows(by_user(joined, partitions), slice_input_columns(dims))
+    user_rows = persist_user_rows(by_user(joined, partitions), [*slice_input_columns(dims), *rule_columns(inputs, cfg)])
     labels = label_counts(user_rows, valid.valid_events + n_late)  # builds the user partitions
     labels["late_events"] = n_late
     sliced = explode_slices(user_rows, dims, cutoffs)
@@ -235,15 +244,64 @@ def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config)
         bootstrap_replicates=cfg.stats.bootstrap_replicates,
         seed=cfg.stats.seed,
         keyed=labelled.keyed,
+        seen=history.popularity,  # the earlier days' clicks only: the same day's are not "before"
     )
+    if history.popularity is None:
+        health.notes.append("novel_item_share and novel_category_share skipped: no clicks of earlier days")
+    clicks = day.valid.clicks.columns
+    if VALUE not in clicks:
+        health.notes.append(
+            "gmv_per_exposure, gmv_per_request, gmv_per_user and value_per_converting_user skipped: the clicks "
+            "have no value column"
+        )
+    if DWELL not in clicks:
+        health.notes.append("dwell_per_click and dwell_per_user skipped: the clicks have no dwell_seconds column")
     if labelled.cutoffs is not None:
         health.info.update(popularity_head_min=labelled.cutoffs.head_min, popularity_tail_max=labelled.cutoffs.tail_max)
     health.notes += list(history.notes)
     return health
 
 
-def rules_stage(labelled: Labelled, day: Day, cfg: Config) -> list[RuleResult]:
-    """Every business rule that applies (see :mod:`recsys_spark.rules`)."""
+def rule_columns(inputs: Inputs, cfg: Config) -> list[str]:
+    """The labelled rows' columns the custom rules read besides the others' (the exposure's ts, the kept
+    input columns); none without custom rules."""
+    if not cfg.rules.custom:
+        return []
+    return [TS, *inputs.slices.kept.internal().values()]
+
+
+def labelled_plan(inputs: Inputs, cfg: Config, date: dt.date) -> DataFrame:
+    """The day's labelled rows as a plan over the inputs, without validation or partitioning (nothing runs):
+    the columns, with their types, that :func:`label_day` persists."""
+    deduplicated = deduplicate_exposures(inputs.exposures).transform(
+        add_slice_columns, inputs.slices, date, cfg.slices.new_user_days
+    )
+    joined = join_feedback(
+        deduplicated,
+        inputs.clicks,
+        cfg.attribution.window_minutes,
+        cfg.labels.event_weights,
+        cfg.labels.click_event,
+        cfg.labels.conversion_events,
+    )
+    return user_row_columns(joined, [*slice_input_columns(inputs.slices.dims), *rule_columns(inputs, cfg)])
+
+
+def check_custom_rules(spark: SparkSession, inputs: Inputs, cfg: Config, date: dt.date) -> None:
+    """Analyse the custom rules' expressions against the day's columns before anything is computed
+    (:func:`custom_rules.check_rules`): a rule Spark cannot evaluate is a :class:`ConfigError` (exit 3)
+    naming it and why.  Reads no row: the schema of a plan over the inputs is analysis only."""
+    if not cfg.rules.custom:
+        return
+    kept = inputs.slices.kept.internal()
+    rows = rule_rows(labelled_plan(inputs, cfg, date), date, kept, inputs.slices.catalog is not None)
+    check_rules(spark, cfg.rules.custom, rows.schema)
+
+
+def rules_stage(labelled: Labelled, day: Day, cfg: Config, output_root: str = "") -> list[RuleResult]:
+    """Every business rule that applies (see :mod:`recsys_spark.rules`), then the custom ones
+    (:mod:`recsys_spark.custom_rules`; a baseline rule reads the earlier days' ``rule_checks`` under
+    ``output_root``)."""
     valid = day.valid
     exposure_reasons = {k: v for k, v in valid.exposure_counts.items() if k != "rows"}
     click_reasons = {k: v for k, v in valid.click_counts.items() if k != "rows"}
@@ -270,6 +328,17 @@ def rules_stage(labelled: Labelled, day: Day, cfg: Config) -> list[RuleResult]:
         exposure_reasons=exposure_reasons,
         click_reasons=click_reasons,
         unweighted_events=dict(valid.unweighted_events),
+    ) + evaluate_rules(
+        labelled.exposures.sparkSession,
+        labelled.exposures,
+        cfg.rules.custom,
+        date=day.date,
+        kept=day.inputs.slices.kept.internal(),
+        has_catalog=day.inputs.slices.catalog is not None,
+        output_root=output_root,
+        baseline_days=cfg.rules.baseline_days,
+        baseline_sigmas=cfg.rules.baseline_sigmas,
+        baseline_min_days=cfg.rules.baseline_min_days,
     )
 
 

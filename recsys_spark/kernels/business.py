@@ -1,19 +1,44 @@
 """Business metrics of a day from its counts (pure Python).
 
 A *clicked exposure* is a (deduplicated) exposure with at least one
-attributed event named ``labels.click_event``.  With E exposures, C clicked
-exposures, PV requests (empty responses included), UV users with a request
-and UC users with at least one clicked exposure:
+attributed event named ``labels.click_event``; a *click* is one such event
+(an exposure clicked twice is one clicked exposure and two clicks).  With E
+exposures, C clicked exposures, K clicks, PV requests (empty responses
+included), UV users with a request, UE users with an exposure and UC users
+with at least one clicked exposure:
 
-=========================  ==============  =========================
-metric                     formula         n
-=========================  ==============  =========================
-``exposure_ctr``           C / E           E
-``pv_ctr``                 C / PV          PV
-``uv_ctr``                 C / UV          UV
-``uv_conversion``          UC / UV         UV
-``clicks_per_clicking_user``  C / UC       UC
-=========================  ==============  =========================
+=============================  ==============  =========================
+metric                         formula         n
+=============================  ==============  =========================
+``exposure_ctr``               C / E           E
+``pv_ctr``                     C / PV          PV
+``uv_ctr``                     C / UV          UV
+``uv_conversion``              UC / UV         UV
+``clicks_per_exposure``        K / E           E
+``clicks_per_request``         K / PV          PV
+``clicks_per_user``            K / UV          UV
+``clicks_per_clicking_user``   K / UC          UC
+=============================  ==============  =========================
+
+The CTRs count clicked exposures (a share of exposures, as offline's
+``observed_rate`` on the same day); the ``clicks_per_*`` rows count clicks,
+the seed's 点击量 (docs/metrics.md, "The seed's definitions").
+
+With a ``value`` on the events (V = Σ value of the events attributed to an
+exposure of the day, UV_V = users with such an event that carries a value), a
+``dwell_seconds`` (D = Σ of it over the same events) and conversion events
+(X_e = exposures with an attributed event e, UX_e = users with one):
+
+=============================  ==============  =========================
+``gmv_per_exposure``           V / E           E
+``gmv_per_request``            V / PV          PV
+``gmv_per_user``               V / UE          UE
+``value_per_converting_user``  V / UV_V        UV_V
+``dwell_per_click``            D / K           K
+``dwell_per_user``             D / UE          UE
+``<e>_exposure_rate``          X_e / E         E
+``<e>_user_rate``              UX_e / UE       UE
+=============================  ==============  =========================
 
 A rate whose denominator is 0 is undefined (None), never 0.
 """
@@ -21,35 +46,96 @@ A rate whose denominator is 0 is undefined (None), never 0.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 #: rows: (metric, aggregation, value, n, se)
 Row = tuple[str, str, float | None, int, float | None]
 
 
-def business_values(stats: Mapping[str, float]) -> list[Row]:
+@dataclass(frozen=True)
+class Measured:
+    """What the labelled exposures carried, so which business rows a day has: click counts (``n_clicks``),
+    values, dwell times, and the conversion events (``labels.conversion_events``)."""
+
+    clicks: bool = True
+    value: bool = False
+    dwell: bool = False
+    events: tuple[str, ...] = ()
+
+
+#: the rows a labelled day always has: the click counts (``n_clicks``), no value, no dwell, no conversion event
+CLICKS_ONLY = Measured()
+
+
+def event_rate_names(event: str) -> tuple[str, str]:
+    """(users rate, exposures rate) of a conversion event: ``purchase_user_rate``, ``purchase_exposure_rate``."""
+    return f"{event}_user_rate", f"{event}_exposure_rate"
+
+
+def event_sum(event: str) -> str:
+    """The name of an event's per-user sum in the health pass (its measure): ``ev_purchase``."""
+    return f"ev_{event}"
+
+
+def business_values(stats: Mapping[str, float], measured: Measured = CLICKS_ONLY) -> list[Row]:
     """The business rows (aggregation ``global``) of one slice.
 
-    ``stats`` holds ``exposures``, ``clicked``, ``pv``, ``uv`` and
-    ``uv_clicked`` (missing counts are 0).
+    ``stats`` holds ``exposures``, ``clicked``, ``pv``, ``uv``, ``uv_clicked``,
+    ``users_exposed`` and, as ``measured`` says, ``click_events``, ``value``,
+    ``uv_valued``, ``dwell``, ``ev_<event>`` and ``uv_ev_<event>`` (missing
+    counts are 0).
 
-    >>> rows = business_values({"exposures": 8, "clicked": 2, "pv": 4, "uv": 2, "uv_clicked": 1})
-    >>> [m for m, *_ in rows]
-    ['exposure_ctr', 'pv_ctr', 'uv_ctr', 'uv_conversion', 'clicks_per_clicking_user']
-    >>> [v for _, _, v, _, _ in rows]          # 2/8, 2/4, 2/2, 1/2, 2/1
-    [0.25, 0.5, 1.0, 0.5, 2.0]
+    >>> rows = business_values({"exposures": 8, "clicked": 2, "click_events": 3, "pv": 4, "uv": 2,
+    ...                         "uv_clicked": 1, "users_exposed": 2})
+    >>> [m for m, *_ in rows][4:]
+    ['clicks_per_exposure', 'clicks_per_request', 'clicks_per_user', 'clicks_per_clicking_user']
+    >>> [v for _, _, v, _, _ in rows]          # 2/8, 2/4, 2/2, 1/2; 3/8, 3/4, 3/2, 3/1
+    [0.25, 0.5, 1.0, 0.5, 0.375, 0.75, 1.5, 3.0]
+    >>> value = business_values({"exposures": 8, "pv": 4, "users_exposed": 2, "value": 30.0, "uv_valued": 1},
+    ...                         Measured(clicks=False, value=True))
+    >>> [(m, v) for m, _, v, _, _ in value][4:]
+    [('gmv_per_exposure', 3.75), ('gmv_per_request', 7.5), ('gmv_per_user', 15.0), ('value_per_converting_user', 30.0)]
     """
 
-    def count(name: str) -> int:
-        return int(stats.get(name) or 0)
+    def count(name: str) -> float:
+        return float(stats.get(name) or 0)
 
-    def rate(num: int, den: int) -> float | None:
+    def rate(num: float, den: float) -> float | None:
         return num / den if den else None
 
-    e, c, pv, uv, uc = (count(k) for k in ("exposures", "clicked", "pv", "uv", "uv_clicked"))
-    return [
-        ("exposure_ctr", "global", rate(c, e), e, None),
-        ("pv_ctr", "global", rate(c, pv), pv, None),
-        ("uv_ctr", "global", rate(c, uv), uv, None),
-        ("uv_conversion", "global", rate(uc, uv), uv, None),
-        ("clicks_per_clicking_user", "global", rate(c, uc), uc, None),
+    e, c, pv, uv, uc, ue = (count(k) for k in ("exposures", "clicked", "pv", "uv", "uv_clicked", "users_exposed"))
+    rows: list[Row] = [
+        ("exposure_ctr", "global", rate(c, e), int(e), None),
+        ("pv_ctr", "global", rate(c, pv), int(pv), None),
+        ("uv_ctr", "global", rate(c, uv), int(uv), None),
+        ("uv_conversion", "global", rate(uc, uv), int(uv), None),
     ]
+    k = count("click_events")
+    if measured.clicks:
+        rows += [
+            ("clicks_per_exposure", "global", rate(k, e), int(e), None),
+            ("clicks_per_request", "global", rate(k, pv), int(pv), None),
+            ("clicks_per_user", "global", rate(k, uv), int(uv), None),
+            ("clicks_per_clicking_user", "global", rate(k, uc), int(uc), None),
+        ]
+    if measured.value:
+        v, converting = count("value"), count("uv_valued")
+        rows += [
+            ("gmv_per_exposure", "global", rate(v, e), int(e), None),
+            ("gmv_per_request", "global", rate(v, pv), int(pv), None),
+            ("gmv_per_user", "global", rate(v, ue), int(ue), None),
+            ("value_per_converting_user", "global", rate(v, converting), int(converting), None),
+        ]
+    if measured.dwell:
+        d = count("dwell")
+        if measured.clicks:
+            rows.append(("dwell_per_click", "global", rate(d, k), int(k), None))
+        rows.append(("dwell_per_user", "global", rate(d, ue), int(ue), None))
+    for event in measured.events:
+        users, exposures = event_rate_names(event)
+        name = event_sum(event)
+        rows += [
+            (users, "global", rate(count(f"uv_{name}"), ue), int(ue), None),
+            (exposures, "global", rate(count(name), e), int(e), None),
+        ]
+    return rows

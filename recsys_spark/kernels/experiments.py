@@ -44,7 +44,7 @@ from recsys_spark.kernels.stats import (
     welch,
     z_quantile,
 )
-from recsys_spark.registry import LIST_METRICS, parse_key
+from recsys_spark.registry import LIST_METRICS, event_rate, parse_key
 
 CORRECTIONS = ("holm", "bh", "none")
 
@@ -352,7 +352,28 @@ _RATIOS = {  # metric -> (numerator, denominator) of the business ratios, aggreg
     "exposure_ctr": ("clicked", "exposures"),
     "pv_ctr": ("clicked", "requests"),
     "pv_failure_rate": ("empty_requests", "requests"),
+    "clicks_per_exposure": ("click_events", "exposures"),
+    "clicks_per_request": ("click_events", "requests"),
+    "gmv_per_exposure": ("value", "exposures"),
+    "gmv_per_request": ("value", "requests"),
+    "value_per_converting_user": ("value", "valued"),  # over the users with a value (valued: 1 for them)
+    "dwell_per_click": ("dwell", "click_events"),
 }
+#: metric -> the per-user sum averaged over the users with exposures (``exposed``: 1 for them), aggregation global
+_USER_MEANS = {"gmv_per_user": "value", "dwell_per_user": "dwell"}
+#: per-user indicators (0 or 1): over a window a user's is the largest of its days', not their sum
+INDICATORS = ("exposed", "valued")
+
+
+def event_columns(event: str) -> tuple[str, str]:
+    """The per-user sums of a conversion event: (1 when the user has one, exposures with one):
+    ``ev_purchase_user``, ``ev_purchase_exposures``."""
+    return f"ev_{event}_user", f"ev_{event}_exposures"
+
+
+def is_indicator(column: str) -> bool:
+    """Whether a per-user column is an indicator (:data:`INDICATORS`, an event's user column)."""
+    return column in INDICATORS or (column.startswith("ev_") and column.endswith("_user"))
 
 
 def user_sum_column(metric: str, k: int | None = None) -> str:
@@ -382,6 +403,13 @@ def parse_metric(name: str) -> MetricSpec:
     if metric in _RATIOS and agg == "global":
         num, den = _RATIOS[metric]
         return MetricSpec(name, metric, k, agg, "ratio", num, den)
+    if metric in _USER_MEANS and agg == "global":
+        return MetricSpec(name, metric, k, agg, "mean", _USER_MEANS[metric], "exposed")
+    for suffix, kind in (("_user_rate", "mean"), ("_exposure_rate", "ratio")):
+        if agg == "global" and metric.endswith(suffix) and event_rate(metric) is not None:
+            users, exposures = event_columns(metric[: -len(suffix)])
+            num, den = (users, "exposed") if kind == "mean" else (exposures, "exposures")
+            return MetricSpec(name, metric, k, agg, kind, num, den)
     raise ValueError(f"metric {name!r} has no per-user form to test (pooled AUC, Gini, diversity... have none)")
 
 

@@ -282,6 +282,7 @@ def health_values(
     n_clickers: int | None,
     has_previous_day: bool,
     lorenz_points: int,
+    has_novel: bool = False,
 ) -> tuple[list[Row], tuple[np.ndarray, np.ndarray]]:
     """Health rows and the Lorenz curve of one slice, from its sufficient statistics.
 
@@ -292,13 +293,18 @@ def health_values(
         ``exposures``, ``lists``, ``list_h``, ``list_h2``, ``users_exposed``,
         ``user_h``, ``user_h2``, ``cat_n``, ``cat_s``, ``user_overlap``,
         ``user_items``, ``novelty_log``, ``returning``, ``update_sum``,
-        ``update_sum2``, ``update_new``, ``update_items``.  Missing sums are 0.
+        ``update_sum2``, ``update_new``, ``update_items``, ``update_prev``,
+        ``update_prev_sum``, ``update_prev_sum2``, ``novel_users``,
+        ``novel_items``, ``novel_item_new``, ``novel_item_sum``,
+        ``novel_item_sum2`` and the same ``novel_category_*``.  Missing sums are 0.
     hist : {(exposure count, in catalog): items} of the exposed items.
     catalog_items : catalog items of the slice (None: no items table).
     n_categories : K for the diversity (None: no items table).
     n_clickers : users in the novelty popularity window (None: not computed).
-    has_previous_day : whether update_rate can be computed.
+    has_previous_day : whether update_rate (and update_rate_previous) can be computed.
     lorenz_points : at most this many Lorenz points.
+    has_novel : whether the clicks of earlier days were read: novel_item_share (and, with
+        ``n_categories``, novel_category_share).
 
     Returns
     -------
@@ -387,4 +393,17 @@ def health_values(
         rows.append(
             ("update_rate", "global", _ratio(get("update_new"), get("update_items")), int(get("update_items")), None)
         )
+        # the seed's UPDATE = dN_diff / N_last: the new items over the previous day's items (docs/metrics.md)
+        mean, se = _mean_se(get("update_prev_sum"), get("update_prev_sum2"), returning)
+        rows.append(("update_rate_previous", "user_avg", mean, returning, se))
+        prev = get("update_prev")
+        rows.append(("update_rate_previous", "global", _ratio(get("update_new"), prev), int(prev), None))
+    if has_novel:
+        users, items = int(get("novel_users")), get("novel_items")
+        for metric, part in (("novel_item_share", "novel_item"), ("novel_category_share", "novel_category")):
+            if part == "novel_category" and n_categories is None:
+                continue
+            mean, se = _mean_se(get(f"{part}_sum"), get(f"{part}_sum2"), users)
+            rows.append((metric, "user_avg", mean, users, se))
+            rows.append((metric, "global", _ratio(get(f"{part}_new"), items), int(items), None))
     return rows, curve

@@ -21,6 +21,11 @@ partitions:
     ``list_hu`` = Σ_u (the user's Σ h);
   - per user, the entropy of the categories of its exposures, h_u:
     ``user_h`` Σ h_u, ``user_h2`` Σ h_u² (users with an exposure);
+  - per *measure* m (the business metrics' per-exposure numbers, when given:
+    ``click_events``, ``value``, ``valued``, ``dwell``, ``ev_<event>``), with
+    m_u the user's sum over its exposures: ``m`` Σ m_u, ``uv_m`` users with
+    m_u > 0, and the products ``m*m``, ``m*exposures``, ``m*pv`` and
+    ``m*click_events`` (Σ_u m_u x_u, for the delta-method intervals);
 * per (slice, category) of the exposed rows, ``category`` rows (key: the
   category code): its exposures;
 * per (slice, item), ``item`` rows (key: the item code): its exposures
@@ -34,6 +39,8 @@ the meaning of :func:`kernels.health.health_values`' inputs.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -121,13 +128,15 @@ def partition_sums(
     clicked: np.ndarray,
     in_catalog: np.ndarray,
     min_list_length: int,
+    measures: Mapping[str, np.ndarray] | None = None,
 ) -> Columns:
     """The long rows of one partition (see the module docstring), as columns.
 
     Codes are integers, -1 for null (only ``item_code`` and ``category_code``
     may be null; a null category of an exposed item is a category of its own);
     ``clicked`` and ``in_catalog`` booleans (null as false).  ``item`` rows
-    carry ``flag``: the item is in the catalog.
+    carry ``flag``: the item is in the catalog.  ``measures``: name -> a number
+    per row (finite; counted on the rows with an item only), summed per user.
     """
     rows: list[tuple[int, str, float]] = []  # the per-slice sums: (slice, name, value)
     parts: list[Columns] = []
@@ -159,6 +168,12 @@ def partition_sums(
         "list_h": _nansum(h, usr, n_usr),
         "list_h2": _nansum(h * h, usr, n_usr),
     }
+    measured: dict[str, np.ndarray] = {}
+    if measures:
+        row_user = usr[req[rc]]  # each row's (slice, user) group
+        for name, values in measures.items():
+            per_row = np.where(exposed, np.asarray(values, dtype=np.float64), 0.0)
+            measured[name] = np.bincount(row_user, weights=per_row, minlength=n_usr).astype(np.float64)
     user_slice = slice_code[req_rows[usr_first]]
     slices = np.unique(user_slice)
     for s in slices:
@@ -183,6 +198,7 @@ def partition_sums(
         for name, (a, b) in PRODUCTS.items():
             sums[name] = float(np.dot(filled[a], filled[b]))
         sums["list_hu"] = float(filled["list_h"].sum())
+        sums |= _measure_sums({k: v[of] for k, v in measured.items()}, filled["exposures"], filled["pv"])
         rows += [(int(s), name, float(value)) for name, value in sums.items()]
     if exposed.any():
         parts = _exposed_rows(
@@ -194,6 +210,21 @@ def partition_sums(
             rows,
         )
     return _columns(rows, parts)
+
+
+def _measure_sums(per_user: Mapping[str, np.ndarray], exposures: np.ndarray, pv: np.ndarray) -> dict[str, float]:
+    """The sums of each measure over one slice's users (see the module docstring)."""
+    out: dict[str, float] = {}
+    clicks = per_user.get("click_events")
+    for name, m in per_user.items():
+        out[name] = float(m.sum())
+        out[f"uv_{name}"] = float((m > 0).sum())
+        out[f"{name}*{name}"] = float(m @ m)
+        out[f"{name}*exposures"] = float(m @ exposures)
+        out[f"{name}*pv"] = float(m @ pv)
+        if clicks is not None:
+            out[f"{name}*click_events"] = float(m @ clicks)
+    return out
 
 
 def _columns(sums: list[tuple[int, str, float]], parts: list[Columns]) -> Columns:

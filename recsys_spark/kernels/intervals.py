@@ -9,8 +9,12 @@ delta-method interval with the **user** as the unit
 
 Per user u (``uv`` users: those with a request in the slice): pv_u requests,
 covered_u requests with at least ``min_list_length`` items, empty_u empty
-responses, e_u exposures, c_u clicked exposures, l_u non-empty lists, hl_u the
-sum of the category entropies of u's lists; for returning users new_u / items_u.
+responses, e_u exposures, c_u clicked exposures, k_u clicks, v_u value, d_u
+dwell seconds, x_u exposures with a conversion event e, l_u non-empty lists,
+hl_u the sum of the category entropies of u's lists; for returning users new_u
+/ items_u (and prev_u, the user's items the day before).  A mean over the users
+with exposures (``gmv_per_user``) takes those users as n: the others add 0 to
+every sum.
 
 ==========================================  ============================  ====================
 row                                         per-user numerator / denom.   sums used
@@ -19,11 +23,19 @@ pv_coverage global                          covered_u / pv_u              covere
 pv_failure_rate global                      empty_u / pv_u                empty*pv ...
 uv_coverage, uv_failure_rate, uv_conversion 1[...] / 1                    uv_covered, uv_empty, uv_clicked
 exposure_ctr, pv_ctr, uv_ctr                c_u / e_u, pv_u, 1            clicked*exposures ...
-clicks_per_clicking_user                    c_u / 1[c_u > 0]              clicked, clicked*clicked
+clicks_per_exposure, _request, _user        k_u / e_u, pv_u, 1            click_events*exposures ...
+clicks_per_clicking_user                    k_u / 1[c_u > 0]              click_events, uv_clicked
+gmv_per_exposure, gmv_per_request           v_u / e_u, pv_u               value*exposures, value*pv ...
+gmv_per_user, dwell_per_user                v_u, d_u / 1 (users exposed)  value*value, dwell*dwell
+value_per_converting_user                   v_u / 1[a value]              value, uv_valued
+dwell_per_click                             d_u / k_u                     dwell*click_events ...
+<e>_exposure_rate, <e>_user_rate            x_u / e_u, 1[x_u > 0] / 1     ev_<e>*exposures, uv_ev_<e>
 category_diversity list_avg                 hl_u / l_u (÷ ln K)           list_hu*lists ...
 category_diversity user_avg                 mean of h_u (÷ ln K), t       user_h, user_h2
 update_rate global                          new_u / items_u               update_new*update_items ...
 update_rate user_avg                        mean of new_u/items_u, t      update_sum, update_sum2
+update_rate_previous global, user_avg       new_u / prev_u; its mean, t   update_new*update_prev ...
+novel_item_share, novel_category_share      novel_u / items_u; mean, t    novel_item_new*novel_items ...
 ==========================================  ============================  ====================
 
 Counts (pv, uv) have no interval; Gini, item coverage, personalization,
@@ -44,6 +56,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from recsys_spark.kernels.business import CLICKS_ONLY, Measured, event_rate_names, event_sum
 from recsys_spark.kernels.stats import Interval, MeanStats, RatioStats, delta_interval, t_interval
 
 Key = tuple[str, str]  # (metric, aggregation)
@@ -87,7 +100,11 @@ def ratio_stats(
 
 
 def health_intervals(
-    stats: Mapping[str, float | None], n_categories: int | None, has_previous_day: bool, confidence: float = 0.95
+    stats: Mapping[str, float | None],
+    n_categories: int | None,
+    has_previous_day: bool,
+    confidence: float = 0.95,
+    has_novel: bool = False,
 ) -> dict[Key, Interval]:
     """{(metric, aggregation): Interval} of the health rows of one slice that have a closed form."""
     out: dict[Key, Interval] = {
@@ -120,19 +137,68 @@ def health_intervals(
         out[("update_rate", "global")] = delta_interval(
             ratio_stats(stats, "returning", "update_new", "update_items"), confidence
         )
+        out[("update_rate_previous", "user_avg")] = t_interval(
+            MeanStats(_get(stats, "returning"), _get(stats, "update_prev_sum"), _get(stats, "update_prev_sum2")),
+            confidence,
+        )
+        out[("update_rate_previous", "global")] = delta_interval(
+            ratio_stats(stats, "returning", "update_new", "update_prev"), confidence
+        )
+    if has_novel:
+        users = _get(stats, "novel_users")
+        for metric, part in (("novel_item_share", "novel_item"), ("novel_category_share", "novel_category")):
+            if part == "novel_category" and n_categories is None:
+                continue
+            out[(metric, "user_avg")] = t_interval(
+                MeanStats(users, _get(stats, f"{part}_sum"), _get(stats, f"{part}_sum2")), confidence
+            )
+            out[(metric, "global")] = delta_interval(
+                ratio_stats(stats, "novel_users", f"{part}_new", "novel_items"), confidence
+            )
     return out
 
 
-def business_intervals(stats: Mapping[str, float | None], confidence: float = 0.95) -> dict[Key, Interval]:
-    """{(metric, "global"): Interval} of the business rows of one slice (all ratios of per-user sums)."""
-    return {
-        ("exposure_ctr", "global"): delta_interval(ratio_stats(stats, "uv", "clicked", "exposures"), confidence),
-        ("pv_ctr", "global"): delta_interval(ratio_stats(stats, "uv", "clicked", "pv"), confidence),
-        ("uv_ctr", "global"): delta_interval(ratio_stats(stats, "uv", "clicked", None), confidence),
-        ("uv_conversion", "global"): delta_interval(
-            ratio_stats(stats, "uv", "uv_clicked", None, x_indicator=True), confidence
-        ),
-        ("clicks_per_clicking_user", "global"): delta_interval(
-            ratio_stats(stats, "uv", "clicked", "uv_clicked", y_indicator=True), confidence
-        ),
+def business_intervals(
+    stats: Mapping[str, float | None], confidence: float = 0.95, measured: Measured = CLICKS_ONLY
+) -> dict[Key, Interval]:
+    """{(metric, "global"): Interval} of the business rows of one slice (all ratios of per-user sums).
+
+    ``measured``: which rows the slice has (:func:`kernels.business.business_values`).  A mean over the users
+    with exposures is a ratio whose denominator is 1 for each of them (n = ``users_exposed``).
+    """
+
+    def delta(n: str, x: str, y: str | None, **kw: bool) -> Interval:
+        return delta_interval(ratio_stats(stats, n, x, y, **kw), confidence)
+
+    out = {
+        ("exposure_ctr", "global"): delta("uv", "clicked", "exposures"),
+        ("pv_ctr", "global"): delta("uv", "clicked", "pv"),
+        ("uv_ctr", "global"): delta("uv", "clicked", None),
+        ("uv_conversion", "global"): delta("uv", "uv_clicked", None, x_indicator=True),
     }
+    if measured.clicks:
+        out |= {
+            ("clicks_per_exposure", "global"): delta("uv", "click_events", "exposures"),
+            ("clicks_per_request", "global"): delta("uv", "click_events", "pv"),
+            ("clicks_per_user", "global"): delta("uv", "click_events", None),
+            # a user with a click has a clicked exposure and back: k_u 1[c_u > 0] = k_u
+            ("clicks_per_clicking_user", "global"): delta("uv", "click_events", "uv_clicked", y_indicator=True),
+        }
+    if measured.value:
+        out |= {
+            ("gmv_per_exposure", "global"): delta("uv", "value", "exposures"),
+            ("gmv_per_request", "global"): delta("uv", "value", "pv"),
+            ("gmv_per_user", "global"): delta("users_exposed", "value", None),
+            # a user's value is 0 unless it has an event with a value: v_u 1[a value] = v_u
+            ("value_per_converting_user", "global"): delta("uv", "value", "uv_valued", y_indicator=True),
+        }
+    if measured.dwell:
+        if measured.clicks:
+            out[("dwell_per_click", "global")] = delta("uv", "dwell", "click_events")
+        out[("dwell_per_user", "global")] = delta("users_exposed", "dwell", None)
+    for event in measured.events:
+        users, exposures = event_rate_names(event)
+        name = event_sum(event)
+        out[(users, "global")] = delta("users_exposed", f"uv_{name}", None, x_indicator=True)
+        out[(exposures, "global")] = delta("uv", name, "exposures")
+    return out

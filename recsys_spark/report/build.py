@@ -107,19 +107,21 @@ def metric_label(metric: str, k: int | None, aggregation: str) -> str:
     >>> metric_label(registry.parse_key("pv_ctr_global")[0], None, "global")
     'clicked exposures per request (PV CTR), global'
     """
-    name = registry.metric(metric).reader_name if metric in registry.METRICS else metric.replace("_", " ")
+    found = registry.find(metric)
+    name = found.reader_name if found is not None else metric.replace("_", " ")
     name += f"@{k}" if k else ""
     pooled = AGG_NAMES.get(aggregation, aggregation.replace("_", " "))
     return f"{name}, {pooled}" if name.endswith(")") else f"{name} ({pooled})"
 
 
 def is_percent(metric: str) -> bool:
-    return metric in registry.METRICS and registry.metric(metric).percent
+    found = registry.find(metric)
+    return found is not None and found.percent
 
 
 def bounds(metric: str) -> tuple[float | None, float | None]:
     """The chart's y floor and ceiling: the metric's range when it is bounded (else the data's)."""
-    found = registry.METRICS.get(metric)
+    found = registry.find(metric)
     return (found.low, found.high) if found is not None and found.high is not None else (None, None)
 
 

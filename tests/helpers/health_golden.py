@@ -69,6 +69,9 @@ EXPECTED_ALL = {
     ("personalization", "global"): 0.5,
     ("update_rate", "user_avg"): 4 / 6,  # u1: c d e m are new among a b c d e m
     ("update_rate", "global"): 4 / 6,
+    # the seed's dN_diff / N_last: 4 new items over the 3 (a b z) shown the day before; above 1: the list grew
+    ("update_rate_previous", "user_avg"): 4 / 3,
+    ("update_rate_previous", "global"): 4 / 3,
     ("exposure_ctr", "global"): 1 / 9,
     ("pv_ctr", "global"): 1 / 5,
     ("uv_ctr", "global"): 1 / 3,
@@ -87,6 +90,7 @@ EXPECTED_WEB = {
     ("category_diversity", "global"): LN(2) / LN(K),
     ("personalization", "global"): None,  # one user with exposures: no pair
     ("update_rate", "user_avg"): None,  # u2 was not exposed the day before
+    ("update_rate_previous", "user_avg"): None,
     ("exposure_ctr", "global"): 0.0,
     ("clicks_per_clicking_user", "global"): None,
 }

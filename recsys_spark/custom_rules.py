@@ -1,0 +1,341 @@
+"""Business rules you write (``[[rules.custom]]``): Spark SQL over the day's labelled exposures.
+
+A rule's ``when`` is a Spark SQL expression (never Python) that is true for a violation, at one of four
+levels (docs/operations.md, "Rules you write"):
+
+* ``exposure``: a boolean over one exposure's columns; the rate is violating exposures / exposures;
+* ``list`` (a request), ``user`` and ``day``: an aggregate over the level's exposures (``max(category_run)
+  > 2``); the rate is violating lists / lists (requests with an exposure), violating users / users with an
+  exposure, and the day's 0 or 1.
+
+The rows a rule sees (:func:`rule_rows`, the columns of :data:`COLUMNS` and the kept input columns) are the
+labelled exposures the other stages read, one row per exposure (an empty response has no exposure, so it is
+in no rule's group; ``empty_response_rate`` counts those), plus a few per-list helpers.  A null result is not
+a violation.
+
+Before anything is computed, :func:`check_rules` analyses every expression against those columns (an empty
+frame of the day's schema: Spark parses and resolves, no row is read), so that a bad expression, an unknown
+column, an aggregate at the exposure level or a non-boolean result fails the run with one line naming the
+rule and Spark's reason (:class:`~recsys_spark.errors.ConfigError`, exit 3).
+
+Evaluation (:func:`evaluate_rules`): one query per level over the persisted user partitions -- the exposure
+and user levels share one (summed per user where the partitions hold the rows, then over users), the list
+level one (per request, then over requests), the day level one -- plus a small query for the examples of a
+rule that has violations.  A soft rule with ``threshold = "baseline"`` is compared with the mean and standard
+deviation of its own rates on the earlier days' ``rule_checks`` (:func:`earlier_rates`, :func:`baseline_limit`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import pyarrow.parquet as pq
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from recsys_spark import engine, fs
+from recsys_spark.config import CustomRule
+from recsys_spark.errors import ConfigError
+from recsys_spark.rules import BUILT_IN_RULES, N_EXAMPLES, RuleResult, hard, soft
+from recsys_spark.schema import (
+    CLICKED,
+    COPIES,
+    DWELL,
+    EVENT_FLAG_PREFIX,
+    IN_CATALOG,
+    ITEM,
+    ITEM_CATEGORY,
+    N_CLICKS,
+    N_EVENTS,
+    POSITION,
+    RELEVANCE,
+    REQUEST,
+    SCORE,
+    SESSION,
+    TS,
+    USER,
+    VALUE,
+)
+from recsys_spark.slices import ITEM_FIRST_SEEN
+
+#: the columns of a rule's rows: the labelled exposure's, then the helpers (docs/operations.md has the table)
+COLUMNS = (USER, SESSION, REQUEST, ITEM, POSITION, SCORE, TS, RELEVANCE, CLICKED, N_EVENTS, N_CLICKS, COPIES)
+#: the per-exposure helpers: the list's exposures, the run of same-category items ending at this one (in the
+#: list's position order), the item's age in days on the evaluated day (items table with first_seen)
+HELPERS = ("list_length", "category_run", "item_age_days")
+#: what a rule's rate counts at each level, and the columns its groups are keyed by
+LEVEL_KEYS: dict[str, tuple[str, ...]] = {"exposure": (USER,), "list": (USER, REQUEST), "user": (USER,), "day": ()}
+LEVEL_WORDS = {
+    "exposure": "a boolean over one exposure's columns",
+    "list": "an aggregate over a list's (request's) exposures",
+    "user": "an aggregate over a user's exposures",
+    "day": "an aggregate over the day's exposures",
+}
+
+
+def event_column(name: str) -> str:
+    """How a rule reads a conversion event flag: ``has_purchase``."""
+    return f"has_{name}"
+
+
+def rule_rows(rows: DataFrame, date: dt.date, kept: Mapping[str, str], has_catalog: bool) -> DataFrame:
+    """The rows the custom rules read: one per labelled exposure (``rows``: the persisted user partitions,
+    empty responses included; they are left out here), with the public column names.
+
+    ``kept``: each kept input column's name -> its column on ``rows`` (:meth:`slices.KeptColumns.internal`).
+    The helpers are window functions over the list (user, request), which the user partitions hold whole: a
+    sort within the partitions, no shuffle; a helper no rule reads is pruned by Spark.
+    """
+    present = set(rows.columns)
+    exposed = rows.where(F.col(ITEM).isNotNull())
+    columns: list[Column] = [F.col(c) for c in COLUMNS if c in present]
+    columns += [F.col(c) for c in (VALUE, DWELL) if c in present]
+    columns += [
+        F.col(c).alias(event_column(c[len(EVENT_FLAG_PREFIX) :]))
+        for c in rows.columns
+        if c.startswith(EVENT_FLAG_PREFIX)
+    ]
+    if has_catalog:
+        columns += [F.col(ITEM_CATEGORY).alias("category"), F.col(IN_CATALOG).alias("in_catalog")]
+    first_seen = kept.get(ITEM_FIRST_SEEN)
+    if first_seen is not None and first_seen in present:
+        day = F.lit(date.isoformat()).cast("date")
+        columns.append(F.datediff(day, F.to_date(F.col(first_seen))).alias("item_age_days"))
+    own = {*COLUMNS, VALUE, DWELL, "category", "in_catalog", *HELPERS}  # a kept column named so is the rules' own
+    columns += [
+        F.col(internal).alias(name) for name, internal in kept.items() if name != ITEM_FIRST_SEEN and name not in own
+    ]
+    listed = Window.partitionBy(USER, REQUEST)
+    columns.append(F.count(F.lit(1)).over(listed).alias("list_length"))
+    out = exposed.select(*columns)
+    if has_catalog:
+        ordered = listed.orderBy(POSITION, ITEM)
+        started = ~F.lag("category").over(ordered).eqNullSafe(F.col("category"))  # a run starts here
+        index = F.row_number().over(ordered)
+        out = out.withColumn("_index", index).withColumn("_start", F.when(started | (index == 1), index))
+        run_start = F.max("_start").over(ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow))
+        out = out.withColumn("category_run", (F.col("_index") - run_start + 1).cast("int")).drop("_index", "_start")
+    return out
+
+
+# --- checking the expressions before the day -------------------------------------------------------
+def _reason(exc: Exception) -> str:
+    """Spark's reason in one line: the message's first line without its SQLSTATE and query context."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip() and not line.startswith("==")]
+    first = lines[0] if lines else type(exc).__name__
+    return re.sub(r"\s*SQLSTATE: \w+\.?;?", "", first).strip()
+
+
+@contextlib.contextmanager
+def _unlogged_analysis_errors() -> Iterator[None]:
+    """PySpark 4 logs an analysis error with its query context as an ERROR line (a JVM stack) before it
+    raises it; the check makes one line of its own of the error, so that logger is silent meanwhile."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # pragma: no cover - PySpark 3.5 logs nothing of the kind
+        yield
+        return
+    logger = PySparkLogger.getLogger("SQLQueryContextLogger")
+    disabled, logger.disabled = logger.disabled, True
+    try:
+        yield
+    finally:
+        logger.disabled = disabled
+
+
+def check_rules(spark: SparkSession, rules: Sequence[CustomRule], schema: T.StructType) -> None:
+    """Analyse every rule's expression against the rule rows' ``schema`` (no row is read); a rule that
+    cannot be evaluated raises :class:`ConfigError` naming it and why: Spark's reason (a syntax error, an
+    unknown column with Spark's suggestions), an aggregate at the exposure level, a plain column at another
+    level, a result that is not a boolean, a name of a built-in rule."""
+    empty = spark.createDataFrame([], schema)
+    for rule in rules:
+        where = f"config key rules.custom[{rule.name}]"
+        if rule.name in BUILT_IN_RULES:
+            raise ConfigError(f"{where}.name: {rule.name!r} is the name of a built-in rule")
+        with _unlogged_analysis_errors():
+            try:
+                condition = F.expr(rule.when)
+                if rule.level == "exposure":
+                    empty.where(condition).schema  # noqa: B018 - analysis only: no aggregate, no window
+                    result = empty.select(condition.alias("v"))
+                else:
+                    result = empty.groupBy(*LEVEL_KEYS[rule.level]).agg(condition.alias("v"))
+                kind = result.schema["v"].dataType
+            except AnalysisException as exc:  # a ParseException is one
+                raise ConfigError(
+                    f"{where}.when: {_reason(exc)} (level {rule.level}: {LEVEL_WORDS[rule.level]})"
+                ) from None
+        if not isinstance(kind, (T.BooleanType, T.NullType)):
+            raise ConfigError(
+                f"{where}.when: must be true or false (true is a violation), got a {kind.simpleString()}: {rule.when!r}"
+            )
+
+
+# --- evaluation -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Count:
+    """A rule's violations, its denominator, and a few examples (keys of violating units)."""
+
+    violations: int
+    total: int
+    examples: list[str]
+
+
+def _flag(rule: CustomRule) -> Column:
+    """true for a violation, false otherwise (a null result is no violation)."""
+    return F.coalesce(F.expr(rule.when), F.lit(False))
+
+
+def _examples(df: DataFrame, condition: Column, key: Column) -> list[str]:
+    keys = {r[0] for r in df.where(condition).select(key.cast("string")).limit(10 * N_EXAMPLES).collect()}
+    return sorted(keys)[:N_EXAMPLES]
+
+
+def count_rules(rows: DataFrame, rules: Sequence[CustomRule]) -> dict[str, Count]:
+    """Every rule's :class:`Count`, one query per level (see the module docstring).  ``rows``: :func:`rule_rows`."""
+    out: dict[str, Count] = {}
+    exposure = [r for r in rules if r.level == "exposure"]
+    users = [r for r in rules if r.level == "user"]
+    lists = [r for r in rules if r.level == "list"]
+    days = [r for r in rules if r.level == "day"]
+    names = {r.name: f"_r{i}" for i, r in enumerate(rules)}
+    if exposure or users:
+        per_user = rows.groupBy(USER).agg(
+            F.count(F.lit(1)).alias("_exposures"),
+            *[F.sum(_flag(r).cast("long")).alias(names[r.name]) for r in exposure],
+            *[_flag(r).alias(names[r.name]) for r in users],
+        )
+        total = per_user.agg(
+            F.sum("_exposures").alias("_exposures"),
+            F.count(F.lit(1)).alias("_users"),
+            *[F.sum(names[r.name]).alias(names[r.name]) for r in exposure],
+            *[F.sum(F.col(names[r.name]).cast("long")).alias(names[r.name]) for r in users],
+        ).collect()[0]
+        for r in exposure:
+            n = int(total[names[r.name]] or 0)
+            ex = _examples(rows, _flag(r), F.concat_ws(":", REQUEST, ITEM)) if n else []
+            out[r.name] = Count(n, int(total["_exposures"] or 0), ex)
+        for r in users:
+            n = int(total[names[r.name]] or 0)
+            ex = _examples(per_user, F.col(names[r.name]), F.col(USER)) if n else []
+            out[r.name] = Count(n, int(total["_users"] or 0), ex)
+    if lists:
+        per_list = rows.groupBy(USER, REQUEST).agg(*[_flag(r).alias(names[r.name]) for r in lists])
+        total = per_list.agg(
+            F.count(F.lit(1)).alias("_lists"),
+            *[F.sum(F.col(names[r.name]).cast("long")).alias(names[r.name]) for r in lists],
+        ).collect()[0]
+        for r in lists:
+            n = int(total[names[r.name]] or 0)
+            ex = _examples(per_list, F.col(names[r.name]), F.col(REQUEST)) if n else []
+            out[r.name] = Count(n, int(total["_lists"] or 0), ex)
+    if days:
+        total = rows.agg(F.count(F.lit(1)).alias("_n"), *[_flag(r).alias(names[r.name]) for r in days]).collect()[0]
+        for r in days:
+            out[r.name] = Count(int(bool(total[names[r.name]])), 1 if total["_n"] else 0, [])
+    return out
+
+
+def baseline_limit(rates: Sequence[float | None], sigmas: float, min_days: int) -> tuple[float | None, str]:
+    """The highest rate a baseline rule accepts today: mean + ``sigmas`` standard deviations (n - 1) of its
+    earlier days' rates, or None with fewer than ``min_days`` of them; and a line that says which.
+
+    >>> baseline_limit([0.01, 0.02, 0.03], 2.0, 3)[0]      # mean 0.02, sd 0.01
+    0.04
+    >>> baseline_limit([0.01], 2.0, 3)
+    (None, 'baseline: 1 earlier day with a rate, 3 needed; passes until then')
+    """
+    kept = [float(r) for r in rates if r is not None and math.isfinite(r)]
+    if len(kept) < min_days:
+        days = f"{len(kept)} earlier day{'s' if len(kept) != 1 else ''}"
+        return None, f"baseline: {days} with a rate, {min_days} needed; passes until then"
+    mean = sum(kept) / len(kept)
+    sd = math.sqrt(sum((r - mean) ** 2 for r in kept) / (len(kept) - 1))
+    limit = round(mean + sigmas * sd, 15)
+    return limit, f"baseline: mean {mean:.6g} + {sigmas:g} sd {sd:.6g} over {len(kept)} earlier days"
+
+
+def results(
+    rules: Sequence[CustomRule],
+    counts: Mapping[str, Count],
+    history: Mapping[str, Sequence[float | None]],
+    sigmas: float,
+    min_days: int,
+) -> list[RuleResult]:
+    """The ``rule_checks`` rows of the custom rules, in config order."""
+    out = []
+    for rule in rules:
+        c = counts[rule.name]
+        if rule.severity == "hard":
+            out.append(hard(rule.name, c.violations, c.total, c.examples))
+        elif not rule.baseline:
+            out.append(soft(rule.name, c.violations, c.total, float(rule.threshold or 0.0), c.examples))
+        else:
+            limit, line = baseline_limit(history.get(rule.name, ()), sigmas, min_days)
+            rate = c.violations / c.total if c.total else None
+            passed = rate is None or limit is None or rate <= limit
+            out.append(RuleResult(rule.name, "soft", c.violations, rate, limit, passed, [*c.examples, line]))
+    return out
+
+
+def earlier_rates(
+    spark: SparkSession, output_root: str, date: dt.date, days: int, names: Sequence[str]
+) -> dict[str, list[float | None]]:
+    """The rates of the rules ``names`` in the ``rule_checks`` of the ``days`` days before ``date`` that are
+    complete (``summary/dt=D/_SUCCESS``, the reading contract), oldest first; small files read by pyarrow
+    (no Spark job).  On Spark Connect (no file-system API, no ``_SUCCESS``) they are read by Spark."""
+    root = output_root.rstrip("/")
+    out: dict[str, list[float | None]] = {name: [] for name in names}
+    wanted = set(names)
+    for back in range(days, 0, -1):
+        day = (date - dt.timedelta(days=back)).isoformat()
+        path = f"{root}/rule_checks/dt={day}"
+        rows: list[tuple[str, float | None]] = []
+        if engine.is_connect(spark):
+            try:
+                rows = [(r["rule"], r["rate"]) for r in spark.read.parquet(path).select("rule", "rate").collect()]
+            except AnalysisException:  # no such day
+                continue
+        else:
+            if not fs.exists(spark, f"{root}/summary/dt={day}/_SUCCESS") or not fs.exists(spark, path):
+                continue
+            for name, is_dir in fs.entries(spark, path):
+                if is_dir or not name.endswith(".parquet"):
+                    continue
+                with fs.open_input(spark, f"{path}/{name}") as handle:
+                    table = pq.read_table(handle, columns=["rule", "rate"])
+                rows += list(zip(table.column("rule").to_pylist(), table.column("rate").to_pylist(), strict=True))
+        for rule, rate in rows:
+            if rule in wanted:
+                out[rule].append(rate)
+    return out
+
+
+def evaluate_rules(
+    spark: SparkSession,
+    rows: DataFrame,
+    rules: Sequence[CustomRule],
+    *,
+    date: dt.date,
+    kept: Mapping[str, str],
+    has_catalog: bool,
+    output_root: str,
+    baseline_days: int,
+    baseline_sigmas: float,
+    baseline_min_days: int,
+) -> list[RuleResult]:
+    """The custom rules' results on the day's labelled rows (the persisted user partitions)."""
+    if not rules:
+        return []
+    counts = count_rules(rule_rows(rows, date, kept, has_catalog), rules)
+    baseline = [r.name for r in rules if r.baseline]
+    history = earlier_rates(spark, output_root, date, baseline_days, baseline) if baseline else {}
+    return results(rules, counts, history, baseline_sigmas, baseline_min_days)

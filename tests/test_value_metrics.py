@@ -1,0 +1,258 @@
+"""Value metrics (GMV, dwell), click counts and conversion rates through the daily job and the experiments,
+against a pandas reference on a small hand-made day: values, n, and the delta-method intervals (the user as
+the unit) computed here from per-user arrays, independently of the kernels."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from helpers.days import DAY, NOON, TS, write
+from scipy import stats
+
+from recsys_spark.config import load_config
+from recsys_spark.daily import evaluate_day
+from recsys_spark.window import run_window
+
+pytestmark = pytest.mark.spark
+
+Z95 = stats.norm.ppf(0.975)
+EXPOSURES = pa.schema(
+    [
+        ("user_id", pa.string()),
+        ("session_id", pa.string()),
+        ("request_id", pa.string()),
+        ("item_id", pa.string()),
+        ("position", pa.int32()),
+        ("score", pa.float64()),
+        ("ts", TS),
+        ("platform", pa.string()),
+    ]
+)
+CLICKS = pa.schema(
+    [
+        ("user_id", pa.string()),
+        ("session_id", pa.string()),
+        ("request_id", pa.string()),
+        ("item_id", pa.string()),
+        ("ts", TS),
+        ("event", pa.string()),
+        ("value", pa.float64()),
+        ("dwell_seconds", pa.float64()),
+    ]
+)
+ASSIGNMENTS = pa.schema([("user_id", pa.string()), ("experiment", pa.string()), ("variant", pa.string())])
+LATER = NOON + dt.timedelta(minutes=2)
+
+# per user: platform, requests (each a list of items), and its events (request, item, event, value, dwell)
+USERS = {
+    "u1": (
+        "ios",
+        [["a", "b", "c"], ["d", "e"]],
+        [
+            ("r0", "a", "click", None, 30.0),
+            ("r0", "a", "click", None, 10.0),
+            ("r0", "a", "purchase", 25.0, None),
+            ("r1", "e", "click", None, 4.0),
+        ],
+    ),
+    "u2": (
+        "ios",
+        [["a", "c", "f"]],
+        [("r0", "c", "click", None, 61.0), ("r0", "c", "purchase", 120.0, None), ("r0", "f", "purchase", 15.5, None)],
+    ),
+    "u3": ("web", [["b", "d"], []], [("r0", "b", "click", None, 8.0)]),  # r1: an empty response
+    "u4": ("web", [["a", "b", "c", "d"]], []),
+    "u5": ("ios", [["f", "e"]], [("r0", "e", "click", None, 300.0), ("r0", "e", "purchase", 0.0, None)]),  # free
+    "u6": ("web", [["c"]], [("r0", "c", "click", None, None)]),  # a click without a dwell time
+    "u7": ("android", [[]], []),  # only an empty response: a user with a request, not with an exposure
+}
+ORPHAN = ("u1", "s-u1", "u1-r9", "z", LATER, "purchase", 500.0, None)  # never shown: counts nowhere
+BAD = ("u4", "s-u4", "u4-r0", "a", LATER, "purchase", float("nan"), None)  # set aside: bad_value
+
+
+def day_rows(day: dt.date, users=USERS):
+    noon = NOON.replace(year=day.year, month=day.month, day=day.day)
+    exposures, clicks = [], []
+    for uid, (platform, requests, events) in users.items():
+        for r, items in enumerate(requests):
+            request = f"{uid}-r{r}"
+            if not items:
+                exposures.append((uid, f"s-{uid}", request, None, None, None, noon, platform))
+            for p, item in enumerate(items, start=1):
+                exposures.append((uid, f"s-{uid}", request, item, p, 1 - p / 10, noon, platform))
+        for r, item, event, value, dwell in events:
+            clicks.append((uid, f"s-{uid}", f"{uid}-{r}", item, noon + dt.timedelta(minutes=2), event, value, dwell))
+    return exposures, clicks
+
+
+def reference(users=USERS, platform: str | None = None) -> pd.DataFrame:
+    """Per user (with a request in the slice): requests, exposures, clicked exposures, clicks, value, whether a
+    value was attributed, dwell, exposures with a purchase: the textbook definitions, in pandas."""
+    rows = []
+    for uid, (p, requests, events) in users.items():
+        if platform is not None and p != platform:
+            continue
+        shown = {(f"r{r}", item) for r, items in enumerate(requests) for item in items}
+        ev = pd.DataFrame(events, columns=["request", "item", "event", "value", "dwell"])
+        ev = ev.loc[np.array([(r, i) in shown for r, i in zip(ev["request"], ev["item"], strict=True)], dtype=bool)]
+        clicked = ev[ev["event"] == "click"].groupby(["request", "item"]).size()
+        purchased = ev[ev["event"] == "purchase"].groupby(["request", "item"]).size()
+        rows.append(
+            {
+                "user": uid,
+                "pv": len(requests),
+                "e": len(shown),
+                "c": len(clicked),
+                "k": int(clicked.sum()),
+                "v": ev["value"].sum(),
+                "valued": ev["value"].notna().any(),
+                "d": ev["dwell"].sum(),
+                "x": len(purchased),
+            }
+        )
+    return pd.DataFrame(rows).set_index("user")
+
+
+def delta(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """R = Σx / Σy and its delta-method se, the user as the unit: sd(x - R y) / (sqrt(n) mean(y))."""
+    if not y.sum():
+        return math.nan, math.nan
+    r = x.sum() / y.sum()
+    return r, float(np.std(x - r * y, ddof=1) / math.sqrt(len(x)) / y.mean())
+
+
+def expected(u: pd.DataFrame) -> dict[str, tuple[float, float, int]]:
+    """metric -> (value, se, n) of every business row from the per-user table."""
+    ones = np.ones(len(u))
+    exposed = u[u["e"] > 0]
+    e_ones = np.ones(len(exposed))
+    f = {c: u[c].to_numpy(dtype=float) for c in u.columns}
+    rows = {
+        "exposure_ctr": (f["c"], f["e"], f["e"].sum()),
+        "pv_ctr": (f["c"], f["pv"], f["pv"].sum()),
+        "uv_ctr": (f["c"], ones, len(u)),
+        "clicks_per_exposure": (f["k"], f["e"], f["e"].sum()),
+        "clicks_per_request": (f["k"], f["pv"], f["pv"].sum()),
+        "clicks_per_user": (f["k"], ones, len(u)),
+        "clicks_per_clicking_user": (f["k"], (f["c"] > 0).astype(float), (f["c"] > 0).sum()),
+        "gmv_per_exposure": (f["v"], f["e"], f["e"].sum()),
+        "gmv_per_request": (f["v"], f["pv"], f["pv"].sum()),
+        "gmv_per_user": (exposed["v"].to_numpy(float), e_ones, len(exposed)),
+        "value_per_converting_user": (f["v"], f["valued"].astype(float), f["valued"].sum()),
+        "dwell_per_click": (f["d"], f["k"], f["k"].sum()),
+        "dwell_per_user": (exposed["d"].to_numpy(float), e_ones, len(exposed)),
+        "purchase_user_rate": ((exposed["x"] > 0).to_numpy(float), e_ones, len(exposed)),
+        "purchase_exposure_rate": (f["x"], f["e"], f["e"].sum()),
+    }
+    return {m: (*delta(x, y), int(n)) for m, (x, y, n) in rows.items()}
+
+
+@pytest.fixture(scope="module")
+def value_day(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("value")
+    exposures, clicks = day_rows(DAY)
+    write(root / "in" / "exposures" / f"dt={DAY}", exposures, EXPOSURES)
+    write(root / "in" / "clicks" / f"dt={DAY}", [*clicks, ORPHAN, BAD], CLICKS)
+    arms = {"u1": "control", "u2": "treatment", "u3": "control", "u4": "treatment", "u5": "control", "u6": "treatment"}
+    write(root / "in" / "assignments" / f"dt={DAY}", [(u, "shop", arm) for u, arm in arms.items()], ASSIGNMENTS)
+    settings = [
+        "metrics.k=[1]",
+        "rules.fail_on_hard=false",
+        'slices.names=["platform"]',
+        'experiments.metrics=["gmv_per_user_global", "gmv_per_exposure_global", "purchase_user_rate_global"]',
+        'experiments.inference="fixed"',  # the fixed-horizon tests, to compare with scipy's Welch
+    ]
+    summary = evaluate_day(spark, load_config(None, settings), DAY, str(root / "in"), str(root / "out"))
+    metrics = pd.read_parquet(root / "out" / "metrics" / f"dt={DAY}")
+    return root, summary, metrics, arms
+
+
+@pytest.mark.parametrize("platform", [None, "ios", "web"])
+def test_every_business_row_equals_the_pandas_reference_with_its_delta_interval(value_day, platform):
+    _, _, metrics, _ = value_day
+    slice_key = "all" if platform is None else f"platform={platform}"
+    got = metrics[(metrics["slice"] == slice_key) & (metrics["aggregation"] == "global")].set_index("metric")
+    for name, (value, se, n) in expected(reference(platform=platform)).items():
+        row = got.loc[name]
+        if math.isnan(value):  # no unit in the denominator (web has no converting user): null, never 0
+            assert pd.isna(row["value"]) and row["n"] == n == 0, (slice_key, name)
+            continue
+        assert row["value"] == pytest.approx(value, rel=1e-12), (slice_key, name)
+        assert row["n"] == n, (slice_key, name)
+        if np.isfinite(se) and len(reference(platform=platform)) > 1:
+            assert row["se"] == pytest.approx(se, rel=1e-9), (slice_key, name)
+            assert row["ci_method"] == "delta", (slice_key, name)
+            assert row["ci_high"] - row["value"] == pytest.approx(Z95 * se, rel=1e-9), (slice_key, name)
+
+
+def test_the_all_slice_by_hand(value_day):
+    # V = 25 + 120 + 15.5 + 0 = 160.5 (the orphan's 500 and the NaN row's are not attributed); E = 17 exposures
+    # (u7 has none), PV = 9 requests, UE = 6 users with exposures, 4 with a value (u5's free purchase counts);
+    # K = 7 clicks (u1 clicked a twice) on C = 6 clicked exposures; D = 30 + 10 + 4 + 61 + 8 + 300 = 413 s
+    _, summary, metrics, _ = value_day
+    got = metrics[metrics["slice"] == "all"].set_index("metric")["value"]
+    assert got["gmv_per_exposure"] == pytest.approx(160.5 / 17)
+    assert got["gmv_per_request"] == pytest.approx(160.5 / 9)
+    assert got["gmv_per_user"] == pytest.approx(160.5 / 6)
+    assert got["value_per_converting_user"] == pytest.approx(160.5 / 3)  # u1, u2, u5
+    assert got["dwell_per_click"] == pytest.approx(413 / 7)
+    assert got["dwell_per_user"] == pytest.approx(413 / 6)
+    assert got["purchase_user_rate"] == pytest.approx(3 / 6)
+    assert got["purchase_exposure_rate"] == pytest.approx(4 / 17)
+    assert (got["exposure_ctr"], got["clicks_per_exposure"]) == (pytest.approx(6 / 17), pytest.approx(7 / 17))
+    assert got["clicks_per_clicking_user"] == pytest.approx(7 / 5)  # 5 clicking users; 6 / 5 clicked exposures
+    assert summary["data_quality"]["rejected_clicks"] == {"bad_value": 1}
+
+
+def test_gmv_per_user_and_the_purchase_rate_through_the_experiment(value_day):
+    # the experiment's rows: a mean over each arm's users with exposures (Welch), a ratio by the delta method
+    root, summary, _, arms = value_day
+    rows = pd.read_parquet(root / "out" / "experiments" / f"dt={DAY}")
+    rows = rows[rows["slice"] == "all"].set_index("metric")
+    u = reference()
+    arm = u.index.map(arms)
+    control, treatment = u[(arm == "control") & (u["e"] > 0)], u[(arm == "treatment") & (u["e"] > 0)]
+    row = rows.loc["gmv_per_user"]
+    assert (row["value"], row["control_value"]) == (
+        pytest.approx(treatment["v"].mean()),
+        pytest.approx(control["v"].mean()),
+    )
+    welch = stats.ttest_ind(treatment["v"], control["v"], equal_var=False)
+    assert row["method"] == "welch" and row["p_value"] == pytest.approx(welch.pvalue, rel=1e-9)
+    se = math.sqrt(treatment["v"].var(ddof=1) / 3 + control["v"].var(ddof=1) / 3)
+    assert row["se"] == pytest.approx(se, rel=1e-12)
+    rate = rows.loc["purchase_user_rate"]
+    assert (rate["value"], rate["control_value"]) == (pytest.approx(1 / 3), pytest.approx(2 / 3))
+    ratio = rows.loc["gmv_per_exposure"]
+    (rt, st), (rc, sc) = (delta(a["v"].to_numpy(float), a["e"].to_numpy(float)) for a in (treatment, control))
+    assert (ratio["value"], ratio["control_value"], ratio["method"]) == (pytest.approx(rt), pytest.approx(rc), "delta")
+    assert ratio["se"] == pytest.approx(math.sqrt(st**2 + sc**2), rel=1e-9)
+    assert summary["experiments"]["status"] in ("ok", "srm_failed")
+
+
+def test_a_window_counts_a_users_value_over_its_days_once(spark, value_day, tmp_path):
+    # two days of the same users: over the window gmv_per_user is each exposed user's value of both days, and a
+    # user exposed on both days is one user (its "exposed" is 1, not 2)
+    root, *_ = value_day
+    previous = DAY - dt.timedelta(days=1)
+    exposures, clicks = day_rows(previous)
+    write(root / "in" / "exposures" / f"dt={previous}", exposures, EXPOSURES)
+    write(root / "in" / "clicks" / f"dt={previous}", clicks, CLICKS)
+    arms = value_day[3]
+    write(root / "in" / "assignments" / f"dt={previous}", [(u, "shop", a) for u, a in arms.items()], ASSIGNMENTS)
+    cfg = load_config(
+        None, ["metrics.k=[1]", "rules.fail_on_hard=false", 'experiments.metrics=["gmv_per_user_global"]']
+    )
+    evaluate_day(spark, cfg, previous, str(root / "in"), str(root / "out"))
+    run_window(spark, cfg, "shop", previous, DAY, str(root / "out"))
+    rows = pd.read_parquet(root / "out" / "experiment_window" / "experiment=shop" / f"window={previous}_{DAY}")
+    row = rows[(rows["slice"] == "all") & (rows["metric"] == "gmv_per_user")].iloc[0]
+    u = reference()
+    treated = u[(u.index.map(arms) == "treatment") & (u["e"] > 0)]
+    assert row["n"] == len(treated) == 3
+    assert row["value"] == pytest.approx(2 * treated["v"].mean())  # the same value both days
