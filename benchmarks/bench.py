@@ -1119,6 +1119,7 @@ def run_bench(
             structure.setdefault(
                 "shuffles of labelled exposures after labelling, per-user stage", shuffles_before_cache(users.frame)
             )
+            users.unpersist()
             by_user.unpersist()
         finally:
             day.uncache_labelled()

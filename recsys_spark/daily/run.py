@@ -56,7 +56,7 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
     out = open_output(spark, output_root, iso, cfg.output)
     out.refuse_inputs_inside([paths.exposures, paths.clicks, paths.items, paths.users])
     timings: dict[str, float] = {}
-    labelled = None
+    labelled, metrics = None, None
     with log.stage("read", timings, date=iso) as info:
         inputs = read_inputs(spark, cfg, paths)
         check_custom_rules(spark, inputs, cfg, date)  # a rule Spark cannot evaluate fails here: no lock, no row read
@@ -84,7 +84,7 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
                 experiments = experiment_stage(spark, cfg, date, input_root, labelled.by_user, out)
                 info.update(experiments.info)
             with log.stage("health", timings) as info:
-                health = health_stage(spark, labelled, day, cfg)
+                health = health_stage(spark, labelled, day, cfg, metrics)
                 rows = metrics.rows + health.rows
                 out.stage_rows("lorenz", health.lorenz, LORENZ_DDL)  # small tables: one file each, no job
                 out.stage_rows("metrics", metric_tuples(rows), METRICS_DDL)
@@ -108,6 +108,8 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
     finally:
         if labelled is not None:
             labelled.unpersist()
+        if metrics is not None and metrics.user_pass is not None:
+            metrics.user_pass.unpersist()
     log.event("done", date=iso, status=summary["status"], **dict(list(summary["headline"].items())[:4]))
     failed_hard = [r.rule for r in results if r.severity == "hard" and not r.passed]
     if failed_hard and cfg.rules.fail_on_hard:
