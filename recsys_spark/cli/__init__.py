@@ -1,5 +1,5 @@
 """The command line: ``recsys-spark COMMAND ...`` (``evaluate``, ``experiment``, ``offline``, ``offline-compare``,
-``report``).
+``ope``, ``report``).
 
 Parses the arguments (each command's module adds its own to the shared ones of
 :func:`recsys_spark.cli.common.parent`), runs the command and turns expected failures into one line on
@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from recsys_spark import signals
 from recsys_spark._version import __version__
-from recsys_spark.cli import demo, evaluate, experiment, offline, report
+from recsys_spark.cli import demo, evaluate, experiment, offline, ope, report
 from recsys_spark.cli.common import PROG, Command, Parser, parent
 from recsys_spark.errors import JobError, root_cause
 
@@ -28,7 +28,15 @@ EXIT_CODES = """exit codes: 0 success, 1 unexpected error, 2 bad arguments, 3 ba
 #: every command, in the order ``recsys-spark --help`` lists them
 COMMANDS: dict[str, Command] = {
     c.name: c
-    for c in (evaluate.COMMAND, experiment.COMMAND, offline.COMMAND, offline.COMPARE, report.COMMAND, demo.COMMAND)
+    for c in (
+        evaluate.COMMAND,
+        experiment.COMMAND,
+        offline.COMMAND,
+        offline.COMPARE,
+        ope.COMMAND,
+        report.COMMAND,
+        demo.COMMAND,
+    )
 }
 
 
