@@ -31,6 +31,8 @@ from pyspark.sql import functions as F
 from recsys_spark.schema import COPIES, IN_CATALOG, ITEM, ITEM_CATEGORY, REQUEST, RULE_CHECKS_DDL, SCORE, USER
 
 N_EXAMPLES = 5
+#: the rules about the day's feedback events: a simulation (no feedback by design) leaves them out
+FEEDBACK_RULES = ("no_feedback", "rejected_click_rate", "unweighted_event_rate", "orphan_event_rate")
 
 
 @dataclass(frozen=True)

@@ -154,6 +154,10 @@ OPE_ESTIMATES_DDL = (
 #: ope/diagnostics/run=NAME: one row per diagnostic
 OPE_DIAGNOSTICS_DDL = "diagnostic string, value double"
 
+#: the tables a simulated day writes (``recsys-spark simulate``): ``simulation/{table}/run=NAME/dt=D``; no
+#: ``user_metrics`` nor ``experiments``, which need feedback
+SIMULATION_TABLES = ("metrics", "lorenz", "rule_checks", "rejected", "summary")
+
 #: the tables the daily job writes under its output root, one ``dt=D`` partition each: the only ones a
 #: run replaces or removes (other folders under the output root, inputs included, are never touched)
 DAILY_TABLES = (
