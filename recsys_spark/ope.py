@@ -327,7 +327,7 @@ def list_terms(
             [REQUEST, ITEM, POSITION],
             "left",
         )
-        .join(positions.select(REQUEST, POSITION, "d"), [REQUEST, POSITION], "left")
+        .join(positions.select(REQUEST, POSITION, "d", "mass"), [REQUEST, POSITION], "left")
     )
     y = F.col(RELEVANCE).cast("double")
     p = F.col(PROPENSITY)
@@ -342,6 +342,7 @@ def list_terms(
         F.coalesce(F.col("e"), F.lit(0.0)).alias("e"),
         F.col("q"),
         F.coalesce(F.col("d"), F.lit(0.0)).alias("d"),
+        F.coalesce(F.col("mass"), F.lit(0.0)).alias("mass"),
     )
     has_p = F.col("p").isNotNull()
     raw = F.when(has_p, F.col("e") / F.col("p")).otherwise(F.lit(0.0))
@@ -357,6 +358,7 @@ def list_terms(
         total(one).alias("rows"),
         total(y).alias("reward"),
         total(d).alias("dm"),
+        total(F.col("mass")).alias("mass"),
         total(one, e == 1.0).alias("match"),
         total(y, e == 1.0).alias("match_reward"),
         total(one, e == 0.0).alias("unseen"),
@@ -521,6 +523,13 @@ def run_ope(
         estimates, skipped = K.estimate_all(sums, available, cfg.stats.confidence, wanted)
         notes += skipped
         diagnostics = K.diagnostics(sums, unseen, mass)
+        filled = diagnostics["mean_target_mass"]
+        if filled is not None and filled < 1 - 1e-6:
+            notes.append(
+                f"the candidate's probabilities at a logged request and position sum to {filled:.3g} on average: it "
+                "leaves positions empty; snips, sndr and replay estimate its reward per position it fills, "
+                "ips, dm, dr and switch_dr per logged position"
+            )
         if diagnostics["rows_without_propensity"]:
             notes.append(
                 f"{int(diagnostics['rows_without_propensity'] or 0)} logged rows have no propensity: left out of "

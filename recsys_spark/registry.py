@@ -160,6 +160,7 @@ OPE_DIAGNOSTICS: dict[str, Metric] = {
         _m("unseen_logged_share", None, label="logged rows the candidate never shows", percent=True),
         _m("unsupported_target_share", "lower", label="candidate mass the logs never show", percent=True),
         _m("matched_rows", "higher", high=None, label="rows where the candidate agrees for sure"),
+        _m("mean_target_mass", None, label="candidate's mass at a logged position"),
     )
 }
 

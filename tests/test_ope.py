@@ -242,12 +242,14 @@ def reference(exposures: pd.DataFrame, clicks: pd.DataFrame, target: pd.DataFram
     shown["y"] = [float((r, i) in keys) for r, i in zip(shown["request_id"], shown["item_id"], strict=True)]
     cand = {(r, i, k): (p, q) for r, i, k, p, q in target.itertuples(index=False)}
     dm_at = (target.assign(pq=target["probability"] * target["q_hat"]).groupby(["request_id", "position"])["pq"]).sum()
-    e, q, d = [], [], []
+    mass_at = target.groupby(["request_id", "position"])["probability"].sum()
+    e, q, d, mass = [], [], [], []
     for r, i, k in zip(shown["request_id"], shown["item_id"], shown["position"], strict=True):
         p, qq = cand.get((r, i, k), (0.0, np.nan))
         e.append(p)
         q.append(qq)
         d.append(float(dm_at.get((r, k), 0.0)))
+        mass.append(float(mass_at.get((r, k), 0.0)))
     users, per, top = K.user_sums(
         shown["user_id"].to_numpy(),
         shown["request_id"].to_numpy(),
@@ -261,6 +263,7 @@ def reference(exposures: pd.DataFrame, clicks: pd.DataFrame, target: pd.DataFram
         np.array(d),
         clip=clip,
         tau=tau,
+        mass=np.array(mass),
     )
     return K.RunSums.from_users(per, top)
 
@@ -294,6 +297,8 @@ def test_spark_equals_the_numpy_reference_on_a_messy_log(spark, tmp_path, clip):
             assert np.isnan(got[row.estimator]["clip"])
     assert "replay" not in got  # a stochastic candidate
     assert summary["diagnostics"]["max_weight"] == pytest.approx(want.max_weight)
+    assert summary["diagnostics"]["mean_target_mass"] == pytest.approx(want.sum("mass") / want.sum("rows"))
+    assert any("leaves positions empty" in n for n in summary["notes"])  # 0.8 at every request's position 4
     assert summary["diagnostics"]["rows_without_propensity"] > 0
     assert any("no propensity" in n for n in summary["notes"])
 

@@ -55,6 +55,7 @@ SUMS: dict[str, str] = {
     "rows": "logged rows (exposures with an item)",
     "reward": "Σ y over them",
     "dm": "Σ d over them",
+    "mass": "Σ over them of the candidate's mass Σ_a π_e(a at k_t | r_t) at the row's request and position",
     "match": "rows whose e = 1 (the candidate shows the logged item there for sure)",
     "match_reward": "Σ y over those rows",
     "unseen": "rows whose e = 0",
@@ -325,6 +326,8 @@ DIAGNOSTICS: dict[str, str] = {
     "unseen_logged_share": "share of logged rows the candidate never shows (e = 0)",
     "unsupported_target_share": "share of the candidate's mass on (item, position) pairs the logs never show",
     "matched_rows": "logged rows where the candidate shows the logged item for sure (replay's units)",
+    "mean_target_mass": "the candidate's mass at a logged row's request and position, on average (1: it always "
+    "fills the position)",
 }
 
 
@@ -348,6 +351,7 @@ def diagnostics(s: RunSums, unsupported_mass: float | None, target_mass: float |
             unsupported_mass / target_mass if unsupported_mass is not None and target_mass else None
         ),
         "matched_rows": s.sum("match"),
+        "mean_target_mass": s.sum("mass") / rows if rows else None,
     }
 
 
@@ -367,10 +371,12 @@ def user_sums(
     d: np.ndarray,
     clip: float = 0.0,
     tau: float = 10.0,
+    mass: np.ndarray | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray], float | None]:
     """The per-user sums of :data:`SUMS` from logged rows, row by row (NaN = a missing propensity or q̂).
 
-    The reference the Spark layer is tested against: ``e``, ``q``, ``d`` as in the module docstring.
+    The reference the Spark layer is tested against: ``e``, ``q``, ``d`` as in the module docstring;
+    ``mass``: the candidate's mass at each row's request and position (1 by default).
     Returns (users, {sum: one value per user}, the largest weight).
 
     >>> users, sums, top = user_sums(np.array(["u", "u"]), np.array(["r", "r"]), np.array([1, 2]),
@@ -387,6 +393,7 @@ def user_sums(
     e = np.asarray(e, dtype=np.float64)
     q = np.asarray(q, dtype=np.float64)
     d = np.asarray(d, dtype=np.float64)
+    mass = np.ones(len(y)) if mass is None else np.asarray(mass, dtype=np.float64)
     lp = np.asarray(list_propensity, dtype=np.float64)
     pp = np.asarray(prefix_propensity, dtype=np.float64)
     cap = clip if clip > 0 else math.inf
@@ -406,6 +413,7 @@ def user_sums(
     add("rows", ones)
     add("reward", y)
     add("dm", d)
+    add("mass", mass)
     add("match", (e == 1.0).astype(float))
     add("match_reward", y, e == 1.0)
     add("unseen", (~shown).astype(float))
