@@ -1,8 +1,10 @@
 """``recsys-spark demo``: the whole tour on generated sample data, in one Spark session, in a few minutes.
 
-What ``make demo`` runs: sample logs of a week, the daily job on each day, an A/B experiment over the
-week, two offline runs of a model and their comparison, and the HTML report of all of it; it says up front
-what it will do and ends with where to look.  ``make demo-full`` runs the same tour on a larger week, one
+What ``make demo`` runs: sample logs of a week (from an exploring ranker that logs its propensities), the
+daily job on each day, an A/B experiment over the week, two offline runs of a model and their comparison,
+a candidate ranker judged before it ships (off-policy estimates over the week, and its lists for the last
+day's requests simulated without feedback), and the HTML report of all of it; it says up front what it
+will do and ends with where to look.  ``make demo-full`` runs the same tour on a larger week, one
 command at a time, as a production schedule would.
 """
 
@@ -20,8 +22,9 @@ from recsys_spark.cli.lines import experiment_lines, headline_lines
 
 HELP = "the whole tour on generated sample data, in one Spark session (a few minutes)"
 DESCRIPTION = (
-    "Generate a week of sample logs (with an A/B experiment) and an offline data set, then run the daily job "
-    "on each day, the experiment window, two offline runs and their comparison, and write the HTML report: "
+    "Generate a week of sample logs (with an A/B experiment, logged propensities and a candidate ranker) and an "
+    "offline data set, then run the daily job on each day, the experiment window, two offline runs and their "
+    "comparison, the candidate's off-policy estimates and its simulated last day, and write the HTML report: "
     "everything the other commands do, on small data, in one Spark session."
 )
 EXAMPLE = "recsys-spark demo --root build/demo"
@@ -29,6 +32,8 @@ END = dt.date(2026, 11, 20)
 DAYS = 7  # evaluated by default; one more day is generated before them (update rate, novelty, CUPED)
 EXPERIMENT = "ranker_v2"
 SLICES = 'slices.names=["platform", "user_type", "popularity"]'
+CANDIDATE = "reranker"  # generate --ope's candidate policy
+OPE_TARGET = 'ope.target="{input_root}/candidates/{run}/target"'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,10 +47,13 @@ def _say(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
+
     from recsys_spark import daily, generate, generate_offline
     from recsys_spark.config import load_config
     from recsys_spark.offline.compare import compare_runs
     from recsys_spark.offline.pipeline import run_offline
+    from recsys_spark.ope import run_ope
     from recsys_spark.report import write_report
     from recsys_spark.session import job_session  # pyspark: only once a command runs
     from recsys_spark.window import run_window
@@ -56,20 +64,23 @@ def run(args: argparse.Namespace) -> int:
     start = END - dt.timedelta(days=days - 1)
     _say(
         f"recsys-spark demo: {days} days of sample logs ({args.users} users) evaluated {start}..{END}, the experiment "
-        f"{EXPERIMENT} over the week, two offline runs and their comparison, the HTML report; about 2-3 minutes on a "
-        f"2-core laptop (outputs under {out})"
+        f"{EXPERIMENT} over the week, two offline runs and their comparison, a candidate ranker judged off-policy and "
+        f"in a simulated day, the HTML report; about 3-4 minutes on a 2-core laptop (outputs under {out})"
     )
     began = time.monotonic()
-    args.set = [*args.set, SLICES]
+    args.set = [*args.set, OPE_TARGET, SLICES]
     cfg = load(args)
     start_logging(args)
     with contextlib.redirect_stdout(io.StringIO()):  # the generators list what they wrote: not the tour's news
         generate.main(
             ["--date", END.isoformat(), "--output-root", str(inputs), "--users", str(args.users)]
-            + ["--days", str(days + 1), "--seed", "7"]
+            + ["--days", str(days + 1), "--seed", "7", "--ope"]
         )
         generate_offline.main(["--output-root", str(offline_inputs), "--users", str(args.users), "--items", "600"])
-    _say(f"sample data: {inputs} (logs, items, users, assignments), {offline_inputs} (a model's offline data)")
+    _say(
+        f"sample data: {inputs} (logs with propensities, items, users, assignments, the candidate {CANDIDATE}), "
+        f"{offline_inputs} (a model's offline data)"
+    )
     spark = job_session(cfg, args.master, args.verbose, app_name="recsys-spark-demo")
     try:
         for i in range(days):
@@ -89,6 +100,23 @@ def run(args: argparse.Namespace) -> int:
             _say("  " + "  ".join(f"{k}={v:.4f}" for k, v in list(headline.items())[:4] if v is not None))
         compared = compare_runs(spark, offline_cfg, str(out), "base", "candidate")
         _say(f"offline-compare: {compared['users_in_both']} users in both, {compared['metrics']} metrics")
+        _say(f"ope: the candidate {CANDIDATE} estimated from the logs of {start}..{END}")
+        estimates = run_ope(spark, cfg, CANDIDATE, start, END, str(inputs), str(out))["estimates"]
+        truth = json.loads((inputs / "candidates" / CANDIDATE / "truth.json").read_text())
+        _say(
+            "  per logged position: "
+            + "  ".join(
+                f"{k}={estimates[k]:.4f}" for k in ("logged", "ips", "dm", "dr") if estimates.get(k) is not None
+            )
+            + f"  (true: logged {truth['logged_per_row']:.4f}, candidate {truth['candidate_per_row']:.4f}, known "
+            "because the data are made up)"
+        )
+        _say(f"simulate: the candidate's lists for the requests of {END}, without feedback")
+        simulated = daily.evaluate_day(spark, cfg, END, str(inputs), str(out), simulation_run=CANDIDATE)
+        _say(
+            f"  {simulated['status']}  "
+            + "  ".join(f"{k}={v:.4f}" for k, v in simulated["headline"].items() if v is not None)
+        )
         report = write_report(str(out), start, END, cfg, spark=spark)
     finally:
         spark.stop()
@@ -97,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
     _say(f"report: {report}  (open it in a browser)")
     _say(
         f"tables: {out}/{{metrics,user_metrics,lorenz,rule_checks,experiments,summary}}/dt=..., "
-        f"{out}/offline/{{metrics,...}}/run=..."
+        f"{out}/offline/{{metrics,...}}/run=..., {out}/ope/{{estimates,diagnostics,summary}}/run={CANDIDATE}, "
+        f"{out}/simulation/{{metrics,...}}/run={CANDIDATE}/dt={END}"
     )
     _say(
         'look at them: .venv/bin/python -c "import pandas as pd; '
