@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -559,7 +560,7 @@ def run_ope(
                 "seconds": dict(timings),
                 "config_hash": cfg.fingerprint(),
             }
-            out.stage_text(SUMMARY, "summary.json", json.dumps(summary, indent=2, allow_nan=False))
+            out.stage_text(SUMMARY, "summary.json", json.dumps(_finite(summary), indent=2, allow_nan=False))
             out.commit()
     except BaseException:
         out.abort()
@@ -571,7 +572,18 @@ def run_ope(
 
 
 def _number(value: float | None) -> float | None:
-    return None if value is None else float(value)
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities as null: the summary is strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def estimate_tuples(estimates: Sequence[K.Estimate], clip: float, tau: float, cfg: Config) -> list[tuple]:
