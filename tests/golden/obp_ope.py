@@ -33,7 +33,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-warnings.filterwarnings("ignore")
 HERE = Path(__file__).resolve().parent
 N_SIM = 10_000  # REFERENCES.md's IPW 0.0046832 and SNIPW 0.0049096 come from 10,000 simulations
 SWITCH_TAUS = (10.0, 100.0)
@@ -202,6 +201,8 @@ def slate(write: bool) -> dict:
 
 def main(argv: list[str]) -> int:
     import obp
+
+    warnings.filterwarnings("ignore")  # obp 0.4.1 on pandas 1.5: deprecation warnings (here, not at import)
 
     write = "--check" not in argv
     values = {"obp": obp.__version__, "numpy": np.__version__, "n_sim": N_SIM, "obd": obd(write), "slate": slate(write)}
