@@ -65,6 +65,21 @@ COMPAT_SPARK_TESTS ?= tests/test_compat.py tests/test_catalog.py tests/test_labe
 		'tomli>=2' scipy 'jinja2>=3.1' 'scikit-learn>=1.4' 'statsmodels>=0.14' 'chispa>=0.10' 'pytest>=8' || { rm -f $@; exit 1; }
 	@touch $@
 
+# obp's golden values for tests/test_ope*.py (docs/ope.md): Open Bandit Pipeline 0.4.1 imports torch and
+# pandas 1.5's API, so it gets a throwaway venv; --check recomputes obp's values and compares them with
+# tests/golden/obp_values.json (the tests hold them as literals).  TORCH=/path/to/torch-*.whl for a local wheel.
+TORCH ?= torch --index-url https://download.pytorch.org/whl/cpu
+build/obpvenv/bin/python:
+	$(PY) -m venv build/obpvenv
+	build/obpvenv/bin/pip install --quiet $(TORCH) || { rm -rf build/obpvenv; exit 1; }
+	build/obpvenv/bin/pip install --quiet --no-deps 'obp==0.4.1'
+	build/obpvenv/bin/pip install --quiet 'pandas==1.5.3' 'numpy<2' scikit-learn scipy matplotlib seaborn tqdm pyyaml \
+		mypy-extensions || { rm -rf build/obpvenv; exit 1; }
+
+.PHONY: golden-obp
+golden-obp: build/obpvenv/bin/python ## recompute obp's golden OPE values and compare them with the recorded ones
+	build/obpvenv/bin/python tests/golden/obp_ope.py --check
+
 .PHONY: test-compat
 test-compat: .venv-spark35/bin/pytest ## fast tests + a Spark subset on Python 3.10 / PySpark 3.5
 	PYTHONPATH=$(CURDIR) .venv-spark35/bin/pytest -q -p no:cacheprovider -m "not spark"

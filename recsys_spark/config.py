@@ -510,6 +510,46 @@ class OfflineConfig:
             raise ConfigError(f"config key offline.distortion: {exc}") from None
 
 
+def _ope_estimators() -> tuple[str, ...]:
+    from recsys_spark.kernels.ope import ESTIMATORS
+
+    return tuple(ESTIMATORS)
+
+
+@dataclass(frozen=True)
+class OpeConfig:
+    """Off-policy evaluation (``recsys-spark ope``, docs/ope.md): the candidate (a path or ``table:NAME``,
+    ``{input_root}`` and ``{run}`` filled in), the estimators, weight clipping (0: none) and Switch-DR's τ."""
+
+    target: str = ""
+    estimators: tuple[str, ...] = field(default_factory=_ope_estimators)
+    clip: float = 0.0
+    switch_tau: float = 10.0
+
+    def __post_init__(self) -> None:
+        known = _ope_estimators()
+        for name in self.estimators:
+            if name not in known:
+                near = difflib.get_close_matches(name, known, n=1)
+                hint = f" (did you mean {near[0]}?)" if near else ""
+                raise ConfigError(
+                    f"config key ope.estimators: unknown estimator {name!r}{hint}; expected some of {', '.join(known)}"
+                )
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """Offline simulation (``recsys-spark simulate``, docs/ope.md): where the candidate's lists for the logged
+    requests are (``{input_root}``, ``{date}`` and ``{run}`` filled in)."""
+
+    lists: str = "{input_root}/simulation/{run}/dt={date}"
+
+    def __post_init__(self) -> None:
+        from recsys_spark.templates import check_template
+
+        check_template(self.lists.replace("{run}", "run"), "simulation.lists")
+
+
 @dataclass(frozen=True)
 class ReportConfig:
     """The HTML report (:mod:`recsys_spark.report`); see docs/report.md."""
@@ -649,6 +689,8 @@ class Config:
     output: OutputConfig = field(default_factory=OutputConfig)
     experiments: ExperimentsConfig = field(default_factory=ExperimentsConfig)
     offline: OfflineConfig = field(default_factory=OfflineConfig)
+    ope: OpeConfig = field(default_factory=OpeConfig)
+    simulation: SimulationConfig = field(default_factory=SimulationConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
     stats: StatsConfig = field(default_factory=StatsConfig)
     gate: GateConfig = field(default_factory=GateConfig)
@@ -813,7 +855,7 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
         raise ConfigError(f"config key {dotted}: expected one of {', '.join(choices)}, got {value!r}")
     if isinstance(result, (int, float)) and not isinstance(result, bool):
         # thresholds and tolerances may be 0
-        zero_ok = key[0] in ("rules", "validation", "experiments", "offline", "stats", "gate")
+        zero_ok = key[0] in ("rules", "validation", "experiments", "offline", "stats", "gate", "ope")
         if result < 0 or (result == 0 and not zero_ok):
             raise ConfigError(
                 f"config key {dotted}: expected a {'non-negative' if zero_ok else 'positive'} number, got {value!r}"

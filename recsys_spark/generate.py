@@ -43,6 +43,17 @@ Each day D (its own random stream derived from ``(seed, D)``):
   request_id that was never served, or a served request with an item it did not show
   (request_id never null for orphans).
 
+With ``--ope`` (off-policy evaluation, docs/ope.md) the logging ranker explores: each list shows its
+retrieved items in a uniformly random order, and logs the propensities that order had (``propensity``
+1/L of an item at its position, ``list_propensity`` 1/L! of the list, ``prefix_propensity`` (L-k)!/L! of its
+first k items, given the retrieved items); lists never repeat an item; each item has an appeal
+~ N(0, 0.6) added to the click logit.  A candidate policy, ``reranker``, shows each list's 6 items of
+highest *estimated* appeal (the appeal plus N(0, 0.3), the same for every request) in that order: its table
+for ``recsys-spark ope`` (probability 1, and q_hat, its model's click probability at that position) goes to
+``candidates/reranker/target/``, its lists for ``recsys-spark simulate`` to ``simulation/reranker/dt=D/``,
+and the expected click rates of both policies under the model (known here only because the data are
+made up) to ``candidates/reranker/truth.json``.
+
 Rows of a day are in chronological order of requests; request numbers follow that order.
 Everything is vectorised with numpy: the only Python loops run over digits of ids, offsets
 within a list, redraw rounds of duplicated items, part files and days.
@@ -53,6 +64,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
+import json
 import os
 import shutil
 import sys
@@ -68,7 +80,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS, FIRST_SEEN, ITEM_COLUMNS, USER
+from recsys_spark.schema import (
+    CLICK_COLUMNS,
+    EXPOSURE_COLUMNS,
+    FIRST_SEEN,
+    ITEM_COLUMNS,
+    LIST_PROPENSITY,
+    PREFIX_PROPENSITY,
+    PROPENSITY,
+    USER,
+)
 
 # --- knobs of the model -------------------------------------------------------------------
 EXPOSURES_PER_USER = 20
@@ -114,6 +135,13 @@ ORPHAN_CLICK_RATE = 0.01
 
 HEAVY_USER = 0  # index of the user replaced by the heavy user (u000000)
 
+# --ope: the exploring logger and the candidate (docs/ope.md)
+APPEAL_SIGMA = 0.6  # an item's own effect on the click logit
+CANDIDATE = "reranker"
+CANDIDATE_NOISE = 0.3  # what the candidate's model gets wrong about an item's appeal
+CANDIDATE_LENGTH = 6  # the candidate shows its 6 best of the retrieved items
+TRUTH_DRAWS = 16  # noise draws of the expected click rates in truth.json
+
 PLATFORMS = ("ios", "android", "web")
 PLATFORM_P = (0.45, 0.40, 0.15)
 EVENTS = ("click", "purchase")
@@ -150,6 +178,24 @@ TIMESTAMP = pa.timestamp("us", tz="UTC")
 _ARROW = {"id": pa.string(), "int": pa.int32(), "double": pa.float64(), "timestamp": TIMESTAMP, "string": pa.string()}
 EXPOSURE_SCHEMA = pa.schema([(c.name, _ARROW[c.kind]) for c in EXPOSURE_COLUMNS] + [("platform", pa.string())])
 CLICK_SCHEMA = pa.schema([(c.name, _ARROW[c.kind]) for c in CLICK_COLUMNS])
+#: with --ope: the logging policy's propensities too
+OPE_EXPOSURE_SCHEMA = (
+    EXPOSURE_SCHEMA.append(pa.field(PROPENSITY, pa.float64()))
+    .append(pa.field(LIST_PROPENSITY, pa.float64()))
+    .append(pa.field(PREFIX_PROPENSITY, pa.float64()))
+)
+TARGET_SCHEMA = pa.schema(
+    [
+        ("request_id", pa.string()),
+        ("item_id", pa.string()),
+        ("position", pa.int32()),
+        ("probability", pa.float64()),
+        ("q_hat", pa.float64()),
+    ]
+)
+SIMULATED_SCHEMA = pa.schema(
+    [("request_id", pa.string()), ("item_id", pa.string()), ("position", pa.int32()), ("score", pa.float64())]
+)
 ITEM_SCHEMA = pa.schema([(c.name, _ARROW[c.kind]) for c in ITEM_COLUMNS])
 USER_SCHEMA = pa.schema([(USER, pa.string()), (FIRST_SEEN, pa.date32()), ("country", pa.string())])
 
@@ -346,6 +392,11 @@ class DayLogs(NamedTuple):
     exposures: pa.Table
     clicks: pa.Table
     stats: dict[str, int]
+    #: --ope: the candidate's table for recsys-spark ope, its lists for recsys-spark simulate, and the
+    #: expected clicks of both policies under the model (truth.json's sums)
+    target: pa.Table | None = None
+    simulated: pa.Table | None = None
+    truth: dict[str, float] | None = None
 
 
 def _requests_per_user(
@@ -463,15 +514,21 @@ def _sorted_scores(rng: np.random.Generator, request: np.ndarray, starts: np.nda
     return _sigmoid(quality[request] + SCORE_SPREAD * logit_u)
 
 
-def draw_lists(rng: np.random.Generator, pop: Population, req: Requests, heavy_user_exposures: int = 0) -> Lists:
-    """Displayed lists (items, positions, scores), one row per empty response."""
+def draw_lists(
+    rng: np.random.Generator, pop: Population, req: Requests, heavy_user_exposures: int = 0, explore: bool = False
+) -> Lists:
+    """Displayed lists (items, positions, scores), one row per empty response.  ``explore`` (--ope): each
+    list's items in a uniformly random order, and no list repeats an item."""
     lengths = _list_lengths(rng, req, heavy_user_exposures)
     rows = np.maximum(lengths, 1)
     request, rank = _group_index(rows)
     starts = np.cumsum(rows) - rows
     items = _distinct_items(rng, pop, request, int(rows.max(initial=1)))
+    if explore:  # a uniformly random order within each list
+        items = items[np.lexsort((rng.random(len(items)), request))]
     # ~0.5% of lists show one item twice, at positions p < q
-    dup = np.flatnonzero((rng.random(len(rows)) < DUPLICATE_LIST_RATE) & (lengths >= 2))
+    dup_rate = 0.0 if explore else DUPLICATE_LIST_RATE
+    dup = np.flatnonzero((rng.random(len(rows)) < dup_rate) & (lengths >= 2))
     p = (rng.random(len(dup)) * (lengths[dup] - 1)).astype(np.int64)
     q = p + 1 + (rng.random(len(dup)) * (lengths[dup] - 1 - p)).astype(np.int64)
     items[starts[dup] + q] = items[starts[dup] + p]
@@ -501,14 +558,29 @@ def _delays_us(rng: np.random.Generator, n: int, median_s: float, sigma: float, 
     return (seconds * US_PER_S).astype(np.int64)
 
 
-def draw_clicks(rng: np.random.Generator, pop: Population, req: Requests, lists: Lists, day: dt.date) -> Clicks:
-    """Clicks and purchases on exposures, request_id dropped for some, plus orphan clicks."""
-    day_end = ((day - EPOCH).days + 1) * DAY_US
+def click_probability(
+    pop: Population, req: Requests, lists: Lists, noise: np.ndarray, appeal: np.ndarray | None = None
+) -> np.ndarray:
+    """P(click) of each row of ``lists`` given its noise draw (with ``appeal``: the items' own effect)."""
     logit = np.log(lists.score) - np.log1p(-lists.score)
     user_bias = pop.click_bias[req.user[lists.request]]
-    noise = rng.normal(0.0, CLICK_NOISE_SIGMA, len(logit))
-    p = _sigmoid(CLICK_INTERCEPT + CLICK_SCORE_SLOPE * logit + user_bias + noise)
-    p /= lists.position**POSITION_BIAS_EXPONENT
+    item_effect = 0.0 if appeal is None else appeal[lists.item]
+    p = _sigmoid(CLICK_INTERCEPT + CLICK_SCORE_SLOPE * logit + user_bias + item_effect + noise)
+    return p / lists.position**POSITION_BIAS_EXPONENT
+
+
+def draw_clicks(
+    rng: np.random.Generator,
+    pop: Population,
+    req: Requests,
+    lists: Lists,
+    day: dt.date,
+    appeal: np.ndarray | None = None,
+) -> Clicks:
+    """Clicks and purchases on exposures, request_id dropped for some, plus orphan clicks."""
+    day_end = ((day - EPOCH).days + 1) * DAY_US
+    noise = rng.normal(0.0, CLICK_NOISE_SIGMA, len(lists.score))
+    p = click_probability(pop, req, lists, noise, appeal)
     row = np.flatnonzero((rng.random(len(p)) < p) & lists.shown)
     shown_ts = req.ts[lists.request[row]]
     click_ts = shown_ts + _delays_us(rng, len(row), CLICK_DELAY_MEDIAN_S, 1.1, MAX_CLICK_DELAY_S)
@@ -593,10 +665,17 @@ def _pick(names: pa.Array, index: np.ndarray, valid: np.ndarray | None = None) -
     return names.take(pa.array(np.asarray(index, dtype=np.int32), type=pa.int32(), mask=mask))
 
 
-def _exposure_batch(req: Requests, lists: Lists, ids: DayIds, lo: int, hi: int) -> pa.RecordBatch:
+def _exposure_batch(
+    req: Requests, lists: Lists, ids: DayIds, lo: int, hi: int, propensities: np.ndarray | None = None
+) -> pa.RecordBatch:
     request = lists.request[lo:hi]
     shown = lists.shown[lo:hi]
     session = req.session[request]
+    extra = (
+        []
+        if propensities is None
+        else [pa.array(column[lo:hi], type=pa.float64(), mask=~shown) for column in propensities]
+    )
     return pa.RecordBatch.from_arrays(
         [
             _pick(ids.users, req.user[request]),
@@ -607,8 +686,9 @@ def _exposure_batch(req: Requests, lists: Lists, ids: DayIds, lo: int, hi: int) 
             pa.array(lists.score[lo:hi], type=pa.float64(), mask=~shown),
             _timestamps(req.ts[request]),
             _labels(PLATFORMS, req.session_platform[session]),
+            *extra,
         ],
-        schema=EXPOSURE_SCHEMA,
+        schema=EXPOSURE_SCHEMA if propensities is None else OPE_EXPOSURE_SCHEMA,
     )
 
 
@@ -638,6 +718,87 @@ def _click_table(clicks: Clicks, ids: DayIds, rng: np.random.Generator) -> pa.Ta
     )
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """--ope: each item's appeal (its own effect on the click logit) and the candidate's estimate of it."""
+
+    appeal: np.ndarray
+    estimate: np.ndarray
+
+
+def make_candidate(pop: Population, seed: int) -> Candidate:
+    rng = np.random.default_rng([seed, 5])
+    appeal = rng.normal(0.0, APPEAL_SIGMA, pop.n_items)
+    return Candidate(appeal, appeal + rng.normal(0.0, CANDIDATE_NOISE, pop.n_items))
+
+
+def logged_propensities(lists: Lists) -> np.ndarray:
+    """(propensity, list_propensity, prefix_propensity) per row of an exploring logger's lists: the retrieved
+    L items in a uniformly random order, so 1/L, 1/L! and (L - k)!/L! (NaN on empty responses)."""
+    length = np.bincount(lists.request, weights=lists.shown)[lists.request].astype(np.int64)
+    log_factorial = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, max(int(length.max(initial=1)), 1) + 1)))])
+    k = lists.position.astype(np.int64)
+    safe = np.where(lists.shown, length, 1)
+    return np.vstack(
+        [
+            np.where(lists.shown, 1.0 / safe, np.nan),
+            np.where(lists.shown, np.exp(-log_factorial[safe]), np.nan),
+            np.where(lists.shown, np.exp(log_factorial[np.maximum(safe - k, 0)] - log_factorial[safe]), np.nan),
+        ]
+    )
+
+
+def candidate_lists(lists: Lists, candidate: Candidate) -> tuple[Lists, np.ndarray]:
+    """The candidate's lists: each logged list's items ranked by the candidate's estimated appeal, its best
+    ``CANDIDATE_LENGTH`` kept; the score of a row is the logged list's at that position (the request's);
+    and q_hat, the candidate's click probability of each row (its model: no user effect, no noise)."""
+    shown = np.flatnonzero(lists.shown)
+    order = shown[np.lexsort((lists.item[shown], -candidate.estimate[lists.item[shown]], lists.request[shown]))]
+    request = lists.request[order]
+    first = np.flatnonzero(np.r_[True, request[1:] != request[:-1]])
+    rank = np.arange(len(order)) - np.repeat(first, np.diff(np.r_[first, len(order)]))
+    keep = rank < CANDIDATE_LENGTH
+    request, rank, item = request[keep], rank[keep], lists.item[order][keep]
+    start = np.searchsorted(lists.request, request)  # the request's first row (rows are grouped by request)
+    score = lists.score[start + rank]
+    position = (rank + 1).astype(np.int32)
+    logit = np.log(score) - np.log1p(-score)
+    q_hat = (
+        _sigmoid(CLICK_INTERCEPT + CLICK_SCORE_SLOPE * logit + candidate.estimate[item])
+        / position**POSITION_BIAS_EXPONENT
+    )
+    return Lists(request, position, item, score, np.ones(len(request), dtype=bool), 0), q_hat
+
+
+def expected_clicks(
+    rng: np.random.Generator, pop: Population, req: Requests, lists: Lists, appeal: np.ndarray
+) -> float:
+    """Σ over the shown rows of P(click), averaged over ``TRUTH_DRAWS`` draws of the noise."""
+    shown = lists.shown
+    total = 0.0
+    for _ in range(TRUTH_DRAWS):
+        noise = rng.normal(0.0, CLICK_NOISE_SIGMA, len(lists.score))
+        total += float(click_probability(pop, req, lists, noise, appeal)[shown].sum())
+    return total / TRUTH_DRAWS
+
+
+def _candidate_tables(
+    pop: Population, req: Requests, lists: Lists, ids: DayIds, candidate: Candidate, rng: np.random.Generator
+) -> tuple[pa.Table, pa.Table, dict[str, float]]:
+    chosen, q_hat = candidate_lists(lists, candidate)
+    requests, items = _pick(ids.requests, chosen.request), _pick(ids.items, chosen.item)
+    position = pa.array(chosen.position, type=pa.int32())
+    target = pa.table([requests, items, position, pa.array(np.ones(len(q_hat))), pa.array(q_hat)], schema=TARGET_SCHEMA)
+    simulated = pa.table([requests, items, position, pa.array(q_hat)], schema=SIMULATED_SCHEMA)
+    truth = {
+        "logged_rows": float(np.count_nonzero(lists.shown)),
+        "lists": float(len(np.unique(lists.request[lists.shown]))),
+        "logged_clicks": expected_clicks(rng, pop, req, lists, candidate.appeal),
+        "candidate_clicks": expected_clicks(rng, pop, req, chosen, candidate.appeal),
+    }
+    return target, simulated, truth
+
+
 def generate_day(
     pop: Population,
     day: dt.date,
@@ -645,18 +806,21 @@ def generate_day(
     seed: int,
     heavy_user_exposures: int = 0,
     batch_rows: int = MAX_ROWS_PER_FILE,
+    candidate: Candidate | None = None,
 ) -> DayLogs:
-    """Exposures and clicks of one day as Arrow tables (exposures in batches of <= batch_rows)."""
+    """Exposures and clicks of one day as Arrow tables (exposures in batches of <= batch_rows).  With a
+    ``candidate`` (--ope): the exploring logger, its propensities, and the candidate's tables."""
     rng = np.random.default_rng([seed, 1, day.toordinal()])
     req = draw_requests(rng, pop, day, n_exposures, heavy_user_exposures)
-    lists = draw_lists(rng, pop, req, heavy_user_exposures)
-    clicks = draw_clicks(rng, pop, req, lists, day)
+    lists = draw_lists(rng, pop, req, heavy_user_exposures, explore=candidate is not None)
+    clicks = draw_clicks(rng, pop, req, lists, day, None if candidate is None else candidate.appeal)
     ids = _day_ids(pop, req, max(len(req.user), int(clicks.request.max(initial=-1)) + 1), day)
     n_rows = len(lists.request)
+    propensities = None if candidate is None else logged_propensities(lists)
     with ThreadPoolExecutor(max_workers=_threads()) as pool:  # arrow and numpy release the GIL
         batches = list(
             pool.map(
-                lambda lo: _exposure_batch(req, lists, ids, lo, min(lo + batch_rows, n_rows)),
+                lambda lo: _exposure_batch(req, lists, ids, lo, min(lo + batch_rows, n_rows), propensities),
                 range(0, n_rows, batch_rows),
             )
         )
@@ -676,7 +840,13 @@ def generate_day(
     # the amounts from a stream of their own: the day's other columns do not depend on them
     click_table = _click_table(clicks, ids, np.random.default_rng([seed, 2, day.toordinal()]))
     stats["gmv_cents"] = round(float(pc.sum(click_table.column("value")).as_py() or 0.0) * 100)
-    return DayLogs(pa.Table.from_batches(batches, schema=EXPOSURE_SCHEMA), click_table, stats)
+    schema = EXPOSURE_SCHEMA if candidate is None else OPE_EXPOSURE_SCHEMA
+    logs = DayLogs(pa.Table.from_batches(batches, schema=schema), click_table, stats)
+    if candidate is None:
+        return logs
+    truth_rng = np.random.default_rng([seed, 7, day.toordinal()])
+    target, simulated, truth = _candidate_tables(pop, req, lists, ids, candidate, truth_rng)
+    return logs._replace(target=target, simulated=simulated, truth=truth)
 
 
 # --- A/B assignments ------------------------------------------------------------------------
@@ -781,11 +951,14 @@ def write_days(
     max_rows_per_file: int = MAX_ROWS_PER_FILE,
     log: bool = False,
     experiments: bool = False,
+    ope: bool = False,
 ) -> dict:
     """Write ``days`` consecutive days ending at ``date`` plus the users and items tables.
 
     Returns the sizes and, per day, the counts of ``generate_day``.  With ``experiments``, also
-    ``assignments/dt=D`` (:func:`assignments_table`), and the treatment effects act on the clicks.
+    ``assignments/dt=D`` (:func:`assignments_table`), and the treatment effects act on the clicks.  With
+    ``ope``: the exploring logger's propensities, and the candidate's ``candidates/reranker/target/``,
+    ``simulation/reranker/dt=D/`` and ``candidates/reranker/truth.json`` (the module docstring).
     """
     if days < 1 or heavy_user_exposures < 0:
         raise ValueError("days must be >= 1 and heavy_user_exposures >= 0")
@@ -796,14 +969,22 @@ def write_days(
     if experiments:
         pop = with_experiment_effects(pop, seed)
     catalog = items_table(pop)
+    candidate = make_candidate(pop, seed) if ope else None
+    truth: dict[str, float] = {}
     write_table(users_table(pop), root / "users")
     write_table(catalog, root / "items")
     summary: dict = {"users": n_users, "items": n_items, "catalog_items": catalog.num_rows, "days": []}
     for back in range(days - 1, -1, -1):
         started = time.perf_counter()
         day = end - dt.timedelta(days=back)
-        logs = generate_day(pop, day, n_exposures, seed, heavy_user_exposures, max_rows_per_file)
+        logs = generate_day(pop, day, n_exposures, seed, heavy_user_exposures, max_rows_per_file, candidate)
         partition = f"dt={day.isoformat()}"
+        if logs.target is not None and logs.simulated is not None and logs.truth is not None:
+            target = root / "candidates" / CANDIDATE / "target"
+            target.mkdir(parents=True, exist_ok=True)
+            pq.write_table(logs.target, target / f"part-{day.isoformat()}.parquet", compression="snappy")
+            write_table(logs.simulated, root / "simulation" / CANDIDATE / partition)
+            truth = {k: truth.get(k, 0.0) + v for k, v in logs.truth.items()}
         files = write_table(logs.exposures, root / "exposures" / partition, max_rows_per_file)
         write_table(logs.clicks, root / "clicks" / partition, max_rows_per_file)
         if experiments:
@@ -817,7 +998,22 @@ def write_days(
         summary["days"].append(counts)
         if log:
             print(" ".join(f"{key}={value}" for key, value in counts.items()), flush=True)
+    if truth:
+        summary["truth"] = write_truth(root / "candidates" / CANDIDATE / "truth.json", truth)
     return summary
+
+
+def write_truth(path: Path, sums: dict[str, float]) -> dict[str, float]:
+    """The expected click rates of the logged policy and the candidate under the model, per logged row
+    (what ``recsys-spark ope``'s item-level estimators estimate) and per list (the slate estimators')."""
+    truth = {
+        "logged_per_row": sums["logged_clicks"] / sums["logged_rows"],
+        "candidate_per_row": sums["candidate_clicks"] / sums["logged_rows"],
+        "logged_per_list": sums["logged_clicks"] / sums["lists"],
+        "candidate_per_list": sums["candidate_clicks"] / sums["lists"],
+    }
+    path.write_text(json.dumps(truth, indent=2) + "\n")
+    return truth
 
 
 def _count(minimum: int) -> Callable[[str], int]:
@@ -858,6 +1054,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help=f"rows per part file (default {MAX_ROWS_PER_FILE})",
     )
     parser.add_argument(
+        "--ope",
+        action="store_true",
+        help="an exploring logger with propensities, and a candidate policy (docs/ope.md)",
+    )
+    parser.add_argument(
         "--no-experiments",
         dest="experiments",
         action="store_false",
@@ -881,6 +1082,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.max_rows_per_file,
         log=True,
         experiments=args.experiments,
+        ope=args.ope,
     )
     print(
         f"wrote {len(summary['days'])} day(s), {summary['users']} users, {summary['catalog_items']} "

@@ -125,6 +125,61 @@ METRICS: dict[str, Metric] = {
     )
 }
 
+#: the metrics that need feedback (a click or another weighted event): a simulation has none, and writes none
+FEEDBACK_METRICS = (
+    "ndcg",
+    "map",
+    "precision",
+    "recall",
+    "hit_rate",
+    "f1",
+    "mrr",
+    "auc",
+    "exposure_ctr",
+    "pv_ctr",
+    "uv_ctr",
+    "uv_conversion",
+    "clicks_per_clicking_user",
+)
+
+#: off-policy estimators (docs/ope.md): a policy's expected reward per logged row (``item``) or per list
+#: (``list``); ``logged`` and ``logged_list`` are the logging policy's observed reward, the baseline
+OPE_ESTIMATORS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        _m("logged", None, high=None, label="logged policy (observed)"),
+        _m("ips", "higher", high=None, label="IPS"),
+        _m("snips", "higher", high=None, label="SNIPS"),
+        _m("dm", "higher", high=None, label="DM"),
+        _m("dr", "higher", high=None, label="DR"),
+        _m("sndr", "higher", high=None, label="SNDR"),
+        _m("switch_dr", "higher", high=None, label="Switch-DR"),
+        _m("replay", "higher", high=None, label="replay"),
+        _m("logged_list", None, high=None, label="logged policy, per list (observed)"),
+        _m("slate_ips", "higher", high=None, label="slate IPS"),
+        _m("iips", "higher", high=None, label="IIPS"),
+        _m("rips", "higher", high=None, label="RIPS"),
+    )
+}
+#: the diagnostics of an OPE run: which way is healthier (None: a count or a level)
+OPE_DIAGNOSTICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        _m("users", None, high=None),
+        _m("rows", None, high=None, label="logged rows"),
+        _m("lists", None, high=None, label="logged lists"),
+        _m("rows_without_propensity", "lower", high=None, label="rows without a propensity"),
+        _m("effective_sample_size", "higher", high=None, label="effective sample size"),
+        _m("effective_sample_share", "higher", label="effective sample share", percent=True),
+        _m("max_weight", "lower", high=None, label="largest importance weight"),
+        _m("mean_weight", None, high=None, label="mean importance weight"),
+        _m("unseen_logged_share", None, label="logged rows the candidate never shows", percent=True),
+        _m("unsupported_target_share", "lower", label="candidate mass the logs never show", percent=True),
+        _m("matched_rows", "higher", high=None, label="rows where the candidate agrees for sure"),
+        _m("mean_target_mass", None, label="candidate's mass at a logged position"),
+    )
+}
+
 #: list metrics: one value per list and cut-off k, averaged per user (the daily per-user table's k columns)
 LIST_METRICS = ("ndcg", "map", "precision", "recall", "hit_rate")
 #: the offline per-user table's k columns: the same, and F1 (offline lists are scored against held-out truth)

@@ -49,6 +49,8 @@ BUILT_IN_RULES = (
     "bot_user_rate",
     "exposure_change",
 )
+#: the rules about the day's feedback events: a simulation (no feedback by design) leaves them out
+FEEDBACK_RULES = ("no_feedback", "rejected_click_rate", "unweighted_event_rate", "orphan_event_rate")
 
 
 @dataclass(frozen=True)

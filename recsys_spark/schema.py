@@ -65,6 +65,37 @@ CLICK_COLUMNS = (
 )
 ITEM_COLUMNS = (ColumnSpec(ITEM, "id"), ColumnSpec(CATEGORY, "string"))
 
+#: off-policy evaluation (docs/ope.md): what the logging policy knew when it showed the row, optional on
+#: the exposures (the daily job does not read them): its probability of showing that item at that position
+#: in that request, of the whole list, and of the list's items up to this row's position
+PROPENSITY = "propensity"
+LIST_PROPENSITY = "list_propensity"
+PREFIX_PROPENSITY = "prefix_propensity"
+OPE_EXPOSURE_COLUMNS = (
+    *EXPOSURE_COLUMNS,
+    ColumnSpec(PROPENSITY, "double", required=False),
+    ColumnSpec(LIST_PROPENSITY, "double", required=False),
+    ColumnSpec(PREFIX_PROPENSITY, "double", required=False),
+)
+#: the candidate of an OPE run (``ope.target``): one row per (request, item, position) it could show
+PROBABILITY = "probability"
+Q_HAT = "q_hat"
+TARGET_COLUMNS = (
+    ColumnSpec(REQUEST, "id"),
+    ColumnSpec(ITEM, "id"),
+    ColumnSpec(POSITION, "int"),
+    ColumnSpec(PROBABILITY, "double"),
+    ColumnSpec(Q_HAT, "double", required=False),
+)
+#: a simulation's lists (``simulation.lists``): the candidate's list for each logged request; the user, the
+#: session and the time are the logged request's (an exposures file has these columns and more)
+SIMULATED_LIST_COLUMNS = (
+    ColumnSpec(REQUEST, "id"),
+    ColumnSpec(ITEM, "id"),
+    ColumnSpec(POSITION, "int"),
+    ColumnSpec(SCORE, "double", required=False),
+)
+
 #: the Spark type each kind is read as
 SPARK_TYPE = {"id": "string", "int": "int", "double": "double", "timestamp": "timestamp", "string": "string"}
 
@@ -130,6 +161,19 @@ RULE_CHECKS_DDL = (
 )
 #: rejected/dt=D (with validation.write_rejected): the set-aside rows
 REJECTED_DDL = "source string, reason string, row string"
+
+#: ope/estimates/run=NAME: one row per estimator (docs/ope.md)
+OPE_ESTIMATES_DDL = (
+    "estimator string, level string, value double, se double, ci_low double, ci_high double, ci_method string, "
+    "n long, units long, delta double, delta_se double, delta_ci_low double, delta_ci_high double, "
+    "clip double, switch_tau double, confidence double"
+)
+#: ope/diagnostics/run=NAME: one row per diagnostic
+OPE_DIAGNOSTICS_DDL = "diagnostic string, value double"
+
+#: the tables a simulated day writes (``recsys-spark simulate``): ``simulation/{table}/run=NAME/dt=D``; no
+#: ``user_metrics`` nor ``experiments``, which need feedback
+SIMULATION_TABLES = ("metrics", "lorenz", "rule_checks", "rejected", "summary")
 
 #: the tables the daily job writes under its output root, one ``dt=D`` partition each: the only ones a
 #: run replaces or removes (other folders under the output root, inputs included, are never touched)

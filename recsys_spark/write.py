@@ -95,12 +95,28 @@ class Output(Protocol):
     def abort(self) -> None: ...
 
 
-def open_output(spark: SparkSession, output_root: str, date: str, settings: OutputConfig) -> Output:
+def open_output(
+    spark: SparkSession,
+    output_root: str,
+    date: str,
+    settings: OutputConfig,
+    partition: str | None = None,
+    owned: Sequence[str] = DAILY_TABLES,
+) -> Output:
     """The day's output: :class:`DailyOutput` on a classic session, :class:`ScratchOutput` on Spark Connect
-    (which has no file-system API for the lock, the staging and the renames)."""
+    (which has no file-system API for the lock, the staging and the renames).  ``partition`` (default
+    ``dt=D``) and ``owned``: as :class:`DailyOutput`'s (a simulated day writes ``run=NAME/dt=D``)."""
     if engine.is_connect(spark):
-        return ScratchOutput(spark, output_root, date)
-    return DailyOutput(spark, output_root, date, settings.stale_minutes, heartbeat_seconds=settings.heartbeat_seconds)
+        return ScratchOutput(spark, output_root, date, partition)
+    return DailyOutput(
+        spark,
+        output_root,
+        date,
+        settings.stale_minutes,
+        owned=owned,
+        heartbeat_seconds=settings.heartbeat_seconds,
+        partition=partition,
+    )
 
 
 class DailyOutput:
@@ -438,10 +454,11 @@ class ScratchOutput:
     it, and a failed run leaves what it wrote.  For runs from Python on Connect (docs/catalog.md).
     """
 
-    def __init__(self, spark: SparkSession, output_root: str, date: str) -> None:
+    def __init__(self, spark: SparkSession, output_root: str, date: str, partition: str | None = None) -> None:
         self.spark = spark
         self.root = output_root.rstrip("/")
         self.date = date
+        self.partition = partition or f"dt={date}"
         self.tables: list[str] = []
         self.swept: list[str] = []
         self.recovered: list[str] = []
@@ -457,7 +474,7 @@ class ScratchOutput:
         """Nothing to take: Connect has no atomic create."""
 
     def staged_path(self, table: str) -> str:
-        return f"{self.root}/{table}/dt={self.date}"
+        return f"{self.root}/{table}/{self.partition}"
 
     def stage(self, table: str, df: DataFrame) -> str:
         path = self.staged_path(table)

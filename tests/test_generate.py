@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from pathlib import Path
 
 import numpy as np
@@ -360,3 +361,34 @@ def test_format_ids_pads_and_nulls() -> None:
     assert ids.type == pa.string() and ids.to_pylist() == ["i0007", None, "i1234"]
     with pytest.raises(ValueError):
         gen.format_ids("i", np.array([12345]), 4)
+
+
+def test_ope_mode_logs_the_exploring_loggers_propensities_and_a_candidate(tmp_path: Path) -> None:
+    summary = gen.write_days(tmp_path, DATE, days=1, users=300, seed=SEED, ope=True)
+    exposures = _read(tmp_path, "exposures", DATE)
+    shown = exposures[exposures.item_id.notna()]
+    length = shown.groupby("request_id")["position"].transform("size").astype(int)
+    assert np.allclose(shown["propensity"], 1.0 / length)
+    factorial = length.map(math.factorial).astype(float)
+    assert np.allclose(shown["list_propensity"], 1.0 / factorial)
+    rest = (length - shown["position"].astype(int)).map(math.factorial).astype(float)
+    assert np.allclose(shown["prefix_propensity"], rest / factorial)
+    assert not shown.duplicated(["request_id", "item_id"]).any()  # an exploring list never repeats an item
+    assert exposures.loc[exposures.item_id.isna(), "propensity"].isna().all()
+    target = pq.read_table(tmp_path / "candidates" / gen.CANDIDATE / "target").to_pandas()
+    assert (target["probability"] == 1.0).all() and target["q_hat"].between(0, 1).all()
+    assert target.groupby("request_id")["position"].max().max() == gen.CANDIDATE_LENGTH
+    # the candidate re-ranks the logged list's items: every one of its rows is a logged (request, item)
+    logged = set(zip(shown["request_id"], shown["item_id"], strict=True))
+    assert set(zip(target["request_id"], target["item_id"], strict=True)) <= logged
+    simulated = _read(tmp_path, f"simulation/{gen.CANDIDATE}", DATE)
+    assert len(simulated) == len(target)
+    truth = summary["truth"]
+    assert truth["candidate_per_row"] > truth["logged_per_row"] > 0.01  # it ranks the appealing items first
+
+
+def test_ope_mode_leaves_the_default_logs_alone(tmp_path: Path) -> None:
+    plain = gen.generate_day(
+        gen.make_population(300, 200, SEED, dt.date(2026, 11, 20)), dt.date(2026, 11, 20), 3000, SEED
+    )
+    assert plain.target is None and plain.exposures.schema.names == EXPOSURES.names

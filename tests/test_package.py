@@ -25,6 +25,7 @@ def _modules_the_job_imports() -> set[str]:
         "recsys_spark.window",
         "recsys_spark.offline.pipeline",
         "recsys_spark.offline.compare",
+        "recsys_spark.ope",
         "recsys_spark.report",
         "recsys_spark.report.build",
         "recsys_spark.gate",

@@ -225,14 +225,14 @@ def test_regression_rests_on_the_days_and_says_when_too_few(root, html, page):
 
 
 def test_without_interval_columns_or_experiments_the_sections_degrade(tmp_path):
-    root = fx.build_root(tmp_path / "plain", with_ci=False, experiments=False)
+    root = fx.build_root(tmp_path / "plain", with_ci=False, experiments=False, ope=False)
     html = render(root)
     page = parse(html)
     assert "experiments" not in page.ids("section")
     assert 'class="band"' not in html and 'class="whisker"' not in html
     assert "No interval columns" in html and 'id="no-offline-auc"' in html
     assert "ci_low" not in page.data["data-trend-ndcg-10-user-avg"]
-    with_ci = render(fx.build_root(tmp_path / "ci", with_ci=True, experiments=False))
+    with_ci = render(fx.build_root(tmp_path / "ci", with_ci=True, experiments=False, ope=False))
     assert 'class="band"' in with_ci and 'class="whisker"' in with_ci
 
 
@@ -567,3 +567,35 @@ def test_the_windows_and_the_offline_outputs_are_read(root):
     assert data.offline_runs[0].summary["notes"] == ["a note of run base"]
     assert data.offline_skipped == ["run unfinished"]  # its metrics are there, its _SUCCESS is not
     assert [(c.base, c.candidate, len(c.rows)) for c in data.comparisons] == [("base", "candidate", len(fx.COMPARISON))]
+
+
+def test_an_ope_run_shows_its_estimates_against_the_logged_value_and_its_diagnostics(page, html):
+    item = page.data["data-ope-reranker-item"]
+    assert [r["estimator"] for r in item["rows"]] == ["logged", "ips", "dr"]
+    ips = item["rows"][1]
+    assert ips["value"] == 0.061 and ips["ci_low"] == 0.052 and ips["delta"] == 0.011 and not ips["baseline"]
+    assert item["rows"][0]["baseline"]
+    assert [r["estimator"] for r in page.data["data-ope-reranker-list"]["rows"]] == ["logged_list", "iips"]
+    figure_svg = figure(html, "ope-reranker-item")
+    assert "logged policy" in figure_svg  # the reference line at the logged value
+    table = html[html.index('id="table-ope-diagnostics-reranker"') :]
+    table = table[: table.index("</table>")]
+    assert "effective sample size" in table and "2.0%" in table  # in the run's order, a share as a share
+    assert table.index("users") < table.index("effective sample size") < table.index("candidate mass")
+    assert "slate_ips skipped: no logged list has a list_propensity" in html
+    assert "Left out, incomplete (no ope/summary/run=NAME/_SUCCESS): ope run unfinished." in html
+    assert "data-ope-unfinished-item" not in page.data
+
+
+def test_a_simulated_day_is_shown_beside_the_logged_day(root, page):
+    block = page.data[f"data-simulation-reranker-{fx.SIMULATED_DAY}"]
+    rows = {r["key"]: r for r in block["rows"]}
+    day = metrics(root, fx.SIMULATED_DAY)
+    for metric, agg, candidate in fx.SIMULATED_METRICS:
+        key = registry.key(metric, None, agg)
+        logged = value(day, metric, None, agg)
+        assert rows[key]["candidate"] == candidate and rows[key]["logged"] == pytest.approx(logged)
+        assert rows[key]["difference"] == pytest.approx(candidate - logged)
+    assert block["status"] == "soft_rule_failed" and block["logged_status"] is not None
+    rules = {r["rule"]: r for r in block["rules"]}
+    assert not rules["empty_response_rate"]["passed"] and rules["duplicate_item_in_request"]["logged_passed"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -147,9 +148,11 @@ def test_evaluate_report_writes_the_days_report(run, spark, tmp_path):
     # the window starts on the first day with output, not 10 days back
     assert path == str(run / "out" / "reports" / f"{DAYS[0].isoformat()}_{DAYS[-1].isoformat()}.html")
     # 12 trends, the curves, the Lorenz curve, 3 slice charts (platform), the failed rules per day (and the rows set
-    # aside when some were), the regression, and a forest plot for each of the generator's two experiments
+    # aside when some were), the regression, a forest plot for each of the generator's two experiments, and for
+    # each experiment's treatment the sequential interval of its two goals and one guardrail (the decisions)
     text = Path(path).read_text(encoding="utf-8")
-    assert text.count('<svg class="chart"') == 21 + ('id="chart-set-aside"' in text)
+    assert len(re.findall(r'<svg class="chart"[^>]*\(sequential interval', text)) == 2 * 3
+    assert text.count('<svg class="chart"') == 21 + 2 * 3 + ('id="chart-set-aside"' in text)
 
 
 @pytest.mark.skipif(browser.chromium() is None, reason="Chromium not installed (apt-get install chromium)")

@@ -35,6 +35,11 @@ TABLES = (
     "offline/lorenz",
     "offline/calibration",
     "offline/comparison",
+    "ope/estimates",
+    "ope/diagnostics",
+    "simulation/metrics",
+    "simulation/lorenz",
+    "simulation/rule_checks",
 )
 
 
@@ -62,6 +67,9 @@ def test_the_demo_says_what_it_does_and_ends_with_where_to_look(demo):
     assert any(line.startswith("report: ") and line.split()[1].endswith(".html") for line in lines)
     assert Path(next(line for line in lines if line.startswith("report: ")).split()[1]).is_file()
     assert (out / "summary" / "dt=2026-11-20" / "_SUCCESS").exists()
+    assert (out / "ope" / "summary" / "run=reranker" / "_SUCCESS").exists()  # the candidate, judged off-policy
+    assert (out / "simulation" / "summary" / "run=reranker" / "dt=2026-11-20" / "_SUCCESS").exists()
+    assert any(line.startswith("ope: ") for line in lines) and any(line.startswith("simulate: ") for line in lines)
     levels = [json.loads(line).get("level") for line in done.stderr.splitlines() if line.startswith("{")]
     assert levels and "ERROR" not in levels  # a run that succeeds logs no error (Spark's own lines included)
 

@@ -1,5 +1,5 @@
 """The command line: ``recsys-spark COMMAND ...`` (``evaluate``, ``experiment``, ``offline``, ``offline-compare``,
-``gate``, ``report``, ``demo``).
+``gate``, ``ope``, ``simulate``, ``report``, ``demo``).
 
 Parses the arguments (each command's module adds its own to the shared ones of
 :func:`recsys_spark.cli.common.parent`), runs the command and turns expected failures into one line on
@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from recsys_spark import signals
 from recsys_spark._version import __version__
-from recsys_spark.cli import demo, evaluate, experiment, gate, offline, report
+from recsys_spark.cli import demo, evaluate, experiment, gate, offline, ope, report, simulate
 from recsys_spark.cli.common import PROG, Command, Parser, parent
 from recsys_spark.errors import JobError, root_cause
 
@@ -34,6 +34,8 @@ COMMANDS: dict[str, Command] = {
         offline.COMMAND,
         offline.COMPARE,
         gate.COMMAND,
+        ope.COMMAND,
+        simulate.COMMAND,
         report.COMMAND,
         demo.COMMAND,
     )

@@ -1,10 +1,12 @@
 """``recsys-spark demo``: the whole tour on generated sample data, in one Spark session, in a few minutes.
 
-What ``make demo`` runs: sample logs of a week, the daily job on each day, an A/B experiment over the
-week, two offline runs of a model and their comparison, the gate on the candidate model (and on the
-experiment), and the HTML report of all of it; it says up front what it will do and ends with where to
-look.  ``make demo-full`` runs the same tour on a larger week, one command at a time, as a production
-schedule would.
+What ``make demo`` runs: sample logs of a week (from an exploring ranker that logs its propensities), the
+daily job on each day, an A/B experiment over the week, two offline runs of a model and their comparison,
+a candidate ranker judged before it ships (off-policy estimates over the week, and its lists for the last
+day's requests simulated without feedback), the gates on the offline candidate and on the experiment, and
+the HTML report of all of it; it says up front what it will do and ends with where to look.
+``make demo-full`` runs the same tour on a larger week, one command at a time, as a production schedule
+would.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from recsys_spark.registry import EXPERIMENT_METRICS, key
 
 HELP = "the whole tour on generated sample data, in one Spark session (a few minutes)"
 DESCRIPTION = (
-    "Generate a week of sample logs (with an A/B experiment) and an offline data set, then run the daily job "
-    "on each day, the experiment window, two offline runs and their comparison, gate the candidate and the "
-    "experiment on their interval bounds, and write the HTML report: "
+    "Generate a week of sample logs (with an A/B experiment, logged propensities and a candidate ranker) and an "
+    "offline data set, then run the daily job on each day, the experiment window, two offline runs and their "
+    "comparison, the candidate's off-policy estimates and its simulated last day, gate the offline candidate and "
+    "the experiment on their interval bounds, and write the HTML report: "
     "everything the other commands do, on small data, in one Spark session."
 )
 EXAMPLE = "recsys-spark demo --root build/demo"
@@ -74,6 +77,8 @@ guardrail = true
 DEMO_METRICS = "experiments.metrics=" + str(
     [*EXPERIMENT_METRICS, key("gmv_per_user", None, "global"), key("purchase_user_rate", None, "global")]
 ).replace("'", '"')
+CANDIDATE = "reranker"  # generate --ope's candidate policy
+OPE_TARGET = 'ope.target="{input_root}/candidates/{run}/target"'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -87,11 +92,14 @@ def _say(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
+
     from recsys_spark import daily, generate, generate_offline
     from recsys_spark.config import load_config
     from recsys_spark.gate import run_gate
     from recsys_spark.offline.compare import compare_runs
     from recsys_spark.offline.pipeline import run_offline
+    from recsys_spark.ope import run_ope
     from recsys_spark.report import write_report
     from recsys_spark.session import job_session  # pyspark: only once a command runs
     from recsys_spark.window import run_window
@@ -102,20 +110,23 @@ def run(args: argparse.Namespace) -> int:
     start = END - dt.timedelta(days=days - 1)
     _say(
         f"recsys-spark demo: {days} days of sample logs ({args.users} users) evaluated {start}..{END}, the experiment "
-        f"{EXPERIMENT} over the week, two offline runs and their comparison, the gates on the candidate and the "
-        f"experiment, the HTML report; about 2-3 minutes on a 2-core laptop (outputs under {out})"
+        f"{EXPERIMENT} over the week, two offline runs and their comparison, a candidate ranker judged off-policy and "
+        f"in a simulated day, the gates, the HTML report; about 3-4 minutes on a 2-core laptop (outputs under {out})"
     )
     began = time.monotonic()
-    args.set = [*args.set, DEMO_METRICS, SLICES]
+    args.set = [*args.set, DEMO_METRICS, OPE_TARGET, SLICES]
     cfg = load(args)
     start_logging(args)
     with contextlib.redirect_stdout(io.StringIO()):  # the generators list what they wrote: not the tour's news
         generate.main(
             ["--date", END.isoformat(), "--output-root", str(inputs), "--users", str(args.users)]
-            + ["--days", str(days + 1), "--seed", "7"]
+            + ["--days", str(days + 1), "--seed", "7", "--ope"]
         )
         generate_offline.main(["--output-root", str(offline_inputs), "--users", str(args.users), "--items", "600"])
-    _say(f"sample data: {inputs} (logs, items, users, assignments), {offline_inputs} (a model's offline data)")
+    _say(
+        f"sample data: {inputs} (logs with propensities, items, users, assignments, the candidate {CANDIDATE}), "
+        f"{offline_inputs} (a model's offline data)"
+    )
     spark = job_session(cfg, args.master, args.verbose, app_name="recsys-spark-demo")
     try:
         for i in range(days):
@@ -143,6 +154,23 @@ def run(args: argparse.Namespace) -> int:
             (root / f"gate-{name}.toml").write_text(text)
             verdict = run_gate(spark, load_config(root / f"gate-{name}.toml"), name, str(out))
             _say(f"{verdict['summary']} -> {verdict['path']}")
+        _say(f"ope: the candidate {CANDIDATE} estimated from the logs of {start}..{END}")
+        estimates = run_ope(spark, cfg, CANDIDATE, start, END, str(inputs), str(out))["estimates"]
+        truth = json.loads((inputs / "candidates" / CANDIDATE / "truth.json").read_text())
+        _say(
+            "  per logged position: "
+            + "  ".join(
+                f"{k}={estimates[k]:.4f}" for k in ("logged", "ips", "dm", "dr") if estimates.get(k) is not None
+            )
+            + f"  (true: logged {truth['logged_per_row']:.4f}, candidate {truth['candidate_per_row']:.4f}, known "
+            "because the data are made up)"
+        )
+        _say(f"simulate: the candidate's lists for the requests of {END}, without feedback")
+        simulated = daily.evaluate_day(spark, cfg, END, str(inputs), str(out), simulation_run=CANDIDATE)
+        _say(
+            f"  {simulated['status']}  "
+            + "  ".join(f"{k}={v:.4f}" for k, v in simulated["headline"].items() if v is not None)
+        )
         report = write_report(str(out), start, END, cfg, spark=spark)
     finally:
         spark.stop()
@@ -151,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
     _say(f"report: {report}  (open it in a browser)")
     _say(
         f"tables: {out}/{{metrics,user_metrics,lorenz,rule_checks,experiments,experiment_decisions,summary}}/dt=..., "
-        f"{out}/offline/{{metrics,...}}/run=..., verdicts: {out}/gate/NAME/verdict.json"
+        f"{out}/offline/{{metrics,...}}/run=..., {out}/ope/{{estimates,diagnostics,summary}}/run={CANDIDATE}, "
+        f"{out}/simulation/{{metrics,...}}/run={CANDIDATE}/dt={END}, verdicts: {out}/gate/NAME/verdict.json"
     )
     _say(
         'look at them: .venv/bin/python -c "import pandas as pd; '

@@ -39,6 +39,21 @@ class InputPaths:
 
 
 @dataclass(frozen=True)
+class Simulation:
+    """A simulated day (``recsys-spark simulate``, docs/ope.md): ``lists`` holds the candidate's list for
+    each logged request of the day; the day is evaluated for everything that needs no feedback."""
+
+    run: str
+    lists: str
+
+    @classmethod
+    def resolve(cls, cfg: Config, run: str, input_root: str, date: str) -> Simulation:
+        template = cfg.simulation.lists.replace("{run}", run)
+        options = templates.InputSettings.of(cfg.input)
+        return cls(run, templates.resolve(template, input_root, date, "simulation", options))
+
+
+@dataclass(frozen=True)
 class Inputs:
     """The day's inputs, conformed to the expected columns (nothing read yet: Spark is lazy)."""
 
@@ -47,6 +62,7 @@ class Inputs:
     slices: SliceInputs
     has_score: bool
     items: DataFrame | None = None  # the items table as read (an item may be listed twice)
+    simulated: dict[str, int] | None = None  # a simulation's request counts (read_simulated_inputs)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from recsys_spark import templates
 from recsys_spark.config import Config
-from recsys_spark.daily.day import Day, History, InputPaths, Inputs
+from recsys_spark.daily.day import Day, History, InputPaths, Inputs, Simulation
 from recsys_spark.engine import is_connect
 from recsys_spark.errors import EmptyInputError, JobError, root_cause
 from recsys_spark.read import conform, empty_frame, exists, footer_rows, read_parquet
@@ -25,10 +25,12 @@ from recsys_spark.schema import (
     EXPOSURE_COLUMNS,
     ITEM,
     ITEM_COLUMNS,
+    POSITION,
     REASON,
     REQUEST,
     SCORE,
     SESSION,
+    SIMULATED_LIST_COLUMNS,
     TS,
     USER,
 )
@@ -73,6 +75,52 @@ def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
     return Inputs(exposures, clicks, slice_inputs, SCORE in exposures.columns, items)
 
 
+def read_simulated_inputs(spark: SparkSession, cfg: Config, paths: InputPaths, simulation: Simulation) -> Inputs:
+    """A simulated day's inputs (docs/ope.md): the candidate's lists (``simulation.lists``) for the logged
+    day's requests, and no clicks (the day has no feedback by design).
+
+    Each logged request keeps its user, session, time and exposure columns the slices read (its earliest
+    row's) and gets the candidate's rows for it (item, position, and score when the lists have one); a
+    logged request the candidate has no row for is an empty response, a failure as a logged one would be;
+    the candidate's rows for requests the day never logged are left out and counted (one job).
+    """
+    raw_logged = read_parquet(spark, paths.exposures, "exposures partition")
+    slice_inputs = read_slice_inputs(spark, cfg.slices.names, raw_logged.columns, paths.items, paths.users)
+    dims = list(slice_inputs.dims.exposure)
+    logged = conform(raw_logged, EXPOSURE_COLUMNS, paths.exposures, keep=dims)
+    lists = conform(read_parquet(spark, simulation.lists, "simulation.lists"), SIMULATED_LIST_COLUMNS, simulation.lists)
+    kept = (TS, USER, SESSION, *dims)
+    requests = (
+        logged.where(F.col(REQUEST).isNotNull())
+        .groupBy(REQUEST)
+        .agg(F.min(F.struct(*kept)).alias("_first"))
+        .select(REQUEST, *[F.col(f"_first.{c}").alias(c) for c in kept])
+    )
+    has_score = SCORE in lists.columns
+    shown = [ITEM, POSITION, *([SCORE] if has_score else [])]
+    exposures = requests.join(lists.select(REQUEST, *shown), REQUEST, "left").select(
+        USER, SESSION, REQUEST, *shown, TS, *dims
+    )
+    per_request = lists.groupBy(REQUEST).agg(F.count(F.lit(1)).alias("rows"))
+    row = (
+        requests.select(REQUEST, F.lit(1).alias("logged"))
+        .join(per_request, REQUEST, "full")
+        .agg(
+            F.sum("logged").alias("logged_requests"),
+            F.sum(F.when(F.col("logged").isNotNull() & F.col("rows").isNotNull(), 1).otherwise(0)).alias("answered"),
+            F.sum(F.when(F.col("logged").isNull(), 1).otherwise(0)).alias("requests_not_logged"),
+            F.sum(F.when(F.col("logged").isNull(), F.col("rows")).otherwise(0)).alias("rows_not_logged"),
+            F.sum("rows").alias("list_rows"),
+        )
+        .collect()[0]
+    )
+    counts = {k: int(v or 0) for k, v in row.asDict().items()}
+    items = None
+    if slice_inputs.catalog is not None:
+        items = conform(read_parquet(spark, paths.items, "items table"), ITEM_COLUMNS, paths.items)
+    return Inputs(exposures, empty_frame(spark, CLICK_COLUMNS), slice_inputs, has_score, items, counts)
+
+
 def history_paths(
     template: str, input_root: str, date: dt.date, days: int, kind: str = "exposures"
 ) -> list[tuple[dt.date, str]]:
@@ -94,12 +142,13 @@ def _rows(spark: SparkSession, raw: DataFrame, location: str) -> int:
     return footer_rows(spark, location, "previous exposures partition")
 
 
-def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.date) -> History:
+def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.date, feedback: bool = True) -> History:
     """The other days the day needs (update_rate, exposure_change, novelty, late feedback), read once,
     validated as the day's own rows (:mod:`recsys_spark.validate`), each checked readable here (the
     files' footers, read on the driver without a Spark job; a table is counted) so that a missing, empty,
     corrupt or truncated
-    partition of another day becomes a note, never a failure of today.  A file whose footer is sound
+    partition of another day becomes a note, never a failure of today.  ``feedback=False`` (a simulated day):
+    no late clicks are read.  A file whose footer is sound
     but whose data pages are corrupt still fails the day later (in the health stage): reading every
     earlier day's columns once more to rule that out would cost a full pass per day.
     """
@@ -153,7 +202,8 @@ def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.dat
             f"novelty: no clicks partition in the {len(click_paths)} previous days; "
             "item popularity from the same day's clicks",
         )
-    late, provisional = read_late_clicks(spark, cfg, input_root, date, notes)
+    # a simulated day (no feedback) needs no late clicks
+    late, provisional = read_late_clicks(spark, cfg, input_root, date, notes) if feedback else (None, False)
     return History(previous, previous_rows, popularity, late, provisional, tuple(notes))
 
 

@@ -1,10 +1,14 @@
-"""The day, end to end: the one orchestrator of ``recsys-spark evaluate``, on any engine.
+"""The day, end to end: the one orchestrator of ``recsys-spark evaluate`` (and ``simulate``), on any engine.
 
 read -> validate -> label (+ slices) -> per-user metrics and aggregates -> experiments -> health ->
 rules -> summary -> commit.  Each stage is one call into :mod:`recsys_spark.daily.stages` (or a step
 module), timed and logged here; every table goes through the day's output
 (:func:`recsys_spark.write.open_output`): the path output with its lock, staging and atomic commit on a
 classic session, a scratch output on Spark Connect.
+
+A simulated day (``recsys-spark simulate``, docs/ope.md) is the same day with a candidate's lists for the
+logged requests and no feedback: everything that needs none (health, the rules but the feedback ones),
+nothing that does, written under ``simulation/{table}/run=NAME/dt=D``.
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ from pyspark.sql import SparkSession
 from recsys_spark import catalog, log, templates
 from recsys_spark.aggregate import metric_tuples
 from recsys_spark.config import Config
-from recsys_spark.daily.day import Day, InputPaths
-from recsys_spark.daily.inputs import read_history, read_inputs, rejected_rows
+from recsys_spark.daily.day import Day, InputPaths, Metrics, Simulation
+from recsys_spark.daily.inputs import read_history, read_inputs, read_simulated_inputs, rejected_rows
 from recsys_spark.daily.stages import (
     check_custom_rules,
     health_stage,
@@ -32,15 +36,33 @@ from recsys_spark.daily.stages import (
 from recsys_spark.daily.summary import build_summary, day_notes, summary_json
 from recsys_spark.engine import default_parallelism
 from recsys_spark.errors import HardRuleViolation
-from recsys_spark.experiments import experiment_stage
-from recsys_spark.rules import rule_tuples
-from recsys_spark.schema import LORENZ_DDL, METRICS_DDL, RULE_CHECKS_DDL
+from recsys_spark.experiments import ExperimentResult, experiment_stage
+from recsys_spark.registry import FEEDBACK_METRICS
+from recsys_spark.rules import FEEDBACK_RULES, rule_tuples
+from recsys_spark.schema import LORENZ_DDL, METRICS_DDL, RULE_CHECKS_DDL, SIMULATION_TABLES
 from recsys_spark.session import apply_time_zone
 from recsys_spark.write import SUMMARY, open_output
 
 
-def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: str, output_root: str) -> dict[str, Any]:
+def simulation_root(output_root: str) -> str:
+    """Where simulated days are written: ``{output_root}/simulation/{table}/run=NAME/dt=D``."""
+    return f"{output_root.rstrip('/')}/simulation"
+
+
+def evaluate_day(
+    spark: SparkSession,
+    cfg: Config,
+    date: dt.date,
+    input_root: str,
+    output_root: str,
+    simulation_run: str | None = None,
+) -> dict[str, Any]:
     """Evaluate one day and write its outputs under ``output_root``; return the summary.
+
+    With ``simulation_run``, the day is simulated (docs/ope.md): its exposures are the candidate's lists
+    of ``simulation.lists`` for the logged requests, no click is read, and no metric or rule that needs
+    feedback is computed (no ``user_metrics``, ranking or business metric, experiment, ``no_feedback``
+    and the other rules about the day's events); the summary says ``"simulation"``.
 
     The same on a classic and a Spark Connect session; only the output differs
     (:func:`recsys_spark.write.open_output`).  Before anything is computed the output is opened
@@ -53,17 +75,28 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
     templates.configure(templates.InputSettings.of(cfg.input))  # input.columns, partition formats
     apply_time_zone(spark, cfg.validation.time_zone)
     paths = InputPaths.resolve(cfg, input_root, iso)
-    out = open_output(spark, output_root, iso, cfg.output)
-    out.refuse_inputs_inside([paths.exposures, paths.clicks, paths.items, paths.users])
+    simulation = None if simulation_run is None else Simulation.resolve(cfg, simulation_run, input_root, iso)
+    if simulation is None:
+        out = open_output(spark, output_root, iso, cfg.output)
+    else:
+        partition = f"run={simulation.run}/dt={iso}"
+        out = open_output(spark, simulation_root(output_root), iso, cfg.output, partition, SIMULATION_TABLES)
+    out.refuse_inputs_inside(
+        [paths.exposures, paths.clicks, paths.items, paths.users, *([simulation.lists] if simulation else [])]
+    )
     timings: dict[str, float] = {}
     labelled, metrics = None, None
     with log.stage("read", timings, date=iso) as info:
-        inputs = read_inputs(spark, cfg, paths)
+        if simulation is None:
+            inputs = read_inputs(spark, cfg, paths)
+        else:
+            inputs = read_simulated_inputs(spark, cfg, paths, simulation)
+            info.update(inputs.simulated or {})
         check_custom_rules(spark, inputs, cfg, date)  # a rule Spark cannot evaluate fails here: no lock, no row read
         out.acquire()  # writable output root, one run per date: checked before any computation
         info["has_score"] = inputs.has_score
         try:
-            history = read_history(spark, cfg, input_root, date)
+            history = read_history(spark, cfg, input_root, date, feedback=simulation is None)
         except BaseException:
             out.abort()
             raise
@@ -77,30 +110,40 @@ def evaluate_day(spark: SparkSession, cfg: Config, date: dt.date, input_root: st
             labelled = label_day(spark, day, cfg)
             info.update(labelled.labels)
         with outside_label(spark, cfg, labelled.partitions):  # the user partitions are read in place
-            with log.stage("metrics", timings) as info:
-                metrics = metric_stage(labelled, cfg, out)
-                info.update(buckets=metrics.buckets, metric_rows=len(metrics.rows))
-            with log.stage("experiments", timings) as info:  # after user_metrics is staged: it reads it back
-                experiments = experiment_stage(spark, cfg, date, input_root, labelled.by_user, out)
-                info.update(experiments.info)
+            if simulation is None:
+                with log.stage("metrics", timings) as info:
+                    metrics = metric_stage(labelled, cfg, out)
+                    info.update(buckets=metrics.buckets, metric_rows=len(metrics.rows))
+                with log.stage("experiments", timings) as info:  # after user_metrics is staged: it reads it back
+                    experiments = experiment_stage(spark, cfg, date, input_root, labelled.by_user, out)
+                    info.update(experiments.info)
+            else:  # a simulation has no feedback: no per-user metrics, no experiment
+                metrics = Metrics([], {}, [], labelled.partitions)
+                experiments = ExperimentResult({"status": "skipped", "note": "a simulated day has no feedback"})
             with log.stage("health", timings) as info:
                 health = health_stage(spark, labelled, day, cfg, metrics)
                 rows = metrics.rows + health.rows
+                if simulation is not None:  # no feedback metric, rather than a zero CTR
+                    rows = [r for r in rows if r.metric not in FEEDBACK_METRICS]
                 out.stage_rows("lorenz", health.lorenz, LORENZ_DDL)  # small tables: one file each, no job
                 out.stage_rows("metrics", metric_tuples(rows), METRICS_DDL)
                 info.update(health.info)
             with log.stage("rules", timings) as info:
                 results = rules_stage(labelled, day, cfg, out.root) + experiments.rules
+                if simulation is not None:  # no feedback by design: its rules do not apply
+                    results = [r for r in results if r.rule not in FEEDBACK_RULES]
                 out.stage_rows("rule_checks", rule_tuples(results), RULE_CHECKS_DDL)
                 info.update(failed=[r.rule for r in results if not r.passed])
                 if cfg.validation.write_rejected:
                     out.stage("rejected", rejected_rows(valid.rejected_exposures, valid.rejected_clicks))
         with log.stage("write", timings):
             notes = health.notes + metrics.notes + day_notes(day, out) + experiments.notes
-            summary = build_summary(cfg, day, labelled, metrics, rows, results, notes, experiments.summary, timings)
+            summary = build_summary(
+                cfg, day, labelled, metrics, rows, results, notes, experiments.summary, timings, simulation
+            )
             out.stage_text(SUMMARY, "summary.json", summary_json(summary))
             out.commit()
-        if cfg.output.catalog:  # publish the committed day to catalog tables (docs/catalog.md)
+        if cfg.output.catalog and simulation is None:  # publish the committed day to catalog tables (docs/catalog.md)
             catalog.publish(spark, cfg.output, output_root, iso, out.tables, summary, log.run_id(), cfg.fingerprint())
     except BaseException:
         out.abort()

@@ -12,8 +12,8 @@ from pyspark.sql import SparkSession
 from recsys_spark import fs
 from recsys_spark.aggregate import MetricRow
 from recsys_spark.config import Config
-from recsys_spark.daily.day import Day, Labelled, Metrics
-from recsys_spark.registry import HEADLINE, key
+from recsys_spark.daily.day import Day, Labelled, Metrics, Simulation
+from recsys_spark.registry import FEEDBACK_METRICS, HEADLINE, key
 from recsys_spark.rules import RuleResult, as_dicts
 from recsys_spark.schema import ALL
 from recsys_spark.write import SUMMARY, Output
@@ -72,12 +72,14 @@ def build_summary(
     notes: Sequence[str],
     experiments: Mapping[str, Any],
     timings: Mapping[str, float],
+    simulation: Simulation | None = None,
 ) -> dict[str, Any]:
     """The one file a scheduler or an alert reads: status, headline metrics, data-quality counts, rules,
-    notes, the experiments' section, seconds per stage and the config."""
+    notes, the experiments' section, seconds per stage and the config.  A simulated day's has a
+    ``simulation`` section (run, lists, request counts), and no feedback metric or count."""
     valid = day.valid
     by_key = {(r.metric, r.k, r.aggregation): r.value for r in rows if r.slice == ALL}
-    return {
+    summary: dict[str, Any] = {
         "date": day.iso,
         "status": status_of(results),
         "config_hash": cfg.fingerprint(),
@@ -99,6 +101,17 @@ def build_summary(
         "notes": list(notes),
         "experiments": dict(experiments),
     }
+    if simulation is not None:
+        summary["headline"] = {key(m, k, a): by_key.get((m, k, a)) for m, k, a in HEADLINE if m not in FEEDBACK_METRICS}
+        summary["inputs"] = {"exposures": day.paths.exposures, "lists": simulation.lists}
+        summary["input_rows"] = {"exposures": valid.exposure_counts["rows"]}
+        quality = summary["data_quality"]
+        for name in ("attributed_events", "orphan_events", "relevant_exposures", "clicked_exposures", "late_events"):
+            quality.pop(name, None)
+        quality.pop("rejected_clicks", None)
+        quality.pop("unweighted_events", None)
+        summary["simulation"] = {"run": simulation.run, "lists": simulation.lists, **(day.inputs.simulated or {})}
+    return summary
 
 
 def read_summary(spark: SparkSession, output_root: str, date: str) -> dict[str, Any]:

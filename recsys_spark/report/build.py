@@ -3,8 +3,8 @@
 Each chart is a :class:`Chart`: its SVG and the plain data it was drawn from
 (embedded next to it as JSON).  Sections degrade gracefully: no interval
 columns, no band or whisker; no experiments table, no experiment section (the
-same for the experiment windows, the offline runs and their comparisons); no
-offline AUC table, a note saying how to give one.
+same for the experiment windows, the offline runs and their comparisons, the
+OPE runs and the simulated days); no offline AUC table, a note saying how to give one.
 
 Three rules keep the page from misleading (docs/report.md):
 
@@ -934,6 +934,174 @@ def offline_runs_section(data: RunData) -> Section | None:
     return section
 
 
+#: the levels of the OPE estimates: the logging policy's observed value each is drawn against
+OPE_LEVELS = {"item": ("logged", "per logged position"), "list": ("logged_list", "per list")}
+OPE_NUMBERS = ("value", "se", "ci_low", "ci_high", "delta", "delta_se", "delta_ci_low", "delta_ci_high")
+
+
+def ope_section(data: RunData) -> Section | None:
+    """Each complete OPE run (``recsys-spark ope``): its estimates with their intervals against the logging
+    policy's observed value at the same level (a dot-whisker chart per level, the difference with its own
+    interval in the table), then its diagnostics and notes.  No colour says better or worse: an estimate
+    is not a measurement, and the diagnostics say how far to trust it."""
+    skipped = [s for s in data.ope_skipped if s.startswith("ope run ")]
+    if not data.ope_runs and not skipped:
+        return None
+    section = Section("ope", "Off-policy estimates")
+    blocks = []
+    for run in data.ope_runs:
+        rows = []
+        for r in run.estimates.to_dict("records"):
+            name = str(r["estimator"])
+            known = registry.OPE_ESTIMATORS.get(name)
+            row: dict[str, Any] = {
+                "estimator": name,
+                "label": known.reader_name if known else name,
+                "level": _text(r.get("level")) or "item",
+                **{c: _num(r.get(c)) for c in OPE_NUMBERS},
+                "ci_method": _text(r.get("ci_method")),
+                "n": _int(r.get("n")),
+                "units": _int(r.get("units")),
+                "clip": _num(r.get("clip")),
+                "switch_tau": _num(r.get("switch_tau")),
+            }
+            row["baseline"] = name == OPE_LEVELS.get(row["level"], ("",))[0]
+            rows.append(row)
+        charts = []
+        for level, (baseline, words) in OPE_LEVELS.items():
+            at_level = [row for row in rows if row["level"] == level]
+            if not at_level:
+                continue
+            logged = next((row["value"] for row in at_level if row["estimator"] == baseline), None)
+            whiskers = [
+                svg.Whisker(
+                    row["label"],
+                    row["value"],
+                    row["ci_low"],
+                    row["ci_high"],
+                    color=svg.GREY if row["baseline"] else svg.PALETTE[0],
+                    note=f" ({row['units']} units, {row['n']} users)",
+                )
+                for row in at_level
+            ]
+            width = svg.label_width([w.label for w in whiskers], 200)
+            chart = Chart(
+                f"ope-{slug(run.name)}-{level}",
+                f"{run.name}: reward {words}",
+                svg.dot_whisker(
+                    whiskers,
+                    title=f"{run.name}: estimated reward {words}",
+                    reference=logged,
+                    reference_label="logged policy" if logged is not None else "",
+                    width=width + 380,
+                    label_width=width,
+                    x_label=f"expected reward {words}",
+                ),
+                {"run": run.name, "level": level, "rows": at_level},
+                wide=True,
+            )
+            charts.append(chart)
+            section.charts.append(chart)
+        diagnostics = []
+        for r in run.diagnostics.to_dict("records"):
+            name = str(r["diagnostic"])
+            known = registry.OPE_DIAGNOSTICS.get(name)
+            diagnostics.append(
+                {
+                    "diagnostic": name,
+                    "label": known.reader_name if known else name,
+                    "value": _num(r.get("value")),
+                    "percent": bool(known and known.percent),
+                }
+            )
+        summary = run.summary
+        blocks.append(
+            {
+                "run": run.name,
+                "start": summary.get("start"),
+                "end": summary.get("end"),
+                "target": summary.get("target"),
+                "parameters": summary.get("parameters", {}),
+                "charts": charts,
+                "rows": rows,
+                "diagnostics": diagnostics,
+                "notes": [str(n) for n in summary.get("notes", [])],
+                "confidence": confidence_of(summary, "parameters", "confidence"),
+            }
+        )
+    section.body = {"runs": blocks}
+    if skipped:
+        section.notes.append(f"Left out, incomplete (no ope/summary/run=NAME/_SUCCESS): {', '.join(skipped)}.")
+    return section
+
+
+def simulation_section(data: RunData) -> Section | None:
+    """Each simulated day (``recsys-spark simulate``) beside the logged policy on the same requests: every
+    metric the simulation wrote (slice ``all``) with the logged day's value and the difference, and the
+    rules of both."""
+    skipped = [s for s in data.ope_skipped if s.startswith("simulation ")]
+    if not data.simulations and not skipped:
+        return None
+    section = Section("simulation", "Simulated lists")
+    logged_metrics = _all_slice(data.tables.get("metrics", pd.DataFrame()))
+    logged_rules = data.tables.get("rule_checks", pd.DataFrame())
+    blocks = []
+    for sim in data.simulations:
+        mine = logged_metrics[logged_metrics["dt"] == sim.day] if "dt" in logged_metrics else pd.DataFrame()
+        logged = {(r["metric"], _int(r.get("k")), r["aggregation"]): r for r in mine.to_dict("records")}
+        rows = []
+        for r in _all_slice(sim.metrics).to_dict("records"):
+            metric, k, agg = str(r["metric"]), _int(r.get("k")), str(r["aggregation"])
+            base = logged.get((metric, k, agg))
+            value, before = _num(r.get("value")), _num(base.get("value")) if base else None
+            rows.append(
+                {
+                    "key": metric_key(metric, k, agg),
+                    "label": metric_label(metric, k, agg),
+                    "percent": is_percent(metric),
+                    "candidate": value,
+                    "ci_low": _num(r.get("ci_low")),
+                    "ci_high": _num(r.get("ci_high")),
+                    "logged": before,
+                    "difference": None if value is None or before is None else value - before,
+                }
+            )
+        theirs = logged_rules[logged_rules["dt"] == sim.day] if "dt" in logged_rules else pd.DataFrame()
+        their = {str(r["rule"]): bool(r["passed"]) for r in theirs.to_dict("records")}
+        rules = [
+            {
+                "rule": str(r["rule"]),
+                "severity": str(r["severity"]),
+                "rate": _num(r.get("rate")),
+                "threshold": _num(r.get("threshold")),
+                "passed": bool(r["passed"]),
+                "logged_passed": their.get(str(r["rule"])),
+            }
+            for r in sim.rules.to_dict("records")
+        ]
+        logged_summary = data.summaries.get(sim.day, {})
+        block = {
+            "run": sim.run,
+            "day": sim.day,
+            "status": sim.summary.get("status"),
+            "logged_status": logged_summary.get("status"),
+            "requests": sim.summary.get("simulation", {}),
+            "rows": rows,
+            "rules": rules,
+            "id": f"simulation-{slug(sim.run)}-{sim.day}",
+        }
+        if not logged:
+            section.notes.append(f"{sim.run} {sim.day}: the logged day has no metrics in this report's range.")
+        section.charts.append(Chart(block["id"], f"{sim.run} on {sim.day}", "", block))
+        blocks.append(block)
+    section.body = {"simulations": blocks}
+    if skipped:
+        section.notes.append(
+            f"Left out, incomplete (no simulation/summary/run=NAME/dt=D/_SUCCESS): {', '.join(skipped)}."
+        )
+    return section
+
+
 #: a comparison row's numbers beside its sizes and means (recsys_spark/offline/compare.py)
 COMPARISON_NUMBERS = ("delta", "ci_low", "ci_high", "rel_delta", "rel_ci_low", "rel_ci_high", "p_value", "p_adjusted")
 
@@ -1160,6 +1328,8 @@ def build_sections(
         windows_section(data),
         offline_runs_section(data),
         comparison_section(data),
+        ope_section(data),
+        simulation_section(data),
     ):
         if optional is not None:
             sections.append(optional)

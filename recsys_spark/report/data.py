@@ -2,11 +2,13 @@
 
 Tables are read per day partition, ``{output_root}/{table}/dt={day}``; beside them, the experiment
 windows that end in the range (``experiment_window/experiment=NAME/window=S_E``), the offline runs
-(``offline/metrics/run=NAME``) and their comparisons (``offline/comparison/base=A/candidate=B``), each
-read only when its ``_SUCCESS`` marker says it is complete.  On a local or mounted path (no URL scheme,
-or ``file:``) pyarrow reads them directly and no SparkSession is started; any other scheme
-(``hdfs://``, ``s3a://``, ...) goes through one SparkSession, which reads the same partitions and hands
-them to pandas.  Every frame is sorted by its keys, so the report never depends on file or task order.
+(``offline/metrics/run=NAME``) and their comparisons (``offline/comparison/base=A/candidate=B``), the OPE
+runs (``ope/estimates/run=NAME``) and the simulated days of the range
+(``simulation/metrics/run=NAME/dt=D``), each read only when its ``_SUCCESS`` marker says it is complete.
+On a local or mounted path (no URL scheme, or ``file:``) pyarrow reads them directly and no SparkSession
+is started; any other scheme (``hdfs://``, ``s3a://``, ...) goes through one SparkSession, which reads the
+same partitions and hands them to pandas.  Every frame is sorted by its keys, so the report never depends
+on file or task order.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ WINDOW_TABLES = ("experiment_window", "experiment_window_checks")
 #: ``comparison/base=A/candidate=B``, and for each ``summary/run=NAME`` or ``summary/base=A/candidate=B``
 #: holding ``summary.json`` and ``_SUCCESS`` (a run or comparison is read only when its marker exists)
 OFFLINE = "offline"
+#: the OPE runs (``recsys-spark ope``) under ``{output_root}/ope``: ``estimates/run=NAME``,
+#: ``diagnostics/run=NAME``, ``summary/run=NAME`` (``summary.json`` and ``_SUCCESS``); and the simulated days
+#: (``recsys-spark simulate``) under ``{output_root}/simulation``: ``{metrics,rule_checks,summary}/run=NAME/dt=D``
+OPE = "ope"
+SIMULATION = "simulation"
 #: sort keys per table (columns absent from a frame are skipped)
 KEYS = {
     "metrics": ["dt", "slice", "metric", "k", "aggregation"],
@@ -179,6 +186,28 @@ class Comparison:
 
 
 @dataclass
+class OpeRun:
+    """One complete OPE run: ``ope/{estimates,diagnostics}/run=NAME`` and its ``summary.json``."""
+
+    name: str
+    summary: dict[str, Any]
+    estimates: pd.DataFrame
+    diagnostics: pd.DataFrame
+
+
+@dataclass
+class SimulatedDay:
+    """One complete simulated day of a candidate: ``simulation/{metrics,rule_checks}/run=NAME/dt=D`` and its
+    ``summary.json``."""
+
+    run: str
+    day: str
+    summary: dict[str, Any]
+    metrics: pd.DataFrame
+    rules: pd.DataFrame
+
+
+@dataclass
 class RunData:
     """Everything the report shows, for the days ``start`` .. ``end`` (inclusive)."""
 
@@ -202,6 +231,11 @@ class RunData:
     offline_skipped: list[str] = field(default_factory=list)
     #: every gate's verdict under the output root (``gate/NAME/verdict.json``; report/decisions.py)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
+    #: the complete OPE runs (they carry no day: each covers its own window), and the simulated days of the
+    #: range; those left out because their ``_SUCCESS`` is missing
+    ope_runs: list[OpeRun] = field(default_factory=list)
+    simulations: list[SimulatedDay] = field(default_factory=list)
+    ope_skipped: list[str] = field(default_factory=list)
 
     @property
     def present(self) -> list[str]:
@@ -258,6 +292,8 @@ def load(reader: Reader, start: dt.date, end: dt.date, offline_auc: pd.DataFrame
         offline_auc = _sorted(offline_auc[offline_auc["dt"].isin(days)], "offline_auc")
     windows, window_checks = load_windows(reader, days[0], days[-1])
     runs, comparisons, offline_skipped = load_offline(reader)
+    ope_runs, ope_skipped = load_ope(reader)
+    simulations, sim_skipped = load_simulations(reader, days)
     return RunData(
         start,
         end,
@@ -271,6 +307,9 @@ def load(reader: Reader, start: dt.date, end: dt.date, offline_auc: pd.DataFrame
         runs,
         comparisons,
         offline_skipped,
+        ope_runs=ope_runs,
+        simulations=simulations,
+        ope_skipped=ope_skipped + sim_skipped,
     )
 
 
@@ -365,6 +404,61 @@ def load_offline(reader: Reader) -> tuple[list[OfflineRun], list[Comparison], li
             rows = _sorted(rows, "offline_comparison") if rows is not None else pd.DataFrame()
             comparisons.append(Comparison(base, candidate, summary, rows))
     return runs, comparisons, skipped
+
+
+def load_ope(reader: Reader) -> tuple[list[OpeRun], list[str]]:
+    """The complete OPE runs (by name), and the incomplete ones' names."""
+    runs: list[OpeRun] = []
+    skipped: list[str] = []
+    for entry in reader.dirs(f"{OPE}/summary"):
+        run = _partition(entry, "run")
+        if run is None:
+            continue
+        summary = _summary(reader, f"{OPE}/summary/{entry}")
+        if summary is None:
+            skipped.append(f"ope run {run}")
+            continue
+        estimates = reader.frame(f"{OPE}/estimates/{entry}")
+        diagnostics = reader.frame(f"{OPE}/diagnostics/{entry}")
+        runs.append(
+            OpeRun(
+                run,
+                summary,
+                estimates if estimates is not None else pd.DataFrame(),  # in the order the run wrote them
+                diagnostics if diagnostics is not None else pd.DataFrame(),  # in the run's order too
+            )
+        )
+    return runs, skipped
+
+
+def load_simulations(reader: Reader, days: list[str]) -> tuple[list[SimulatedDay], list[str]]:
+    """The complete simulated days of the range (by run, then day), and the incomplete ones' names."""
+    found: list[SimulatedDay] = []
+    skipped: list[str] = []
+    for entry in reader.dirs(f"{SIMULATION}/summary"):
+        run = _partition(entry, "run")
+        if run is None:
+            continue
+        for sub in reader.dirs(f"{SIMULATION}/summary/{entry}"):
+            day = _partition(sub, "dt")
+            if day is None or day not in days:
+                continue
+            summary = _summary(reader, f"{SIMULATION}/summary/{entry}/{sub}")
+            if summary is None:
+                skipped.append(f"simulation {run} {day}")
+                continue
+            metrics = reader.frame(f"{SIMULATION}/metrics/{entry}/{sub}")
+            rules = reader.frame(f"{SIMULATION}/rule_checks/{entry}/{sub}")
+            found.append(
+                SimulatedDay(
+                    run,
+                    day,
+                    summary,
+                    _sorted(metrics, "metrics") if metrics is not None else pd.DataFrame(),
+                    _sorted(rules, "rule_checks") if rules is not None else pd.DataFrame(),
+                )
+            )
+    return found, skipped
 
 
 OFFLINE_VALUE = "auc"  # the training pipeline's table: its AUC column

@@ -466,8 +466,108 @@ def write_offline_auc(path: Path) -> pd.DataFrame:
     return frame
 
 
-def build_root(root: Path, with_ci: bool = True, experiments: bool = True, offline: bool = True) -> Path:
-    """The whole root; ``experiments``: the days' experiments and the windows; ``offline``: runs and comparison."""
+#: the OPE run ``reranker`` (recsys-spark ope): (estimator, level, value, ci_low, ci_high, delta, units)
+OPE_ESTIMATES = (
+    ("logged", "item", 0.050, 0.046, 0.054, None, 5000),
+    ("ips", "item", 0.061, 0.052, 0.070, 0.011, 5000),
+    ("dr", "item", 0.060, 0.054, 0.066, 0.010, 5000),
+    ("logged_list", "list", 0.50, 0.46, 0.54, None, 500),
+    ("iips", "list", 0.58, 0.49, 0.67, 0.08, 500),
+)
+OPE_DIAGNOSTICS = (("users", 300.0), ("effective_sample_size", 812.5), ("unsupported_target_share", 0.02))
+#: the simulated day of ``reranker``: its metrics (slice all) and rules
+SIMULATED_DAY = "2026-11-05"
+SIMULATED_METRICS = (("pv_failure_rate", "global", 0.03), ("gini", "catalog", 0.75), ("item_coverage", "global", 0.6))
+
+
+def write_ope(root: Path) -> None:
+    """``ope/{estimates,diagnostics,summary}/run=reranker`` (and ``run=unfinished`` without its _SUCCESS), and
+    the simulated day ``simulation/{metrics,rule_checks,summary}/run=reranker/dt=2026-11-05``."""
+    rows = [
+        {
+            "estimator": name,
+            "level": level,
+            "value": value,
+            "se": (high - low) / 3.92,
+            "ci_low": low,
+            "ci_high": high,
+            "ci_method": "delta",
+            "n": 300,
+            "units": units,
+            "delta": delta,
+            "delta_se": None if delta is None else 0.004,
+            "delta_ci_low": None if delta is None else delta - 0.008,
+            "delta_ci_high": None if delta is None else delta + 0.008,
+            "clip": None,
+            "switch_tau": None,
+            "confidence": 0.95,
+        }
+        for name, level, value, low, high, delta, units in OPE_ESTIMATES
+    ]
+    for run in ("reranker", "unfinished"):
+        _write(rows, root / "ope" / "estimates" / f"run={run}")
+        _write([{"diagnostic": d, "value": v} for d, v in OPE_DIAGNOSTICS], root / "ope" / "diagnostics" / f"run={run}")
+        summary = root / "ope" / "summary" / f"run={run}"
+        summary.mkdir(parents=True)
+        (summary / "summary.json").write_text(
+            json.dumps(
+                {
+                    "run": run,
+                    "start": START,
+                    "end": END,
+                    "target": "/data/reranker",
+                    "parameters": {"clip": 0.0, "switch_tau": 10.0, "confidence": 0.95},
+                    "notes": ["slate_ips skipped: no logged list has a list_propensity"],
+                }
+            )
+        )
+        if run == "reranker":
+            (summary / "_SUCCESS").write_text("")
+    where = f"run=reranker/dt={SIMULATED_DAY}"
+    metrics = [
+        {"metric": m, "k": None, "aggregation": a, "slice": "all", "value": v, "n": 600, "se": None}
+        for m, a, v in SIMULATED_METRICS
+    ]
+    _write(pd.DataFrame(metrics), root / "simulation" / "metrics" / where, METRICS_SCHEMA)
+    rules = [
+        {
+            "rule": "empty_response_rate",
+            "severity": "soft",
+            "violations": 18,
+            "rate": 0.03,
+            "threshold": 0.02,
+            "passed": False,
+            "examples": [],
+        },
+        {
+            "rule": "duplicate_item_in_request",
+            "severity": "hard",
+            "violations": 0,
+            "rate": 0.0,
+            "threshold": 0.0,
+            "passed": True,
+            "examples": [],
+        },
+    ]
+    _write(rules, root / "simulation" / "rule_checks" / where)
+    summary = root / "simulation" / "summary" / where
+    summary.mkdir(parents=True)
+    (summary / "summary.json").write_text(
+        json.dumps(
+            {
+                "status": "soft_rule_failed",
+                "simulation": {"run": "reranker", "logged_requests": 600, "answered": 582, "rows_not_logged": 0},
+            }
+        )
+    )
+    (summary / "_SUCCESS").write_text("")
+
+
+def build_root(
+    root: Path, with_ci: bool = True, experiments: bool = True, offline: bool = True, ope: bool = True
+) -> Path:
+    """The whole root; ``experiments``: the days' experiments and the windows; ``offline``: runs and comparison;
+    ``ope``: an OPE run and a simulated day."""
     for i, day in enumerate(DAYS):
         write_day(root, day, i if day != "2026-11-05" else 3, with_ci)
     write_metrics(root, WEEK_BEFORE, -7, with_ci)
@@ -478,4 +578,6 @@ def build_root(root: Path, with_ci: bool = True, experiments: bool = True, offli
         write_windows(root)
     if offline:
         write_offline(root)
+    if ope:
+        write_ope(root)
     return root

@@ -10,8 +10,8 @@ from html.parser import HTMLParser
 
 #: the sections of a report of daily runs with experiments
 SECTIONS = ("headline", "trends", "curves", "lorenz", "slices", "quality", "experiments", "offline")
-#: and those of a root with experiment windows, offline runs and their comparison too
-EVERY_SECTION = (*SECTIONS, "windows", "offline-runs", "offline-comparison")
+#: and those of a root with experiment windows, offline runs and their comparison, an OPE run and a simulated day too
+EVERY_SECTION = (*SECTIONS, "windows", "offline-runs", "offline-comparison", "ope", "simulation")
 
 
 class Page(HTMLParser):

@@ -1,0 +1,261 @@
+"""kernels/ope.py without Spark: obp's golden values through the numpy reference, hand-computed slates, the
+delta method against its linearisation, clipping, and what is skipped."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from helpers import obp_golden as G
+
+from recsys_spark import registry
+from recsys_spark.kernels import ope as K
+from recsys_spark.kernels.stats import RatioStats
+
+
+def _run(user, request, position, reward, p, lp, pp, e, q, d, clip=0.0, tau=10.0) -> K.RunSums:
+    users, per, top = K.user_sums(user, request, position, reward, p, lp, pp, e, q, d, clip=clip, tau=tau)
+    return K.RunSums.from_users(per, top)
+
+
+def _values(s: K.RunSums, available=None) -> dict[str, float | None]:
+    available = available or dict.fromkeys(K.NEEDS, True)
+    rows, _ = K.estimate_all(s, available)
+    return {r.estimator: r.value for r in rows}
+
+
+def obd_run(candidate: str, tau: float = 10.0) -> K.RunSums:
+    logged = G.obd_logged()
+    target = G.obd_target(candidate)
+    dist = np.zeros((80, 3))
+    dist[target["item"], target["position"] - 1] = target["probability"]
+    q = G.q_grid()
+    item, k = logged["item"].to_numpy(), logged["position"].to_numpy() - 1
+    n = len(logged)
+    rounds = logged["round"].astype(str).to_numpy()
+    return _run(
+        rounds,
+        rounds,
+        k + 1,
+        logged["click"].to_numpy(float),
+        logged["propensity"].to_numpy(float),
+        np.full(n, np.nan),
+        np.full(n, np.nan),
+        dist[item, k],
+        q[item, k],
+        (dist * np.nan_to_num(q)).sum(axis=0)[k],  # q̂ is known where the candidate shows the item
+        tau=tau,
+    )
+
+
+@pytest.mark.parametrize("candidate", ["bts", "greedy"])
+def test_the_item_level_estimators_equal_obps_on_the_open_bandit_dataset(candidate):
+    golden = G.OBD[candidate]
+    for tau in (10.0, 100.0):
+        got = _values(obd_run(candidate, tau))
+        for name, want in golden.items():
+            estimator, _, at = name.partition("@")
+            if at and float(at) != tau:
+                continue
+            if estimator == "replay" and candidate != "greedy":
+                continue
+            assert got[estimator] == pytest.approx(want, abs=1e-12), (candidate, name)
+        assert got["logged"] == pytest.approx(G.OBD["logged_ctr"], abs=1e-15)
+
+
+def test_the_recorded_golden_values_are_the_ones_the_script_wrote():
+    recorded = json.loads((G.GOLDEN_DIR / "obp_values.json").read_text())
+    assert recorded["obp"] == G.OBP_VERSION
+    for candidate in ("bts", "greedy"):
+        assert recorded["obd"][candidate] == G.OBD[candidate]
+    assert recorded["obd"]["on_policy_bts_ctr"] == G.OBD["on_policy_bts_ctr"]
+    assert recorded["slate"] == G.SLATE
+
+
+def slate_run() -> K.RunSums:
+    log = G.slate_log()
+    target = G.slate_target()
+    marginal = np.zeros((10, 3))
+    marginal[target["item"], target["position"] - 1] = target["probability"]
+    slate = log["slate"].astype(str).to_numpy()
+    users = (log["slate"] % 37).astype(str).to_numpy()  # several lists per user: the value does not change
+    n = len(log)
+    return _run(
+        users,
+        slate,
+        log["position"].to_numpy(),
+        log["reward"].to_numpy(float),
+        log["propensity"].to_numpy(float),
+        log["list_propensity"].to_numpy(float),
+        log["prefix_propensity"].to_numpy(float),
+        marginal[log["item"], log["position"] - 1],
+        np.full(n, np.nan),
+        np.zeros(n),
+    )
+
+
+def test_the_slate_estimators_equal_obps_on_a_synthetic_slate_log():
+    got = _values(slate_run())
+    for name, want in G.SLATE.items():
+        assert got[name] == pytest.approx(want, abs=1e-12), name
+
+
+# --------------------------------------------------------------------------- a slate log by hand
+
+#: two lists of one user and one list of another; columns: user, request, position, reward, propensity,
+#: list propensity, prefix propensity, the candidate's probability e of the logged row
+HAND = [
+    ("a", "r1", 1, 1.0, 0.5, 0.1, 0.5, 0.5),
+    ("a", "r1", 2, 0.0, 0.25, 0.1, 0.1, 1.0),
+    ("a", "r2", 1, 0.0, 0.5, 0.2, 0.5, 0.0),
+    ("a", "r2", 2, 1.0, 0.4, 0.2, 0.2, 0.5),
+    ("b", "r3", 1, 1.0, 0.2, 0.05, 0.2, 0.4),
+    ("b", "r3", 2, 1.0, 0.5, 0.05, 0.05, 0.5),
+]
+
+
+def hand_run(clip: float = 0.0) -> K.RunSums:
+    cols = list(zip(*HAND, strict=True))
+    n = len(HAND)
+    return _run(
+        np.array(cols[0]),
+        np.array(cols[1]),
+        np.array(cols[2]),
+        np.array(cols[3]),
+        np.array(cols[4]),
+        np.array(cols[5]),
+        np.array(cols[6]),
+        np.array(cols[7]),
+        np.full(n, np.nan),
+        np.zeros(n),
+        clip=clip,
+    )
+
+
+def test_slate_estimators_by_hand():
+    got = _values(hand_run())
+    # slate IPS: r1: 0.5·1.0/0.1 = 5, rewards 1 -> 5; r2: 0 -> 0; r3: 0.4·0.5/0.05 = 4, rewards 2 -> 8
+    assert got["slate_ips"] == pytest.approx((5 + 0 + 8) / 3)
+    # IIPS: r1: 1·0.5/0.5 = 1; r2: 1·0.5/0.4 = 1.25; r3: 0.4/0.2 + 0.5/0.5 = 3
+    assert got["iips"] == pytest.approx((1 + 1.25 + 3) / 3)
+    # RIPS: r1: 1·0.5/0.5 = 1; r2: position 2's cascade 0·0.5/0.2 = 0; r3: 0.4/0.2 + 0.2/0.05 = 6
+    assert got["rips"] == pytest.approx((1 + 0 + 6) / 3)
+    assert got["logged_list"] == pytest.approx(4 / 3)
+    # the item level on the same rows: w = 1, 4, 0, 1.25, 2, 1
+    assert got["ips"] == pytest.approx((1 + 0 + 0 + 1.25 + 2 + 1) / 6)
+    assert got["snips"] == pytest.approx((1 + 1.25 + 2 + 1) / (1 + 4 + 0 + 1.25 + 2 + 1))
+    assert got["logged"] == pytest.approx(4 / 6)
+
+
+def test_clipping_caps_every_importance_weight():
+    got = _values(hand_run(clip=2.0))
+    assert got["ips"] == pytest.approx((1 + 0 + 0 + 1.25 + 2 + 1) / 6)  # no rewarded weight above 2
+    assert got["snips"] == pytest.approx((1 + 1.25 + 2 + 1) / (1 + 2 + 0 + 1.25 + 2 + 1))  # 4 -> 2
+    assert got["slate_ips"] == pytest.approx((2 + 0 + 4) / 3)  # list weights 5 -> 2 and 4 -> 2
+    assert got["rips"] == pytest.approx((1 + 0 + 2 + 2) / 3)  # r3's cascade weights 2 and 4 -> 2 and 2
+
+
+def test_switch_dr_uses_the_model_above_tau_and_dr_below():
+    # one user, two rows: weights 1 and 4; q̂ = 0.5 on both; d = 0.3 at both positions
+    args = (
+        np.array(["u", "u"]),
+        np.array(["r", "r"]),
+        np.array([1, 2]),
+        np.array([1.0, 0.0]),
+        np.array([0.5, 0.25]),
+        np.array([np.nan, np.nan]),
+        np.array([np.nan, np.nan]),
+        np.array([0.5, 1.0]),
+        np.array([0.5, 0.5]),
+        np.array([0.3, 0.3]),
+    )
+    dr = _values(_run(*args, tau=10.0))["dr"]
+    assert dr == pytest.approx((0.6 + 1 * 0.5 + 4 * -0.5) / 2)
+    assert _values(_run(*args, tau=10.0))["switch_dr"] == pytest.approx(dr)
+    assert _values(_run(*args, tau=2.0))["switch_dr"] == pytest.approx((0.6 + 0.5) / 2)  # the weight 4 is switched
+    assert _values(_run(*args, tau=4.0))["switch_dr"] == pytest.approx(dr)  # w <= τ keeps its term (obp: iw <= tau)
+    assert _values(_run(*args, tau=0.5))["switch_dr"] == pytest.approx(_values(_run(*args))["dm"])
+    sndr = _values(_run(*args))["sndr"]
+    assert sndr == pytest.approx(0.3 + (0.5 - 2.0) / 5)
+
+
+# --------------------------------------------------------------------------- intervals
+
+
+def test_one_ratio_is_the_delta_method_of_statistics_md():
+    x = np.array([1.0, 0.0, 2.0, 1.0, 0.0, 1.0])
+    y = np.array([10.0, 5.0, 8.0, 12.0, 3.0, 7.0])
+    s = K.RunSums.from_users({"reward": x, "rows": y})
+    got = K.ratio_sum([(1.0, "reward", "rows")], s)
+    assert got.value == pytest.approx(0.1111111111)
+    assert got.se**2 == pytest.approx(RatioStats.from_values(x, y).var_ratio, rel=1e-12)
+    assert got.se**2 == pytest.approx(1.0827617741e-03, rel=1e-9)  # REFERENCES.md
+
+
+def test_a_sum_of_ratios_has_the_variance_of_its_linearisation():
+    rng = np.random.default_rng(3)
+    n = 200
+    cols = {name: rng.gamma(2.0, 1.0, n) for name in ("dm_p", "rows_p", "w_residual", "w")}
+    s = K.RunSums.from_users(cols)
+    got = K.ratio_sum(K.ESTIMATORS["sndr"].terms, s)
+    a, b, c, d = (cols[k] for k in ("dm_p", "rows_p", "w_residual", "w"))
+    ra, rc = a.sum() / b.sum(), c.sum() / d.sum()
+    # influence of user u: (a_u − ra b_u) / b̄ + (c_u − rc d_u) / d̄; Var = sample var / n
+    influence = (a - ra * b) / b.mean() + (c - rc * d) / d.mean()
+    assert got.value == pytest.approx(ra + rc)
+    assert got.se == pytest.approx(np.std(influence, ddof=1) / math.sqrt(n), rel=1e-10)
+
+
+def test_the_user_is_the_unit_a_user_seen_twice_as_often_leaves_the_interval_as_it_was():
+    s1 = hand_run()
+    doubled = K.RunSums(s1.n, {k: 2 * v for k, v in s1.sums.items()}, {k: 4 * v for k, v in s1.prods.items()})
+    for spec in K.ESTIMATORS.values():
+        a, b = K.estimate(spec, s1), K.estimate(spec, doubled)
+        assert a.value == pytest.approx(b.value) and (a.se or 0) == pytest.approx(b.se or 0), spec.name
+
+
+def test_the_difference_to_the_logged_value_has_its_own_interval():
+    s = hand_run()
+    ips = K.estimate(K.ESTIMATORS["ips"], s)
+    logged = K.estimate(K.ESTIMATORS["logged"], s)
+    assert ips.delta == pytest.approx(ips.value - logged.value)
+    assert ips.delta_se is not None and ips.delta_ci_low < ips.delta < ips.delta_ci_high
+    assert logged.delta is None  # the baseline is not compared with itself
+
+
+def test_no_unit_no_value_and_one_user_no_interval():
+    empty = K.RunSums(0.0, {})
+    assert K.estimate(K.ESTIMATORS["ips"], empty).value is None
+    one = K.RunSums.from_users({"w_reward": np.array([1.0]), "rows_p": np.array([2.0])})
+    got = K.estimate(K.ESTIMATORS["ips"], one)
+    assert got.value == 0.5 and got.se is None and got.ci_method == "none"
+
+
+# --------------------------------------------------------------------------- skipped, named, diagnosed
+
+
+def test_an_estimator_without_its_input_is_skipped_and_says_why():
+    rows, notes = K.estimate_all(hand_run(), {"propensity": True, "list_propensity": True})
+    names = [r.estimator for r in rows]
+    assert "ips" in names and "iips" in names and "dm" not in names and "replay" not in names
+    assert any(n.startswith("dm skipped: the target has no q_hat") for n in notes)
+    assert any(n.startswith("replay skipped: the candidate is not deterministic") for n in notes)
+    assert any(n.startswith("rips skipped") for n in notes)
+
+
+def test_every_estimator_and_diagnostic_has_a_registry_entry():
+    assert list(K.ESTIMATORS) == list(registry.OPE_ESTIMATORS)
+    assert list(K.DIAGNOSTICS) == list(registry.OPE_DIAGNOSTICS)
+    assert set(K.BASELINE.values()) <= set(K.ESTIMATORS)
+
+
+def test_diagnostics_by_hand():
+    d = K.diagnostics(hand_run(), 0.25, 1.0)
+    w = np.array([1, 4, 0, 1.25, 2, 1])
+    assert d["effective_sample_size"] == pytest.approx(w.sum() ** 2 / (w**2).sum())
+    assert d["max_weight"] == 4.0 and d["mean_weight"] == pytest.approx(w.mean())
+    assert d["unseen_logged_share"] == pytest.approx(1 / 6)
+    assert d["unsupported_target_share"] == 0.25 and d["rows_without_propensity"] == 0
+    assert d["matched_rows"] == 1 and d["users"] == 2 and d["lists"] == 3
