@@ -3,6 +3,8 @@ exploded rows scored by kernels.users.score_users and kernels.health_pass.partit
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -253,3 +255,28 @@ def test_unit_sums_add_up_over_requests_and_copies_move_categories_and_items():
     by = {(s, n, k): v for s, n, k, v in zip(sums["slice"], sums["name"], sums["key"], sums["value"], strict=True)}
     assert {k[1:]: v for k, v in by.items() if k[0] == 0} == {k[1:]: v for k, v in by.items() if k[0] == 1}
     assert by[(1, "item", 0)] == 2 and by[(1, "category", 1)] == 1 and by[(1, "user_h", -1)] > 0
+
+
+def test_slice_sums_without_item_units_still_give_categories_and_entropies():
+    # the heavy users' path adds their (unit, item) counts in Spark and hands slice_sums the units without
+    # them: the category rows and the users' entropies (category_diversity) must not depend on the items
+    args = (
+        np.zeros(4, dtype=np.int64),
+        np.zeros(4, dtype=np.int64),
+        np.array([0, 0, 1, 1]),
+        np.array([0, 1, 2, 3]),
+        np.array([0, 1, 0, 0]),
+        np.zeros(4, dtype=bool),
+        np.ones(4, dtype=bool),
+        2,
+    )
+    whole = unit_sums(*args)
+    none = np.array([], dtype=np.int64)
+    no_items = dataclasses.replace(whole, item_unit=none, item=none, item_n=np.array([]), item_listed=none.astype(bool))
+    with_items, without = slice_sums(whole), slice_sums(no_items)
+    rows = lambda sums: {  # noqa: E731
+        (n, k): v for n, k, v in zip(sums["name"], sums["key"], sums["value"], strict=True) if n != "item"
+    }
+    assert rows(without) == rows(with_items)
+    assert rows(without)[("category", 0)] == 3 and rows(without)[("user_h", -1)] > 0
+    assert "item" not in set(without["name"])

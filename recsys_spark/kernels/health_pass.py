@@ -298,7 +298,7 @@ def slice_sums(units: UnitSums) -> Columns:
         sums["list_hu"] = float(filled["list_h"].sum())
         sums |= _measure_sums({k: v[of] for k, v in measured.items()}, filled["exposures"], filled["pv"])
         rows += [(int(s), name, float(value)) for name, value in sums.items()]
-    if len(units.item_unit):
+    if len(units.item_unit) or len(units.category_unit):  # the heavy users' path gives categories, no items
         parts = _exposed_rows(units, rows)
     return _columns(rows, parts)
 
