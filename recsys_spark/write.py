@@ -21,7 +21,10 @@ Concurrency and faults:
   this host, is taken over;
 * the rename into place refuses an existing target (Hadoop would nest it);
 * staging directories of dead runs (older than ``output.stale_minutes``, and
-  not a live lock's run) are swept by the next run of the output root;
+  not a live lock's run) are swept by the next run of the output root; the
+  staging directory of the run whose lock this run took over is swept at once,
+  whatever its age (its run is dead: a killed run leaves no litter behind the
+  rerun);
 * a rerun replaces every table *this job owns* (:data:`schema.DAILY_TABLES`)
   that the date has, including tables it no longer writes (e.g. an old
   ``rejected/dt=D`` after ``write_rejected`` is turned off); any other folder
@@ -155,6 +158,7 @@ class DailyOutput:
         self.swept: list[str] = []
         self.recovered: list[str] = []
         self.run_dir_kept = False  # a commit that failed and could not be undone keeps its journal
+        self.taken_over: set[str] = set()  # run ids of the dead runs whose lock this run took over
 
     def final_path(self, table: str) -> str:
         return f"{self.root}/{table}/{self.partition}"
@@ -201,6 +205,8 @@ class DailyOutput:
                         f"{holder.get('host')}, started {holder.get('started')}) is writing this date to "
                         f"{self.root}; wait for it, or delete {self.lock} if that run is dead"
                     )
+                if holder and holder.get("run_id"):
+                    self.taken_over.add(str(holder["run_id"]))
                 fs.delete(self.spark, self.lock)  # a dead run's lock (or unreadable): take it over
             else:
                 raise ConcurrentRunError(
@@ -277,7 +283,7 @@ class DailyOutput:
 
     def sweep_staging(self) -> list[str]:
         """Delete staging directories left by dead runs: older than output.stale_minutes and not the run
-        of a live lock.  Returns their names."""
+        of a live lock, or the run whose lock this run took over (any age).  Returns their names."""
         staging = f"{self.root}/{STAGING}"
         if not fs.exists(self.spark, staging):
             return []
@@ -285,7 +291,8 @@ class DailyOutput:
         swept = []
         for name in fs.children(self.spark, staging):
             path = f"{staging}/{name}"
-            if name in live or fs.age_seconds(self.spark, path) <= self.stale_seconds:
+            dead = name in self.taken_over and name not in live
+            if name in live or (not dead and fs.age_seconds(self.spark, path) <= self.stale_seconds):
                 continue
             if fs.exists(self.spark, f"{path}/{JOURNAL}"):  # a commit killed midway: its date's next run ends it
                 continue

@@ -95,6 +95,25 @@ def test_a_live_run_holding_the_date_makes_the_second_fail_clearly(spark, tmp_pa
     assert not lock_file(out).exists()
 
 
+def test_the_staging_of_the_run_whose_lock_was_taken_over_is_swept_at_once(spark, tmp_path):
+    # a run killed while it staged its tables leaves a fresh staging directory: the run that takes its lock over
+    # knows it is dead and removes it whatever its age; a fresh staging directory of another run stays (it may be
+    # a live run of another date on another host)
+    day_input(tmp_path)
+    out = tmp_path / "out"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    hold_lock(out, int(dead.stdout))
+    killed = out / "_staging" / f"{DAY}-feedbeef" / "metrics"
+    other = out / "_staging" / "2026-01-01-cafecafe" / "metrics"
+    for path in (killed, other):
+        path.mkdir(parents=True)
+        (path / "part-00000.parquet").write_bytes(b"half")
+    summary = evaluate_day(spark, load_config(None, SETTINGS), DAY, str(tmp_path / "in"), str(out))
+    assert not killed.parent.exists() and other.exists()
+    assert any(f"{DAY}-feedbeef" in note for note in summary["notes"])
+    assert not lock_file(out).exists()
+
+
 def test_a_lock_whose_heartbeat_stopped_is_taken_over(spark, tmp_path):
     # a run on another host (its pid cannot be checked) that beats every 2 s
     day_input(tmp_path)
