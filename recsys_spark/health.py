@@ -10,10 +10,10 @@ The sliced rows come hash-partitioned by user and persisted
 (:func:`per_user.persist_user_rows`, the same partitions the per-user
 metrics read), so every user is whole in one partition:
 
-* :func:`partition_pass`: one ``mapInArrow`` per partition
-  (:func:`kernels.health_pass.partition_sums`; with slices it reads one row
-  per exposure with its slice keys and explodes them in Arrow,
-  :func:`slices.explode_arrow`) gives, per slice, PV, UV,
+* the day's one Python pass (:class:`user_pass.UserPass`; alone,
+  :func:`partition_pass`), one ``mapInArrow`` over the user partitions that
+  reads one row per exposure with its slice keys
+  (:func:`kernels.health_pass.unit_sums` then ``slice_sums``) gives, per slice, PV, UV,
   coverage, failure, business counts, the per-list and per-user category
   entropies and the per-user products of the intervals; per (slice,
   category) the exposures; per (slice, item) the exposures, the distinct
@@ -44,8 +44,9 @@ per-replicate sums for Gini, personalization, novelty, item coverage and the
 global category diversity.
 
 Memory: one call holds its partition (about ``execution.rows_per_bucket``
-rows, more when one user is heavier: such a user is held whole here, unlike
-in the per-user pass; docs/performance.md).
+rows) without the users past ``execution.max_user_rows``: the pass sets them
+aside, and their sums take :func:`heavy_health_rows` (rows spread by (user,
+request), the parts' unit sums added in Spark).
 """
 
 from __future__ import annotations
@@ -539,8 +540,8 @@ def evaluate_health(
         item coverage and global category diversity (:mod:`recsys_spark.bootstrap`); 0 replicates:
         no interval for those.
     keyed : ``prepared`` before the slices were exploded, with each row's slice keys as an array
-        (:func:`slices.with_slice_keys`), in the same partitions; the Python pass reads it instead and
-        explodes the keys in Arrow.
+        (:func:`slices.with_slice_keys`), in the same partitions; the Python pass reads it instead (one
+        row per exposure, each distinct set of rows scored once).
     seen : (user_id, item_id) clicks of the days before (the novelty history), or None (no
         novel_item_share, novel_category_share): what a user has already consumed.
     user_pass : the day's one pass over the user partitions (:class:`user_pass.UserPass`, built with

@@ -110,8 +110,8 @@ def ranking_input(labelled: DataFrame, list_unit: str, has_score: bool) -> DataF
     """Exposed items only (empty responses have nothing to rank), with ``list_id`` and ``score``.
 
     Without a score column, lists are ranked by position: score = -position.  Rows with their slice keys
-    as an array (:func:`slices.with_slice_keys`) keep the array instead of ``slice``: the per-user pass
-    explodes it in Arrow.
+    as an array (:func:`slices.with_slice_keys`) keep the array instead of ``slice`` (what the one pass,
+    :mod:`recsys_spark.user_pass`, reads).
     """
     list_id = {"request": F.col(REQUEST), "session": F.col(SESSION), "user": F.lit("")}[list_unit]
     score = F.col(SCORE) if has_score else -F.col(POSITION).cast("double")

@@ -8,7 +8,7 @@ unit of the partition,
 
 * the per-user table's values (``user`` rows: one row per unit, the values that depend on k as arrays;
   :meth:`UserPass.user_frame` lays them out one row per (slice, user, k) on the JVM side);
-* the health indicators' partial sums (``sum`` rows: :func:`kernels.health_pass.partition_sums`' long rows;
+* the health indicators' partial sums (``sum`` rows: :func:`kernels.health_pass.slice_sums`' long rows;
   :mod:`recsys_spark.health` shuffles and adds them, never a row per exposure);
 * the aggregates' mergeable sums of the partition (one ``moments`` row: :class:`kernels.moments.Moments` per
   slice, pickled) and the users set aside (``aside`` rows, below).
@@ -120,7 +120,7 @@ def numbers(table: pa.Table, name: str) -> np.ndarray:
 
 
 def measures(table: pa.Table) -> dict[str, np.ndarray]:
-    """The business metrics' numbers per row (:func:`kernels.health_pass.partition_sums`' measures): the clicks,
+    """The business metrics' numbers per row (:func:`kernels.health_pass.unit_sums`' measures): the clicks,
     the value and whether there is one, the dwell, a 0/1 per conversion event; a null amount adds 0."""
     names = table.column_names
     out: dict[str, np.ndarray] = {}

@@ -144,11 +144,9 @@ class Labelled:
     #: one row per labelled exposure, hash-partitioned by user and persisted (None: ``by_user``'s
     #: ``all`` rows)
     rows: DataFrame | None = None
-    #: with slices, ``rows`` and ``ranked`` before the explode, each row's slice keys as an array
-    #: (``_slices``): what the Python passes read, exploding the keys in Arrow (one row per exposure
-    #: crosses to Python, not 1 + S)
+    #: with slices, ``rows`` before the explode, each row's slice keys as an array (``_slices``): what the
+    #: one Python pass reads (one row per exposure crosses to Python, not 1 + S)
     keyed: DataFrame | None = None
-    ranked_keyed: DataFrame | None = None
     has_score: bool = True  # without a score column, lists are ranked by position
 
     @property

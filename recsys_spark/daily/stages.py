@@ -153,7 +153,7 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     labels = label_counts(user_rows, valid.valid_events + n_late)  # builds the user partitions
     labels["late_events"] = n_late
     sliced = explode_slices(user_rows, dims, cutoffs)
-    # the Python passes read one row per exposure with its slice keys and explode them in Arrow
+    # the one Python pass reads one row per exposure with its slice keys (each distinct set of rows scored once)
     keyed = with_slice_keys(user_rows, dims, cutoffs) if dims.names else None
     return Labelled(
         labels,
@@ -164,7 +164,6 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
         tuple(df for df in (user_rows, *kept) if df is not None),
         user_rows,
         keyed,
-        None if keyed is None else ranking_input(keyed, cfg.ranking.list_unit, inputs.has_score),
         inputs.has_score,
     )
 
