@@ -240,7 +240,9 @@ class Day:
                 exposures.join(flags, on=["request_id", "item_id"], how="left")
                 .groupBy("user_id")
                 .agg(F.count(F.lit(1)).alias("rows"), F.sum("flag").alias("flags"))
-                .count()
+                .write.format("noop")  # every row of the result computed: a .count() lets Spark drop the join
+                .mode("overwrite")
+                .save()
             )
         finally:
             self.spark.conf.set("spark.sql.shuffle.partitions", before)
@@ -1119,6 +1121,7 @@ def run_bench(
             structure.setdefault(
                 "shuffles of labelled exposures after labelling, per-user stage", shuffles_before_cache(users.frame)
             )
+            users.unpersist()
             by_user.unpersist()
         finally:
             day.uncache_labelled()

@@ -10,10 +10,10 @@ The sliced rows come hash-partitioned by user and persisted
 (:func:`per_user.persist_user_rows`, the same partitions the per-user
 metrics read), so every user is whole in one partition:
 
-* :func:`partition_pass`: one ``mapInArrow`` per partition
-  (:func:`kernels.health_pass.partition_sums`; with slices it reads one row
-  per exposure with its slice keys and explodes them in Arrow,
-  :func:`slices.explode_arrow`) gives, per slice, PV, UV,
+* the day's one Python pass (:class:`user_pass.UserPass`; alone,
+  :func:`partition_pass`), one ``mapInArrow`` over the user partitions that
+  reads one row per exposure with its slice keys
+  (:func:`kernels.health_pass.unit_sums` then ``slice_sums``) gives, per slice, PV, UV,
   coverage, failure, business counts, the per-list and per-user category
   entropies and the per-user products of the intervals; per (slice,
   category) the exposures; per (slice, item) the exposures, the distinct
@@ -44,26 +44,27 @@ per-replicate sums for Gini, personalization, novelty, item coverage and the
 global category diversity.
 
 Memory: one call holds its partition (about ``execution.rows_per_bucket``
-rows, more when one user is heavier: such a user is held whole here, unlike
-in the per-user pass; docs/performance.md).
+rows) without the users past ``execution.max_user_rows``: the pass sets them
+aside, and their sums take :func:`heavy_health_rows` (rows spread by (user,
+request), the parts' unit sums added in Spark).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from recsys_spark.aggregate import MetricRow
 from recsys_spark.bootstrap import bootstrap_sums, health_bootstrap_intervals
-from recsys_spark.kernels.business import Measured, business_values, event_sum
+from recsys_spark.kernels.business import Measured, business_values
 from recsys_spark.kernels.health import health_values
-from recsys_spark.kernels.health_pass import partition_sums
+from recsys_spark.kernels.health_pass import USER_SUMS, UnitSums, slice_sums, unit_sums
 from recsys_spark.kernels.intervals import business_intervals, health_intervals
 from recsys_spark.kernels.stats import Interval
 from recsys_spark.schema import (
@@ -79,13 +80,13 @@ from recsys_spark.schema import (
     N_CLICKS,
     REQUEST,
     SLICE,
-    SLICE_KEYS,
     UNKNOWN,
     USER,
     VALUE,
 )
 from recsys_spark.session import CACHE_LEVEL
-from recsys_spark.slices import PopularityCutoffs, SliceDims, explode_arrow
+from recsys_spark.slices import PopularityCutoffs, SliceDims
+from recsys_spark.user_pass import KIND, SUM_COLUMNS, UserPass, codes, flags, measures, pass_rows
 
 
 @dataclass
@@ -119,46 +120,6 @@ def user_items(prepared: DataFrame) -> DataFrame:
     )
 
 
-_PASS_COLUMNS = (SLICE, USER, REQUEST, ITEM, ITEM_CATEGORY, CLICKED, IN_CATALOG, N_CLICKS, VALUE, DWELL)
-_PASS_DDL = "slice string, name string, key string, value double, users double, flag boolean"
-
-
-def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
-    """Dictionary codes of a string column (-1 for null) and the dictionary."""
-    encoded = pc.dictionary_encode(column.combine_chunks())
-    return encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
-
-
-def _flags(table: pa.Table, name: str) -> np.ndarray:
-    if name not in table.column_names:
-        return np.zeros(table.num_rows, dtype=bool)
-    return table.column(name).combine_chunks().fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
-
-
-def _numbers(table: pa.Table, name: str) -> np.ndarray:
-    """A numeric column as float64, NaN for null."""
-    column = pc.cast(table.column(name).combine_chunks(), pa.float64())
-    return column.fill_null(np.nan).to_numpy(zero_copy_only=False)
-
-
-def _measures(table: pa.Table) -> dict[str, np.ndarray]:
-    """The business metrics' numbers per row (:func:`kernels.health_pass.partition_sums`' measures): the clicks,
-    the value and whether there is one, the dwell, a 0/1 per conversion event; a null amount adds 0."""
-    names = table.column_names
-    out: dict[str, np.ndarray] = {}
-    if N_CLICKS in names:
-        out["click_events"] = np.nan_to_num(_numbers(table, N_CLICKS))
-    if VALUE in names:
-        value = _numbers(table, VALUE)
-        out["value"], out["valued"] = np.nan_to_num(value), (~np.isnan(value)).astype(np.float64)
-    if DWELL in names:
-        out["dwell"] = np.nan_to_num(_numbers(table, DWELL))
-    for name in names:
-        if name.startswith(EVENT_FLAG_PREFIX):
-            out[event_sum(name[len(EVENT_FLAG_PREFIX) :])] = _flags(table, name).astype(np.float64)
-    return out
-
-
 def measured_of(columns: Sequence[str]) -> Measured:
     """Which business rows labelled rows with these columns give (:class:`kernels.business.Measured`)."""
     return Measured(
@@ -169,66 +130,170 @@ def measured_of(columns: Sequence[str]) -> Measured:
     )
 
 
-def _partition_pass(min_list_length: int):
-    def sums(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # on the executors
-        kept = [b for b in batches if b.num_rows]
-        if not kept:
-            return
-        table = explode_arrow(pa.Table.from_batches(kept))  # slice keys to rows, when they come as an array
-        del kept
-        slices, slice_names = _codes(table.column(SLICE))
-        users, _ = _codes(table.column(USER))
-        requests, _ = _codes(table.column(REQUEST))
-        items, item_names = _codes(table.column(ITEM))
-        categories, category_names = _codes(table.column(ITEM_CATEGORY))
-        out = partition_sums(
-            slices,
-            users,
-            requests,
-            items,
-            categories,
-            _flags(table, CLICKED),
-            _flags(table, IN_CATALOG),
-            min_list_length,
-            _measures(table),
-        )
-        del table
-        name = out["name"]
-        key = np.full(len(name), None, dtype=object)
-        for kind, names in (("item", item_names), ("category", category_names)):
-            of = (name == kind) & (out["key"] >= 0)  # a null category (no items table) stays null
-            key[of] = names.take(pa.array(out["key"][of])).to_numpy(zero_copy_only=False)
-        yield pa.RecordBatch.from_arrays(
-            [
-                slice_names.take(pa.array(out["slice"])),
-                pa.array(name, pa.string()),
-                pa.array(key, pa.string()),
-                pa.array(out["value"], pa.float64(), from_pandas=True),  # NaN (a sum over no value) -> null
-                pa.array(out["users"], pa.float64(), from_pandas=True),
-                pa.array(out["flag"], pa.bool_()),
-            ],
-            names=["slice", "name", "key", "value", "users", "flag"],
-        )
-
-    return sums
+def add_up(sum_rows: DataFrame) -> DataFrame:
+    """The partitions' long rows (slice, name, key, value, users, flag) added up by (slice, name, key): the only
+    shuffle of the health sums, a row per slice and name, per category and per item seen in a partition, never
+    a row per exposure."""
+    return sum_rows.groupBy(SLICE, "name", "key").agg(
+        F.sum("value").alias("value"), F.sum("users").alias("users"), F.max("flag").alias("flag")
+    )
 
 
 def partition_pass(prepared: DataFrame, min_list_length: int) -> DataFrame:
-    """The one pass over the user partitions (:func:`kernels.health_pass.partition_sums` per partition),
-    summed over partitions: (slice, name, key, value, users, flag) with per-slice sums (key null),
-    ``category`` rows (key: the category) and ``item`` rows (key: the item).
+    """The health sums of one Python pass over the user partitions (:func:`user_pass.pass_rows`, the health
+    sums only), added up (:func:`add_up`): (slice, name, key, value, users, flag) with per-slice sums (key
+    null), ``category`` rows (key: the category) and ``item`` rows (key: the item)."""
+    rows = pass_rows(prepared, ks=None, min_list_length=min_list_length)
+    return add_up(rows.where(F.col(KIND) == "sum").select(*SUM_COLUMNS))
 
-    The only shuffle is that of the partitions' partial sums by (slice, name, key): a row per slice and
-    name, per category and per item seen in the partition, never a row per exposure.
+
+# --- users past execution.max_user_rows: their rows split by request ------------------------------
+_UNIT_DDL = f"{SLICE} string, {USER} string, name string, key string, value double, flag boolean"
+_SUM_DDL = f"{SLICE} string, name string, key string, value double, users double, flag boolean"
+
+
+def _unit_rows_fn(min_list_length: int):
+    """mapInArrow: rows of heavy users (a part of each user's requests) -> the part's unit sums as long rows
+    (slice, user, name, key, value, flag): the per-unit values (key null), ``category`` (key: the category)
+    and ``item`` (key: the item, flag: in the catalog)."""
+
+    def units(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # on the executors
+        kept = [b for b in batches if b.num_rows]
+        if not kept:
+            return
+        table = pa.Table.from_batches(kept)
+        slices, slice_names = codes(table.column(SLICE))
+        users, user_names = codes(table.column(USER))
+        items, item_names = codes(table.column(ITEM))
+        categories, category_names = codes(table.column(ITEM_CATEGORY))
+        u = unit_sums(
+            slices,
+            users,
+            codes(table.column(REQUEST))[0],
+            items,
+            categories,
+            flags(table, CLICKED),
+            flags(table, IN_CATALOG),
+            min_list_length,
+            measures(table),
+        )
+        n, names = len(u), list(u.values)
+        unit = np.r_[np.tile(np.arange(n), len(names)), u.category_unit, u.item_unit].astype(np.int64)
+        keys = pa.concat_arrays(
+            [
+                pa.nulls(n * len(names), pa.string()),
+                category_names.take(pa.array(u.category, mask=u.category < 0)),  # a null category stays null
+                item_names.take(pa.array(u.item)),
+            ]
+        )
+        kinds = [*np.repeat(np.array(names, dtype=object), n).tolist()]
+        kinds += ["category"] * len(u.category) + ["item"] * len(u.item)
+        values = np.concatenate([*(u.values[v] for v in names), u.category_n, u.item_n])
+        flag = np.r_[np.zeros(n * len(names) + len(u.category), dtype=bool), u.item_listed]
+        yield pa.RecordBatch.from_arrays(
+            [
+                slice_names.take(pa.array(u.slice[unit])),
+                user_names.take(pa.array(u.user[unit])),
+                pa.array(kinds, pa.string()),
+                keys,
+                pa.array(values, pa.float64(), from_pandas=True),  # NaN (no list with an item) -> null
+                pa.array(flag, pa.bool_()),
+            ],
+            names=[SLICE, USER, "name", "key", "value", "flag"],
+        )
+
+    return units
+
+
+def heavy_health_rows(
+    prepared: DataFrame,
+    heavy: Mapping[str, int],
+    min_list_length: int,
+    rows_per_bucket: int,
+) -> tuple[DataFrame, DataFrame]:
+    """The health sums' long rows of the users the pass set aside (``heavy``: {user: rows}), on a bounded path.
+
+    Their exploded rows (``prepared``) are spread over sub-partitions by (user, request), so no Python call
+    holds more than a part of a user; each part is reduced to its units' sums
+    (:func:`kernels.health_pass.unit_sums`), which add up over a user's requests: Spark adds the parts by
+    (slice, user, name, key).  The (unit, item) counts become ``item`` rows in Spark (each a distinct user
+    of the item); the few per-unit values and (unit, category) counts of these users come to the driver,
+    where :func:`kernels.health_pass.slice_sums` gives their per-slice sums and ``category`` rows.
+    Returns the rows and the persisted parts they read (the caller unpersists it once the rows are read).
     """
-    flags = [c for c in prepared.columns if c.startswith(EVENT_FLAG_PREFIX)]
-    present = [c for c in (*_PASS_COLUMNS, SLICE_KEYS) if c in prepared.columns] + flags
-    return (
-        prepared.select(*present)
-        .mapInArrow(_partition_pass(min_list_length), _PASS_DDL)
-        .groupBy(SLICE, "name", "key")
-        .agg(F.sum("value").alias("value"), F.sum("users").alias("users"), F.max("flag").alias("flag"))
+    spark = prepared.sparkSession
+    columns = [c for c in (SLICE, USER, REQUEST, ITEM, ITEM_CATEGORY, CLICKED, IN_CATALOG) if c in prepared.columns]
+    columns += [c for c in (N_CLICKS, VALUE, DWELL) if c in prepared.columns]
+    columns += [c for c in prepared.columns if c.startswith(EVENT_FLAG_PREFIX)]
+    rows = prepared.where(F.col(USER).isin(sorted(heavy))).select(*columns)
+    parts = max(1, math.ceil(sum(heavy.values()) / rows_per_bucket))
+    merged = (
+        rows.repartition(parts, USER, REQUEST)
+        .mapInArrow(_unit_rows_fn(min_list_length), _UNIT_DDL)
+        .groupBy(SLICE, USER, "name", "key")
+        .agg(F.sum("value").alias("value"), F.max("flag").alias("flag"))
+        .persist(CACHE_LEVEL)
     )
+    items = (
+        merged.where(F.col("name") == "item")
+        .groupBy(SLICE, "key")
+        .agg(
+            F.sum("value").alias("value"), F.count(F.lit(1)).cast("double").alias("users"), F.max("flag").alias("flag")
+        )
+        .select(SLICE, F.lit("item").alias("name"), "key", "value", "users", "flag")
+    )
+    small = merged.where(F.col("name") != "item").collect()  # a few values per heavy user and slice
+    sums = spark.createDataFrame(_heavy_slice_sums(small), _SUM_DDL)
+    return items.unionByName(sums), merged
+
+
+def _heavy_slice_sums(rows) -> list[tuple]:
+    """The per-slice sums and ``category`` rows of the heavy users' merged unit rows (on the driver)."""
+    units: dict[tuple[str, str], int] = {}
+    slice_codes: dict[str, int] = {}
+    category_codes: dict[str | None, int] = {}
+    values: dict[str, dict[int, float]] = {}
+    cats: list[tuple[int, int, float]] = []
+    for r in rows:
+        unit = units.setdefault((r[SLICE], r[USER]), len(units))
+        slice_codes.setdefault(r[SLICE], len(slice_codes))
+        if r["name"] == "category":
+            code = -1 if r["key"] is None else category_codes.setdefault(r["key"], len(category_codes))
+            cats.append((unit, code, float(r["value"])))
+        else:
+            values.setdefault(r["name"], {})[unit] = math.nan if r["value"] is None else float(r["value"])
+    if not units:
+        return []
+    n = len(units)
+    measure_names = tuple(name for name in values if name not in USER_SUMS)
+    per_unit = {
+        name: np.array([values.get(name, {}).get(u, math.nan) for u in range(n)], dtype=np.float64)
+        for name in (*USER_SUMS, *measure_names)
+    }
+    none, nothing = np.array([], dtype=np.int64), np.array([], dtype=np.float64)
+    sums = slice_sums(
+        UnitSums(
+            np.array([slice_codes[s] for s, _ in units], dtype=np.int64),
+            np.arange(n, dtype=np.int64),
+            per_unit,
+            np.array([u for u, _, _ in cats], dtype=np.int64),
+            np.array([c for _, c, _ in cats], dtype=np.int64),
+            np.array([v for _, _, v in cats], dtype=np.float64),
+            none,
+            none,
+            nothing,
+            np.array([], dtype=bool),
+            measure_names,
+        )
+    )
+    slices = list(slice_codes)
+    categories = {code: name for name, code in category_codes.items()}
+    out = []
+    columns = (sums[c] for c in ("slice", "name", "key", "value"))
+    for s, name, key, value in zip(*columns, strict=True):
+        label = categories[int(key)] if name == "category" and key >= 0 else None
+        out.append((slices[s], str(name), label, None if math.isnan(value) else float(value), None, False))
+    return out
 
 
 def request_rows(summed: DataFrame) -> DataFrame:
@@ -453,6 +518,9 @@ def evaluate_health(
     seed: int = 0,
     keyed: DataFrame | None = None,
     seen: DataFrame | None = None,
+    user_pass: UserPass | None = None,
+    max_user_rows: int | None = None,
+    rows_per_bucket: int = 200_000,
 ) -> HealthResult:
     """Health and business rows of every slice, and the Lorenz points.
 
@@ -472,17 +540,32 @@ def evaluate_health(
         item coverage and global category diversity (:mod:`recsys_spark.bootstrap`); 0 replicates:
         no interval for those.
     keyed : ``prepared`` before the slices were exploded, with each row's slice keys as an array
-        (:func:`slices.with_slice_keys`), in the same partitions; the Python pass reads it instead and
-        explodes the keys in Arrow.
+        (:func:`slices.with_slice_keys`), in the same partitions; the Python pass reads it instead (one
+        row per exposure, each distinct set of rows scored once).
     seen : (user_id, item_id) clicks of the days before (the novelty history), or None (no
         novel_item_share, novel_category_share): what a user has already consumed.
+    user_pass : the day's one pass over the user partitions (:class:`user_pass.UserPass`, built with
+        ``min_list_length``), whose health sums this reads; None: a pass of the health sums only, over
+        ``keyed`` (or ``prepared``), setting aside the users past ``max_user_rows`` (None: no bound).
+    rows_per_bucket : about how many rows a Python call of the set-aside users' bounded path holds.
     """
     notes: list[str] = []
     measured = measured_of((prepared if keyed is None else keyed).columns)
-    # one Python pass over the persisted user partitions gives every sum; what moves is partial sums.
-    # Its result (a row per slice and item) is persisted for the branches that read it: without that,
-    # Spark pushes each branch's filter below the aggregation and runs the pass once per branch
-    summed = partition_pass(prepared if keyed is None else keyed, min_list_length).persist(CACHE_LEVEL)
+    own = user_pass is None
+    if user_pass is None:
+        user_pass = UserPass(
+            prepared if keyed is None else keyed, None, min_list_length=min_list_length, max_user_rows=max_user_rows
+        )
+    # the one Python pass over the persisted user partitions gave every sum; what moves is partial sums,
+    # and the set-aside users' on their bounded path.  The added sums (a row per slice and item) are
+    # persisted for the branches that read them: each would add them up again
+    heavy = user_pass.totals.set_aside
+    sums, merged = user_pass.sum_rows(), None
+    if heavy:
+        spread = rows_per_bucket // (1 + len(dims.names))  # the bounded path reads the exploded rows
+        extra, merged = heavy_health_rows(prepared, heavy, min_list_length, max(spread, 1))
+        sums = sums.unionByName(extra)
+    summed = add_up(sums).persist(CACHE_LEVEL)
     try:
         long = request_rows(summed).unionByName(item_pass(summed, popularity))
         if previous is not None or seen is not None:
@@ -492,6 +575,10 @@ def evaluate_health(
         stats, hist, n_clickers = _split(long.collect())
     finally:
         summed.unpersist()
+        if merged is not None:
+            merged.unpersist()
+        if own:
+            user_pass.unpersist()
     sizes, n_categories = None, None
     if catalog is not None:
         sizes = {s: int(v.pop("catalog_items")) for s, v in stats.items() if "catalog_items" in v}

@@ -38,8 +38,6 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -406,17 +404,7 @@ def explode_slices(labelled: DataFrame, dims: SliceDims, cutoffs: PopularityCuto
 
 
 def with_slice_keys(labelled: DataFrame, dims: SliceDims, cutoffs: PopularityCutoffs | None = None) -> DataFrame:
-    """``labelled`` with its slice keys as one array column ``_slices``, for a Python pass that explodes
-    them itself (:func:`explode_arrow`): one row per exposure crosses to Python instead of 1 + S."""
+    """``labelled`` with its slice keys as one array column ``_slices`` (the keys :func:`explode_slices` gives
+    each row, in the same order), for the one Python pass (:mod:`recsys_spark.user_pass`): one row per exposure
+    crosses to Python instead of 1 + S."""
     return labelled.withColumn(SLICE_KEYS, slice_keys(dims, cutoffs))
-
-
-def explode_arrow(table: pa.Table) -> pa.Table:
-    """:func:`explode_slices` in Arrow, on the executors: each row of ``table`` once per key of its
-    ``_slices`` list, in the same order (a row's keys in turn), the key as ``slice``; a table without
-    ``_slices`` is returned as it is."""
-    if SLICE_KEYS not in table.column_names:
-        return table
-    keys = table.column(SLICE_KEYS).combine_chunks()
-    rows = table.drop_columns([SLICE_KEYS]).take(pc.list_parent_indices(keys))
-    return rows.append_column(SLICE, pc.list_flatten(keys))

@@ -473,9 +473,9 @@ def _executors(app_id: str) -> list[int]:
 def test_an_executor_killed_in_the_per_user_pass_gives_identical_output(
     spark_home, cluster, artifacts, input_root, tmp_path
 ):
-    """SIGKILL the executor while the metric stage runs: its tasks rerun on a new executor, and the
-    accumulator counts each partition once (the pass runs in the write's result stage), so every table
-    equals a local run's."""
+    """SIGKILL the executor while the metric stage runs: its tasks rerun on a new executor, and the one
+    pass's output is persisted rows, not an accumulator (a rerun task replaces its blocks, adds nothing), so
+    every table equals a local run's."""
     killed: list[int] = []
 
     def watch(line: str) -> None:  # the job's JSON log lines name the application

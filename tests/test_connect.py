@@ -105,10 +105,10 @@ def test_the_days_metrics_on_spark_connect_equal_the_classic_run(spark, days):
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     on_connect = json.loads(result.read_text())
-    # the run took the Connect stand-ins: the bounded path's users came from an aggregation, not an accumulator
+    # the one pass sets the heavy user aside on Connect as on a classic session (its output is data, no accumulator)
     assert on_connect["data_quality"]["users_over_row_bound"] == classic["data_quality"]["users_over_row_bound"] == 1
 
-    # every metric row: the same keys, the same values (the partitions' sums merge in another order: last bits)
+    # every metric row: the same keys, the same values (sums Spark adds in an order it does not fix: last bits)
     a = pd.read_parquet(days / "classic" / "metrics" / f"dt={DATE}").sort_values(KEY, na_position="first")
     b = pd.read_parquet(days / "connect" / "metrics" / f"dt={DATE}").sort_values(KEY, na_position="first")
     assert len(a) == len(b) > 100

@@ -336,3 +336,43 @@ def test_novel_shares_against_the_items_and_categories_each_user_clicked_before(
     # without a catalog there are no categories to compare: the item share only
     kinds = {r.metric for r in without.rows}
     assert "novel_item_share" in kinds and "novel_category_share" not in kinds
+
+
+@pytest.mark.parametrize("bound", [2, 4])
+def test_users_past_the_row_bound_give_the_same_health_rows(spark, bound):
+    # the one pass sets aside every user past execution.max_user_rows (no Python call holds more of one
+    # user); their sums take the bounded path (rows spread by (user, request), unit sums added in Spark):
+    # the same health and business rows, the same Lorenz curve, with u1 (7 rows) and, at bound 2, u2 (3) set
+    # aside
+    exposures = spark.createDataFrame(golden.EXPOSURES, EXPOSURE_DDL)
+    catalog = spark.createDataFrame(golden.CATALOG, "item_id string, category string")
+    dims = resolve_slices(["platform", "category", "popularity"], exposures.columns, catalog.columns, None)
+    inputs = SliceInputs(dims, catalog, None, "items", "users")
+    deduplicated = deduplicate_exposures(exposures).transform(add_slice_columns, inputs, golden.DAY, 7)
+    joined = join_feedback(deduplicated, spark.createDataFrame(golden.CLICKS, CLICK_DDL), 30.0, {"click": 1.0}, "click")
+    counts = item_exposure_counts(joined)
+    cutoffs = popularity_cutoffs(counts, 0.2, 0.2)
+    rows = persist_user_rows(partitioned_by_user(with_item_exposures(joined, counts), 3), slice_input_columns(dims))
+    prepared, keyed = explode_slices(rows, dims, cutoffs), with_slice_keys(rows, dims, cutoffs)
+    common = dict(
+        min_list_length=2,
+        lorenz_points=11,
+        popularity=spark.createDataFrame(golden.POPULARITY, PAIRS_DDL),
+        previous=spark.createDataFrame(golden.PREVIOUS, PAIRS_DDL),
+        cutoffs=cutoffs,
+        keyed=keyed,
+        rows_per_bucket=3,
+    )
+    try:
+        whole = evaluate_health(spark, prepared, dims, catalog, **common)
+        bounded = evaluate_health(spark, prepared, dims, catalog, max_user_rows=bound, **common)
+    finally:
+        rows.unpersist()
+    key = [(r.metric, r.aggregation, r.slice) for r in whole.rows]
+    assert key == [(r.metric, r.aggregation, r.slice) for r in bounded.rows] and len(key) > 50
+    for a, b in zip(whole.rows, bounded.rows, strict=True):
+        for field in ("value", "n", "se", "ci_low", "ci_high"):
+            x, y = getattr(a, field), getattr(b, field)
+            assert (x is None and y is None) or y == pytest.approx(x, rel=1e-12, abs=1e-12), (a, field, y)
+    assert [p[0] for p in bounded.lorenz] == [p[0] for p in whole.lorenz]
+    assert [p[1:] for p in bounded.lorenz] == [pytest.approx(p[1:], rel=1e-12, abs=1e-12) for p in whole.lorenz]

@@ -86,7 +86,7 @@ def test_a_users_rows_of_each_k_may_come_in_different_batches():
 
 
 def test_aggregate_rows_come_in_slice_order_whatever_order_the_tasks_reported():
-    # the accumulator merges tasks' moments in completion order; the rows must not depend on it
+    # the partitions' moments may be merged in any order (collect order, a rerun); the rows must not depend on it
     from recsys_spark.aggregate import aggregate_users
 
     by_slice = user_table_moments(_FRAME, (1,))

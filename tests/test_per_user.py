@@ -94,32 +94,51 @@ def test_users_over_the_bound_get_the_same_rows_and_aggregates(spark, ranked, tm
 
 
 @pytest.mark.parametrize("fixed", [False, True])
-def test_the_pass_is_not_shuffled_before_it_is_written(ranked, fixed):
-    # the pass hands its sums to the driver through an accumulator: Spark applies a result task's update once,
-    # retries included, but a map stage's again on every re-run; so nothing may shuffle the pass's output,
-    # planned adaptively or, as the job runs it after labelling, without (session.fixed_shuffles)
+def test_the_pass_reads_the_partitions_in_place_and_hands_its_sums_over_as_rows(spark, ranked, fixed, tmp_path):
+    # one mapInArrow over the persisted user partitions with no exchange before it (planned adaptively or, as
+    # the job runs it after labelling, without: session.fixed_shuffles); its output is persisted, and what the
+    # driver takes from it (the aggregates' moments, the set-aside users) are rows of that output, not an
+    # accumulator: jobs that read it again (the table written twice here) count each partition once
     import contextlib
 
+    from helpers.spark_plans import names_and_exchanges
+
     from recsys_spark.session import fixed_shuffles
+    from recsys_spark.user_pass import pass_rows
 
     by_user = ranked.repartition(4, "user_id").cache()
     plan = fixed_shuffles(ranked.sparkSession, 3) if fixed else contextlib.nullcontext()
+    users = None
     try:
         with plan:
             by_user.count()
+            names, exchanges = names_and_exchanges(pass_rows(by_user, ks=KS, min_list_length=None))
+            assert names.count("MapInArrow") == 1 and "InMemoryTableScan" in names and exchanges == [], names
             users = UserMetrics(by_user, KS, "exponential", None, 10**9)
-            above_input = users.frame._jdf.queryExecution().executedPlan().toString().split("InMemoryTableScan")[0]
-            assert ("AdaptiveSparkPlan" in above_input) != fixed, above_input
-            assert "MapInArrow" in above_input and "Exchange" not in above_input, above_input
+            names, exchanges = names_and_exchanges(users.frame)
+            assert "MapInArrow" not in names and "InMemoryTableScan" in names and exchanges == [], names
+            path = str(tmp_path / f"twice-{fixed}")
+            for _ in range(2):
+                users.frame.write.mode("overwrite").parquet(path)
+            pooled = {"all": UPartial(1, 1, 1), "platform=ios": UPartial(1, 1, 1)}
+            from_pass, _ = aggregate_users(users.moments(), KS, pooled)
+            from_table, _ = aggregate_users(spark.read.parquet(path), KS, pooled)
+            assert [(r.metric, r.k, r.slice, r.n) for r in from_pass] == [
+                (r.metric, r.k, r.slice, r.n) for r in from_table
+            ]
+            for a, b in zip(from_pass, from_table, strict=True):
+                assert (a.value is None and b.value is None) or b.value == pytest.approx(a.value, abs=1e-12)
     finally:
         by_user.unpersist()
+        if users is not None:
+            users.unpersist()
 
 
 @pytest.mark.parametrize("bound", [10**9, 300])
-def test_the_pass_explodes_slice_keys_in_arrow_to_the_same_rows(spark, ranked, tmp_path, bound):
-    # with slices the job hands the pass one row per exposure with its slice keys as an array, and the pass
-    # explodes them in Arrow (slices.explode_arrow): the same per-user rows, set-aside users and sums as the
-    # rows exploded in the JVM (whose bounded path the set-aside users still take)
+def test_the_pass_reads_slice_keys_to_the_same_rows(spark, ranked, tmp_path, bound):
+    # with slices the job hands the pass one row per exposure with its slice keys as an array (here not every
+    # row has the key "all": each (row, key) pair is then scored as it is): the same per-user rows, set-aside
+    # users and sums as the rows exploded in the JVM (whose bounded path the set-aside users still take)
     from pyspark.sql import functions as F
 
     from recsys_spark.schema import SLICE_KEYS

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
 import pytest
 from chispa import assert_df_equality
 
@@ -10,7 +9,6 @@ from recsys_spark.errors import ConfigError, SchemaError
 from recsys_spark.schema import SLICE_KEYS
 from recsys_spark.slices import (
     SliceDims,
-    explode_arrow,
     explode_slices,
     resolve_slices,
     slice_column,
@@ -56,22 +54,9 @@ def test_explode_gives_all_plus_one_row_per_non_null_dimension_value(spark):
         ignore_row_order=True,
         ignore_nullable=True,
     )
-    # the same rows, in the same order, when a Python pass explodes the keys in Arrow
-    keyed_rows = with_slice_keys(rows, dims).select("user_id", SLICE_KEYS).collect()
-    keyed = pa.table({"user_id": [r.user_id for r in keyed_rows], SLICE_KEYS: [r[SLICE_KEYS] for r in keyed_rows]})
-    assert explode_arrow(keyed).to_pylist() == [dict(zip(("user_id", "slice"), e, strict=True)) for e in expected]
-
-
-def test_explode_arrow_repeats_each_row_once_per_key_in_order():
-    table = pa.table({"user_id": ["u1", "u2", "u3"], SLICE_KEYS: [["all", "platform=ios"], ["all"], ["all", "x=1"]]})
-    got = explode_arrow(table)
-    assert got.column_names == ["user_id", "slice"]
-    assert got.to_pydict() == {
-        "user_id": ["u1", "u1", "u2", "u3", "u3"],
-        "slice": ["all", "platform=ios", "all", "all", "x=1"],
-    }
-    already = pa.table({"user_id": ["u1"], "slice": ["all"]})
-    assert explode_arrow(already) is already  # rows without keys: as they are
+    # the same keys, in the same order, as the array the one Python pass reads (all first)
+    keyed = with_slice_keys(rows, dims).select("user_id", SLICE_KEYS).collect()
+    assert [(r.user_id, k) for r in keyed for k in r[SLICE_KEYS]] == expected
 
 
 @pytest.mark.spark

@@ -16,6 +16,7 @@ from recsys_spark.aggregate import MetricRow
 from recsys_spark.config import Config
 from recsys_spark.schema import ALL, SLICE
 from recsys_spark.slices import PopularityCutoffs, SliceInputs
+from recsys_spark.user_pass import UserPass
 
 
 @dataclass(frozen=True)
@@ -143,11 +144,18 @@ class Labelled:
     #: one row per labelled exposure, hash-partitioned by user and persisted (None: ``by_user``'s
     #: ``all`` rows)
     rows: DataFrame | None = None
-    #: with slices, ``rows`` and ``ranked`` before the explode, each row's slice keys as an array
-    #: (``_slices``): what the Python passes read, exploding the keys in Arrow (one row per exposure
-    #: crosses to Python, not 1 + S)
+    #: with slices, ``rows`` before the explode, each row's slice keys as an array (``_slices``): what the
+    #: one Python pass reads (one row per exposure crosses to Python, not 1 + S)
     keyed: DataFrame | None = None
-    ranked_keyed: DataFrame | None = None
+    has_score: bool = True  # without a score column, lists are ranked by position
+
+    @property
+    def pass_input(self) -> DataFrame:
+        """What the one Python pass reads: one row per exposure with its slice keys (``keyed``), or the persisted
+        rows without slices (``rows``), or ``by_user`` as given."""
+        if self.keyed is not None:
+            return self.keyed
+        return self.rows if self.rows is not None else self.by_user
 
     @property
     def exposures(self) -> DataFrame:
@@ -169,3 +177,6 @@ class Metrics:
     unit_counts: dict[str, dict[str, int]]  # per slice: users and lists counted or skipped
     notes: list[str]
     buckets: int
+    #: the day's one pass over the user partitions, persisted: the health stage reads its sums; the
+    #: orchestrator unpersists it
+    user_pass: UserPass | None = None

@@ -85,7 +85,7 @@ def evaluate_day(
         [paths.exposures, paths.clicks, paths.items, paths.users, *([simulation.lists] if simulation else [])]
     )
     timings: dict[str, float] = {}
-    labelled = None
+    labelled, metrics = None, None
     with log.stage("read", timings, date=iso) as info:
         if simulation is None:
             inputs = read_inputs(spark, cfg, paths)
@@ -121,7 +121,7 @@ def evaluate_day(
                 metrics = Metrics([], {}, [], labelled.partitions)
                 experiments = ExperimentResult({"status": "skipped", "note": "a simulated day has no feedback"})
             with log.stage("health", timings) as info:
-                health = health_stage(spark, labelled, day, cfg)
+                health = health_stage(spark, labelled, day, cfg, metrics)
                 rows = metrics.rows + health.rows
                 if simulation is not None:  # no feedback metric, rather than a zero CTR
                     rows = [r for r in rows if r.metric not in FEEDBACK_METRICS]
@@ -151,6 +151,8 @@ def evaluate_day(
     finally:
         if labelled is not None:
             labelled.unpersist()
+        if metrics is not None and metrics.user_pass is not None:
+            metrics.user_pass.unpersist()
     log.event("done", date=iso, status=summary["status"], **dict(list(summary["headline"].items())[:4]))
     failed_hard = [r.rule for r in results if r.severity == "hard" and not r.passed]
     if failed_hard and cfg.rules.fail_on_hard:

@@ -37,6 +37,7 @@ from recsys_spark.slices import (
     with_item_exposures,
     with_slice_keys,
 )
+from recsys_spark.user_pass import UserPass
 from recsys_spark.validate import click_checks, count_rows, day_bounds, exposure_checks, split_rows, tag_rows
 from recsys_spark.write import Output
 
@@ -152,7 +153,7 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     labels = label_counts(user_rows, valid.valid_events + n_late)  # builds the user partitions
     labels["late_events"] = n_late
     sliced = explode_slices(user_rows, dims, cutoffs)
-    # the Python passes read one row per exposure with its slice keys and explode them in Arrow
+    # the one Python pass reads one row per exposure with its slice keys (each distinct set of rows scored once)
     keyed = with_slice_keys(user_rows, dims, cutoffs) if dims.names else None
     return Labelled(
         labels,
@@ -163,13 +164,24 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
         tuple(df for df in (user_rows, *kept) if df is not None),
         user_rows,
         keyed,
-        None if keyed is None else ranking_input(keyed, cfg.ranking.list_unit, inputs.has_score),
+        inputs.has_score,
     )
 
 
-def metric_stage(labelled: Labelled, cfg: Config, out: Output) -> Metrics:
-    """Per-user table (staged as ``user_metrics``) in one pass, then every aggregate from its sums."""
+def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = True) -> Metrics:
+    """The day's one Python pass over the user partitions (:class:`user_pass.UserPass`: the per-user values,
+    and with ``health`` the health stage's sums), the per-user table staged as ``user_metrics``, then every
+    aggregate from the pass's sums."""
     ks = cfg.metrics.k
+    the_pass = UserPass(
+        labelled.pass_input,
+        ks,
+        gain=cfg.metrics.ndcg_gain,
+        list_unit=cfg.ranking.list_unit,
+        has_score=labelled.has_score,
+        min_list_length=cfg.health.min_list_length if health else None,
+        max_user_rows=cfg.execution.max_user_rows,
+    )
     users = UserMetrics(
         labelled.ranked,
         ks,
@@ -178,9 +190,9 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output) -> Metrics:
         cfg.execution.max_user_rows,
         cfg.execution.rows_per_bucket,
         cfg.ranking.list_unit,
-        labelled.ranked_keyed,
+        user_pass=the_pass,
     )
-    staged_users = out.stage("user_metrics", users.frame)  # the one pass over labelled exposures
+    staged_users = out.stage("user_metrics", users.frame)  # runs the one pass over the labelled exposures
     heavy = users.heavy_frame()  # users past execution.max_user_rows, if any: bounded path
     if heavy is not None:
         heavy.write.mode("append").parquet(staged_users)
@@ -198,7 +210,7 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output) -> Metrics:
         replicates,
     )
     unit_counts.setdefault(ALL, {}).update(users.counts())
-    return Metrics(rows, unit_counts, users.notes(), labelled.partitions)
+    return Metrics(rows, unit_counts, users.notes(), labelled.partitions, the_pass)
 
 
 def run_metric_stage(labelled: DataFrame, cfg: Config, out: Output, rows: int, has_score: bool = True) -> Metrics:
@@ -213,16 +225,23 @@ def run_metric_stage(labelled: DataFrame, cfg: Config, out: Output, rows: int, h
     partitions = bucket_count(rows, cfg.execution.rows_per_bucket, default_parallelism(spark))
     user_rows = persist_user_rows(by_user(labelled, partitions))
     ranked = ranking_input(user_rows, cfg.ranking.list_unit, has_score)
+    metrics = None
     try:
         with outside_label(spark, cfg, partitions):
-            return metric_stage(Labelled({}, None, user_rows, ranked, partitions), cfg, out)
+            metrics = metric_stage(
+                Labelled({}, None, user_rows, ranked, partitions, has_score=has_score), cfg, out, health=False
+            )
+            return metrics
     finally:
         user_rows.unpersist()
+        if metrics is not None and metrics.user_pass is not None:
+            metrics.user_pass.unpersist()
 
 
-def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config) -> HealthResult:
-    """Health and business indicators per slice, with the previous day (update rate) and the
-    clicks of the last ``health.novelty_days`` days (novelty) when they exist."""
+def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config, metrics: Metrics) -> HealthResult:
+    """Health and business indicators per slice, from the sums of the metric stage's pass (``metrics``), with
+    the previous day (update rate) and the clicks of the last ``health.novelty_days`` days (novelty) when
+    they exist."""
     history = day.history
     popularity = (
         history.popularity
@@ -245,6 +264,9 @@ def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config)
         seed=cfg.stats.seed,
         keyed=labelled.keyed,
         seen=history.popularity,  # the earlier days' clicks only: the same day's are not "before"
+        user_pass=metrics.user_pass,
+        max_user_rows=cfg.execution.max_user_rows,
+        rows_per_bucket=cfg.execution.rows_per_bucket,
     )
     if history.popularity is None:
         health.notes.append("novel_item_share and novel_category_share skipped: no clicks of earlier days")

@@ -41,6 +41,7 @@ the meaning of :func:`kernels.health.health_values`' inputs.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -119,7 +120,50 @@ def _total(values: np.ndarray) -> float:
     return float(values[has].sum()) if has.any() else float("nan")
 
 
-def partition_sums(
+@dataclass
+class UnitSums:
+    """One partition's rows reduced to its *units*, (slice, user) pairs: what :func:`slice_sums` needs.
+
+    Every field adds up over disjoint sets of a unit's requests (a heavy user's rows split by request and
+    scored in parts give the same totals once each unit's values, its (unit, category) counts and its
+    (unit, item) counts are added; ``list_h`` and ``list_h2`` add as SQL sums over nulls do, NaN for none).
+
+    * ``slice``, ``user``: each unit's codes;
+    * ``values``: per unit, the per-user sums :data:`USER_SUMS` (``pv`` requests, ``covered`` / ``empty``
+      / ``lists`` requests with n >= ``min_list_length`` / n = 0 / n > 0, ``exposures`` Σ n, ``clicked``,
+      ``list_h`` Σ h and ``list_h2`` Σ h², NaN when no request has an item), then each measure's sum;
+    * ``category_unit``, ``category``, ``category_n``: the exposures of each (unit, category);
+    * ``item_unit``, ``item``, ``item_n``, ``item_listed``: the exposures of each (unit, item) and
+      whether the item is in the catalog.
+    """
+
+    slice: np.ndarray
+    user: np.ndarray
+    values: dict[str, np.ndarray]
+    category_unit: np.ndarray
+    category: np.ndarray
+    category_n: np.ndarray
+    item_unit: np.ndarray
+    item: np.ndarray
+    item_n: np.ndarray
+    item_listed: np.ndarray
+    measures: tuple[str, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.slice)
+
+
+#: the per-unit sums of :class:`UnitSums` before the measures
+USER_SUMS = ("pv", "covered", "empty", "exposures", "clicked", "lists", "list_h", "list_h2")
+
+
+def _no_units(measures: tuple[str, ...] = ()) -> UnitSums:
+    ints, floats = np.array([], dtype=np.int64), np.array([], dtype=np.float64)
+    values = {name: floats for name in (*USER_SUMS, *measures)}
+    return UnitSums(ints, ints, values, ints, ints, floats, ints, ints, floats, np.array([], dtype=bool), measures)
+
+
+def unit_sums(
     slice_code: np.ndarray,
     user_code: np.ndarray,
     request_code: np.ndarray,
@@ -129,19 +173,11 @@ def partition_sums(
     in_catalog: np.ndarray,
     min_list_length: int,
     measures: Mapping[str, np.ndarray] | None = None,
-) -> Columns:
-    """The long rows of one partition (see the module docstring), as columns.
-
-    Codes are integers, -1 for null (only ``item_code`` and ``category_code``
-    may be null; a null category of an exposed item is a category of its own);
-    ``clicked`` and ``in_catalog`` booleans (null as false).  ``item`` rows
-    carry ``flag``: the item is in the catalog.  ``measures``: name -> a number
-    per row (finite; counted on the rows with an item only), summed per user.
-    """
-    rows: list[tuple[int, str, float]] = []  # the per-slice sums: (slice, name, value)
-    parts: list[Columns] = []
+) -> UnitSums:
+    """The rows of one partition reduced to units (:class:`UnitSums`); arguments as :func:`partition_sums`."""
+    names = tuple(measures or ())
     if len(slice_code) == 0:
-        return _columns(rows, parts)
+        return _no_units(names)
     exposed = item_code >= 0
     # (slice, user, request, category): n items and clicked items; empty responses give n = 0
     rc, first = _groups(slice_code, user_code, request_code, category_code)
@@ -155,10 +191,10 @@ def partition_sums(
     h = _entropy(n, _sum(_n_log_n(n_rc), req, n_req))
     clicked_req = _sum(clicked_rc, req, n_req)
     req_rows = first[req_first]  # a row of each request, for its slice and user
-    # -> (slice, user)
+    # -> (slice, user): the units
     usr, usr_first = _groups(slice_code[req_rows], user_code[req_rows])
     n_usr = len(usr_first)
-    per_user = {
+    values = {
         "pv": np.bincount(usr, minlength=n_usr).astype(np.float64),
         "covered": _sum((n >= min_list_length).astype(np.float64), usr, n_usr),
         "empty": _sum((n == 0).astype(np.float64), usr, n_usr),
@@ -168,15 +204,77 @@ def partition_sums(
         "list_h": _nansum(h, usr, n_usr),
         "list_h2": _nansum(h * h, usr, n_usr),
     }
-    measured: dict[str, np.ndarray] = {}
-    if measures:
-        row_user = usr[req[rc]]  # each row's (slice, user) group
-        for name, values in measures.items():
-            per_row = np.where(exposed, np.asarray(values, dtype=np.float64), 0.0)
-            measured[name] = np.bincount(row_user, weights=per_row, minlength=n_usr).astype(np.float64)
-    user_slice = slice_code[req_rows[usr_first]]
-    slices = np.unique(user_slice)
-    for s in slices:
+    row_unit = usr[req[rc]]  # each row's unit
+    for name, per_row in (measures or {}).items():
+        per_row = np.where(exposed, np.asarray(per_row, dtype=np.float64), 0.0)
+        values[name] = np.bincount(row_unit, weights=per_row, minlength=n_usr).astype(np.float64)
+    unit_rows = req_rows[usr_first]
+    # the exposed rows by (unit, category) and (unit, item)
+    unit_of, categories, items = row_unit[exposed], category_code[exposed], item_code[exposed]
+    uc, uc_first = _groups(unit_of, categories)
+    ui, ui_first = _groups(unit_of, items)
+    return UnitSums(
+        slice_code[unit_rows].astype(np.int64),
+        user_code[unit_rows].astype(np.int64),
+        values,
+        unit_of[uc_first].astype(np.int64),
+        categories[uc_first].astype(np.int64),
+        np.bincount(uc, minlength=len(uc_first)).astype(np.float64),
+        unit_of[ui_first].astype(np.int64),
+        items[ui_first].astype(np.int64),
+        np.bincount(ui, minlength=len(ui_first)).astype(np.float64),
+        np.bincount(ui, weights=in_catalog[exposed], minlength=len(ui_first)) > 0,
+        names,
+    )
+
+
+def _rows_of(group: np.ndarray, n_groups: int, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the rows whose group is ``wanted[j]``, for each j in turn; j of each): no Python loop."""
+    order = np.argsort(group, kind="stable")
+    counts = np.bincount(group, minlength=n_groups)
+    starts = np.cumsum(counts) - counts
+    lengths = counts[wanted]
+    which = np.repeat(np.arange(len(wanted)), lengths)
+    offsets = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return order[np.repeat(starts[wanted], lengths) + offsets], which
+
+
+def copy_units(units: UnitSums, source: np.ndarray, slice_code: np.ndarray) -> UnitSums:
+    """``units`` plus, for each j, a copy of unit ``source[j]`` (its values, categories and items) under
+    ``slice_code[j]``: a unit whose rows are exactly another unit's (a user under a slice key that every one of
+    its rows carries) is reduced once and copied, not reduced again."""
+    source = np.asarray(source, dtype=np.int64)
+    if len(source) == 0:
+        return units
+    n = len(units)
+    cat_rows, cat_new = _rows_of(units.category_unit, n, source)
+    item_rows, item_new = _rows_of(units.item_unit, n, source)
+    return UnitSums(
+        np.r_[units.slice, np.asarray(slice_code, dtype=np.int64)],
+        np.r_[units.user, units.user[source]],
+        {name: np.r_[v, v[source]] for name, v in units.values.items()},
+        np.r_[units.category_unit, n + cat_new],
+        np.r_[units.category, units.category[cat_rows]],
+        np.r_[units.category_n, units.category_n[cat_rows]],
+        np.r_[units.item_unit, n + item_new],
+        np.r_[units.item, units.item[item_rows]],
+        np.r_[units.item_n, units.item_n[item_rows]],
+        np.r_[units.item_listed, units.item_listed[item_rows]],
+        units.measures,
+    )
+
+
+def slice_sums(units: UnitSums) -> Columns:
+    """The long rows (see the module docstring) of units: per-slice sums over the units, ``category`` and
+    ``item`` rows."""
+    rows: list[tuple[int, str, float]] = []  # the per-slice sums: (slice, name, value)
+    parts: list[Columns] = []
+    if len(units) == 0:
+        return _columns(rows, parts)
+    per_user = {name: units.values[name] for name in USER_SUMS}
+    measured = {name: units.values[name] for name in units.measures}
+    user_slice = units.slice
+    for s in np.unique(user_slice):
         of = user_slice == s
         u = {k: v[of] for k, v in per_user.items()}
         sums = {
@@ -200,16 +298,35 @@ def partition_sums(
         sums["list_hu"] = float(filled["list_h"].sum())
         sums |= _measure_sums({k: v[of] for k, v in measured.items()}, filled["exposures"], filled["pv"])
         rows += [(int(s), name, float(value)) for name, value in sums.items()]
-    if exposed.any():
-        parts = _exposed_rows(
-            slice_code[exposed],
-            user_code[exposed],
-            item_code[exposed],
-            category_code[exposed],
-            in_catalog[exposed],
-            rows,
-        )
+    if len(units.item_unit) or len(units.category_unit):  # the heavy users' path gives categories, no items
+        parts = _exposed_rows(units, rows)
     return _columns(rows, parts)
+
+
+def partition_sums(
+    slice_code: np.ndarray,
+    user_code: np.ndarray,
+    request_code: np.ndarray,
+    item_code: np.ndarray,
+    category_code: np.ndarray,
+    clicked: np.ndarray,
+    in_catalog: np.ndarray,
+    min_list_length: int,
+    measures: Mapping[str, np.ndarray] | None = None,
+) -> Columns:
+    """The long rows of one partition (see the module docstring), as columns:
+    :func:`slice_sums` of :func:`unit_sums`.
+
+    Codes are integers, -1 for null (only ``item_code`` and ``category_code``
+    may be null; a null category of an exposed item is a category of its own);
+    ``clicked`` and ``in_catalog`` booleans (null as false).  ``item`` rows
+    carry ``flag``: the item is in the catalog.  ``measures``: name -> a number
+    per row (finite; counted on the rows with an item only), summed per user.
+    """
+    units = unit_sums(
+        slice_code, user_code, request_code, item_code, category_code, clicked, in_catalog, min_list_length, measures
+    )
+    return slice_sums(units)
 
 
 def _measure_sums(per_user: Mapping[str, np.ndarray], exposures: np.ndarray, pv: np.ndarray) -> dict[str, float]:
@@ -259,34 +376,27 @@ def _part(
     }
 
 
-def _exposed_rows(
-    slice_code: np.ndarray,
-    user_code: np.ndarray,
-    item_code: np.ndarray,
-    category_code: np.ndarray,
-    in_catalog: np.ndarray,
-    rows: list[tuple[int, str, float]],
-) -> list[Columns]:
-    """user_h / user_h2 per slice (appended to ``rows``); ``category`` and ``item`` rows, from the exposed rows."""
-    # the entropy of each user's categories
-    uc, uc_first = _groups(slice_code, user_code, category_code)
-    c = np.bincount(uc, minlength=len(uc_first)).astype(np.float64)
-    usr, usr_first = _groups(slice_code[uc_first], user_code[uc_first])
-    n_usr = len(usr_first)
-    h = _entropy(_sum(c, usr, n_usr), _sum(_n_log_n(c), usr, n_usr))
-    user_slice = slice_code[uc_first[usr_first]]
+def _exposed_rows(units: UnitSums, rows: list[tuple[int, str, float]]) -> list[Columns]:
+    """user_h / user_h2 per slice (appended to ``rows``); ``category`` and ``item`` rows, from the units'
+    (unit, category) and (unit, item) counts."""
+    n_units = len(units)
+    # the entropy of each exposed unit's categories
+    c, of_unit = units.category_n, units.category_unit
+    n = _sum(c, of_unit, n_units)
+    exposed = n > 0
+    h = _entropy(n[exposed], _sum(_n_log_n(c), of_unit, n_units)[exposed])
+    user_slice = units.slice[exposed]
     for s in np.unique(user_slice):
         hs = h[user_slice == s]
         rows += [(int(s), "user_h", float(hs.sum())), (int(s), "user_h2", float((hs * hs).sum()))]
     # exposures per (slice, category)
-    sc, sc_first = _groups(slice_code, category_code)
-    categories = _part(
-        "category", slice_code[sc_first], category_code[sc_first], np.bincount(sc, minlength=len(sc_first)), None
-    )
-    # exposures and distinct users per (slice, item)
-    si, si_first = _groups(slice_code, item_code)
-    exposures = np.bincount(si, minlength=len(si_first))
-    pairs, pairs_first = _groups(si, user_code)
-    users = np.bincount(si[pairs_first], minlength=len(si_first))
-    listed = np.bincount(si, weights=in_catalog, minlength=len(si_first)) > 0
-    return [categories, _part("item", slice_code[si_first], item_code[si_first], exposures, users, listed)]
+    category_slice = units.slice[of_unit]
+    sc, sc_first = _groups(category_slice, units.category)
+    categories = _part("category", category_slice[sc_first], units.category[sc_first], _sum(c, sc, len(sc_first)), None)
+    # exposures and distinct users per (slice, item): a unit is one user of its slice
+    item_slice = units.slice[units.item_unit]
+    si, si_first = _groups(item_slice, units.item)
+    exposures = _sum(units.item_n, si, len(si_first))
+    users = np.bincount(si, minlength=len(si_first))
+    listed = np.bincount(si, weights=units.item_listed, minlength=len(si_first)) > 0
+    return [categories, _part("item", item_slice[si_first], units.item[si_first], exposures, users, listed)]

@@ -102,12 +102,21 @@ def score_users(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponentia
     the user's lists that hold at least one relevant item (``n_lists_ranked``; NaN when there is none);
     ``hits`` is the sum over those lists.
     """
+    return user_table(*score_units(frame, ks, gain), ks)
+
+
+def score_units(
+    frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponential"
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """:func:`score_users` before the table's layout: ``(per_user, per_k)`` as :func:`user_table` takes them, one
+    value (one row of ``len(ks)`` values) per (slice, user) unit, units in the order of their codes (slice, then
+    user, each in order of first appearance); ``slice`` and ``user_id`` hold the frame's own values.
+    """
     if frame.empty:
         empty = np.empty(0)
-        return user_table(
+        return (
             {name: empty for name in ("slice", USER, *USER_COLUMNS)},
             {name: np.empty((0, len(ks))) for name in USER_K_COLUMNS},
-            ks,
         )
     slice_code, slices = pd.factorize(frame["slice"])
     user_code, users = pd.factorize(frame["user_id"])
@@ -154,7 +163,7 @@ def score_users(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponentia
         }
         per_k = {m: np.column_stack([unit_mean(per_list[metric_name(m, k)]) for k in ks]) for m in LIST_METRICS}
         per_k["hits"] = np.column_stack([unit_sum(per_list[metric_name("hits", k)]) for k in ks]).astype(np.int64)
-    return user_table(per_user, per_k, ks)
+    return per_user, per_k
 
 
 def _run_ids(a: np.ndarray, b: np.ndarray) -> np.ndarray:

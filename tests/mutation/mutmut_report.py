@@ -691,7 +691,7 @@ EQUIVALENT = [
         r"np\.bincount\(.*minlength=",
         "the group ids come from _groups (np.unique's inverse) and every id 0 .. size - 1 occurs (every item group"
         " has a user pair), so bincount's length is size without minlength",
-        r"x__sum|x__exposed_rows|x_partition_sums",
+        r"x__sum|x__exposed_rows|x_partition_sums|x_unit_sums|x__rows_of",
     ),
     (
         r"minlength=len\(sc_first\)\), \)$",
@@ -752,7 +752,7 @@ EQUIVALENT = [
         r"np\.nan_to_num\(v, \)",
         r"np\.nan_to_num\(v, nan=0\.0\)",
         "nan=0.0 is nan_to_num's default",
-        r"x_partition_sums",
+        r"x_partition_sums|x_slice_sums",
     ),
     # kernels/moments.py's dtype arguments (reviewed 23 Nov, third session; pandas 2.3, tested in
     # tests/test_moments.py with numpy, nullable and Arrow-backed columns)
@@ -822,14 +822,14 @@ EQUIVALENT = [
         "score and relevance arrive as float64, Float64 or Int64 columns: pandas gives float64 with the na_value"
         " (or int64 without nulls), and every later use (comparisons, -score, gain, list_metrics' and"
         " grouped_auc's float64 casts) gives the same ranks and values",
-        r"x_score_users",
+        r"x_score_users|x_score_units",
     ),
     (
         r"^(?!.*minlength).*np\.bincount\(unit_idx, ",
         r"np\.bincount\(unit_idx, .*minlength=n_units\)",
         "unit_idx is np.unique's inverse over the units of the lists: every unit 0 .. n_units - 1 occurs, so"
         " bincount's length is n_units without minlength",
-        r"x_score_users",
+        r"x_score_users|x_score_units",
     ),
     (
         r"np\.where\(n_ranked (>= 0, unit_sum\(values\) / n_ranked, np\.nan|> 0, unit_sum\(values\) / n_ranked,"
@@ -837,27 +837,27 @@ EQUIVALENT = [
         r"np\.where\(n_ranked > 0, unit_sum\(values\) / n_ranked, np\.nan\)",
         "a unit without a ranked list has unit_sum 0 and n_ranked 0: 0 / 0 is NaN already (errstate silences it);"
         " a None there becomes NaN in user_table's float64 cast",
-        r"x_score_users",
+        r"x_score_users|x_score_units",
     ),
     (
         r"grouped_auc\(row_unit, relevance > 0, score, (None)?\)",
         r"grouped_auc\(row_unit, relevance > 0, score, n_units\)",
         "every unit has rows, so row_unit's largest code is n_units - 1 and the inferred group count is n_units",
-        r"x_score_users",
+        r"x_score_users|x_score_units",
     ),
     (
         r"np\.asarray\((slices|users), (dtype=None)?\)",
         r"np\.asarray\((slices|users), dtype=object\)",
         "pd.factorize's uniques of a string, string[python] or categorical column are an object array already,"
         " and user_table casts slice and user_id to object (integer ids become the same Python ints)",
-        r"x_score_users",
+        r"x_score_users|x_score_units",
     ),
     (
         r"\.astype\(None\)",
         r"\.astype\(np\.int64\)",
         "user_table casts every column to its declared type (long: int64); the counts are exact integers in"
         " float64, so the values are the same",
-        r"x_score_users",
+        r"x_score_users|x_score_units",
     ),
     (
         r"np\.asarray\((ks|per_user\[name\]), (dtype=None)?\)|astype\(_DTYPES\[kind\], (copy=None)?\)",
