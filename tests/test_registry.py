@@ -6,7 +6,11 @@ import ast
 from pathlib import Path
 
 import pytest
-import tomllib
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10 (make test-compat)
+    import tomli as tomllib
 
 from recsys_spark import registry
 from recsys_spark.registry import HEADLINE, METRICS, key, metric, parse_key
