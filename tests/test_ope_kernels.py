@@ -259,3 +259,32 @@ def test_diagnostics_by_hand():
     assert d["unseen_logged_share"] == pytest.approx(1 / 6)
     assert d["unsupported_target_share"] == 0.25 and d["rows_without_propensity"] == 0
     assert d["matched_rows"] == 1 and d["users"] == 2 and d["lists"] == 3
+
+
+def test_merged_parts_are_the_whole_run_whatever_the_split():
+    # the Spark layer merges per-partition RunSums: any split of the users, merged in any order, gives the
+    # whole run's sums, products, user count and largest weight (None when no part has one)
+    rng = np.random.default_rng(11)
+    cols = {name: rng.gamma(2.0, 1.0, 9) for name in ("reward", "rows", "w_reward", "rows_p")}
+    whole = K.RunSums.from_users({**cols, "rows_p": np.r_[cols["rows_p"][:4], np.zeros(5)]}, 7.5)
+    parts = [
+        K.RunSums.from_users({k: v[:4] for k, v in cols.items()}, 3.0),
+        K.RunSums.from_users({k: v[4:] for k, v in cols.items() if k != "rows_p"}, 7.5),  # a sum one part lacks: 0
+        K.RunSums.from_users({}, None),
+    ]
+    for merged in (parts[0].merge(parts[1]).merge(parts[2]), parts[2].merge(parts[1].merge(parts[0]))):
+        assert merged.n == whole.n == 9 and merged.max_weight == 7.5
+        assert set(merged.sums) == set(whole.sums) and set(merged.prods) == set(whole.prods)
+        for k, v in whole.sums.items():
+            assert merged.sum(k) == pytest.approx(v, rel=1e-12), k
+        for (a, b), v in whole.prods.items():
+            assert merged.prod(a, b) == pytest.approx(v, rel=1e-12) and merged.prod(b, a) == merged.prod(a, b)
+    assert K.RunSums(0.0, {}).merge(K.RunSums(0.0, {})).max_weight is None
+    assert parts[0].merge(K.RunSums(2.0, {"reward": 1.0}, {}, None)).max_weight == 3.0
+    # parts built by hand may hold different sums and products: a missing one is 0 on that side
+    x = K.RunSums(1.0, {"reward": 1.0}, {("reward", "reward"): 1.0})
+    y = K.RunSums(2.0, {"rows": 2.0}, {("rows", "rows"): 4.0}, 1.5)
+    for m in (x.merge(y), y.merge(x)):
+        assert m.n == 3.0 and m.max_weight == 1.5
+        assert m.sums == {"reward": 1.0, "rows": 2.0}
+        assert m.prods == {("reward", "reward"): 1.0, ("rows", "rows"): 4.0}
