@@ -259,6 +259,30 @@ def test_diagnostics_by_hand():
     assert d["unseen_logged_share"] == pytest.approx(1 / 6)
     assert d["unsupported_target_share"] == 0.25 and d["rows_without_propensity"] == 0
     assert d["matched_rows"] == 1 and d["users"] == 2 and d["lists"] == 3
+    assert d["rows"] == 6 and d["effective_sample_share"] == pytest.approx(w.sum() ** 2 / (w**2).sum() / 6)
+    assert d["mean_target_mass"] == pytest.approx(hand_run().sum("mass") / 6) and hand_run().sum("mass") > 0
+    assert list(d) == list(K.DIAGNOSTICS)
+
+
+def test_diagnostics_without_rows_weights_or_masses_are_none_not_an_error():
+    empty = K.diagnostics(K.RunSums(0.0, {}), None, None)
+    assert empty["users"] == 0 and empty["rows"] == 0 and empty["rows_without_propensity"] == 0
+    for name in ("effective_sample_size", "effective_sample_share", "mean_weight", "unseen_logged_share"):
+        assert empty[name] is None, name
+    assert empty["unsupported_target_share"] is None and empty["mean_target_mass"] is None
+    # rows without propensities: no weight, no share; a zero target mass gives no unsupported share
+    d = K.diagnostics(K.RunSums(1.0, {"rows": 4.0, "unseen": 1.0, "mass": 2.0}), 0.5, 0.0)
+    assert d["rows_without_propensity"] == 4.0 and d["effective_sample_size"] is None
+    assert d["effective_sample_share"] is None and d["mean_weight"] is None
+    assert d["unsupported_target_share"] is None and d["unseen_logged_share"] == 0.25 and d["mean_target_mass"] == 0.5
+    # weights below 1 in total: the effective sample size is still Σw² > 0's
+    d = K.diagnostics(K.RunSums(1.0, {"rows": 2.0, "rows_p": 2.0, "w": 0.5, "w_sq": 0.25}), 0.0, 1.0)
+    assert d["effective_sample_size"] == pytest.approx(1.0) and d["effective_sample_share"] == pytest.approx(0.5)
+    assert d["mean_weight"] == 0.25 and d["unsupported_target_share"] == 0.0
+    # propensities but every weight 0 (the candidate shows none of the logged items): no effective sample
+    d = K.diagnostics(K.RunSums(1.0, {"rows": 2.0, "rows_p": 2.0, "w": 0.0, "w_sq": 0.0}), 0.5, 2.0)
+    assert d["effective_sample_size"] is None and d["effective_sample_share"] is None and d["mean_weight"] == 0.0
+    assert d["unsupported_target_share"] == 0.25
 
 
 def test_merged_parts_are_the_whole_run_whatever_the_split():
