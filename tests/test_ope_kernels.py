@@ -312,3 +312,43 @@ def test_merged_parts_are_the_whole_run_whatever_the_split():
         assert m.n == 3.0 and m.max_weight == 1.5
         assert m.sums == {"reward": 1.0, "rows": 2.0}
         assert m.prods == {("reward", "reward"): 1.0, ("rows", "rows"): 4.0}
+
+
+def test_user_sums_by_hand_rows_without_propensity_masses_and_the_cascade_in_position_order():
+    # u: one request, rows logged out of position order (3, 1, 2), the middle row without a propensity;
+    # v: one row whose weight 10.5 is past switch-DR's default tau = 10
+    nan = np.nan
+    args = (
+        np.array(["u", "u", "u", "v"]),
+        np.array(["r", "r", "r", "s"]),
+        np.array([3, 1, 2, 1]),
+        np.array([1.0, 0.0, 1.0, 1.0]),  # reward
+        np.array([0.5, nan, 0.25, 1 / 10.5]),  # propensity
+        np.full(4, nan),  # no list propensity: no SIPS
+        np.array([0.2, 0.5, 0.4, 1.0]),  # prefix propensity (row order)
+        np.array([1.0, 1.0, 0.5, 1.0]),  # e
+        np.array([0.3, nan, 0.2, 0.0]),  # q
+        np.array([0.4, 0.1, 0.2, 0.0]),  # d
+    )
+    users, per, top = K.user_sums(*args, mass=np.array([0.5, 1.0, 0.25, 1.0]))
+    assert users.tolist() == ["u", "v"] and top == pytest.approx(10.5)
+    u = {k: float(v[0]) for k, v in per.items()}
+    assert (u["rows"], u["rows_p"], u["reward"], u["mass"]) == (3.0, 2.0, 2.0, 1.75)
+    assert u["dm"] == pytest.approx(0.7) and u["dm_p"] == pytest.approx(0.6)
+    assert (u["match"], u["match_reward"], u["unseen"]) == (2.0, 1.0, 0.0)
+    # weights 2, (none), 0.5 / 0.25 = 2; residuals 0.7, -, 0.8
+    assert (u["w"], u["w_sq"], u["w_reward"]) == (4.0, 8.0, 4.0)
+    assert u["w_residual"] == pytest.approx(3.0) and u["switch_residual"] == pytest.approx(3.0)
+    assert (u["lists"], u["list_reward"], u["lists_sips"], u["sips"], u["lists_iips"]) == (1.0, 2.0, 0.0, 0.0, 0.0)
+    # in position order: e 1, 0.5, 1 -> cumprod 1, 0.5, 0.5 over prefix propensities 0.5, 0.4, 0.2; rewards 0, 1, 1
+    assert u["lists_rips"] == 1.0 and u["rips"] == pytest.approx(0.5 / 0.4 + 0.5 / 0.2)
+    v = {k: float(x[1]) for k, x in per.items()}
+    assert v["w_residual"] == pytest.approx(10.5) and v["switch_residual"] == 0.0
+    # clipping at 0.5 (below 1): every weight and cascade term capped
+    _, clipped, top = K.user_sums(*args, clip=0.5)
+    assert top == 0.5 and clipped["w"][0] == 1.0 and clipped["w_sq"][0] == 0.5
+    assert clipped["rips"][0] == pytest.approx(1.0) and clipped["mass"][0] == 3.0  # mass defaults to 1 a row
+    # no propensity at all: no weight, no largest weight
+    none = (*args[:4], np.full(4, nan), *args[5:])
+    _, per, top = K.user_sums(*none)
+    assert top is None and per["rows_p"].sum() == 0 and per["w"].sum() == 0 and per["lists_iips"].sum() == 0
