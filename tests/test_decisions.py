@@ -156,3 +156,50 @@ def test_the_config_names_goals_guardrails_and_per_experiment_roles():
     ):
         with pytest.raises(ConfigError, match=needle):
             load_config(None, [bad])
+
+
+def test_secondary_states_each_side_of_zero_and_the_decisions_own_fields():
+    roles = Roles(goals=(), guardrails=(Margin("pv_failure_rate_global", absolute=0.005),), secondary=("a", "b", "c"))
+    effects = {
+        "a": UP,  # interval above 0: changed
+        "b": Effect(0.01, 0.0, 0.02),  # touches 0: no change
+        "c": Effect(-0.01, -0.02, 0.0),  # touches 0 from below: no change
+        "pv_failure_rate_global": Effect(0.008, 0.006, 0.010),
+    }
+    d = decide("exp", "v1", effects, roles, Validity(control_users=300, variant_users=310), ci_method="fixed")
+    assert d.states == {
+        "pv_failure_rate_global": "guardrail:beyond",
+        "a": "secondary:changed",
+        "b": "secondary:no change",
+        "c": "secondary:no change",
+    }
+    assert d.reasons == [
+        "guardrail pv_failure_rate_global beyond its margin (+0.005): +0.008 [+0.006, +0.01]",
+        "secondary a changed: +0.02 [+0.01, +0.03]",
+    ]
+    assert d.decision == "do_not_ship"
+    assert (d.experiment, d.variant, d.ci_method, d.control_n, d.variant_n) == ("exp", "v1", "fixed", 300, 310)
+    assert d.as_tuple()[:3] == ("exp", "v1", "do_not_ship")
+    # no goal: the reason comes first, before what the other metrics say
+    d = decide("exp", "v1", {"a": UP}, Roles(secondary=("a",)), VALID)
+    assert d.reasons == [
+        "no goal metric (experiments.goals): nothing can ship",
+        "secondary a changed: +0.02 [+0.01, +0.03]",
+    ]
+    # an invalid comparison keeps its own fields too
+    d = decide("exp", "v1", {}, ROLES, Validity(srm_passed=False, control_users=300, variant_users=310), ci_method="x")
+    assert (d.decision, d.experiment, d.variant, d.ci_method, d.control_n, d.variant_n) == (
+        "invalid",
+        "exp",
+        "v1",
+        "x",
+        300,
+        310,
+    )
+
+
+def test_an_effect_reads_every_interval_field_from_a_row_or_a_dict():
+    row = dict(delta=1.0, ci_low=2.0, ci_high=3.0, rel_delta=4.0, rel_ci_low=5.0, rel_ci_high=6.0)
+    assert Effect.of(row) == Effect(1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
+    assert Effect.of(type("Row", (), row)()) == Effect(1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
+    assert Effect.of({"delta": 1.0}) == Effect(1.0, None, None) == Effect.of(type("Row", (), {"delta": 1.0})())
