@@ -24,9 +24,9 @@ from types import MappingProxyType
 from typing import Any
 
 from recsys_spark.errors import ConfigError
+from recsys_spark.kernels.gate import GateCheck
 from recsys_spark.registry import EXPERIMENT_GOALS, EXPERIMENT_GUARDRAILS, metric, parse_key
 from recsys_spark.registry import EXPERIMENT_METRICS as DEFAULT_EXPERIMENT_METRICS
-from recsys_spark.registry import key as metric_key
 from recsys_spark.zones import is_portable_zone
 
 if sys.version_info >= (3, 11):  # Python 3.10: the tomli backport, same API
@@ -595,37 +595,6 @@ GATE_ON = ("bound", "point")
 
 
 @dataclass(frozen=True)
-class GateCheckConfig:
-    """One ``[[gate.checks]]``: a threshold on a (metric, k, aggregation, slice) of the candidate (docs/gate.md).
-
-    ``lower_bound`` / ``upper_bound``: on the candidate's value; ``min_absolute_change`` /
-    ``min_relative_change``: on its change against the baseline, in the metric's better direction (the
-    registry's), or with ``guardrail`` the worsening it may show (a non-inferiority margin); ``on``: the
-    interval's bound that is least favourable to the candidate, or the point estimate.
-    """
-
-    metric: str = ""
-    k: int | None = None
-    aggregation: str = ""
-    slice: str = "all"
-    lower_bound: float | None = None
-    upper_bound: float | None = None
-    min_absolute_change: float | None = None
-    min_relative_change: float | None = None
-    on: str = "bound"
-    guardrail: bool = False
-
-    @property
-    def key(self) -> str:
-        """The metric's key (``ndcg@10_user_avg``)."""
-        return metric_key(self.metric, self.k, self.aggregation)
-
-    @property
-    def changes(self) -> bool:
-        return self.min_absolute_change is not None or self.min_relative_change is not None
-
-
-@dataclass(frozen=True)
 class GateConfig:
     """``recsys-spark gate`` (docs/gate.md): what it compares and its checks.
 
@@ -641,7 +610,7 @@ class GateConfig:
     variant: str = "treatment"
     start: str = ""
     end: str = ""
-    checks: tuple[GateCheckConfig, ...] = ()
+    checks: tuple[GateCheck, ...] = ()  # [[gate.checks]], docs/gate.md
 
     def __post_init__(self) -> None:
         if self.source and self.source not in GATE_SOURCES:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from dataclasses import asdict
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -166,7 +165,7 @@ def validate(gate: GateConfig) -> list[GateCheck]:
             raise ConfigError(f"config keys gate.start and gate.end: {end} is before {start}")
     if not gate.checks:
         raise ConfigError("config key gate.checks: no check: add [[gate.checks]] tables (docs/gate.md)")
-    return [GateCheck(**asdict(c)) for c in gate.checks]
+    return list(gate.checks)
 
 
 def run_gate(spark: SparkSession, cfg: Config, name: str, output_root: str) -> dict[str, Any]:

@@ -30,9 +30,10 @@ from recsys_spark.registry import key, metric
 
 @dataclass(frozen=True)
 class GateCheck:
-    """One ``[[gate.checks]]`` (the fields of :class:`recsys_spark.config.GateCheckConfig`)."""
+    """One ``[[gate.checks]]`` as the config reads it (``gate.checks``, validated in :class:`config.GateConfig`): a
+    threshold on a (metric, k, aggregation, slice) of the candidate, see the module docstring."""
 
-    metric: str
+    metric: str = ""
     k: int | None = None
     aggregation: str = ""
     slice: str = "all"
@@ -45,7 +46,13 @@ class GateCheck:
 
     @property
     def key(self) -> str:
+        """The metric's key (``ndcg@10_user_avg``)."""
         return key(self.metric, self.k, self.aggregation)
+
+    @property
+    def changes(self) -> bool:
+        """A threshold on the change against the baseline (rather than on the value only)."""
+        return self.min_absolute_change is not None or self.min_relative_change is not None
 
 
 @dataclass(frozen=True)
