@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers.days import DAY, NOON, TS, write
+from helpers.days import DAY, EXPOSURE_SCHEMA, NOON, VALUED_CLICK_SCHEMA, write
 
 from recsys_spark.config import CustomRule, load_config
 from recsys_spark.custom_rules import Count, baseline_limit, count_rules, earlier_rates, results
@@ -19,29 +19,8 @@ from recsys_spark.daily import evaluate_day
 from recsys_spark.errors import ConfigError, HardRuleViolation
 from recsys_spark.rules import BUILT_IN_RULES
 
-EXPOSURES = pa.schema(
-    [
-        ("user_id", pa.string()),
-        ("session_id", pa.string()),
-        ("request_id", pa.string()),
-        ("item_id", pa.string()),
-        ("position", pa.int32()),
-        ("score", pa.float64()),
-        ("ts", TS),
-    ]
-)
-CLICKS = pa.schema(
-    [
-        ("user_id", pa.string()),
-        ("session_id", pa.string()),
-        ("request_id", pa.string()),
-        ("item_id", pa.string()),
-        ("ts", TS),
-        ("event", pa.string()),
-        ("value", pa.float64()),
-        ("dwell_seconds", pa.float64()),
-    ]
-)
+EXPOSURES = EXPOSURE_SCHEMA
+CLICKS = VALUED_CLICK_SCHEMA
 ITEMS = pa.schema([("item_id", pa.string()), ("category", pa.string()), ("first_seen", pa.date32())])
 USERS = pa.schema([("user_id", pa.string()), ("age", pa.int32())])
 

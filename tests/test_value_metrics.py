@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from helpers.days import DAY, NOON, TS, write
+from helpers.days import DAY, EXPOSURE_SCHEMA, NOON, VALUED_CLICK_SCHEMA, write
 from scipy import stats
 
 from recsys_spark.config import load_config
@@ -21,30 +21,8 @@ from recsys_spark.window import run_window
 pytestmark = pytest.mark.spark
 
 Z95 = stats.norm.ppf(0.975)
-EXPOSURES = pa.schema(
-    [
-        ("user_id", pa.string()),
-        ("session_id", pa.string()),
-        ("request_id", pa.string()),
-        ("item_id", pa.string()),
-        ("position", pa.int32()),
-        ("score", pa.float64()),
-        ("ts", TS),
-        ("platform", pa.string()),
-    ]
-)
-CLICKS = pa.schema(
-    [
-        ("user_id", pa.string()),
-        ("session_id", pa.string()),
-        ("request_id", pa.string()),
-        ("item_id", pa.string()),
-        ("ts", TS),
-        ("event", pa.string()),
-        ("value", pa.float64()),
-        ("dwell_seconds", pa.float64()),
-    ]
-)
+EXPOSURES = EXPOSURE_SCHEMA.append(pa.field("platform", pa.string()))
+CLICKS = VALUED_CLICK_SCHEMA
 ASSIGNMENTS = pa.schema([("user_id", pa.string()), ("experiment", pa.string()), ("variant", pa.string())])
 LATER = NOON + dt.timedelta(minutes=2)
 

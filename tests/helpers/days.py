@@ -41,6 +41,10 @@ CLICK_SCHEMA = pa.schema(
         ("event", pa.string()),
     ]
 )
+#: the clicks with what the business metrics read: the event's value and the dwell time
+VALUED_CLICK_SCHEMA = CLICK_SCHEMA.append(pa.field("value", pa.float64())).append(
+    pa.field("dwell_seconds", pa.float64())
+)
 EXPOSURES = [
     ("u1", "s1", "r1", "a", 1, 0.9, NOON),
     ("u1", "s1", "r1", "b", 2, 0.8, NOON),
