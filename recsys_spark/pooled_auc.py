@@ -18,6 +18,11 @@ heavy for one Python call (key: slice, user; see :mod:`per_user`).
 4. the driver collects one partial per (key, bin), at most ``BINS`` per key,
    and merges them in bin order (:func:`kernels.auc.merge_u`).
 
+With slices, the rows may carry their keys as one array per row (``_slices``, :func:`slices.with_slice_keys`:
+one row per exposure instead of one per exposure and slice): they are hashed by bin alone, so every
+(key, bin) is still in one partition, and each batch is exploded in numpy before step 3 (a row's index
+repeated per key; each key's rows keep their ascending score order).
+
 Ties in score count 1/2, as in the per-user AUC.  (Earlier versions first
 aggregated ``groupBy(slice, score)`` and then range-partitioned: with
 continuous scores the aggregation reduces nothing, and range partitioning
@@ -32,11 +37,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from recsys_spark.kernels.auc import UPartial, merge_u, sorted_histogram, u_from_histogram
-from recsys_spark.schema import RELEVANCE, SCORE, SLICE
+from recsys_spark.schema import RELEVANCE, SCORE, SLICE, SLICE_KEYS
 
 _POSITIVE = "_positive"
 _BIN = "_bin"
@@ -45,12 +51,22 @@ _PARTIAL = "u double, n_pos double, n_neg double"
 BINS = 1024
 
 
-def _partials(keys: Sequence[str]):
+def _explode(batch: pa.RecordBatch, column: str) -> pa.RecordBatch:
+    """One row per (row, element of its list ``column``), the element in ``column``; rows of one element
+    keep their order."""
+    keys = batch.column(column)
+    parents = pc.list_parent_indices(keys)
+    exploded = batch.drop_columns([column]).take(parents)
+    return exploded.append_column(column, pc.list_flatten(keys))
+
+
+def _partials(keys: Sequence[str], array_key: str | None = None):
     """mapInArrow function: rows sorted by score -> one partial per (key, bin).
 
     Each key's rows come in ascending score order (the partition is sorted by
     score alone, a single double that Spark sorts fast); the bins follow
-    since they are monotone in the score.
+    since they are monotone in the score.  ``array_key``: the key column that
+    holds a list of keys per row, exploded batch by batch.
     """
 
     def partials(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -65,6 +81,8 @@ def _partials(keys: Sequence[str]):
             rows.append((*key, score_bin, total.u, total.n_pos, total.n_neg))
 
         for batch in batches:
+            if array_key is not None:
+                batch = _explode(batch, array_key)
             n = batch.num_rows
             if n == 0:
                 continue
@@ -126,21 +144,24 @@ def _key_codes(batch: pa.RecordBatch, keys: Sequence[str]) -> tuple[np.ndarray, 
     return codes, names
 
 
-def exact_auc(rows: DataFrame, keys: Sequence[str]) -> dict[tuple, UPartial]:
+def exact_auc(rows: DataFrame, keys: Sequence[str], array_key: str | None = None) -> dict[tuple, UPartial]:
     """{key values: UPartial} over the rows of each key (``.auc`` gives the value).
 
-    ``rows`` has the ``keys`` columns (strings), ``score`` and ``relevance``.
+    ``rows`` has the ``keys`` columns (strings), ``score`` and ``relevance``.  ``array_key``: one of
+    ``keys`` is an array of strings, a row counting under each of its elements (the rows are then hashed
+    by the other keys and the bin only).
     The driver receives one small row per (key, score bin): at most ``BINS`` per key.
     """
     keys = tuple(keys)
     schema = ", ".join(f"`{k}` string" for k in keys) + f", {_BIN} int, " + _PARTIAL
     positive = (F.col(RELEVANCE) > 0).alias(_POSITIVE)
     score_bin = F.least(F.floor((F.atan(F.col(SCORE)) / math.pi + 0.5) * BINS), F.lit(BINS - 1)).cast("int")
+    hashed = [k for k in keys if k != array_key]
     partials = (
         rows.select(*keys, score_bin.alias(_BIN), F.col(SCORE), positive)
-        .repartition(*keys, _BIN)
+        .repartition(*hashed, _BIN)
         .sortWithinPartitions(SCORE)
-        .mapInArrow(_partials(keys), schema)
+        .mapInArrow(_partials(keys, array_key), schema)
         .collect()
     )
     by_key: dict[tuple, list[UPartial]] = {}
@@ -150,5 +171,12 @@ def exact_auc(rows: DataFrame, keys: Sequence[str]) -> dict[tuple, UPartial]:
 
 
 def pooled_auc(ranked: DataFrame) -> dict[str, UPartial]:
-    """{slice: UPartial} over every exposure of the slice (``.auc`` gives the value)."""
-    return {key[0]: part for key, part in exact_auc(ranked, (SLICE,)).items()}
+    """{slice: UPartial} over every exposure of the slice (``.auc`` gives the value).
+
+    ``ranked``: one row per (exposure, slice) with ``slice``, or one row per exposure with its slice keys
+    as an array (``_slices``: each row sorted and shuffled once, whatever the number of slices)."""
+    if SLICE_KEYS in ranked.columns:
+        found = exact_auc(ranked.withColumnRenamed(SLICE_KEYS, SLICE), (SLICE,), array_key=SLICE)
+    else:
+        found = exact_auc(ranked, (SLICE,))
+    return {key[0]: part for key, part in found.items()}

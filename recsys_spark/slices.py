@@ -325,12 +325,19 @@ def add_slice_columns(exposures: DataFrame, inputs: SliceInputs, date: dt.date, 
     )
 
 
+#: the most exposed items whose counts are broadcast to the labelled rows (about 40 MB at 30-byte ids);
+#: above it the rows are joined to the counts by item and partitioned by user again (two more shuffles)
+BROADCAST_ITEMS = 1_000_000
+
+
 @dataclass(frozen=True)
 class PopularityCutoffs:
-    """An item is head when its exposures >= head_min, tail when <= tail_max, else mid."""
+    """An item is head when its exposures >= head_min, tail when <= tail_max, else mid; ``items``: how many
+    items were exposed (what the counts' join is planned by)."""
 
     head_min: float
     tail_max: float
+    items: int = 0
 
 
 def item_exposure_counts(labelled: DataFrame) -> DataFrame:
@@ -353,19 +360,23 @@ def popularity_cutoffs(counts: DataFrame, head_share: float, tail_share: float) 
     values = [float(r[ITEM_EXPOSURES]) for r in hist]
     items = [float(r["items"]) for r in hist]
     head_min, tail_max = popularity_thresholds(values, items, head_share, tail_share)
-    return PopularityCutoffs(head_min, tail_max)
+    return PopularityCutoffs(head_min, tail_max, int(sum(items)))
 
 
-def with_item_exposures(labelled: DataFrame, counts: DataFrame) -> DataFrame:
+def with_item_exposures(labelled: DataFrame, counts: DataFrame, broadcast: bool | None = None) -> DataFrame:
     """``labelled`` plus ``_item_exposures`` (null for an empty response), by a left join on item_id.
 
-    With ``counts`` persisted and materialized, Spark plans the join with the counts' real size: under
-    ``spark.sql.autoBroadcastJoinThreshold`` (10 MB by default, a few hundred thousand items) it broadcasts
-    them and the labelled rows stay where they are, partitioned by user; above it, it shuffles the rows by
-    item and the next :func:`recsys_spark.label.by_user` moves them back (two more shuffles, never a wrong
-    number).  Either way what reaches the driver is bounded by that setting.
+    ``broadcast`` True: the counts are broadcast (the caller knows they are few:
+    :data:`BROADCAST_ITEMS`) and the labelled rows stay where they are, partitioned by user, the join a
+    narrow step of whatever reads them.  None: Spark plans the join with the counts' size (persisted and
+    materialized: their real size): under ``spark.sql.autoBroadcastJoinThreshold`` it broadcasts them;
+    above it (or with False, which forbids the broadcast) it shuffles the rows by item, and the next
+    :func:`recsys_spark.label.by_user` moves them back (two more shuffles, never a wrong number).
     """
-    return labelled.join(counts, on=ITEM, how="left")
+    if broadcast is None:
+        return labelled.join(counts, on=ITEM, how="left")
+    hint = F.broadcast(counts) if broadcast else counts.hint("shuffle_hash")
+    return labelled.join(hint, on=ITEM, how="left")
 
 
 def popularity_bucket(count: Column, cutoffs: PopularityCutoffs) -> Column:

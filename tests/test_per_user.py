@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from pyspark.sql import functions as F
 from sklearn.metrics import roc_auc_score
 
 from recsys_spark.aggregate import aggregate_users
@@ -57,6 +58,34 @@ def test_exact_auc_matches_scikit_learn_per_key_with_ties_across_batches(ranked)
     pooled = pooled_auc(ranked)
     for s, g in frame.groupby("slice"):
         assert pooled[s].auc == pytest.approx(roc_auc_score(g.relevance > 0, g.score), abs=1e-12)
+
+
+def test_pooled_auc_of_rows_with_their_slice_keys_as_an_array_equals_the_exploded_rows(spark):
+    # one row per exposure with its keys as an array (sorted and shuffled once), exploded batch by batch in
+    # Python: each key's AUC as scikit-learn's over the rows that carry the key (coarse scores: ties across
+    # the fixture's 2-row batches and across keys); a key of no row is absent, a key of one class is NaN
+    rng = np.random.default_rng(11)
+    keys = ["all", "platform=ios", "popularity=head", "user_type=new"]
+    rows = []
+    for i in range(400):
+        carried = ["all"] + [k for k in keys[1:3] if rng.random() < 0.5]
+        if i < 5:
+            carried.append("user_type=new")  # 5 rows, all negative: one class
+        rows.append((carried, float(np.round(rng.random(), 1)), 0.0 if i < 5 else float(rng.random() < 0.3)))
+    keyed = spark.createDataFrame(rows, "_slices array<string>, score double, relevance double")
+    got = pooled_auc(keyed)
+    assert set(got) == set(keys)
+    for key in keys[:3]:
+        y = np.array([r[2] > 0 for r in rows if key in r[0]])
+        s = np.array([r[1] for r in rows if key in r[0]])
+        assert got[key].auc == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+        assert got[key].n_pos == y.sum() and got[key].n_neg == len(y) - y.sum()
+    assert math.isnan(got["user_type=new"].auc) and got["user_type=new"].n_neg == 5
+    exploded = keyed.select(F.explode("_slices").alias("slice"), "score", "relevance")
+    expected = pooled_auc(exploded)
+    assert set(expected) == set(got)
+    for key, part in expected.items():
+        assert (got[key].u, got[key].n_pos, got[key].n_neg) == pytest.approx((part.u, part.n_pos, part.n_neg))
 
 
 def _table(spark, ranked, bound, path, partitions=4, keyed=None):

@@ -29,6 +29,8 @@ from recsys_spark.rules import RuleResult, scan_rules
 from recsys_spark.schema import ALL, DWELL, EVENT, TS, VALUE
 from recsys_spark.session import CACHE_LEVEL, fixed_shuffles
 from recsys_spark.slices import (
+    BROADCAST_ITEMS,
+    ITEM_EXPOSURES,
     add_slice_columns,
     explode_slices,
     item_exposure_counts,
@@ -59,8 +61,8 @@ def label_planning(spark: SparkSession, cfg: Config, valid: Validated) -> contex
     day's user-partition count (docs/performance.md, "fixed cost")."""
     if valid.valid_exposure_rows > cfg.execution.rows_per_bucket:
         return contextlib.nullcontext()
-    rows = valid.valid_exposure_rows * (1 + len(cfg.slices.names))
-    return outside_label(spark, cfg, bucket_count(rows, cfg.execution.rows_per_bucket, default_parallelism(spark)))
+    partitions = bucket_count(valid.valid_exposure_rows, cfg.execution.rows_per_bucket, default_parallelism(spark))
+    return outside_label(spark, cfg, partitions)
 
 
 def validate_inputs(spark: SparkSession, inputs: Inputs, cfg: Config, date: dt.date, paths: InputPaths) -> Validated:
@@ -105,8 +107,9 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     slices from those persisted rows as each stage reads them (one cached row per exposure, not 1 + S).
 
     Only those partitions are kept: the orphan events are counted from the valid events (see
-    :func:`label.label_counts`), and the labelled rows are persisted before the item counts only when
-    the popularity slice needs a pass over them first (its cut-offs).
+    :func:`label.label_counts`).  The popularity slice's count per item is summed from them and broadcast
+    back to them (the rows do not move); only a day with more than ``slices.BROADCAST_ITEMS`` exposed
+    items joins by item and persists the rows partitioned by user a second time.
     """
     inputs, valid = day.inputs, day.valid
     window = cfg.attribution.window_minutes
@@ -119,13 +122,9 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
         clicks = clicks.unionByName(
             late.select(*[c for c in late.columns if c in clicks.columns]), allowMissingColumns=True
         )
-    # each exposure comes once under "all" and at most once more per slice dimension; the valid rows
-    # (before deduplication) bound the exposures
-    partitions = bucket_count(
-        valid.valid_exposure_rows * (1 + len(cfg.slices.names)),
-        cfg.execution.rows_per_bucket,
-        default_parallelism(spark),
-    )
+    # the valid rows (before deduplication) bound the exposures; the Python pass reads one row per
+    # exposure whatever the slices (their keys as an array), so the slices do not add partitions
+    partitions = bucket_count(valid.valid_exposure_rows, cfg.execution.rows_per_bucket, default_parallelism(spark))
     deduplicated = deduplicate_exposures(by_user(valid.exposures, partitions)).transform(
         add_slice_columns, inputs.slices, day.date, cfg.slices.new_user_days
     )
@@ -137,31 +136,32 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
         cfg.labels.click_event,
         cfg.labels.conversion_events,
     )
-    cutoffs, kept = None, [late]
-    if "popularity" in cfg.slices.names:  # the day's count per item, then its bucket on every row
-        joined = joined.persist(CACHE_LEVEL)
-        counts = item_exposure_counts(joined).persist(CACHE_LEVEL)
-        cutoffs = popularity_cutoffs(counts, cfg.slices.popularity_head_share, cfg.slices.popularity_tail_share)
-        kept += [joined, counts]
-        joined = with_item_exposures(joined, counts)
-    # partitioned by user again: Spark drops this repartition when the rows already are (it keeps it when
-    # a join moved them, e.g. the item counts when they are too large to broadcast)
     # persisted one row per exposure, with the slice dimensions' values as columns: the slices are
     # exploded as each stage reads the rows (a narrow step, the partitioning kept), not cached S+1 times
     dims = inputs.slices.dims
     user_rows = persist_user_rows(by_user(joined, partitions), [*slice_input_columns(dims), *rule_columns(inputs, cfg)])
     labels = label_counts(user_rows, valid.valid_events + n_late)  # builds the user partitions
     labels["late_events"] = n_late
-    sliced = explode_slices(user_rows, dims, cutoffs)
+    cutoffs, rows, kept = None, user_rows, [late]
+    if "popularity" in dims.names:  # the day's count per item, from the persisted rows; its bucket on every row
+        counts = item_exposure_counts(user_rows).persist(CACHE_LEVEL)
+        cutoffs = popularity_cutoffs(counts, cfg.slices.popularity_head_share, cfg.slices.popularity_tail_share)
+        kept.append(counts)
+        broadcast = cutoffs.items <= BROADCAST_ITEMS
+        rows = with_item_exposures(user_rows, counts, broadcast)  # broadcast: the rows stay where they are
+        if not broadcast:  # a join by item moved them: partitioned by user again, persisted once more
+            rows = persist_user_rows(by_user(rows, partitions), [ITEM_EXPOSURES, *user_rows.columns])
+            kept.append(rows)
+    sliced = explode_slices(rows, dims, cutoffs)
     # the one Python pass reads one row per exposure with its slice keys (each distinct set of rows scored once)
-    keyed = with_slice_keys(user_rows, dims, cutoffs) if dims.names else None
+    keyed = with_slice_keys(rows, dims, cutoffs) if dims.names else None
     return Labelled(
         labels,
         cutoffs,
         sliced,
         ranking_input(sliced, cfg.ranking.list_unit, inputs.has_score),
         partitions,
-        tuple(df for df in (user_rows, *kept) if df is not None),
+        tuple(df for df in (*kept, user_rows) if df is not None),
         user_rows,
         keyed,
         inputs.has_score,
@@ -196,7 +196,8 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = Tr
     heavy = users.heavy_frame()  # users past execution.max_user_rows, if any: bounded path
     if heavy is not None:
         heavy.write.mode("append").parquet(staged_users)
-    pooled = pooled_auc(labelled.ranked)
+    # one row per exposure with its slice keys (sorted once, whatever the slices), as the pass reads them
+    pooled = pooled_auc(ranking_input(labelled.pass_input, cfg.ranking.list_unit, labelled.has_score))
     replicates = (
         auc_bootstrap(labelled.ranked, cfg.stats.bootstrap_replicates, cfg.stats.seed)
         if cfg.stats.bootstrap_replicates
