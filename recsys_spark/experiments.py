@@ -6,12 +6,12 @@ The step the day and the window share (the maths is :mod:`recsys_spark.kernels.e
 1. read ``experiments.assignments`` (``user_id, experiment, variant[, layer]``); when the path
    does not exist, nothing else happens and the summary says so;
 2. :func:`user_day_table`: one row per (slice, user) with a valid labelled row that day:
-   additive per-user sums (exposures, clicked exposures, requests, empty requests from the
-   user-partitioned labelled rows, a partition-local ``groupBy``; ranked lists, relevant items,
-   hits and the sums of list metrics over ranked lists from the per-user table, read by
-   :func:`read_user_values` only), and ``variants``: a map experiment -> variant (null when the
-   user has several variants of that experiment).  Staged as ``experiment_users/dt=D``: what the
-   window command and CUPED read later;
+   additive per-user sums (:mod:`recsys_spark.kernels.user_day`: exposures, clicked exposures,
+   requests, empty requests, the business sums; ranked lists, relevant items, hits and the sums of
+   list metrics over ranked lists), computed by the day's one pass over the user partitions (the
+   users it set aside by :func:`user_day_sums` on the JVM side), and ``variants``: a map experiment ->
+   variant (null when the user has several variants of that experiment).  Staged as
+   ``experiment_users/dt=D``: what the window command and CUPED read later;
 3. :func:`arm_sums`: one ``groupBy(experiment, variant, slice)`` of those rows gives every
    metric's sufficient statistics (n, sums, sums of squares and products over users); only these
    small sums reach the driver, where :mod:`recsys_spark.kernels.experiments` turns them into the
@@ -85,26 +85,22 @@ RESULTS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in RESULT_COLUMNS)
 DECISIONS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in DECISION_COLUMNS)
 
 
-def user_value_sums(ks: Sequence[int]) -> list[str]:
-    """The per-user sums :func:`read_user_values` gives, for cut-offs ``ks``."""
-    out = ["lists_ranked", "relevant", "auc_sum", "auc_exposures", user_sum_column("mrr")]
-    for k in ks:
-        out += [f"hits_at_{k}"] + [user_sum_column(m, k) for m in LIST_METRICS]
-    return out
-
-
 # --- reading ---------------------------------------------------------------------------------
 def read_user_values(spark: SparkSession, path: str, ks: Sequence[int]) -> DataFrame:
-    """(slice, user_id, sums) from the per-user table the metric stage wrote at ``path``.
+    """(slice, user_id, sums) from the per-user table written at ``path`` (:func:`user_values`)."""
+    # its schema is known (no inference job)
+    return user_values(spark.read.schema(USER_METRICS_DDL).parquet(path), ks)
 
-    The one place that knows that table's layout.  A user's list-metric value
-    is a mean over its ranked lists; the sums here are value x ranked lists (0
-    without a ranked list), so they add up over days; AUC is summed weighted
-    by the user's exposures (``auc_sum``, ``auc_exposures``: 0 when the user has
-    no AUC).
+
+def user_values(users: DataFrame, ks: Sequence[int]) -> DataFrame:
+    """(slice, user_id, sums) from per-user rows in the per-user table's layout, one row per (slice, user, k).
+
+    The Spark form of :func:`kernels.user_day.user_day_sums`' metric sums (the day's pass computes them;
+    this serves the users the pass set aside): a user's list-metric value is a mean over its ranked lists;
+    the sums here are value x ranked lists (0 without a ranked list), so they add up over days; AUC is
+    summed weighted by the user's exposures (``auc_sum``, ``auc_exposures``: 0 when the user has no AUC).
     """
-    # one row per (slice, user, k); the values without k repeat on each; its schema is known (no inference job)
-    users = spark.read.schema(USER_METRICS_DDL).parquet(path)
+    # the values without k repeat on each row of a (slice, user)
     lists = F.col("n_lists_ranked").cast("double")
 
     def over_lists(col: str) -> Column:
@@ -212,22 +208,31 @@ def user_variants(assignments: DataFrame) -> DataFrame:
     )
 
 
-def user_day_table(by_user: DataFrame, user_values: DataFrame, assignments: DataFrame | None) -> DataFrame:
-    """One row per (slice, user) with a valid labelled row: ``variants`` and every additive sum.
+def user_day_sums(by_user: DataFrame, values: DataFrame) -> DataFrame:
+    """(slice, user_id, every day sum) on the JVM side: :func:`user_business_sums` of the labelled rows and
+    the per-user metrics' sums ``values`` (:func:`user_values`), for the users the day's pass set aside
+    (the pass gives everyone else's, :meth:`user_pass.UserPass.day_frame`; the columns in the same order).
 
-    Users without ranked lists (only empty responses, or no click at all) are
-    kept with zero list sums: they count in the experiment all the same.
+    Users without ranked lists (only empty responses, or no click at all) are kept with zero list sums:
+    they count in the experiment all the same.
     """
-    sums = [c for c in user_values.columns if c not in (SLICE, USER)]
+    sums = [c for c in values.columns if c not in (SLICE, USER)]
     business = user_business_sums(by_user)
     own = [c for c in business.columns if c not in (SLICE, USER)]
-    table = business.join(user_values, on=[SLICE, USER], how="left").fillna(0.0, subset=sums)
+    table = business.join(values, on=[SLICE, USER], how="left").fillna(0.0, subset=sums)
+    return table.select(SLICE, USER, *own, *sums)
+
+
+def user_day_table(day_sums: DataFrame, assignments: DataFrame | None) -> DataFrame:
+    """One row per (slice, user) with a valid labelled row: ``variants`` and every additive sum of
+    ``day_sums`` (:func:`user_day_sums`, or the day's pass's)."""
+    sums = [c for c in day_sums.columns if c not in (SLICE, USER)]
     variants = (
         user_variants(assignments)
         if assignments is not None
-        else by_user.sparkSession.createDataFrame([], f"{USER} string, {VARIANTS} map<string,string>")
+        else day_sums.sparkSession.createDataFrame([], f"{USER} string, {VARIANTS} map<string,string>")
     )
-    return table.join(variants, on=USER, how="left").select(SLICE, USER, VARIANTS, *own, *sums)
+    return day_sums.join(variants, on=USER, how="left").select(SLICE, USER, VARIANTS, *sums)
 
 
 # --- sufficient statistics ---------------------------------------------------------------------
@@ -732,13 +737,13 @@ def previous_days(date: dt.date, days: int) -> list[dt.date]:
 
 
 def experiment_stage(
-    spark: SparkSession, cfg: Config, date: dt.date, input_root: str, by_user: DataFrame, out: Output
+    spark: SparkSession, cfg: Config, date: dt.date, input_root: str, day_sums: DataFrame | None, out: Output
 ) -> ExperimentResult:
     """The day's experiments: stage ``experiment_users``, ``experiments`` and ``experiment_checks``.
 
-    Call after the metric stage has staged ``user_metrics`` (read back from
-    the staging area).  Without an assignments table, returns a summary
-    section that says so and stages nothing.
+    ``day_sums``: one row per (slice, user) with its day sums (the metric stage's
+    :attr:`daily.day.Metrics.day_sums`).  Without an assignments table, returns a summary section that
+    says so and stages nothing.
     """
     ex = cfg.experiments
     path = templates.resolve(ex.assignments, input_root, date, "assignments")
@@ -763,8 +768,9 @@ def experiment_stage(
     )
     assigned = {r[EXPERIMENT]: Assigned(int(r["ids"]), r["example"]) for r in per_experiment}
     layers = {r[EXPERIMENT]: r[LAYER] for r in per_experiment if has_layer and r[LAYER] is not None}
-    values = read_user_values(spark, out.staged_path("user_metrics"), cfg.metrics.k)
-    table = user_day_table(by_user, values, assignments)
+    if day_sums is None:
+        raise ValueError("the experiments need the metric stage's day sums")
+    table = user_day_table(day_sums, assignments)
     staged = out.stage(USERS_TABLE, table)
     users = spark.read.schema(table.schema).parquet(staged)  # read back as written: no inference job
     specs, missing = specs_with_columns(specs, users.columns)

@@ -10,6 +10,9 @@ unit of the partition,
   :meth:`UserPass.user_frame` lays them out one row per (slice, user, k) on the JVM side);
 * the health indicators' partial sums (``sum`` rows: :func:`kernels.health_pass.slice_sums`' long rows;
   :mod:`recsys_spark.health` shuffles and adds them, never a row per exposure);
+* with the experiments, each unit's day sums (``day`` rows: :func:`kernels.user_day.user_day_sums`, what the
+  ``experiment_users`` table holds: no aggregation of exposure rows and no second read of the per-user
+  table on the JVM side);
 * the aggregates' mergeable sums of the partition (one ``moments`` row: :class:`kernels.moments.Moments` per
   slice, pickled) and the users set aside (``aside`` rows, below).
 
@@ -42,7 +45,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from recsys_spark.kernels.business import event_sum
+from recsys_spark.kernels.health_pass import UnitSums
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
+from recsys_spark.kernels.user_day import user_day_columns, user_day_sums
 from recsys_spark.kernels.user_pass import KeyPlan, PartitionRows, plan_keys, score_partition
 from recsys_spark.kernels.users import user_table
 from recsys_spark.schema import (
@@ -87,6 +92,7 @@ _OUTPUT: list[tuple[str, pa.DataType]] = [
     ("users", pa.float64()),
     ("flag", pa.bool_()),
     ("blob", pa.binary()),
+    ("sums", pa.list_(pa.float64())),
 ]
 _SCHEMA = pa.schema(_OUTPUT)
 _DDL = {pa.string(): "string", pa.int32(): "int", pa.int64(): "bigint", pa.float64(): "double", pa.bool_(): "boolean"}
@@ -246,6 +252,17 @@ def _sum_batch(health: dict, slice_names: pa.Array, dictionaries: dict[str, pa.A
     return _batch("sum", len(name), columns)
 
 
+def _day_batch(units: UnitSums, sums: np.ndarray, slice_names: pa.Array, users: pa.Array) -> pa.RecordBatch:
+    n, width = sums.shape
+    offsets = pa.array(np.arange(n + 1, dtype=np.int32) * width, pa.int32())
+    columns = {
+        SLICE: slice_names.take(pa.array(units.slice, pa.int64())),
+        USER: users.take(pa.array(units.user, pa.int64())),
+        "sums": pa.ListArray.from_arrays(offsets, pa.array(sums.reshape(-1), pa.float64())),
+    }
+    return _batch("day", n, columns)
+
+
 def _set_aside(batches: Iterator[pa.RecordBatch], max_user_rows: int | None) -> tuple[list[pa.RecordBatch], dict]:
     """The partition's batches without the rows of the users past ``max_user_rows`` (their rows counted)."""
     kept: list[pa.RecordBatch] = []
@@ -270,7 +287,13 @@ def _set_aside(batches: Iterator[pa.RecordBatch], max_user_rows: int | None) -> 
     return kept, {u: rows_of[u] for u in sorted(over)}
 
 
-def _pass_function(ks: tuple[int, ...] | None, gain: str, min_list_length: int | None, max_user_rows: int | None):
+def _pass_function(
+    ks: tuple[int, ...] | None,
+    gain: str,
+    min_list_length: int | None,
+    max_user_rows: int | None,
+    day_columns: tuple[str, ...] = (),
+):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # on the executors
         kept, over = _set_aside(batches, max_user_rows)
         if over:
@@ -303,6 +326,13 @@ def _pass_function(ks: tuple[int, ...] | None, gain: str, min_list_length: int |
                 yield _batch("moments", 1, {"blob": pa.array([pickle.dumps(moments)], pa.binary())})
         if min_list_length is not None and len(result.health.get("name", ())):
             yield _sum_batch(result.health, slice_names, dictionaries)
+        if day_columns and ks is not None and result.units is not None and len(result.units):
+            units, per_user = result.units, result.per_user
+            sums = user_day_sums(
+                units.slice, units.user, units.values, per_user[SLICE], per_user[USER], per_user, result.per_k, ks,
+                day_columns,
+            )  # fmt: skip
+            yield _day_batch(units, sums, slice_names, dictionaries["user"])
 
     return run
 
@@ -337,10 +367,12 @@ def pass_rows(
     has_score: bool = True,
     min_list_length: int | None,
     max_user_rows: int | None = None,
+    day_columns: Sequence[str] = (),
 ) -> DataFrame:
     """The pass's output rows (module docstring) over ``rows`` (hash-partitioned by user, read in place):
-    per-user values when ``ks`` is given, the health sums when ``min_list_length`` is."""
-    fn = _pass_function(None if ks is None else tuple(ks), gain, min_list_length, max_user_rows)
+    per-user values when ``ks`` is given, the health sums when ``min_list_length`` is, and with both the
+    users' day sums ``day_columns`` (:func:`kernels.user_day.user_day_columns`) when given."""
+    fn = _pass_function(None if ks is None else tuple(ks), gain, min_list_length, max_user_rows, tuple(day_columns))
     return pass_input(rows, None if ks is None else list_unit, has_score).mapInArrow(fn, OUTPUT_DDL)
 
 
@@ -369,10 +401,14 @@ class UserPass:
         min_list_length: int | None = None,
         max_user_rows: int | None = None,
         persist: bool = True,
+        day_sums: bool = False,
     ) -> None:
         """``ks``: the cut-offs of the per-user metrics (None: none); ``min_list_length``: the health sums'
-        (None: none); ``persist``: False for an output read once (a bounded path's)."""
+        (None: none); ``persist``: False for an output read once (a bounded path's); ``day_sums``: also each
+        user's day sums for the experiments (with both ``ks`` and ``min_list_length``)."""
         self.ks = None if ks is None else tuple(ks)
+        with_day = day_sums and self.ks is not None and min_list_length is not None
+        self.day_columns = tuple(user_day_columns(rows.columns, self.ks)) if with_day and self.ks else ()
         output = pass_rows(
             rows,
             ks=self.ks,
@@ -381,6 +417,7 @@ class UserPass:
             has_score=has_score,
             min_list_length=min_list_length,
             max_user_rows=max_user_rows,
+            day_columns=self.day_columns,
         )
         self.output = output.persist(CACHE_LEVEL) if persist else output
         self._totals: PassTotals | None = None
@@ -393,6 +430,14 @@ class UserPass:
         rows = self.output.where(F.col(KIND) == "user")
         laid = rows.select(SLICE, USER, *USER_COLUMNS, F.inline(F.arrays_zip(ks, *USER_K_COLUMNS)))
         return laid.select(*[name for name, _ in USER_METRICS_COLUMNS])
+
+    def day_frame(self) -> DataFrame:
+        """One row per (slice, user) with a labelled row, but the users set aside: ``slice``, ``user_id`` and the
+        day sums (:attr:`day_columns`, :mod:`recsys_spark.kernels.user_day`)."""
+        if not self.day_columns:
+            raise ValueError("a pass without day_sums has no day rows")
+        rows = self.output.where(F.col(KIND) == "day")
+        return rows.select(SLICE, USER, *[F.col("sums")[i].alias(name) for i, name in enumerate(self.day_columns)])
 
     def sum_rows(self) -> DataFrame:
         """The health sums' long rows of every partition (not yet added up)."""

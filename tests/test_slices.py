@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from chispa import assert_df_equality
 
@@ -63,3 +65,43 @@ def test_explode_gives_all_plus_one_row_per_non_null_dimension_value(spark):
 def test_without_dimensions_every_row_is_all(spark):
     rows = spark.createDataFrame([("u1",)], "user_id string")
     assert [r.slice for r in explode_slices(rows, SliceDims()).collect()] == ["all"]
+
+
+@pytest.mark.spark
+def test_a_day_with_too_many_items_to_broadcast_joins_the_popularity_counts_by_item_with_the_same_numbers(
+    spark, tmp_path, monkeypatch
+):
+    # the popularity counts are broadcast back to the persisted rows; above slices.BROADCAST_ITEMS exposed items
+    # the rows are joined by item and persisted partitioned by user again: every table the same
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    from recsys_spark.config import load_config
+    from recsys_spark.daily import evaluate_day, stages
+
+    date = "2026-11-20"
+    subprocess.run(
+        [sys.executable, "-m", "recsys_spark.generate", "--date", date, "--output-root", str(tmp_path / "in")]
+        + ["--users", "60", "--days", "1", "--seed", "3"],
+        check=True,
+        capture_output=True,
+    )
+    cfg = load_config(None, ['slices.names=["popularity", "platform"]', "rules.fail_on_hard=false", "metrics.k=[3]"])
+    day = dt.date.fromisoformat(date)
+    evaluate_day(spark, cfg, day, str(tmp_path / "in"), str(tmp_path / "broadcast"))
+    monkeypatch.setattr(stages, "BROADCAST_ITEMS", 0)
+    evaluate_day(spark, cfg, day, str(tmp_path / "in"), str(tmp_path / "joined"))
+    for table, key in (
+        ("metrics", ["slice", "metric", "k", "aggregation"]),
+        ("user_metrics", ["slice", "user_id", "k"]),
+    ):
+        a, b = (pd.read_parquet(tmp_path / run / table / f"dt={date}") for run in ("broadcast", "joined"))
+        assert len(a) > 0 and {s for s in a["slice"] if s.startswith("popularity=")} == {
+            "popularity=head",
+            "popularity=mid",
+            "popularity=tail",
+        }
+        a, b = (f.sort_values(key).reset_index(drop=True) for f in (a, b))
+        pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-12, atol=1e-12)

@@ -234,3 +234,42 @@ def test_a_window_counts_a_users_value_over_its_days_once(spark, value_day, tmp_
     treated = u[(u.index.map(arms) == "treatment") & (u["e"] > 0)]
     assert row["n"] == len(treated) == 3
     assert row["value"] == pytest.approx(2 * treated["v"].mean())  # the same value both days
+
+
+def test_experiment_users_by_hand_and_the_same_when_every_user_takes_the_bounded_path(spark, value_day, tmp_path):
+    # the day's sums per user come from the one Python pass (kernels/user_day.py); a user the pass sets aside
+    # (execution.max_user_rows) gets them from Spark expressions instead (experiments.user_day_sums): both give
+    # the textbook values, and the same table
+    root, *_ = value_day
+    got = pd.read_parquet(root / "out" / "experiment_users" / f"dt={DAY}")
+    u = reference()
+    mine = got[got["slice"] == "all"].set_index("user_id").sort_index()
+    assert list(mine.index) == sorted(u.index)  # u7 (only an empty response) too
+    ref = u.loc[mine.index]
+    assert (mine["requests"] == ref["pv"]).all() and (mine["exposures"] == ref["e"]).all()
+    assert (mine["clicked"] == ref["c"]).all() and (mine["click_events"] == ref["k"]).all()
+    assert mine["value"].to_numpy() == pytest.approx(ref["v"].to_numpy(float))
+    assert mine["dwell"].to_numpy() == pytest.approx(ref["d"].to_numpy(float))
+    assert (mine["valued"] == ref["valued"].astype(float)).all()
+    assert (mine["ev_purchase_exposures"] == ref["x"]).all()
+    assert (mine["ev_purchase_user"] == (ref["x"] > 0).astype(float)).all()
+    assert (mine["exposed"] == (ref["e"] > 0).astype(float)).all()
+    assert mine.loc["u3", "empty_requests"] == 1 and mine.loc["u7", "empty_requests"] == 1
+    assert mine.loc["u7", "lists_ranked"] == 0 and mine.loc["u1", "lists_ranked"] == 2
+    assert sorted(got["slice"].unique()) == ["all", "platform=android", "platform=ios", "platform=web"]
+
+    settings = [
+        "metrics.k=[1]",
+        "rules.fail_on_hard=false",
+        'slices.names=["platform"]',
+        'experiments.metrics=["gmv_per_user_global"]',
+        "execution.max_user_rows=1",  # every user with more than one row: u1 to u5
+    ]
+    out = tmp_path / "bounded"
+    summary = evaluate_day(spark, load_config(None, settings), DAY, str(root / "in"), str(out))
+    assert summary["data_quality"]["users_over_row_bound"] == 5
+    bounded = pd.read_parquet(out / "experiment_users" / f"dt={DAY}")
+    key = ["slice", "user_id"]
+    a = got.drop(columns="variants").sort_values(key).reset_index(drop=True)
+    b = bounded.drop(columns="variants").sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-12, atol=1e-12)

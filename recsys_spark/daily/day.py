@@ -180,3 +180,5 @@ class Metrics:
     #: the day's one pass over the user partitions, persisted: the health stage reads its sums; the
     #: orchestrator unpersists it
     user_pass: UserPass | None = None
+    #: one row per (slice, user) with its day sums, the experiments' input (:mod:`kernels.user_day`)
+    day_sums: DataFrame | None = None

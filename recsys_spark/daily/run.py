@@ -114,8 +114,8 @@ def evaluate_day(
                 with log.stage("metrics", timings) as info:
                     metrics = metric_stage(labelled, cfg, out)
                     info.update(buckets=metrics.buckets, metric_rows=len(metrics.rows))
-                with log.stage("experiments", timings) as info:  # after user_metrics is staged: it reads it back
-                    experiments = experiment_stage(spark, cfg, date, input_root, labelled.by_user, out)
+                with log.stage("experiments", timings) as info:  # from the metric stage's pass
+                    experiments = experiment_stage(spark, cfg, date, input_root, metrics.day_sums, out)
                     info.update(experiments.info)
             else:  # a simulation has no feedback: no per-user metrics, no experiment
                 metrics = Metrics([], {}, [], labelled.partitions)

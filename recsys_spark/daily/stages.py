@@ -21,12 +21,13 @@ from recsys_spark.daily.day import Day, InputPaths, Inputs, Labelled, Metrics, V
 from recsys_spark.daily.inputs import catalog_conflicts, click_events, late_events
 from recsys_spark.engine import default_parallelism
 from recsys_spark.errors import EmptyInputError
+from recsys_spark.experiments import user_day_sums, user_values
 from recsys_spark.health import HealthResult, evaluate_health
 from recsys_spark.label import by_user, deduplicate_exposures, join_feedback, label_counts
 from recsys_spark.per_user import UserMetrics, bucket_count, persist_user_rows, ranking_input, user_row_columns
 from recsys_spark.pooled_auc import pooled_auc
 from recsys_spark.rules import RuleResult, scan_rules
-from recsys_spark.schema import ALL, DWELL, EVENT, TS, VALUE
+from recsys_spark.schema import ALL, DWELL, EVENT, TS, USER, VALUE
 from recsys_spark.session import CACHE_LEVEL, fixed_shuffles
 from recsys_spark.slices import (
     BROADCAST_ITEMS,
@@ -181,6 +182,7 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = Tr
         has_score=labelled.has_score,
         min_list_length=cfg.health.min_list_length if health else None,
         max_user_rows=cfg.execution.max_user_rows,
+        day_sums=health,
     )
     users = UserMetrics(
         labelled.ranked,
@@ -194,8 +196,12 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = Tr
     )
     staged_users = out.stage("user_metrics", users.frame)  # runs the one pass over the labelled exposures
     heavy = users.heavy_frame()  # users past execution.max_user_rows, if any: bounded path
+    day_sums = the_pass.day_frame() if the_pass.day_columns else None
     if heavy is not None:
         heavy.write.mode("append").parquet(staged_users)
+        if day_sums is not None:  # the set-aside users' day sums on the JVM side (their rows stay in Spark)
+            aside = labelled.by_user.where(F.col(USER).isin(sorted(users.set_aside)))
+            day_sums = day_sums.unionByName(user_day_sums(aside, user_values(heavy, ks)))
     # one row per exposure with its slice keys (sorted once, whatever the slices), as the pass reads them
     pooled = pooled_auc(ranking_input(labelled.pass_input, cfg.ranking.list_unit, labelled.has_score))
     replicates = (
@@ -211,7 +217,7 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = Tr
         replicates,
     )
     unit_counts.setdefault(ALL, {}).update(users.counts())
-    return Metrics(rows, unit_counts, users.notes(), labelled.partitions, the_pass)
+    return Metrics(rows, unit_counts, users.notes(), labelled.partitions, the_pass, day_sums)
 
 
 def run_metric_stage(labelled: DataFrame, cfg: Config, out: Output, rows: int, has_score: bool = True) -> Metrics:

@@ -44,6 +44,7 @@ from recsys_spark.kernels.stats import (
     welch,
     z_quantile,
 )
+from recsys_spark.kernels.user_day import event_columns, user_sum_column
 from recsys_spark.registry import LIST_METRICS, event_rate, parse_key
 
 CORRECTIONS = ("holm", "bh", "none")
@@ -365,20 +366,9 @@ _USER_MEANS = {"gmv_per_user": "value", "dwell_per_user": "dwell"}
 INDICATORS = ("exposed", "valued")
 
 
-def event_columns(event: str) -> tuple[str, str]:
-    """The per-user sums of a conversion event: (1 when the user has one, exposures with one):
-    ``ev_purchase_user``, ``ev_purchase_exposures``."""
-    return f"ev_{event}_user", f"ev_{event}_exposures"
-
-
 def is_indicator(column: str) -> bool:
     """Whether a per-user column is an indicator (:data:`INDICATORS`, an event's user column)."""
     return column in INDICATORS or (column.startswith("ev_") and column.endswith("_user"))
-
-
-def user_sum_column(metric: str, k: int | None = None) -> str:
-    """Per-user sum over ranked lists of a list metric: ``ndcg_at_10_sum``, ``mrr_sum``."""
-    return f"{metric}_sum" if k is None else f"{metric}_at_{k}_sum"
 
 
 def parse_metric(name: str) -> MetricSpec:

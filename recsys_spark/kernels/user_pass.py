@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from recsys_spark.kernels.health_pass import Columns, copy_units, slice_sums, unit_sums
+from recsys_spark.kernels.health_pass import Columns, UnitSums, copy_units, slice_sums, unit_sums
 from recsys_spark.kernels.ranking import Gain
 from recsys_spark.kernels.users import INPUT_COLUMNS, score_units
 from recsys_spark.schema import USER
@@ -122,14 +122,16 @@ class PartitionRows:
 class PartitionResult:
     """What :func:`score_partition` returns.
 
-    ``units``: the per-user table's values (:func:`kernels.users.score_units`: ``slice`` and ``user_id`` as
-    codes), one entry per (slice, user) with an exposed item, copies last; ``health``: the long rows of
-    :func:`kernels.health_pass.partition_sums` (slice codes; keys: item and category codes).
+    ``per_user``, ``per_k``: the per-user table's values (:func:`kernels.users.score_units`: ``slice`` and
+    ``user_id`` as codes), one entry per (slice, user) with an exposed item, copies last; ``health``: the long
+    rows of :func:`kernels.health_pass.partition_sums` (slice codes; keys: item and category codes);
+    ``units``: every (slice, user) with a row, its copies included, and its sums (None without health sums).
     """
 
     per_user: dict[str, np.ndarray]
     per_k: dict[str, np.ndarray]
     health: Columns
+    units: UnitSums | None = None
 
 
 def _take(values: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
@@ -185,6 +187,7 @@ def score_partition(
         per_user[USER] = np.r_[unit_user, unit_user[source]]
         per_k = {name: np.concatenate([v, v[source]]) for name, v in per_k.items()}
     health: Columns = {}
+    every: UnitSums | None = None
     if min_list_length is not None:
         units = unit_sums(
             slice_code,
@@ -198,5 +201,6 @@ def score_partition(
             {name: _take(v, taken) for name, v in rows.measures.items()} or None,
         )
         source, copy_slice = _copies(units.slice, units.user, plan)
-        health = slice_sums(copy_units(units, source, copy_slice))
-    return PartitionResult(per_user, per_k, health)
+        every = copy_units(units, source, copy_slice)
+        health = slice_sums(every)
+    return PartitionResult(per_user, per_k, health, every)
