@@ -258,18 +258,25 @@ def test_experiment_users_by_hand_and_the_same_when_every_user_takes_the_bounded
     assert mine.loc["u7", "lists_ranked"] == 0 and mine.loc["u1", "lists_ranked"] == 2
     assert sorted(got["slice"].unique()) == ["all", "platform=android", "platform=ios", "platform=web"]
 
+    # the same day and u8, whose one-item request is not empty, on both paths: every user with more than one
+    # row (u1 to u5, u8) is set aside on the second
+    users = dict(USERS, u8=("web", [["a"], ["b", "c"]], [("r1", "c", "purchase", 9.0, None)]))
+    exposures, clicks = day_rows(DAY, users)
+    write(tmp_path / "in" / "exposures" / f"dt={DAY}", exposures, EXPOSURES)
+    write(tmp_path / "in" / "clicks" / f"dt={DAY}", clicks, CLICKS)
+    write(tmp_path / "in" / "assignments" / f"dt={DAY}", [(u, "shop", "control") for u in users], ASSIGNMENTS)
     settings = [
         "metrics.k=[1]",
         "rules.fail_on_hard=false",
         'slices.names=["platform"]',
         'experiments.metrics=["gmv_per_user_global"]',
-        "execution.max_user_rows=1",  # every user with more than one row: u1 to u5
     ]
-    out = tmp_path / "bounded"
-    summary = evaluate_day(spark, load_config(None, settings), DAY, str(root / "in"), str(out))
-    assert summary["data_quality"]["users_over_row_bound"] == 5
-    bounded = pd.read_parquet(out / "experiment_users" / f"dt={DAY}")
-    key = ["slice", "user_id"]
-    a = got.drop(columns="variants").sort_values(key).reset_index(drop=True)
-    b = bounded.drop(columns="variants").sort_values(key).reset_index(drop=True)
-    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-12, atol=1e-12)
+    tables = []
+    for run, bound in (("pass", []), ("bounded", ["execution.max_user_rows=1"])):
+        cfg = load_config(None, settings + bound)
+        summary = evaluate_day(spark, cfg, DAY, str(tmp_path / "in"), str(tmp_path / run))
+        assert summary["data_quality"]["users_over_row_bound"] == (6 if bound else 0)
+        table = pd.read_parquet(tmp_path / run / "experiment_users" / f"dt={DAY}").drop(columns="variants")
+        tables.append(table.sort_values(["slice", "user_id"]).reset_index(drop=True))
+    assert tables[0].loc[(tables[0]["slice"] == "all") & (tables[0]["user_id"] == "u8"), "empty_requests"].item() == 0
+    pd.testing.assert_frame_equal(tables[0], tables[1], check_exact=False, rtol=1e-12, atol=1e-12)
