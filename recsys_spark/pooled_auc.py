@@ -144,6 +144,20 @@ def _key_codes(batch: pa.RecordBatch, keys: Sequence[str]) -> tuple[np.ndarray, 
     return codes, names
 
 
+def partials_frame(rows: DataFrame, keys: Sequence[str], array_key: str | None = None) -> DataFrame:
+    """The plan of :func:`exact_auc`: one partial per (key, score bin) (steps 1-3 of the module docstring)."""
+    schema = ", ".join(f"`{k}` string" for k in keys) + f", {_BIN} int, " + _PARTIAL
+    positive = (F.col(RELEVANCE) > 0).alias(_POSITIVE)
+    score_bin = F.least(F.floor((F.atan(F.col(SCORE)) / math.pi + 0.5) * BINS), F.lit(BINS - 1)).cast("int")
+    hashed = [k for k in keys if k != array_key]
+    return (
+        rows.select(*keys, score_bin.alias(_BIN), F.col(SCORE), positive)
+        .repartition(*hashed, _BIN)
+        .sortWithinPartitions(SCORE)
+        .mapInArrow(_partials(tuple(keys), array_key), schema)
+    )
+
+
 def exact_auc(rows: DataFrame, keys: Sequence[str], array_key: str | None = None) -> dict[tuple, UPartial]:
     """{key values: UPartial} over the rows of each key (``.auc`` gives the value).
 
@@ -153,17 +167,7 @@ def exact_auc(rows: DataFrame, keys: Sequence[str], array_key: str | None = None
     The driver receives one small row per (key, score bin): at most ``BINS`` per key.
     """
     keys = tuple(keys)
-    schema = ", ".join(f"`{k}` string" for k in keys) + f", {_BIN} int, " + _PARTIAL
-    positive = (F.col(RELEVANCE) > 0).alias(_POSITIVE)
-    score_bin = F.least(F.floor((F.atan(F.col(SCORE)) / math.pi + 0.5) * BINS), F.lit(BINS - 1)).cast("int")
-    hashed = [k for k in keys if k != array_key]
-    partials = (
-        rows.select(*keys, score_bin.alias(_BIN), F.col(SCORE), positive)
-        .repartition(*hashed, _BIN)
-        .sortWithinPartitions(SCORE)
-        .mapInArrow(_partials(keys, array_key), schema)
-        .collect()
-    )
+    partials = partials_frame(rows, keys, array_key).collect()
     by_key: dict[tuple, list[UPartial]] = {}
     for row in sorted(partials, key=lambda r: (tuple(r[k] for k in keys), r[_BIN])):
         by_key.setdefault(tuple(row[k] for k in keys), []).append(UPartial(row["u"], row["n_pos"], row["n_neg"]))

@@ -17,7 +17,7 @@ from sklearn.metrics import roc_auc_score
 from recsys_spark.aggregate import aggregate_users
 from recsys_spark.kernels.auc import UPartial
 from recsys_spark.per_user import UserMetrics
-from recsys_spark.pooled_auc import exact_auc, pooled_auc
+from recsys_spark.pooled_auc import exact_auc, partials_frame, pooled_auc
 
 pytestmark = pytest.mark.spark
 
@@ -86,6 +86,15 @@ def test_pooled_auc_of_rows_with_their_slice_keys_as_an_array_equals_the_explode
     assert set(expected) == set(got)
     for key, part in expected.items():
         assert (got[key].u, got[key].n_pos, got[key].n_neg) == pytest.approx((part.u, part.n_pos, part.n_neg))
+
+
+def test_the_pooled_auc_of_keyed_rows_shuffles_and_sorts_one_row_per_exposure(spark):
+    # the slice keys travel as one array per row, hashed by score bin alone and exploded in Python: no Generate
+    # (explode) on the JVM side, whatever the number of slices
+    keyed = spark.createDataFrame([(["all", "p=x"], 0.5, 1.0)], "_slices array<string>, score double, relevance double")
+    frame = partials_frame(keyed.withColumnRenamed("_slices", "slice"), ("slice",), array_key="slice")
+    plan = frame._jdf.queryExecution().executedPlan().toString()
+    assert "Generate" not in plan and "hashpartitioning(_bin" in plan, plan
 
 
 def _table(spark, ranked, bound, path, partitions=4, keyed=None):
