@@ -66,7 +66,6 @@ from recsys_spark.schema import (
     REQUEST,
     SLICE,
     USER,
-    USER_METRICS_DDL,
     VALUE,
 )
 from recsys_spark.write import SUMMARY, Output
@@ -86,12 +85,6 @@ DECISIONS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in DECISION_COLUMNS
 
 
 # --- reading ---------------------------------------------------------------------------------
-def read_user_values(spark: SparkSession, path: str, ks: Sequence[int]) -> DataFrame:
-    """(slice, user_id, sums) from the per-user table written at ``path`` (:func:`user_values`)."""
-    # its schema is known (no inference job)
-    return user_values(spark.read.schema(USER_METRICS_DDL).parquet(path), ks)
-
-
 def user_values(users: DataFrame, ks: Sequence[int]) -> DataFrame:
     """(slice, user_id, sums) from per-user rows in the per-user table's layout, one row per (slice, user, k).
 

@@ -10,11 +10,13 @@ column.  Slicing is therefore two steps, both before any metric pass:
    slice dimension;
 2. :func:`explode_slices`: each row becomes one row with ``slice = "all"``
    plus one row ``slice = "<name>=<value>"`` per dimension whose value is not
-   null.  It is a narrow transformation; every later pass groups by slice in
-   the same job, so S dimensions cost (1 + S) times the rows, never S jobs.
-   The job persists the rows *before* the explode, one per exposure with the
-   columns :func:`slice_input_columns` names, and each pass explodes them as
-   it reads them: the cache holds each exposure once.
+   null.  It is a narrow transformation; a JVM-side pass that reads exploded rows
+   groups by slice in the same job, so S dimensions cost (1 + S) times its rows,
+   never S jobs.  The job persists the rows *before* the explode, one per
+   exposure with the columns :func:`slice_input_columns` names: the cache holds
+   each exposure once.  The day's Python pass and the pooled AUC do not explode
+   on the JVM side: they read each row's keys as one array
+   (:func:`with_slice_keys`).
 
 Dimension names (config ``slices.names``), looked up in this order:
 
@@ -325,9 +327,25 @@ def add_slice_columns(exposures: DataFrame, inputs: SliceInputs, date: dt.date, 
     )
 
 
-#: the most exposed items whose counts are broadcast to the labelled rows (about 40 MB at 30-byte ids);
-#: above it the rows are joined to the counts by item and partitioned by user again (two more shuffles)
-BROADCAST_ITEMS = 1_000_000
+#: bytes one item's count is taken to hold when broadcast (an id of up to ~40 bytes, the count, the row's and the
+#: hash table's overhead): what :func:`broadcastable` weighs against Spark's broadcast threshold
+ITEM_COUNT_BYTES = 96
+_BYTE_UNITS = {"b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
+
+
+def broadcast_threshold(spark: SparkSession) -> int:
+    """The session's ``spark.sql.autoBroadcastJoinThreshold`` in bytes (-1: no broadcast)."""
+    text = str(spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10485760b")).strip().lower()
+    number = text.rstrip("kmgb") or "0"
+    return int(float(number) * _BYTE_UNITS.get(text[len(number) :] or "b", 1))
+
+
+def broadcastable(spark: SparkSession, items: int) -> bool:
+    """Whether the counts of ``items`` items go to the labelled rows as a broadcast: their estimated size
+    (``items`` x :data:`ITEM_COUNT_BYTES`) within ``spark.sql.autoBroadcastJoinThreshold`` (10 MB by default:
+    about 100,000 items), so what the driver and each executor hold stays within the user's setting."""
+    threshold = broadcast_threshold(spark)
+    return threshold >= 0 and items * ITEM_COUNT_BYTES <= threshold
 
 
 @dataclass(frozen=True)
@@ -366,12 +384,12 @@ def popularity_cutoffs(counts: DataFrame, head_share: float, tail_share: float) 
 def with_item_exposures(labelled: DataFrame, counts: DataFrame, broadcast: bool | None = None) -> DataFrame:
     """``labelled`` plus ``_item_exposures`` (null for an empty response), by a left join on item_id.
 
-    ``broadcast`` True: the counts are broadcast (the caller knows they are few:
-    :data:`BROADCAST_ITEMS`) and the labelled rows stay where they are, partitioned by user, the join a
-    narrow step of whatever reads them.  None: Spark plans the join with the counts' size (persisted and
-    materialized: their real size): under ``spark.sql.autoBroadcastJoinThreshold`` it broadcasts them;
-    above it (or with False, which forbids the broadcast) it shuffles the rows by item, and the next
-    :func:`recsys_spark.label.by_user` moves them back (two more shuffles, never a wrong number).
+    ``broadcast`` True: the counts are broadcast (the caller knows they are few: :func:`broadcastable`) and
+    the labelled rows stay where they are, partitioned by user, the join a narrow step of whatever reads
+    them.  None: Spark plans the join with the counts' size (persisted and materialized: their real size):
+    under ``spark.sql.autoBroadcastJoinThreshold`` it broadcasts them; above it (or with False, which
+    forbids the broadcast) it shuffles the rows by item, and the next :func:`recsys_spark.label.by_user`
+    moves them back (two more shuffles, never a wrong number).
     """
     if broadcast is None:
         return labelled.join(counts, on=ITEM, how="left")

@@ -23,9 +23,9 @@ from recsys_spark.experiments import (
     EXPERIMENT,
     VARIANT,
     arm_sums,
-    read_user_values,
     srm_check,
     user_business_sums,
+    user_values,
     user_variants,
 )
 from recsys_spark.kernels.experiments import parse_metric
@@ -324,7 +324,7 @@ def test_per_user_sums_weight_list_means_by_ranked_lists_and_user_means_skip_use
     path = str(tmp_path / "user_metrics")
     rows = [row("a", 2, 0.3), row("b", 1, 0.1), row("c", 0, None)]
     spark.createDataFrame(rows, USER_METRICS_DDL).write.parquet(path)
-    values = read_user_values(spark, path, [10])
+    values = user_values(spark.read.schema(USER_METRICS_DDL).parquet(path), [10])
     sums = {r[USER]: r["precision_at_10_sum"] for r in values.collect()}
     assert sums == pytest.approx({"a": 0.6, "b": 0.1, "c": 0.0})
     specs = [parse_metric("precision@10_user_avg"), parse_metric("precision@10_list_avg")]

@@ -68,11 +68,12 @@ def test_without_dimensions_every_row_is_all(spark):
 
 
 @pytest.mark.spark
-def test_a_day_with_too_many_items_to_broadcast_joins_the_popularity_counts_by_item_with_the_same_numbers(
+def test_a_day_whose_item_counts_may_not_be_broadcast_joins_them_by_item_with_the_same_numbers(
     spark, tmp_path, monkeypatch
 ):
-    # the popularity counts are broadcast back to the persisted rows; above slices.BROADCAST_ITEMS exposed items
-    # the rows are joined by item and persisted partitioned by user again: every table the same
+    # the popularity counts are broadcast back to the persisted rows when the session's broadcast threshold allows
+    # (slices.broadcastable); with it at -1 (no broadcast) the rows are joined by item and persisted partitioned
+    # by user a second time: every table the same
     import subprocess
     import sys
 
@@ -90,9 +91,18 @@ def test_a_day_with_too_many_items_to_broadcast_joins_the_popularity_counts_by_i
     )
     cfg = load_config(None, ['slices.names=["popularity", "platform"]', "rules.fail_on_hard=false", "metrics.k=[3]"])
     day = dt.date.fromisoformat(date)
-    evaluate_day(spark, cfg, day, str(tmp_path / "in"), str(tmp_path / "broadcast"))
-    monkeypatch.setattr(stages, "BROADCAST_ITEMS", 0)
-    evaluate_day(spark, cfg, day, str(tmp_path / "in"), str(tmp_path / "joined"))
+    persisted = []
+    persist = stages.persist_user_rows
+    monkeypatch.setattr(stages, "persist_user_rows", lambda *a: persisted.append(1) or persist(*a))
+    key = "spark.sql.autoBroadcastJoinThreshold"
+    before = spark.conf.get(key)
+    for run, threshold in (("broadcast", before), ("joined", "-1")):
+        spark.conf.set(key, threshold)
+        try:
+            evaluate_day(spark, cfg, day, str(tmp_path / "in"), str(tmp_path / run))
+        finally:
+            spark.conf.set(key, before)
+    assert persisted == [1, 1, 1]  # once on the first day, twice on the second
     for table, key in (
         ("metrics", ["slice", "metric", "k", "aggregation"]),
         ("user_metrics", ["slice", "user_id", "k"]),
@@ -105,3 +115,29 @@ def test_a_day_with_too_many_items_to_broadcast_joins_the_popularity_counts_by_i
         }
         a, b = (f.sort_values(key).reset_index(drop=True) for f in (a, b))
         pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-12, atol=1e-12)
+
+
+def test_the_broadcast_threshold_in_bytes_and_what_it_allows():
+    class Conf:
+        def __init__(self, value):
+            self.value = value
+
+        def get(self, key, default=None):
+            return self.value
+
+    class Session:
+        def __init__(self, value):
+            self.conf = Conf(value)
+
+    from recsys_spark.slices import ITEM_COUNT_BYTES, broadcast_threshold, broadcastable
+
+    assert [broadcast_threshold(Session(v)) for v in ("10485760b", "10MB", "1g", "-1", "2048")] == [
+        10485760,
+        10485760,
+        1 << 30,
+        -1,
+        2048,
+    ]
+    assert broadcastable(Session("10MB"), 10485760 // ITEM_COUNT_BYTES)
+    assert not broadcastable(Session("10MB"), 10485760 // ITEM_COUNT_BYTES + 1)
+    assert not broadcastable(Session("-1"), 1) and broadcastable(Session("0"), 0)

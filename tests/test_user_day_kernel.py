@@ -25,8 +25,9 @@ def test_the_columns_follow_the_labelled_rows_and_the_cut_offs():
 
 
 def test_sums_by_hand_a_unit_without_metrics_gets_zeros():
-    # units: (all, u0), (all, u1), (x, u0); u1 has only an empty response (no metrics); (x, u0) has no AUC and a
-    # NaN precision, so its auc and precision sums are 0; its mrr is a mean over 2 ranked lists -> sum 2 x mrr
+    # units: (all, u0), (all, u1), (x, u0); u1 has only an empty response (no metrics); (x, u0) has one ranked list,
+    # no AUC and a NaN precision (its auc and precision sums are 0); (all, u0) has 2 ranked lists, so its mrr sum is
+    # 2 x its mean mrr
     ks = [3]
     names = user_day_columns(["_ev_buy", "value"], ks)
     values = {

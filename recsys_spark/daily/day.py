@@ -139,7 +139,8 @@ class Labelled:
     ranked: DataFrame  # by_user's exposed items with list_id and score (same partitions)
     partitions: int
     #: what labelling persisted: the user partitions (``rows``), the next day's late events that match a
-    #: late exposure; with the popularity slice, the labelled rows and the item counts its buckets come from
+    #: late exposure; with the popularity slice, the item counts its buckets come from (and, for a day with
+    #: too many items to broadcast them, a second copy of the rows partitioned by user, with their counts)
     persisted: tuple[DataFrame, ...] = ()
     #: one row per labelled exposure, hash-partitioned by user and persisted (None: ``by_user``'s
     #: ``all`` rows)

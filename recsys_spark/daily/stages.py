@@ -30,9 +30,9 @@ from recsys_spark.rules import RuleResult, scan_rules
 from recsys_spark.schema import ALL, DWELL, EVENT, TS, USER, VALUE
 from recsys_spark.session import CACHE_LEVEL, fixed_shuffles
 from recsys_spark.slices import (
-    BROADCAST_ITEMS,
     ITEM_EXPOSURES,
     add_slice_columns,
+    broadcastable,
     explode_slices,
     item_exposure_counts,
     popularity_cutoffs,
@@ -109,8 +109,9 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
 
     Only those partitions are kept: the orphan events are counted from the valid events (see
     :func:`label.label_counts`).  The popularity slice's count per item is summed from them and broadcast
-    back to them (the rows do not move); only a day with more than ``slices.BROADCAST_ITEMS`` exposed
-    items joins by item and persists the rows partitioned by user a second time.
+    back to them (the rows do not move); a day with more exposed items than the session's broadcast
+    threshold allows (:func:`slices.broadcastable`) joins by item and persists the rows partitioned by user
+    a second time.
     """
     inputs, valid = day.inputs, day.valid
     window = cfg.attribution.window_minutes
@@ -148,7 +149,7 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
         counts = item_exposure_counts(user_rows).persist(CACHE_LEVEL)
         cutoffs = popularity_cutoffs(counts, cfg.slices.popularity_head_share, cfg.slices.popularity_tail_share)
         kept.append(counts)
-        broadcast = cutoffs.items <= BROADCAST_ITEMS
+        broadcast = broadcastable(spark, cutoffs.items)
         rows = with_item_exposures(user_rows, counts, broadcast)  # broadcast: the rows stay where they are
         if not broadcast:  # a join by item moved them: partitioned by user again, persisted once more
             rows = persist_user_rows(by_user(rows, partitions), [ITEM_EXPOSURES, *user_rows.columns])
