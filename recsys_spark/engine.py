@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from recsys_spark.errors import UsageError
 
@@ -86,3 +86,11 @@ def default_parallelism(spark: SparkSession) -> int:
     if master == "local[*]":  # the server's cores; this machine's when the server runs here
         return os.cpu_count() or 1
     return int(spark.conf.get("spark.sql.shuffle.partitions", None) or 200)
+
+
+def physical_plan(df: DataFrame) -> str:
+    """The physical plan Spark would run for ``df`` as text (planned, nothing run): the JVM's on a classic
+    session, the server's ``explain`` on Connect."""
+    if is_connect(df.sparkSession):
+        return df._explain_string(mode="simple")  # type: ignore[operator]  # Connect's DataFrame only
+    return str(df._jdf.queryExecution().executedPlan().toString())

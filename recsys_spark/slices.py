@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from recsys_spark.engine import physical_plan
 from recsys_spark.errors import ConfigError, SchemaError
 from recsys_spark.kernels.health import popularity_thresholds
 from recsys_spark.read import conform, exists, read_parquet
@@ -327,35 +328,12 @@ def add_slice_columns(exposures: DataFrame, inputs: SliceInputs, date: dt.date, 
     )
 
 
-#: bytes one item's count is taken to hold when broadcast (an id of up to ~40 bytes, the count, the row's and the
-#: hash table's overhead): what :func:`broadcastable` weighs against Spark's broadcast threshold
-ITEM_COUNT_BYTES = 96
-_BYTE_UNITS = {"b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
-
-
-def broadcast_threshold(spark: SparkSession) -> int:
-    """The session's ``spark.sql.autoBroadcastJoinThreshold`` in bytes (-1: no broadcast)."""
-    text = str(spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10485760b")).strip().lower()
-    number = text.rstrip("kmgb") or "0"
-    return int(float(number) * _BYTE_UNITS.get(text[len(number) :] or "b", 1))
-
-
-def broadcastable(spark: SparkSession, items: int) -> bool:
-    """Whether the counts of ``items`` items go to the labelled rows as a broadcast: their estimated size
-    (``items`` x :data:`ITEM_COUNT_BYTES`) within ``spark.sql.autoBroadcastJoinThreshold`` (10 MB by default:
-    about 100,000 items), so what the driver and each executor hold stays within the user's setting."""
-    threshold = broadcast_threshold(spark)
-    return threshold >= 0 and items * ITEM_COUNT_BYTES <= threshold
-
-
 @dataclass(frozen=True)
 class PopularityCutoffs:
-    """An item is head when its exposures >= head_min, tail when <= tail_max, else mid; ``items``: how many
-    items were exposed (what the counts' join is planned by)."""
+    """An item is head when its exposures >= head_min, tail when <= tail_max, else mid."""
 
     head_min: float
     tail_max: float
-    items: int = 0
 
 
 def item_exposure_counts(labelled: DataFrame) -> DataFrame:
@@ -378,23 +356,29 @@ def popularity_cutoffs(counts: DataFrame, head_share: float, tail_share: float) 
     values = [float(r[ITEM_EXPOSURES]) for r in hist]
     items = [float(r["items"]) for r in hist]
     head_min, tail_max = popularity_thresholds(values, items, head_share, tail_share)
-    return PopularityCutoffs(head_min, tail_max, int(sum(items)))
+    return PopularityCutoffs(head_min, tail_max)
 
 
-def with_item_exposures(labelled: DataFrame, counts: DataFrame, broadcast: bool | None = None) -> DataFrame:
+def with_item_exposures(labelled: DataFrame, counts: DataFrame) -> DataFrame:
     """``labelled`` plus ``_item_exposures`` (null for an empty response), by a left join on item_id.
 
-    ``broadcast`` True: the counts are broadcast (the caller knows they are few: :func:`broadcastable`) and
-    the labelled rows stay where they are, partitioned by user, the join a narrow step of whatever reads
-    them.  None: Spark plans the join with the counts' size (persisted and materialized: their real size):
-    under ``spark.sql.autoBroadcastJoinThreshold`` it broadcasts them; above it (or with False, which
-    forbids the broadcast) it shuffles the rows by item, and the next :func:`recsys_spark.label.by_user`
-    moves them back (two more shuffles, never a wrong number).
+    With ``counts`` persisted and materialized, Spark plans the join with the counts' real size: under
+    ``spark.sql.autoBroadcastJoinThreshold`` (10 MB by default) it broadcasts them and the labelled rows stay
+    where they are, partitioned by user; above it, it shuffles the rows by item and the next
+    :func:`recsys_spark.label.by_user` moves them back (two more shuffles, never a wrong number): see
+    :func:`moves_rows`.  Either way what reaches the driver is bounded by that setting.
     """
-    if broadcast is None:
-        return labelled.join(counts, on=ITEM, how="left")
-    hint = F.broadcast(counts) if broadcast else counts.hint("shuffle_hash")
-    return labelled.join(hint, on=ITEM, how="left")
+    return labelled.join(counts, on=ITEM, how="left")
+
+
+def moves_rows(rows: DataFrame) -> bool:
+    """Whether the plan of ``rows`` (:func:`with_item_exposures` then ``by_user``) shuffles them: the counts
+    were not broadcast, so whatever reads the rows would move them twice (the caller persists them once).
+
+    The plan's first join, top down, is that join (the persisted inputs' own plans, printed below it, come
+    later); it moves the rows unless it is a broadcast hash join."""
+    joins = [line for line in physical_plan(rows).splitlines() if "Join" in line]
+    return not joins or "BroadcastHashJoin" not in joins[0]
 
 
 def popularity_bucket(count: Column, cutoffs: PopularityCutoffs) -> Column:

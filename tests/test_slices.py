@@ -71,9 +71,9 @@ def test_without_dimensions_every_row_is_all(spark):
 def test_a_day_whose_item_counts_may_not_be_broadcast_joins_them_by_item_with_the_same_numbers(
     spark, tmp_path, monkeypatch
 ):
-    # the popularity counts are broadcast back to the persisted rows when the session's broadcast threshold allows
-    # (slices.broadcastable); with it at -1 (no broadcast) the rows are joined by item and persisted partitioned
-    # by user a second time: every table the same
+    # the popularity counts are broadcast back to the persisted rows when the session's broadcast threshold allows;
+    # with it at -1 (no broadcast) the rows are joined by item (slices.moves_rows) and persisted partitioned by user
+    # a second time: every table the same
     import subprocess
     import sys
 
@@ -115,29 +115,3 @@ def test_a_day_whose_item_counts_may_not_be_broadcast_joins_them_by_item_with_th
         }
         a, b = (f.sort_values(key).reset_index(drop=True) for f in (a, b))
         pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-12, atol=1e-12)
-
-
-def test_the_broadcast_threshold_in_bytes_and_what_it_allows():
-    class Conf:
-        def __init__(self, value):
-            self.value = value
-
-        def get(self, key, default=None):
-            return self.value
-
-    class Session:
-        def __init__(self, value):
-            self.conf = Conf(value)
-
-    from recsys_spark.slices import ITEM_COUNT_BYTES, broadcast_threshold, broadcastable
-
-    assert [broadcast_threshold(Session(v)) for v in ("10485760b", "10MB", "1g", "-1", "2048")] == [
-        10485760,
-        10485760,
-        1 << 30,
-        -1,
-        2048,
-    ]
-    assert broadcastable(Session("10MB"), 10485760 // ITEM_COUNT_BYTES)
-    assert not broadcastable(Session("10MB"), 10485760 // ITEM_COUNT_BYTES + 1)
-    assert not broadcastable(Session("-1"), 1) and broadcastable(Session("0"), 0)

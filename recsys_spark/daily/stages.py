@@ -32,9 +32,9 @@ from recsys_spark.session import CACHE_LEVEL, fixed_shuffles
 from recsys_spark.slices import (
     ITEM_EXPOSURES,
     add_slice_columns,
-    broadcastable,
     explode_slices,
     item_exposure_counts,
+    moves_rows,
     popularity_cutoffs,
     slice_input_columns,
     with_item_exposures,
@@ -109,9 +109,8 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
 
     Only those partitions are kept: the orphan events are counted from the valid events (see
     :func:`label.label_counts`).  The popularity slice's count per item is summed from them and broadcast
-    back to them (the rows do not move); a day with more exposed items than the session's broadcast
-    threshold allows (:func:`slices.broadcastable`) joins by item and persists the rows partitioned by user
-    a second time.
+    back to them when Spark's broadcast threshold allows (the rows do not move); otherwise the rows are
+    joined by item and persisted partitioned by user a second time (:func:`slices.moves_rows`).
     """
     inputs, valid = day.inputs, day.valid
     window = cfg.attribution.window_minutes
@@ -149,10 +148,11 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
         counts = item_exposure_counts(user_rows).persist(CACHE_LEVEL)
         cutoffs = popularity_cutoffs(counts, cfg.slices.popularity_head_share, cfg.slices.popularity_tail_share)
         kept.append(counts)
-        broadcast = broadcastable(spark, cutoffs.items)
-        rows = with_item_exposures(user_rows, counts, broadcast)  # broadcast: the rows stay where they are
-        if not broadcast:  # a join by item moved them: partitioned by user again, persisted once more
-            rows = persist_user_rows(by_user(rows, partitions), [ITEM_EXPOSURES, *user_rows.columns])
+        # Spark broadcasts the counts when their real size allows (the rows stay where they are, by_user is
+        # dropped as redundant); when it joins by item instead, the rows are persisted back in user partitions
+        rows = by_user(with_item_exposures(user_rows, counts), partitions)
+        if moves_rows(rows):
+            rows = persist_user_rows(rows, [ITEM_EXPOSURES, *user_rows.columns])
             kept.append(rows)
     sliced = explode_slices(rows, dims, cutoffs)
     # the one Python pass reads one row per exposure with its slice keys (each distinct set of rows scored once)
