@@ -71,3 +71,39 @@ def test_a_metric_unit_without_labelled_rows_is_an_error():
     units = {"pv": ones, "empty": np.zeros(1), "exposures": ones}
     with pytest.raises(ValueError, match="no labelled rows"):
         user_day_sums(np.array([0]), np.array([0]), units, np.array([1]), np.array([0]), per_user, per_k, [1], ["pv"])
+
+
+def _empty_metrics(ks):
+    per_user = {name: np.zeros(0) for name in ("n_lists_ranked", "n_relevant", "n_exposures", "auc", "mrr")}
+    return per_user, {m: np.zeros((0, len(ks))) for m in (*LIST_METRICS, "hits")}
+
+
+def test_indicators_are_one_for_any_positive_count_and_a_day_without_ranked_lists_has_zero_metric_sums():
+    # one exposure makes a user exposed; two valued rows or two purchases still make it 1 (an indicator, not a
+    # count); with no unit ranked at all (every list without a click) every metric sum is 0
+    ks = [5]
+    names = user_day_columns(["value", "_ev_buy"], ks)
+    values = {
+        "pv": np.array([1.0, 2.0]),
+        "empty": np.array([0.0, 0.0]),
+        "exposures": np.array([1.0, 4.0]),
+        "clicked": np.array([0.0, 2.0]),
+        "value": np.array([0.0, 3.0]),
+        "valued": np.array([0.0, 2.0]),
+        "ev_buy": np.array([0.0, 2.0]),
+    }
+    per_user, per_k = _empty_metrics(ks)
+    none = np.array([], dtype=np.int64)
+    got = user_day_sums(np.array([0, 0]), np.array([0, 1]), values, none, none, per_user, per_k, ks, names)
+    row = {name: got[:, j].tolist() for j, name in enumerate(names)}
+    assert row["exposed"] == [1, 1] and row["valued"] == [0, 1] and row["ev_buy_user"] == [0, 1]
+    assert row["ev_buy_exposures"] == [0, 2] and row["clicked"] == [0, 2]
+    assert all(row[name] == [0, 0] for name in user_value_sums(ks))
+
+
+def test_metrics_without_any_labelled_unit_are_an_error():
+    per_user = {name: np.ones(1) for name in ("n_lists_ranked", "n_relevant", "n_exposures", "auc", "mrr")}
+    per_k = {m: np.ones((1, 1)) for m in (*LIST_METRICS, "hits")}
+    none = np.array([], dtype=np.int64)
+    with pytest.raises(ValueError, match="no labelled rows"):
+        user_day_sums(none, none, {"pv": np.zeros(0)}, np.array([0]), np.array([0]), per_user, per_k, [1], ["pv"])

@@ -118,12 +118,12 @@ def user_day_sums(
     at = order[found] if n else np.array([], dtype=np.int64)
     if len(metric_key) and (len(at) != len(metric_key) or not (unit_key[at] == metric_key).all()):
         raise ValueError("a unit with per-user metrics has no labelled rows")
-    lists = np.asarray(per_user["n_lists_ranked"], dtype=np.float64) if len(at) else np.zeros(0)
-    exposures = np.asarray(per_user["n_exposures"], dtype=np.float64) if len(at) else np.zeros(0)
-    auc = np.asarray(per_user["auc"], dtype=np.float64) if len(at) else np.zeros(0)
-    has_auc = ~np.isnan(auc)
     metric_values: dict[str, np.ndarray] = {}
     if len(at):
+        lists = np.asarray(per_user["n_lists_ranked"], dtype=np.float64)
+        exposures = np.asarray(per_user["n_exposures"], dtype=np.float64)
+        auc = np.asarray(per_user["auc"], dtype=np.float64)
+        has_auc = ~np.isnan(auc)
         metric_values = {
             "lists_ranked": lists,
             "relevant": np.asarray(per_user["n_relevant"], dtype=np.float64),
