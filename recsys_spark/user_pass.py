@@ -227,12 +227,15 @@ def _user_batch(per_user: dict, per_k: dict, slice_names: pa.Array, users: pa.Ar
     for name in USER_COLUMNS:
         columns[name] = pa.array(np.asarray(per_user[name]), _TYPES[_KINDS[name]], from_pandas=True)  # NaN: null
     for name in USER_K_COLUMNS:
-        values = np.asarray(per_k[name])
-        width = values.shape[1] if values.ndim == 2 else 0
-        offsets = pa.array(np.arange(n + 1, dtype=np.int32) * width, pa.int32())
-        flat = pa.array(values.reshape(-1), _TYPES[_KINDS[name]], from_pandas=True)
-        columns[name] = pa.ListArray.from_arrays(offsets, flat)
+        columns[name] = _rows_as_lists(np.asarray(per_k[name]), n, _TYPES[_KINDS[name]])
     return _batch("user", n, columns)
+
+
+def _rows_as_lists(values: np.ndarray, n: int, kind: pa.DataType, nan_is_null: bool = True) -> pa.ListArray:
+    """An (n, width) array as n lists of ``width`` values of type ``kind`` (NaN: null, with ``nan_is_null``)."""
+    width = values.shape[1] if values.ndim == 2 else 0
+    offsets = pa.array(np.arange(n + 1, dtype=np.int32) * width, pa.int32())
+    return pa.ListArray.from_arrays(offsets, pa.array(values.reshape(-1), kind, from_pandas=nan_is_null))
 
 
 def _sum_batch(health: dict, slice_names: pa.Array, dictionaries: dict[str, pa.Array]) -> pa.RecordBatch:
@@ -253,14 +256,12 @@ def _sum_batch(health: dict, slice_names: pa.Array, dictionaries: dict[str, pa.A
 
 
 def _day_batch(units: UnitSums, sums: np.ndarray, slice_names: pa.Array, users: pa.Array) -> pa.RecordBatch:
-    n, width = sums.shape
-    offsets = pa.array(np.arange(n + 1, dtype=np.int32) * width, pa.int32())
     columns = {
         SLICE: slice_names.take(pa.array(units.slice, pa.int64())),
         USER: users.take(pa.array(units.user, pa.int64())),
-        "sums": pa.ListArray.from_arrays(offsets, pa.array(sums.reshape(-1), pa.float64())),
+        "sums": _rows_as_lists(sums, len(sums), pa.float64(), nan_is_null=False),
     }
-    return _batch("day", n, columns)
+    return _batch("day", len(sums), columns)
 
 
 def _set_aside(batches: Iterator[pa.RecordBatch], max_user_rows: int | None) -> tuple[list[pa.RecordBatch], dict]:
