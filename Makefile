@@ -24,6 +24,7 @@ $(VENV)/.test: $(VENV)/.runtime
 setup: $(VENV)/.test ## create .venv and install the project with its test dependencies
 
 test: setup .venv-airflow/bin/airflow ## run the whole test suite (project venv, then the Airflow venv)
+	@$(BIN)/recsys-spark warm-up || echo "warm-up failed: the tests start Spark without the class-data archive"
 	$(BIN)/pytest -q
 	.venv-airflow/bin/pytest -q tests/airflow
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from recsys_spark import engine, log
+from recsys_spark import engine, jvm, log
 from recsys_spark.config import Config
 
 PROG = "recsys-spark"
@@ -33,12 +33,18 @@ CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK_DESER
 LOCAL_LOG4J = Path(__file__).with_name("log4j2-local.properties")
 
 #: defaults for a session the job builds itself; any key can be overridden
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 LOCAL_DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOCAL_LOG4J}",
+    JAVA_OPTIONS: f"-Dlog4j2.configurationFile=file:{LOCAL_LOG4J}",
 }
+
+
+def local_java_options(small_input: bool) -> str:
+    """The driver JVM's options of a local session: the log4j file, then :func:`recsys_spark.jvm.driver_options`."""
+    return f"{LOCAL_DEFAULTS[JAVA_OPTIONS]} {jvm.driver_options(small_input)}".strip()
 
 
 def job_settings(arrow_batch_rows: int, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -57,15 +63,19 @@ def job_settings(arrow_batch_rows: int, extra: Mapping[str, str] | None = None) 
     }
 
 
-def job_session(cfg: Config, master: str | None = None, verbose: bool = False, app_name: str = PROG) -> SparkSession:
+def job_session(
+    cfg: Config, master: str | None = None, verbose: bool = False, app_name: str = PROG, small_input: bool = False
+) -> SparkSession:
     """The session of a command: the job's settings (:func:`job_settings`) with the config's ``[spark]``
-    table on top, the config's log level (INFO with ``verbose``).  The one place a command builds it; the
-    day's time zone is set by each orchestrator (:func:`apply_time_zone`)."""
+    table on top, the config's log level (INFO with ``verbose``); ``small_input``: see :func:`build_session`.
+    The one place a command builds it; the day's time zone is set by each orchestrator
+    (:func:`apply_time_zone`)."""
     return build_session(
         app_name=app_name,
         master=master,
         settings=job_settings(cfg.execution.arrow_batch_rows, cfg.spark),
         log_level="INFO" if verbose else cfg.execution.log_level,
+        small_input=small_input,
     )
 
 
@@ -79,8 +89,13 @@ def build_session(
     master: str | None = None,
     settings: Mapping[str, str] | None = None,
     log_level: str = "WARN",
+    small_input: bool = False,
 ) -> SparkSession:
     """Get or create the session; see the module docstring for what is set.
+
+    A local session's driver JVM starts with :func:`recsys_spark.jvm.driver_options` (the class-data archive
+    when there is one; the client compiler only with ``small_input``) unless ``settings`` set
+    ``spark.driver.extraJavaOptions`` themselves.
 
     Refuses Spark Connect (``SPARK_REMOTE``, ``spark.remote``, ``spark.api.mode=connect``, an
     ``sc://`` master) with a one-line :class:`~recsys_spark.errors.UsageError`, before any JVM
@@ -97,6 +112,7 @@ def build_session(
         builder = builder.config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
         for key, value in LOCAL_DEFAULTS.items():
             builder = builder.config(key, value)
+        builder = builder.config(JAVA_OPTIONS, local_java_options(small_input))
     elif master:
         builder = builder.master(master)
     for key, value in (settings or {}).items():

@@ -1,5 +1,5 @@
 """The command line: ``recsys-spark COMMAND ...`` (``evaluate``, ``experiment``, ``offline``, ``offline-compare``,
-``gate``, ``ope``, ``simulate``, ``report``, ``demo``).
+``gate``, ``ope``, ``simulate``, ``report``, ``demo``, ``warm-up``).
 
 Parses the arguments (each command's module adds its own to the shared ones of
 :func:`recsys_spark.cli.common.parent`), runs the command and turns expected failures into one line on
@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from recsys_spark import signals
 from recsys_spark._version import __version__
-from recsys_spark.cli import demo, evaluate, experiment, gate, offline, ope, report, simulate
+from recsys_spark.cli import demo, evaluate, experiment, gate, offline, ope, report, simulate, warm_up
 from recsys_spark.cli.common import PROG, Command, Parser, parent
 from recsys_spark.errors import JobError, root_cause
 
@@ -38,6 +38,7 @@ COMMANDS: dict[str, Command] = {
         simulate.COMMAND,
         report.COMMAND,
         demo.COMMAND,
+        warm_up.COMMAND,
     )
 }
 

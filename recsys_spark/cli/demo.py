@@ -91,7 +91,19 @@ def _say(text: str) -> None:
     print(text, flush=True)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, record: bool = True) -> int:
+    """The tour; with ``record``, its JVM also records the Java classes it loads when this runtime has no
+    class-data archive yet (:func:`recsys_spark.jvm.recorded`: what ``recsys-spark warm-up`` does)."""
+    from recsys_spark import jvm
+
+    with jvm.recorded() if record else contextlib.nullcontext() as archive:
+        code = _tour(args)
+    if archive is not None:
+        _say(f"(the Java classes it loaded are recorded, so that later local runs start faster: {archive})")
+    return code
+
+
+def _tour(args: argparse.Namespace) -> int:
     import json
 
     from recsys_spark import daily, generate, generate_offline

@@ -52,9 +52,13 @@ def run(args: argparse.Namespace) -> int:
     dates = dates_of(args)
     cfg = load(args)
     start_logging(args)
+    from recsys_spark import jvm, templates
     from recsys_spark.session import job_session  # pyspark: only once a command runs
 
-    spark = job_session(cfg, args.master, args.verbose)
+    # one small day: a short process, where the optimizing compiler costs more than it gives (a backfill runs on)
+    first = templates.resolve(cfg.input.exposures, args.input_root, dates[0])
+    size = None if len(dates) > 1 else jvm.input_bytes([first])
+    spark = job_session(cfg, args.master, args.verbose, small_input=size is not None and size < jvm.SMALL_INPUT_BYTES)
     failed: list[str] = []
     written: list[dt.date] = []  # dates whose outputs were committed (a hard rule violation commits them)
     started = time.monotonic()
