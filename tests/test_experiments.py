@@ -241,6 +241,23 @@ def test_window_counts_each_user_once(spark, golden):
         assert "window" in ds.dataset(f"{root}/out/{table}", partitioning="hive").schema.names
 
 
+def test_a_window_that_fails_srm_exits_8_when_its_severity_is_hard(spark, golden):
+    from recsys_spark.cli.experiment import fail_on_hard_rules
+    from recsys_spark.errors import HardRuleViolation
+
+    root, _ = golden
+    cfg = load_config(None, SETTINGS[:2] + ['experiments.metrics=["precision@10_user_avg"]', *FIXED])
+    section = run_window(spark, cfg, "srm", DAY, DAY, f"{root}/out")
+    assert section["status"] == "srm_failed"
+    fail_on_hard_rules(section, "soft")  # soft: flagged on the lines and in the checks, exit 0
+    with pytest.raises(HardRuleViolation, match="srm_failed") as raised:
+        fail_on_hard_rules(section, "hard")
+    assert raised.value.exit_code == 8
+    checks = _rows(spark, f"{root}/out/experiment_window_checks/experiment=srm/window={DAY}_{DAY}")
+    assert not _one(checks, check="srm")["passed"]  # written before the exit
+    fail_on_hard_rules(run_window(spark, cfg, "ctr", DAY, DAY, f"{root}/out"), "hard")  # a sound window: exit 0
+
+
 def test_without_assignments_the_job_says_so(spark, tmp_path):
     cfg = load_config(None, SETTINGS)
     from recsys_spark.experiments import experiment_stage

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from typing import Any
 
 from recsys_spark.cli.common import Command, date_arg, load, start_logging
 from recsys_spark.cli.lines import experiment_lines
-from recsys_spark.errors import UsageError
+from recsys_spark.errors import HardRuleViolation, UsageError
 
 HELP = "analyse one experiment over a window of days already evaluated"
 DESCRIPTION = (
@@ -45,7 +47,19 @@ def run(args: argparse.Namespace) -> int:
     )
     for line in experiment_lines(label, section):
         print(line)
+    fail_on_hard_rules(section, cfg.experiments.srm_severity)
     return 0
+
+
+def fail_on_hard_rules(section: Mapping[str, Any], severity: str) -> None:
+    """Exit 8 (:class:`HardRuleViolation`, after the window's tables are written) when the window's SRM test
+    failed or nothing was compared and ``experiments.srm_severity`` is ``hard``: what the daily job does for
+    its rules ``experiment_srm:<name>`` and ``experiment_compared:<name>``."""
+    if severity == "hard" and section["status"] in ("srm_failed", "not_compared"):
+        raise HardRuleViolation(
+            f"experiment {section['experiment']} {section['start']}..{section['end']}: {section['status']} with "
+            "experiments.srm_severity = hard (outputs written; see experiment_window_checks)"
+        )
 
 
 COMMAND = Command("experiment", HELP, DESCRIPTION, EXAMPLE, add_arguments, run)
