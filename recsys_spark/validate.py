@@ -8,6 +8,7 @@ ones (with a ``reject_reason`` column), both lazily from the same input.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Sequence
 from zoneinfo import ZoneInfo
 
@@ -129,19 +130,42 @@ def count_rows(
     surfaces here: it is reported as unreadable input naming ``path`` and the
     root cause.  Any other failure (a bug, a lost executor) is raised as it is.
     """
-    counts = {"rows": 0}
-    by_counts: dict[str, int] = {}
-    keys = [REASON] if by is None else [F.col(REASON), by.alias("_by")]
+    ((counts, by_counts),) = count_inputs([(tagged, what, path, by)])
+    return counts, by_counts
+
+
+Counted = tuple[DataFrame, str, str, "Column | None"]  # tagged rows, what they are, their path, the by column
+
+
+def count_inputs(inputs: Sequence[Counted]) -> list[tuple[dict[str, int], dict[str, int]]]:
+    """:func:`count_rows` of several tagged inputs, in one Spark job (the union of their counts per reason):
+    a day pays one job for counting its inputs, not one per input.  When that job finds an unreadable
+    file, each input is counted on its own, so that the error names the one that is unreadable."""
     try:
-        rows = tagged.groupBy(*keys).count().collect()
+        parts = [_by_reason(tagged, by).withColumn("_input", F.lit(i)) for i, (tagged, _, _, by) in enumerate(inputs)]
+        rows = functools.reduce(DataFrame.unionByName, parts).collect()
     except Exception as exc:  # Spark wraps the Parquet reader's error in a Java exception
         if not is_unreadable_input(exc):
             raise
+        if len(inputs) > 1:
+            for one in inputs:
+                count_inputs([one])  # raises, naming the input that is unreadable
+        what, path = inputs[0][1], inputs[0][2]
         raise UnreadableInputError(f"unreadable input {what}: {path}: {root_cause(exc)}") from None
+    return [_tally([r for r in rows if r["_input"] == i]) for i in range(len(inputs))]
+
+
+def _by_reason(tagged: DataFrame, by: Column | None) -> DataFrame:
+    return tagged.groupBy(F.col(REASON), (F.lit(None).cast("string") if by is None else by).alias("_by")).count()
+
+
+def _tally(rows: Sequence) -> tuple[dict[str, int], dict[str, int]]:
+    counts = {"rows": 0}
+    by_counts: dict[str, int] = {}
     for row in rows:
         counts["rows"] += row["count"]
         if row[REASON] is not None:
             counts[row[REASON]] = counts.get(row[REASON], 0) + row["count"]
-        elif by is not None and row["_by"] is not None:
+        elif row["_by"] is not None:
             by_counts[row["_by"]] = by_counts.get(row["_by"], 0) + row["count"]
     return counts, dict(sorted(by_counts.items()))

@@ -273,6 +273,7 @@ def test_the_spark_jobs_of_a_small_day_are_few_and_do_not_grow_with_the_slices(s
         per_setting[name] = dict(jobs)
     for counts in per_setting.values():
         assert counts["read"] == 0 and counts["write"] == 0
+        assert counts["validate"] == 1  # exposures, clicks and the catalog counted in one job
     after = {
         name: sum(v for k, v in c.items() if k not in ("read", "validate", "label")) for name, c in per_setting.items()
     }

@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 from chispa import assert_df_equality
 from helpers.input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
+from pyspark.sql import functions as F
 
 from recsys_spark.validate import click_checks, count_rows, day_bounds, exposure_checks, split_rows, tag_rows
 
@@ -94,3 +95,34 @@ def test_split_keeps_good_rows_without_the_reason_and_rejected_rows_with_it(spar
         spark.createDataFrame([("u2", "s", None, None, T0, "null_item_id")], f"{CLICK_DDL}, reject_reason string"),
         ignore_nullable=True,
     )
+
+
+@pytest.mark.spark
+def test_inputs_are_counted_in_one_job_and_an_unreadable_one_is_named(spark, tmp_path):
+    from recsys_spark.errors import UnreadableInputError
+    from recsys_spark.session import fixed_shuffles
+    from recsys_spark.validate import count_inputs
+
+    first, second = tmp_path / "exposures", tmp_path / "clicks"
+    for path, n in ((first, 3), (second, 2)):
+        spark.range(n).selectExpr("cast(id as string) as user_id", "cast(null as string) as item_id").write.parquet(
+            str(path)
+        )
+    checks = [("null_item_id", F.col("item_id").isNull())]
+    tagged = [tag_rows(spark.read.parquet(str(p)), checks) for p in (first, second)]
+    group = "count-inputs"
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        with fixed_shuffles(spark, 2):  # as the day validates (daily.stages.outside_label): no AQE job per shuffle
+            counted = count_inputs(
+                [(tagged[0], "exposures", str(first), None), (tagged[1], "clicks", str(second), None)]
+            )
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert counted == [({"rows": 3, "null_item_id": 3}, {}), ({"rows": 2, "null_item_id": 2}, {})]
+    assert len(spark.sparkContext.statusTracker().getJobIdsForGroup(group)) == 1
+    # the second input's file turns to garbage after it was planned: the error names that input, not the first
+    for part in second.glob("part-*.parquet"):
+        part.write_bytes(b"PAR1 this is not parquet PAR1")
+    with pytest.raises(UnreadableInputError, match=f"unreadable input clicks: {second}"):
+        count_inputs([(tagged[0], "exposures", str(first), None), (tagged[1], "clicks", str(second), None)])

@@ -267,14 +267,24 @@ def click_events(frames: Sequence[DataFrame], click_event: str) -> DataFrame:
     return clicks.where(event == click_event).select(USER, ITEM)
 
 
-def catalog_conflicts(items: DataFrame | None) -> tuple[int, tuple[str, ...]]:
-    """Items listed under more than one category, and a few of them (one small pass over the catalog)."""
-    if items is None:
+#: the reason :func:`catalog_tags` gives an item listed under more than one category
+SEVERAL_CATEGORIES = "in_several_categories"
+
+
+def catalog_tags(items: DataFrame) -> DataFrame:
+    """One row per item of the catalog, its ``reject_reason`` :data:`SEVERAL_CATEGORIES` when it is listed
+    under more than one category: counted with the day's inputs (:func:`validate.count_inputs`)."""
+    n = F.count_distinct(CATEGORY)
+    return items.groupBy(ITEM).agg(F.when(n > 1, F.lit(SEVERAL_CATEGORIES)).alias(REASON))
+
+
+def catalog_conflicts(items: DataFrame | None, n: int) -> tuple[int, tuple[str, ...]]:
+    """The ``n`` items listed under more than one category, and a few of them (a small pass over the
+    catalog, only when there are some)."""
+    if items is None or n == 0:
         return 0, ()
-    several = items.groupBy(ITEM).agg(F.count_distinct(CATEGORY).alias("n")).where(F.col("n") > 1)
-    n = several.count()
-    examples = sorted(r[ITEM] for r in several.select(ITEM).limit(5).collect()) if n else []
-    return n, tuple(examples)
+    several = catalog_tags(items).where(F.col(REASON).isNotNull())
+    return n, tuple(sorted(r[ITEM] for r in several.select(ITEM).limit(5).collect()))
 
 
 def rejected_rows(exposures: DataFrame, clicks: DataFrame) -> DataFrame:

@@ -18,7 +18,7 @@ from recsys_spark.bootstrap import auc_bootstrap
 from recsys_spark.config import Config
 from recsys_spark.custom_rules import check_rules, evaluate_rules, rule_rows
 from recsys_spark.daily.day import Day, InputPaths, Inputs, Labelled, Metrics, Validated
-from recsys_spark.daily.inputs import catalog_conflicts, click_events, late_events
+from recsys_spark.daily.inputs import SEVERAL_CATEGORIES, catalog_conflicts, catalog_tags, click_events, late_events
 from recsys_spark.engine import default_parallelism
 from recsys_spark.errors import EmptyInputError
 from recsys_spark.experiments import user_day_sums, user_values
@@ -41,7 +41,15 @@ from recsys_spark.slices import (
     with_slice_keys,
 )
 from recsys_spark.user_pass import UserPass
-from recsys_spark.validate import click_checks, count_rows, day_bounds, exposure_checks, split_rows, tag_rows
+from recsys_spark.validate import (
+    Counted,
+    click_checks,
+    count_inputs,
+    day_bounds,
+    exposure_checks,
+    split_rows,
+    tag_rows,
+)
 from recsys_spark.write import Output
 
 
@@ -67,18 +75,25 @@ def label_planning(spark: SparkSession, cfg: Config, valid: Validated) -> contex
 
 
 def validate_inputs(spark: SparkSession, inputs: Inputs, cfg: Config, date: dt.date, paths: InputPaths) -> Validated:
-    """Tag every row with its first failed check, count rows per reason (one job per input; the clicks'
-    also counts the valid events per event name that has no weight), split."""
+    """Tag every row with its first failed check, count rows per reason (one Spark job for the exposures,
+    the clicks and the catalog's items under several categories; the clicks' also counts the valid events
+    per event name that has no weight), split."""
     bounds = day_bounds(date, cfg.validation.ts_tolerance_minutes, cfg.validation.time_zone)
     exposures = tag_rows(inputs.exposures, exposure_checks(inputs.has_score, bounds))
     clicks = tag_rows(inputs.clicks, click_checks(bounds, inputs.clicks.columns))
-    exposure_counts, _ = count_rows(exposures, "exposures partition", paths.exposures)
-    click_counts, unweighted = count_rows(
-        clicks,
-        "clicks partition",
-        paths.clicks,
-        by=unweighted_name(clicks, cfg.labels.event_weights, cfg.labels.click_event),
-    )
+    counted: list[Counted] = [
+        (exposures, "exposures partition", paths.exposures, None),
+        (
+            clicks,
+            "clicks partition",
+            paths.clicks,
+            unweighted_name(clicks, cfg.labels.event_weights, cfg.labels.click_event),
+        ),
+    ]
+    if inputs.items is not None:
+        counted.append((catalog_tags(inputs.items), "items", paths.items, None))
+    (exposure_counts, _), (click_counts, unweighted), *catalog = count_inputs(counted)  # one Spark job
+    conflicts = catalog_conflicts(inputs.items, catalog[0][0].get(SEVERAL_CATEGORIES, 0) if catalog else 0)
     if exposure_counts["rows"] == 0:
         raise EmptyInputError(f"empty input exposures partition (0 rows): {paths.exposures}")
     good_exposures, rejected_exposures = split_rows(exposures)
@@ -91,7 +106,7 @@ def validate_inputs(spark: SparkSession, inputs: Inputs, cfg: Config, date: dt.d
         exposure_counts,
         click_counts,
         unweighted,
-        catalog_conflicts(inputs.items),
+        conflicts,
     )
 
 
