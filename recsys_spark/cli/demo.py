@@ -85,18 +85,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", default="build/demo", help="where the sample data and the outputs go")
     parser.add_argument("--users", type=int, default=400, help="users of the sample logs (default 400)")
     parser.add_argument("--days", type=int, default=DAYS, help=f"days evaluated (default {DAYS})")
+    parser.add_argument("--record-classes", action="store_true", help=argparse.SUPPRESS)  # warm-up: record anyway
 
 
 def _say(text: str) -> None:
     print(text, flush=True)
 
 
-def run(args: argparse.Namespace, record: bool = True) -> int:
-    """The tour; with ``record``, its JVM also records the Java classes it loads when this runtime has no
-    class-data archive yet (:func:`recsys_spark.jvm.recorded`: what ``recsys-spark warm-up`` does)."""
+def run(args: argparse.Namespace) -> int:
+    """The tour; its JVM also records the Java classes it loads when this runtime has no class-data archive
+    yet, or with ``--record-classes`` (:func:`recsys_spark.jvm.recorded`; what ``recsys-spark warm-up`` runs)."""
     from recsys_spark import jvm
 
-    with jvm.recorded() if record else contextlib.nullcontext() as archive:
+    with jvm.recorded(force=args.record_classes) as archive:
         code = _tour(args)
     if archive is not None:
         _say(f"(the Java classes it loaded are recorded, so that later local runs start faster: {archive})")

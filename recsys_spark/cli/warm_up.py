@@ -1,7 +1,8 @@
 """``recsys-spark warm-up``: record the Java classes a run loads, so that later local runs start faster.
 
-Runs the demo's tour on one small day in a JVM started with ``-XX:ArchiveClassesAtExit``, waits for that JVM
-to exit (it writes the archive then), and renames the archive into place whole (:mod:`recsys_spark.jvm`).
+Runs the demo's tour on one small day in a process of its own whose JVM is started with
+``-XX:ArchiveClassesAtExit`` (``demo --record-classes``: :func:`recsys_spark.jvm.recorded` waits for that JVM
+to exit, when it writes the archive, and renames the archive into place whole).
 ``make`` runs it once after installing; run it again after upgrading Java or pyspark (the archive of the old
 ones is simply not used).  Only local sessions the job builds itself use it; ``spark-submit`` is unaffected.
 """
@@ -9,13 +10,13 @@ ones is simply not used).  Only local sessions the job builds itself use it; ``s
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
+import subprocess
+import sys
 import tempfile
 import time
 
 from recsys_spark.cli.common import Command
-from recsys_spark.errors import UsageError
+from recsys_spark.errors import JobError, UsageError
 
 HELP = "record the Java classes a day loads, so that later local runs start faster (once after installing)"
 DESCRIPTION = (
@@ -33,7 +34,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from recsys_spark import jvm
-    from recsys_spark.cli import demo
 
     target = jvm.archive_path()
     if target is None:
@@ -42,16 +42,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"warm-up: the class-data archive of this Java and pyspark is there already: {target}")
         return 0
     began = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="recsys-spark-warm-up-") as root, jvm.recorded(force=True) as recording:
-        if recording is None:
-            raise UsageError("warm-up needs a process of its own (a JVM runs in this one already)")
-        tour = argparse.Namespace(
-            root=root, users=60, days=1, set=[], config=None, master="local[2]", verbose=False, log_format="json"
-        )
-        with contextlib.redirect_stdout(io.StringIO()):
-            demo.run(tour, record=False)
-    if not target.is_file():
-        raise UsageError(f"the JVM wrote no class-data archive ({target}): later runs start as before")
+    with tempfile.TemporaryDirectory(prefix="recsys-spark-warm-up-") as root:
+        tour = ["demo", "--root", root, "--users", "60", "--days", "1", "--record-classes", "--log-format", "json"]
+        done = subprocess.run([sys.executable, "-m", "recsys_spark.cli", *tour], capture_output=True, text=True)
+    if done.returncode != 0 or not target.is_file():
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise JobError(f"the tour exited {done.returncode} without an archive (later runs start as before): {last}")
     size = target.stat().st_size / 2**20
     print(f"warm-up: {size:.0f} MiB of Java classes recorded in {time.monotonic() - began:.0f} s: {target}")
     return 0
