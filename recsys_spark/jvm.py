@@ -6,7 +6,8 @@ cost of a small day"):
 
 * **A class-data archive** (HotSpot's AppCDS, ``-XX:SharedArchiveFile``): the classes a day loads, parsed and
   verified once and mapped from a file by every later JVM.  ``recsys-spark warm-up`` records it (a one-day
-  tour with ``-XX:ArchiveClassesAtExit``; ``make`` runs it after installing); it is kept per Java runtime and
+  tour with ``-XX:ArchiveClassesAtExit``; ``make test`` runs it, and ``demo`` records one as it goes when
+  there is none: :func:`recorded`); it is kept per Java runtime and
   pyspark installation (:func:`archive_path`) and used when it exists.  It changes no result, only how fast
   the JVM starts: a missing or foreign archive means a plain start.  The JVM crashes on a truncated archive,
   so one is only ever renamed into place whole, after the JVM that wrote it has exited.
@@ -33,8 +34,8 @@ from pathlib import Path
 
 from recsys_spark.fs import local_path
 
-#: the day's exposure files below this size start the JVM with the client compiler only (4 MiB: about 300,000
-#: generated exposures; the measured break-even is near 1M)
+#: the day's exposure files below this size start the JVM with :data:`SMALL_JVM` (4 MiB: about 300,000
+#: generated exposures; the client compiler's measured break-even is near 1M)
 SMALL_INPUT_BYTES = 4 * 2**20
 #: the options of a JVM for a small input
 SMALL_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"

@@ -150,8 +150,8 @@ def count_inputs(inputs: Sequence[Counted]) -> list[tuple[dict[str, int], dict[s
         if len(inputs) > 1:
             for one in inputs:
                 count_inputs([one])  # raises, naming the input that is unreadable
-        what, path = inputs[0][1], inputs[0][2]
-        raise UnreadableInputError(f"unreadable input {what}: {path}: {root_cause(exc)}") from None
+        named = "; ".join(f"{what}: {path}" for _, what, path, _ in inputs)  # one input, or none named alone
+        raise UnreadableInputError(f"unreadable input {named}: {root_cause(exc)}") from None
     return [_tally([r for r in rows if r["_input"] == i]) for i in range(len(inputs))]
 
 
