@@ -156,7 +156,9 @@ def count_inputs(inputs: Sequence[Counted]) -> list[tuple[dict[str, int], dict[s
 
 
 def _by_reason(tagged: DataFrame, by: Column | None) -> DataFrame:
-    return tagged.groupBy(F.col(REASON), (F.lit(None).cast("string") if by is None else by).alias("_by")).count()
+    if by is None:
+        return tagged.groupBy(REASON).count().withColumn("_by", F.lit(None).cast("string"))
+    return tagged.groupBy(F.col(REASON), by.alias("_by")).count()
 
 
 def _tally(rows: Sequence) -> tuple[dict[str, int], dict[str, int]]:
