@@ -28,6 +28,8 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
+import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -120,7 +122,8 @@ def recorded(force: bool = False) -> Iterator[Path | None]:
     ``force``) and no JVM runs in this process yet; yields the archive's path when it records, else None.
 
     On the way out the JVM is stopped and waited for (it writes the archive as it exits), and the archive
-    renamed into place whole; on an error nothing is left behind.  For a command that owns its process
+    renamed into place whole once a JVM starts with it (:func:`maps`); on an error nothing is left behind, and
+    a cache that cannot be written means no recording, not a failure.  For a command that owns its process
     (``demo``, ``warm-up``): the process's JVM is gone afterwards.
     """
     from pyspark import SparkContext
@@ -129,7 +132,11 @@ def recorded(force: bool = False) -> Iterator[Path | None]:
     if target is None or (target.is_file() and not force) or SparkContext._gateway is not None:
         yield None
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a cache that cannot be written: run as usual, without recording
+        yield None
+        return
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
     try:
         with recording(partial):
@@ -139,8 +146,20 @@ def recorded(force: bool = False) -> Iterator[Path | None]:
         partial.unlink(missing_ok=True)
         raise
     wait_for_exit()
-    if partial.is_file():
+    if partial.is_file() and maps(partial):
         os.replace(partial, target)  # whole, or not at all: the JVM crashes on a truncated archive
+    partial.unlink(missing_ok=True)
+
+
+def maps(archive: Path) -> bool:
+    """Whether a JVM starts with ``archive`` (a truncated one, e.g. written to a full disk, aborts it)."""
+    java = java_executable()
+    if java is None:
+        return False
+    with tempfile.TemporaryDirectory(prefix="recsys-spark-cds-") as scratch:  # the crash report of a bad one
+        command = [str(java), f"-XX:SharedArchiveFile={archive}", *_QUIET.split(), "-XX:-CreateCoredumpOnCrash"]
+        command += [f"-XX:ErrorFile={scratch}/hs_err.log", "-version"]
+        return subprocess.run(command, capture_output=True, check=False, cwd=scratch).returncode == 0
 
 
 def wait_for_exit() -> None:

@@ -66,6 +66,25 @@ def test_the_archive_is_named_for_the_java_runtime_and_the_pyspark_installation(
     assert jvm.archive_path() is None and jvm.driver_options(small_input=False) == ""
 
 
+def test_an_archive_is_installed_only_if_a_jvm_starts_with_it(tmp_path):
+    java = jvm.java_executable()
+    assert java is not None
+    whole = tmp_path / "whole.jsa"
+    subprocess.run([str(java), f"-XX:ArchiveClassesAtExit={whole}", "-version"], capture_output=True, check=True)
+    assert whole.stat().st_size > 10_000 and jvm.maps(whole)
+    for size in (1000, whole.stat().st_size // 2):  # cut short, as a full disk leaves it: the JVM would abort
+        cut = tmp_path / f"cut-{size}.jsa"
+        cut.write_bytes(whole.read_bytes()[:size])
+        assert not jvm.maps(cut)
+
+
+def test_a_cache_that_cannot_be_written_means_no_recording(monkeypatch, tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    monkeypatch.setenv("RECSYS_SPARK_CACHE", str(tmp_path / "file" / "cache"))
+    with jvm.recorded() as archive:
+        assert archive is None and "ArchiveClassesAtExit" not in jvm.driver_options(small_input=False)
+
+
 def test_input_bytes_of_local_paths_only(tmp_path):
     day = tmp_path / "exposures" / "dt=2026-11-20"
     day.mkdir(parents=True)
