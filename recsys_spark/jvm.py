@@ -13,11 +13,10 @@ cost of a small day"):
   so one is only ever renamed into place whole, after the JVM that wrote it has exited.
 * **The client compiler only, and the serial collector** (``-XX:TieredStopAtLevel=1 -XX:+UseSerialGC``,
   :data:`SMALL_JVM`) for small inputs: the optimizing compiler and the parallel collector's threads compete
-  with the work for the cores and pay off only on long runs and large heaps.  Measured on a 2-core machine
-  (with the archive): a 1,000- and a 250,000-exposure day about 5 s faster each with the client compiler,
-  1M about even, 2M 5 s slower; the serial collector about 0.9 s more off the small day; the demo's
-  2.5-minute tour of many small days 6 s slower.  ``evaluate`` of one date asks for them below
-  :data:`SMALL_INPUT_BYTES` of the day's exposure files (:func:`input_bytes`): a short process.
+  with the work for the cores and pay off only on long runs and large heaps.  ``evaluate`` of one date asks
+  for them below :data:`SMALL_INPUT_BYTES` of the day's exposure files (:func:`input_bytes`): a short
+  process.  A backfill, the demo and a large day run longer and are slower with them (the measurements:
+  docs/performance.md, session 16).
 
 Neither applies under ``spark-submit`` (the JVM is already running) or when the config sets
 ``spark.driver.extraJavaOptions`` itself.
@@ -37,7 +36,7 @@ from pathlib import Path
 from recsys_spark.fs import local_path
 
 #: the day's exposure files below this size start the JVM with :data:`SMALL_JVM` (4 MiB: about 300,000
-#: generated exposures; the client compiler's measured break-even is near 1M)
+#: generated exposures, well below where the client compiler stops paying; docs/performance.md)
 SMALL_INPUT_BYTES = 4 * 2**20
 #: the options of a JVM for a small input
 SMALL_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"

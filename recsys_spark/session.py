@@ -32,19 +32,20 @@ CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK_DESER
 
 LOCAL_LOG4J = Path(__file__).with_name("log4j2-local.properties")
 
-#: defaults for a session the job builds itself; any key can be overridden
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+#: the driver JVM's log4j file in a session the job builds itself (:func:`local_java_options` adds the rest)
+LOCAL_LOG4J_OPTION = f"-Dlog4j2.configurationFile=file:{LOCAL_LOG4J}"
+#: defaults for a session the job builds itself; any key can be overridden (``JAVA_OPTIONS`` too)
 LOCAL_DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    JAVA_OPTIONS: f"-Dlog4j2.configurationFile=file:{LOCAL_LOG4J}",
 }
 
 
 def local_java_options(small_input: bool) -> str:
     """The driver JVM's options of a local session: the log4j file, then :func:`recsys_spark.jvm.driver_options`."""
-    return f"{LOCAL_DEFAULTS[JAVA_OPTIONS]} {jvm.driver_options(small_input)}".strip()
+    return f"{LOCAL_LOG4J_OPTION} {jvm.driver_options(small_input)}".strip()
 
 
 def job_settings(arrow_batch_rows: int, extra: Mapping[str, str] | None = None) -> dict[str, str]:

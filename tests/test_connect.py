@@ -37,7 +37,7 @@ CONNECT_RUN = textwrap.dedent(
     from recsys_spark import engine, log
     from recsys_spark.daily import evaluate_day
     from recsys_spark.config import load_config
-    from recsys_spark.session import LOCAL_DEFAULTS
+    from recsys_spark.session import LOCAL_LOG4J_OPTION
 
     date, input_root, output_dir, result, *settings = sys.argv[1:]
     log.setup_logging()
@@ -46,7 +46,7 @@ CONNECT_RUN = textwrap.dedent(
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "2")
-        .config("spark.driver.extraJavaOptions", LOCAL_DEFAULTS["spark.driver.extraJavaOptions"])
+        .config("spark.driver.extraJavaOptions", LOCAL_LOG4J_OPTION)
         .getOrCreate()
     )
     assert engine.is_connect(spark), type(spark)

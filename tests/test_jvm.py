@@ -28,7 +28,7 @@ def cache(tmp_path, monkeypatch):
 def test_a_plain_start_without_an_archive_and_the_client_compiler_only_for_a_small_input(cache):
     assert jvm.driver_options(small_input=False) == ""
     assert jvm.driver_options(small_input=True) == "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-    log4j = session.LOCAL_DEFAULTS[session.JAVA_OPTIONS]
+    log4j = session.LOCAL_LOG4J_OPTION
     assert session.local_java_options(False) == log4j
     assert session.local_java_options(True) == f"{log4j} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 

@@ -92,8 +92,10 @@ def validate_inputs(spark: SparkSession, inputs: Inputs, cfg: Config, date: dt.d
     ]
     if inputs.items is not None:
         counted.append((catalog_tags(inputs.items), "items", paths.items, None))
-    (exposure_counts, _), (click_counts, unweighted), *catalog = count_inputs(counted)  # one Spark job
-    conflicts = catalog_conflicts(inputs.items, catalog[0][0].get(SEVERAL_CATEGORIES, 0) if catalog else 0)
+    counts = count_inputs(counted)  # one Spark job
+    (exposure_counts, _), (click_counts, unweighted) = counts[:2]
+    several = counts[2][0].get(SEVERAL_CATEGORIES, 0) if inputs.items is not None else 0
+    conflicts = catalog_conflicts(inputs.items, several)
     if exposure_counts["rows"] == 0:
         raise EmptyInputError(f"empty input exposures partition (0 rows): {paths.exposures}")
     good_exposures, rejected_exposures = split_rows(exposures)
