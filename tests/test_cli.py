@@ -280,3 +280,16 @@ def test_backfill_runs_every_date_and_reports_the_failed_ones(generated):
     assert (out / "summary" / f"dt={DATE}" / "_SUCCESS").exists()
     assert not (out / "metrics" / "dt=2026-11-19").exists()
     assert "1 of 2 dates failed: 2026-11-19" in proc.stderr
+
+
+def test_import_meanwhile_imports_on_its_thread_and_leaves_errors_to_the_command():
+    import sys
+
+    from recsys_spark.cli.common import import_meanwhile
+
+    sys.modules.pop("colorsys", None)
+    thread = import_meanwhile("no_such_module_for_recsys_spark", "colorsys")  # the failure does not stop the rest
+    thread.join()
+    assert "colorsys" in sys.modules and thread.name == "import-meanwhile"
+    with pytest.raises(ModuleNotFoundError):
+        import no_such_module_for_recsys_spark  # noqa: F401  # the command's own import raises as usual

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,17 @@ def test_bad_settings_fail_naming_the_key(override, message):
 def test_fingerprint_changes_with_settings():
     assert Config().fingerprint() == load_config(None).fingerprint()
     assert Config().fingerprint() != load_config(None, ["metrics.k=[5]"]).fingerprint()
+
+
+def _imports_after(code: str) -> set[str]:
+    """The heavy libraries among the modules a fresh interpreter holds after ``code``."""
+    probe = f"import sys; {code}; print(' '.join(m for m in ('scipy', 'pandas', 'pyspark') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(done.stdout.split())
+
+
+def test_loading_the_config_imports_no_scipy_pandas_or_pyspark():
+    # a command checks its config before the JVM starts: scipy's half second belongs after it (evaluate
+    # imports it while the JVM starts, cli.common.import_meanwhile)
+    assert _imports_after("from recsys_spark.config import load_config; load_config(None)") == set()
+    assert _imports_after("import recsys_spark.kernels.experiments as k; k.srm_test([5, 6], [1, 1])") == {"scipy"}

@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import log_loss, roc_auc_score
 
+from recsys_spark.config import parse_distortion, parse_range
 from recsys_spark.kernels import offline as K
 from recsys_spark.kernels import sampled as S
 
@@ -170,7 +171,7 @@ def test_calibration_table_and_ece_by_hand():
 
 def test_distortion_of_the_three_star_example():
     # second source document: 1 = dislike, 2 = neutral, 3 = like; recommending a disliked item is worst
-    table = K.parse_distortion({"3,1": 5, "2,1": 3, "3,2": 3, "1,2": 1, "2,3": 1, "1,3": 2})
+    table = parse_distortion({"3,1": 5, "2,1": 3, "3,2": 3, "1,2": 1, "2,3": 1, "1,3": 2})
     actual = np.array([1, 1, 2, 2, 3, 3, 2])
     predicted = np.array([3, 2, 3, 1, 2, 1, 2])
     e = K.rating_errors(actual, predicted, distortion=table)
@@ -204,11 +205,11 @@ def test_user_averaged_mae_differs_from_overall_on_unbalanced_users():
 
 
 def test_parse_range_and_distortion_errors():
-    assert K.parse_range("") is None and K.parse_range("1,5") == (1.0, 5.0)
+    assert parse_range("") is None and parse_range("1,5") == (1.0, 5.0)
     with pytest.raises(ValueError):
-        K.parse_range("5,1")
+        parse_range("5,1")
     with pytest.raises(ValueError):
-        K.parse_distortion({"3": 1})
+        parse_distortion({"3": 1})
 
 
 # --------------------------------------------------------------------------- sampled metrics
@@ -663,9 +664,9 @@ def test_calibration_table_every_column_and_an_empty_table():
 def test_parse_errors_say_what_was_expected():
     for bad in ("5,1", "5,5", "1,2,3"):
         with pytest.raises(ValueError, match="expected 'LOW,HIGH' with LOW < HIGH, got"):
-            K.parse_range(bad)
+            parse_range(bad)
     with pytest.raises(ValueError, match=r"distortion key '3': expected 'PREDICTED,ACTUAL'"):
-        K.parse_distortion({"3": 1})
+        parse_distortion({"3": 1})
 
 
 def test_rating_errors_clip_rounded_predictions_at_both_ends_and_are_floats():

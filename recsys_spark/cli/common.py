@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import difflib
+import importlib
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
@@ -42,6 +44,23 @@ class Parser(argparse.ArgumentParser):
             if near:
                 message += f"; did you mean {near[0]!r}?"
         raise UsageError(message)
+
+
+def import_meanwhile(*modules: str) -> threading.Thread:
+    """Start importing ``modules`` on a thread of their own: a command starts it before the JVM and joins it
+    after (the JVM's start leaves the interpreter idle for a second or more; the imports fill it).  Errors are
+    left to the command's own import after the join, which raises them as usual."""
+
+    def run() -> None:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001, S110 - raised again by the command's own import
+                pass
+
+    thread = threading.Thread(target=run, name="import-meanwhile", daemon=True)
+    thread.start()
+    return thread
 
 
 def date_arg(text: str) -> dt.date:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from recsys_spark import log
-from recsys_spark.cli.common import PROG, Command, date_arg, load, start_logging
+from recsys_spark.cli.common import PROG, Command, date_arg, import_meanwhile, load, start_logging
 from recsys_spark.cli.lines import experiment_lines, headline_lines
 from recsys_spark.errors import BACKFILL_FAILED, HardRuleViolation, JobError, UsageError, root_cause
 
@@ -47,8 +47,6 @@ def dates_of(args: argparse.Namespace) -> list[dt.date]:
 def run(args: argparse.Namespace) -> int:
     """Evaluate each date in one session; a backfill names every failed date and goes on (unless
     ``--fail-fast``), exit 9 when some failed; a single date exits with its own code."""
-    from recsys_spark import daily
-
     dates = dates_of(args)
     cfg = load(args)
     start_logging(args)
@@ -58,7 +56,11 @@ def run(args: argparse.Namespace) -> int:
     # one small day: a short process, where the optimizing compiler costs more than it gives (a backfill runs on)
     first = templates.resolve(cfg.input.exposures, args.input_root, dates[0])
     size = None if len(dates) > 1 else jvm.input_bytes([first])
+    meanwhile = import_meanwhile("recsys_spark.daily", "scipy.stats")
     spark = job_session(cfg, args.master, args.verbose, small_input=size is not None and size < jvm.SMALL_INPUT_BYTES)
+    meanwhile.join()
+    from recsys_spark import daily
+
     failed: list[str] = []
     written: list[dt.date] = []  # dates whose outputs were committed (a hard rule violation commits them)
     started = time.monotonic()

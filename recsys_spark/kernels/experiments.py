@@ -1,4 +1,5 @@
-"""A/B experiment statistics on top of :mod:`recsys_spark.kernels.stats` (pure numpy + scipy, no Spark).
+"""A/B experiment statistics on top of :mod:`recsys_spark.kernels.stats` (pure numpy + scipy, imported lazily; no
+Spark).
 
 The Spark side (:mod:`recsys_spark.experiments`) reduces per-user values to
 small named sums per (experiment, variant, slice); everything here works on
@@ -28,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as _st
 
 from recsys_spark.kernels.stats import (
     INFERENCES,
@@ -51,6 +51,14 @@ CORRECTIONS = ("holm", "bh", "none")
 
 
 # --- chi-square tests ----------------------------------------------------------------------------
+def _chi2_sf(stat: float, df: int) -> float:
+    """P(chi2_df > stat); scipy imported here, not with the module: a config check parses metric names
+    with :func:`parse_metric` before the JVM starts and should not pay scipy's import."""
+    from scipy.stats import chi2
+
+    return float(chi2.sf(stat, df))
+
+
 @dataclass(frozen=True)
 class ChiSquare:
     """Result of a Pearson chi-square test."""
@@ -88,7 +96,7 @@ def srm_test(observed: Sequence[float], weights: Sequence[float] | None = None) 
         return ChiSquare(math.inf, 0.0, len(o) - 1)
     stat = float(np.sum((o[~zero] - e[~zero]) ** 2 / e[~zero]))
     df = len(o) - 1
-    return ChiSquare(stat, float(_st.chi2.sf(stat, df)), df)
+    return ChiSquare(stat, _chi2_sf(stat, df), df)
 
 
 def why_not_compared(
@@ -154,7 +162,7 @@ def independence_test(table: np.ndarray) -> ChiSquare:
     e = np.outer(t.sum(axis=1), t.sum(axis=0)) / t.sum()
     stat = float(np.sum((t - e) ** 2 / e))
     df = (t.shape[0] - 1) * (t.shape[1] - 1)
-    return ChiSquare(stat, float(_st.chi2.sf(stat, df)), df)
+    return ChiSquare(stat, _chi2_sf(stat, df), df)
 
 
 # --- CUPED ---------------------------------------------------------------------------------------
@@ -302,7 +310,9 @@ def cuped_ratio_compare(
 
 # --- power ---------------------------------------------------------------------------------------
 def _z(confidence: float, power: float) -> float:
-    return float(_st.norm.ppf(0.5 + confidence / 2) + _st.norm.ppf(power))
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.5 + confidence / 2) + norm.ppf(power))
 
 
 def mde(se: float, confidence: float = 0.95, power: float = 0.8) -> float:

@@ -297,35 +297,6 @@ def calibration_table(
 # ---------------------------------------------------------------- ratings
 
 
-def parse_range(text: str) -> tuple[float, float] | None:
-    """``"1,5"`` -> (1.0, 5.0); ``""`` -> None (use the observed range).
-
-    >>> parse_range("1, 5"), parse_range("")
-    ((1.0, 5.0), None)
-    """
-    if not text.strip():
-        return None
-    parts = [float(x) for x in text.split(",")]
-    if len(parts) != 2 or not parts[0] < parts[1]:
-        raise ValueError(f"expected 'LOW,HIGH' with LOW < HIGH, got {text!r}")
-    return parts[0], parts[1]
-
-
-def parse_distortion(table: Mapping[str, float]) -> dict[tuple[float, float], float]:
-    """Config ``{"3,1" = 5, ...}`` (key = predicted,actual) -> {(3.0, 1.0): 5.0, ...}.
-
-    >>> parse_distortion({"3,1": 5, "2,1": 3})
-    {(3.0, 1.0): 5.0, (2.0, 1.0): 3.0}
-    """
-    out = {}
-    for key, value in table.items():
-        parts = [float(x) for x in str(key).split(",")]
-        if len(parts) != 2:
-            raise ValueError(f"distortion key {key!r}: expected 'PREDICTED,ACTUAL'")
-        out[(parts[0], parts[1])] = float(value)
-    return out
-
-
 def rating_errors(
     rating: np.ndarray,
     prediction: np.ndarray,

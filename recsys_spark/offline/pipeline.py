@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from recsys_spark import log, registry
-from recsys_spark.config import Config
+from recsys_spark.config import Config, parse_distortion, parse_range
 from recsys_spark.errors import ConfigError, SchemaError
 from recsys_spark.kernels import health
 from recsys_spark.kernels import offline as K
@@ -431,12 +431,12 @@ def rating_tables(
     """(per-user sums and means, per-item sums and means, rating range, rows set aside per reason)
     of the rating errors.  The per-user and per-item sums also count the kept ratings and predictions
     outside the range (``{prefix}_rating_out``, ``{prefix}_prediction_out``)."""
-    value_range = K.parse_range(cfg.offline.rating_range)
+    value_range = parse_range(cfg.offline.rating_range)
     ratings, _, aside, _ = set_aside(ratings, "ratings", path)
     if value_range is None:
         lo_hi = ratings.agg(F.min(RATING), F.max(RATING)).collect()[0]  # no grouping: one row
         value_range = (float(lo_hi[0]), float(lo_hi[1])) if lo_hi[0] is not None and lo_hi[0] < lo_hi[1] else None
-    table = K.parse_distortion(cfg.offline.distortion)
+    table = parse_distortion(cfg.offline.distortion)
     rounding = cfg.offline.round_predictions
 
     def errors(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
