@@ -56,9 +56,12 @@ def run(args: argparse.Namespace) -> int:
     # one small day: a short process, where the optimizing compiler costs more than it gives (a backfill runs on)
     first = templates.resolve(cfg.input.exposures, args.input_root, dates[0])
     size = None if len(dates) > 1 else jvm.input_bytes([first])
-    meanwhile = import_meanwhile("recsys_spark.daily", "scipy.stats")
-    spark = job_session(cfg, args.master, args.verbose, small_input=size is not None and size < jvm.SMALL_INPUT_BYTES)
-    meanwhile.join()
+    meanwhile = import_meanwhile("recsys_spark.daily", "scipy.stats")  # while the JVM starts
+    try:
+        small = size is not None and size < jvm.SMALL_INPUT_BYTES
+        spark = job_session(cfg, args.master, args.verbose, small_input=small)
+    finally:  # never an interpreter that exits mid-import (a refused session exits at once)
+        meanwhile.join()
     from recsys_spark import daily
 
     failed: list[str] = []
