@@ -13,7 +13,10 @@ cost of a small day"):
   so one is only ever renamed into place whole, after the JVM that wrote it has exited.
 * **The client compiler only, and the serial collector** (``-XX:TieredStopAtLevel=1 -XX:+UseSerialGC``,
   :data:`SMALL_JVM`) for small inputs: the optimizing compiler and the parallel collector's threads compete
-  with the work for the cores and pay off only on long runs and large heaps.  ``evaluate`` of one date asks
+  with the work for the cores and pay off only on long runs and large heaps.  The code cache keeps the size
+  it has with both compilers (240 MiB reserved): with the client compiler alone the JVM reserves 48 MiB,
+  which a day's 20,000-odd compiled methods nearly fill (a longer run fills it, and the JVM then stops
+  compiling and warns on the terminal).  ``evaluate`` of one date asks
   for them below :data:`SMALL_INPUT_BYTES` of the day's exposure files (:func:`input_bytes`): a short
   process.  A backfill, the demo and a large day run longer and are slower with them (the measurements:
   docs/performance.md, session 16).
@@ -39,7 +42,7 @@ from recsys_spark.fs import local_path
 #: generated exposures, well below where the client compiler stops paying; docs/performance.md)
 SMALL_INPUT_BYTES = 4 * 2**20
 #: the options of a JVM for a small input
-SMALL_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SMALL_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"
 #: silence the JVM's own warning when an archive does not fit (a plain start follows)
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 

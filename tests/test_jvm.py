@@ -27,10 +27,24 @@ def cache(tmp_path, monkeypatch):
 
 def test_a_plain_start_without_an_archive_and_the_client_compiler_only_for_a_small_input(cache):
     assert jvm.driver_options(small_input=False) == ""
-    assert jvm.driver_options(small_input=True) == "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    small = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"
+    assert jvm.driver_options(small_input=True) == small
     log4j = session.LOCAL_LOG4J_OPTION
     assert session.local_java_options(False) == log4j
-    assert session.local_java_options(True) == f"{log4j} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    assert session.local_java_options(True) == f"{log4j} {small}"
+
+
+def test_a_small_input_jvm_keeps_a_code_cache_a_day_cannot_fill():
+    # with the client compiler alone HotSpot reserves 48 MiB of code cache; a cold day compiles about 20,000
+    # methods (20 MiB), a few days in one process fill it, and the JVM stops compiling and warns
+    java = jvm.java_executable()
+    assert java is not None
+    done = subprocess.run(
+        [str(java), *jvm.SMALL_JVM.split(), "-XX:+PrintFlagsFinal", "-version"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    flags = {line.split()[1]: line.split()[3] for line in done.stdout.splitlines() if line.count("=") == 1}
+    assert int(flags["ReservedCodeCacheSize"]) >= 200 * 2**20 and flags["TieredStopAtLevel"] == "1"
 
 
 def test_the_archive_is_used_once_it_is_in_place_and_recorded_inside_recording(cache, tmp_path):
@@ -45,7 +59,7 @@ def test_the_archive_is_used_once_it_is_in_place_and_recorded_inside_recording(c
         recorded = jvm.driver_options(small_input=True).split()
     assert recorded[0] == f"-XX:ArchiveClassesAtExit={tmp_path / 'new.jsa'}"
     assert not any(o.startswith("-XX:SharedArchiveFile") for o in recorded)
-    assert recorded[-2:] == ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+    assert recorded[-3:] == jvm.SMALL_JVM.split()
     assert jvm.driver_options(small_input=False).split()[0].startswith("-XX:SharedArchiveFile")  # recording ended
 
 
