@@ -243,7 +243,7 @@ def test_the_user_partitions_hold_each_exposure_once_and_the_slices_are_exploded
 
 
 def test_the_spark_jobs_of_a_small_day_are_few_and_do_not_grow_with_the_slices(spark, day, tmp_path, monkeypatch):
-    # the fixed cost of a day is mostly jobs that carry no work at small sizes (docs/performance.md): reading
+    # a small day runs few Spark jobs (docs/performance.md: on a cold JVM each also pays its warm-up): reading
     # runs none (the footers give the schema and the rows), and after labelling the job count is the same
     # with three slice dimensions as with none (the slices are exploded where the passes read them)
     import contextlib
