@@ -16,10 +16,9 @@ cost of a small day"):
   with the work for the cores and pay off only on long runs and large heaps.  The code cache keeps the size
   it has with both compilers (240 MiB reserved): with the client compiler alone the JVM reserves 48 MiB,
   which a day's 20,000-odd compiled methods nearly fill (a longer run fills it, and the JVM then stops
-  compiling and warns on the terminal).  ``evaluate`` of one date asks
-  for them below :data:`SMALL_INPUT_BYTES` of the day's exposure files (:func:`input_bytes`): a short
-  process.  A backfill, the demo and a large day run longer and are slower with them (the measurements:
-  docs/performance.md, session 16).
+  compiling and warns on the terminal).  ``evaluate`` of one date asks for them below
+  :data:`SMALL_INPUT_BYTES` of the day's exposure files (:func:`input_bytes`): a short process.  A backfill,
+  the demo and a large day run longer and are slower with them (the measurements: docs/performance.md).
 
 Neither applies under ``spark-submit`` (the JVM is already running) or when the config sets
 ``spark.driver.extraJavaOptions`` itself.
