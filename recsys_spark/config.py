@@ -23,7 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from recsys_spark.errors import ConfigError
+from recsys_spark.errors import ConfigError, JobError
 from recsys_spark.kernels.gate import GateCheck
 from recsys_spark.registry import EXPERIMENT_GOALS, EXPERIMENT_GUARDRAILS, metric, parse_key
 from recsys_spark.registry import EXPERIMENT_METRICS as DEFAULT_EXPERIMENT_METRICS
@@ -91,6 +91,31 @@ class AttributionConfig:
 
 #: the spelling of a name that becomes part of a metric or rule name (a conversion event, a custom rule)
 NAME_PATTERN = re.compile(r"[a-z0-9_]+")
+#: the spelling of a name that becomes one path segment (a gate, an offline or OPE run, a simulated candidate,
+#: an experiment's window): letters, digits, ``_``, ``.`` and ``-``, a letter or digit first (so never ``.``,
+#: ``..`` or a name the readers skip as hidden, ``_x`` or ``.x``), at most 128 characters
+PATH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def check_name(value: str, key: str, error: type[JobError] = ConfigError) -> str:
+    """``value`` when it can be one segment of a path under the output root (:data:`PATH_NAME`); else ``error``
+    naming ``key``: a config key or a library argument is a :class:`ConfigError` (exit 3), a command-line flag
+    a :class:`~recsys_spark.errors.UsageError` (exit 2).  Every name that becomes a path goes through here, so
+    ``../../x``, ``a/b`` or ``dt=2026-11-20`` is refused before anything is read or written.
+
+    >>> check_name("ranker_v2.1", "gate.experiment")
+    'ranker_v2.1'
+    >>> check_name("../../x", "gate.experiment")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    recsys_spark.errors.ConfigError: gate.experiment '../../x': expected a name of letters, digits, '_', '.' and ...
+    """
+    if not isinstance(value, str) or not PATH_NAME.fullmatch(value):
+        raise error(
+            f"{key} {value!r}: expected a name of letters, digits, '_', '.' and '-' (a letter or digit first, at "
+            "most 128): it becomes a directory under the output root"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -642,6 +667,9 @@ class GateConfig:
     def __post_init__(self) -> None:
         if self.source and self.source not in GATE_SOURCES:
             raise ConfigError(f"config key gate.source: expected one of {', '.join(GATE_SOURCES)}, got {self.source!r}")
+        for key in ("base", "candidate", "experiment"):  # each becomes a directory the gate reads
+            if getattr(self, key):
+                check_name(getattr(self, key), f"config key gate.{key}")
         for i, c in enumerate(self.checks):
             where = f"config key gate.checks[{i}]"
             if not c.metric or not c.aggregation:

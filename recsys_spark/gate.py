@@ -16,33 +16,27 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from recsys_spark import fs
 from recsys_spark.config import Config, GateConfig
+from recsys_spark.config import check_name as check_path_name
 from recsys_spark.errors import ConfigError
 from recsys_spark.kernels.gate import GateCheck, Row, evaluate, summary_line
 from recsys_spark.registry import key
 from recsys_spark.schema import GATE_TABLE, VERDICT
 from recsys_spark.write import DailyOutput
 
-#: a gate's name: a path segment of its own, never a ``key=value`` partition (the daily locks' spelling)
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
-
 
 def verdict_path(output_root: str, name: str) -> str:
-    return f"{output_root.rstrip('/')}/{GATE_TABLE}/{name}/{VERDICT}"
+    return f"{output_root.rstrip('/')}/{GATE_TABLE}/{check_name(name)}/{VERDICT}"
 
 
 def check_name(name: str) -> str:
-    if not NAME.fullmatch(name):
-        raise ConfigError(
-            f"gate name {name!r}: expected letters, digits, '.', '_' or '-' (a directory of its own under gate/)"
-        )
-    return name
+    """The gate's name: a directory of its own under ``gate/`` (:func:`config.check_name`; exit 3)."""
+    return check_path_name(name, "gate name")
 
 
 def _float(v: Any) -> float | None:

@@ -36,7 +36,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from recsys_spark import log, templates
-from recsys_spark.config import Config
+from recsys_spark.config import Config, check_name
 from recsys_spark.engine import default_parallelism
 from recsys_spark.errors import ConfigError, EmptyInputError, MissingInputError, SchemaError
 from recsys_spark.kernels import ope as K
@@ -81,7 +81,7 @@ def root_of(output_root: str) -> str:
 
 
 def run_partition(run: str) -> str:
-    return f"run={run}"
+    return f"run={check_name(run, 'ope run')}"
 
 
 def run_complete(output_root: str, run: str) -> str:
@@ -96,7 +96,7 @@ def target_location(cfg: Config, input_root: str, run: str) -> str:
             'config key ope.target is empty: name the candidate\'s table (--set ope.target="PATH" or table:NAME; '
             "columns request_id, item_id, position, probability [, q_hat]; docs/ope.md)"
         )
-    return cfg.ope.target.replace("{input_root}", input_root.rstrip("/")).replace("{run}", run)
+    return cfg.ope.target.replace("{input_root}", input_root.rstrip("/")).replace("{run}", check_name(run, "ope run"))
 
 
 # --------------------------------------------------------------------------- the logged days

@@ -14,7 +14,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from recsys_spark.config import Config
+from recsys_spark.config import Config, check_name
 from recsys_spark.errors import MissingInputError
 from recsys_spark.experiments import (
     CHECKS_SCHEMA,
@@ -57,6 +57,7 @@ def run_window(
     multiple_assignment, compared) and ``experiment_window_decisions/...`` (the ship decision of each
     variant over the window, :func:`recsys_spark.experiments.decisions`); returns the summary section.
     """
+    check_name(experiment, "experiment")  # experiment=NAME: a directory of the window's tables
     apply_time_zone(spark, cfg.validation.time_zone)
     days = [start + dt.timedelta(days=i) for i in range((end - start).days + 1)]
     incomplete: list[dt.date] = []

@@ -261,3 +261,71 @@ def test_evaluate_daily_runs_with_or_without_the_evaluate_word():
     assert arguments(["--help"]) == ["--help"]
     for command in ("experiment", "offline", "offline-compare", "report"):  # every command can be submitted
         assert arguments([command, "--output-root", "o"]) == [command, "--output-root", "o"]
+
+
+# --- names that become paths (issue 40, defect 9): one check, config.check_name, everywhere ----------------------
+HOSTILE_NAMES = ["../../x", "..", ".", "a/b", "dt=2026-11-20", "_hidden", ".hidden", "x\n", "", "a" * 129]
+NAMED_FLAGS = [
+    (["offline", "--output-root", "o", "--run", "{}"], "--run"),
+    (["offline-compare", "--output-root", "o", "--base", "{}", "--candidate", "b"], "--base"),
+    (["offline-compare", "--output-root", "o", "--base", "a", "--candidate", "{}"], "--candidate"),
+    (["ope", "--run", "{}", "--start", "2026-11-14", "--end", "2026-11-20", "--input-root", "i", "--output-root", "o"],
+     "--run"),  # fmt: skip
+    (["simulate", "--run", "{}", "--date", "2026-11-20", "--input-root", "i", "--output-root", "o"], "--run"),
+    (["experiment", "--experiment", "{}", "--start", "2026-11-14", "--end", "2026-11-20", "--output-root", "o"],
+     "--experiment"),  # fmt: skip
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+@pytest.mark.parametrize("argv, flag", NAMED_FLAGS, ids=[f"{a[0]} {f}" for a, f in NAMED_FLAGS])
+def test_a_name_flag_that_is_not_a_name_exits_2_naming_the_flag_before_spark(argv, flag, name, capsys, monkeypatch):
+    import recsys_spark.session
+
+    monkeypatch.setattr(recsys_spark.session, "job_session", lambda *a, **k: pytest.fail("Spark started"))
+    assert run([a.replace("{}", name) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"recsys-spark: error: {flag} {name!r}: expected a name of letters, digits"), err
+    # the experiment window's --experiment was not checked at all: ../../x wrote experiment_window/experiment=../../x
+
+
+@pytest.mark.parametrize("key", ["gate.experiment", "gate.base", "gate.candidate"])
+@pytest.mark.parametrize("name", ["../../x", "a/b", ".."])
+def test_a_gate_key_that_becomes_a_path_is_checked_as_a_name_exit_3(key, name, tmp_path, capsys):
+    config = tmp_path / "gate.toml"
+    config.write_text(
+        'source = "experiment"\nexperiment = "e"\nbase = "a"\ncandidate = "b"\nstart = "2026-11-14"\n'
+        'end = "2026-11-20"\n[[checks]]\nmetric = "mrr"\naggregation = "user_avg"\nlower_bound = 0.1\n'.replace(
+            "source", "[gate]\nsource"
+        ).replace("[[checks]]", "[[gate.checks]]")
+    )
+    with pytest.raises(ConfigError, match=f"config key {key} '{name}': expected a name"):
+        load_config(str(config), [f'{key}="{name}"'])
+    assert run(["gate", "--name", "g", "--output-root", str(tmp_path), "--config", str(config),
+                "--set", f'{key}="{name}"']) == 3  # fmt: skip
+    assert f"config key {key} '{name}'" in capsys.readouterr().err
+    assert not (tmp_path / "gate").exists()
+
+
+def test_the_library_checks_names_where_they_become_paths():
+    """A caller from Python (a notebook, a DAG) that skips the command line meets the same check."""
+    from recsys_spark.config import check_name
+    from recsys_spark.daily.day import Simulation
+    from recsys_spark.gate import run_gate, verdict_path
+    from recsys_spark.offline.output import compare_partition, run_partition
+    from recsys_spark.ope import run_partition as ope_partition
+    from recsys_spark.window import run_window
+
+    cfg = load_config(None, ['simulation.lists="{input_root}/lists/{run}/dt={date}"'])
+    for call in (
+        lambda: run_partition("../x"),
+        lambda: compare_partition("a", "../x"),
+        lambda: ope_partition("../x"),
+        lambda: verdict_path("o", "../x"),
+        lambda: Simulation.resolve(cfg, "../x", "i", "2026-11-20"),
+        lambda: run_window(None, cfg, "../x", dt.date(2026, 11, 14), dt.date(2026, 11, 20), "o"),  # type: ignore
+        lambda: run_gate(None, cfg, "../x", "o"),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(ConfigError, match="'../x': expected a name"):
+            call()
+    assert [check_name(n, "k") for n in ("a", "ranker_v2.1-b", "A" * 128)] == ["a", "ranker_v2.1-b", "A" * 128]

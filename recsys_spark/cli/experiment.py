@@ -8,6 +8,7 @@ from typing import Any
 
 from recsys_spark.cli.common import Command, date_arg, load, start_logging
 from recsys_spark.cli.lines import experiment_lines
+from recsys_spark.config import check_name
 from recsys_spark.errors import HardRuleViolation, UsageError
 
 HELP = "analyse one experiment over a window of days already evaluated"
@@ -19,7 +20,9 @@ EXAMPLE = "recsys-spark experiment --experiment ranker_v2 --start 2026-11-14 --e
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--experiment", required=True, help="the experiment's name in the assignments table")
+    parser.add_argument(
+        "--experiment", required=True, help="the experiment's name in the assignments table (letters, digits, . _ -)"
+    )
     parser.add_argument("--start", type=date_arg, required=True, help="first day of the window")
     parser.add_argument("--end", type=date_arg, required=True, help="last day of the window, inclusive")
     parser.add_argument("--output-root", required=True, help="the daily job's output root (read and written)")
@@ -29,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     """Build the session, analyse the window, print its lines."""
     from recsys_spark.window import run_window
 
+    check_name(args.experiment, "--experiment", UsageError)  # it names the window's directory
     if args.end < args.start:
         raise UsageError(f"--end {args.end} is before --start {args.start}")
     cfg = load(args)

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import re
 
 from recsys_spark.cli.common import Command, load, start_logging
+from recsys_spark.config import check_name
 from recsys_spark.errors import UsageError
-
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 HELP = "evaluate a model offline (lists, predictions, ratings, sampled)"
 DESCRIPTION = (
@@ -35,17 +33,12 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-root", required=True, help="root of the output tables")
 
 
-def _check_name(flag: str, name: str) -> None:
-    if not _NAME.match(name):
-        raise UsageError(f"{flag} {name!r}: use letters, digits, '.', '_' and '-' only")
-
-
 def run(args: argparse.Namespace) -> int:
     names = (
         [("--run", args.run)] if args.command == "offline" else [("--base", args.base), ("--candidate", args.candidate)]
     )
     for flag, name in names:
-        _check_name(flag, name)
+        check_name(name, flag, UsageError)
     cfg = load(args)
     if args.command == "offline":
         from recsys_spark.offline.pipeline import check_evaluable

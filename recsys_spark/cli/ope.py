@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from recsys_spark.cli.common import Command, date_arg, load, start_logging
+from recsys_spark.config import check_name
 from recsys_spark.errors import UsageError
-
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 HELP = "estimate a candidate policy's reward from the logged days (off-policy evaluation)"
 DESCRIPTION = (
@@ -34,8 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    if not _NAME.match(args.run):
-        raise UsageError(f"--run {args.run!r}: use letters, digits, '.', '_' and '-' only")
+    check_name(args.run, "--run", UsageError)
     if args.end < args.start:
         raise UsageError(f"--end {args.end} is before --start {args.start}")
 

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Mapping
 from typing import Any
 
 from recsys_spark.cli.common import PROG, Command, date_arg, load, start_logging
 from recsys_spark.cli.evaluate import dates_of
+from recsys_spark.config import check_name
 from recsys_spark.errors import BACKFILL_FAILED, JobError, UsageError, root_cause
-
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 HELP = "judge a candidate's lists for the logged requests for all that needs no feedback (offline simulation)"
 DESCRIPTION = (
@@ -54,8 +52,7 @@ def lines(label: str, summary: Mapping[str, Any]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from recsys_spark import daily
 
-    if not _NAME.match(args.run):
-        raise UsageError(f"--run {args.run!r}: use letters, digits, '.', '_' and '-' only")
+    check_name(args.run, "--run", UsageError)
     dates = dates_of(args)
     cfg = load(args)
     start_logging(args)

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from recsys_spark import templates
 from recsys_spark.aggregate import MetricRow
-from recsys_spark.config import Config
+from recsys_spark.config import Config, check_name
 from recsys_spark.schema import ALL, SLICE
 from recsys_spark.slices import PopularityCutoffs, SliceInputs
 from recsys_spark.user_pass import UserPass
@@ -48,7 +48,7 @@ class Simulation:
 
     @classmethod
     def resolve(cls, cfg: Config, run: str, input_root: str, date: str) -> Simulation:
-        template = cfg.simulation.lists.replace("{run}", run)
+        template = cfg.simulation.lists.replace("{run}", check_name(run, "simulation run"))  # run=NAME/dt=D
         options = templates.InputSettings.of(cfg.input)
         return cls(run, templates.resolve(template, input_root, date, "simulation", options))
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from recsys_spark.config import Config
+from recsys_spark.config import Config, check_name
 from recsys_spark.write import SUMMARY, DailyOutput
 
 #: the tables of an offline run (``run=NAME``) and of a comparison (``base=A/candidate=B``)
@@ -33,11 +33,11 @@ def root_of(output_root: str) -> str:
 
 
 def run_partition(run: str) -> str:
-    return f"run={run}"
+    return f"run={check_name(run, 'offline run')}"
 
 
 def compare_partition(base: str, candidate: str) -> str:
-    return f"base={base}/candidate={candidate}"
+    return f"base={check_name(base, 'offline base run')}/candidate={check_name(candidate, 'offline candidate run')}"
 
 
 def run_complete(output_root: str, run: str) -> str:
