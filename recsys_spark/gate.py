@@ -91,10 +91,14 @@ def _date(text: str, role: str) -> dt.date:
 
 
 def experiment_rows(
-    spark: SparkSession, output_root: str, gate: GateConfig
+    spark: SparkSession, output_root: str, gate: GateConfig, control: str = "control"
 ) -> tuple[list[Row], dict[str, Any], list[str]]:
     """The variant's rows of the experiment window (value: the variant's; change: against the control), what
-    was read, and the window's invalidity reasons for that variant (its decision, when ``invalid``)."""
+    was read, and why the window cannot pass for that variant: its decision's reasons when it is ``invalid``,
+    and, when the window has no row of the variant (an experiment with one arm, or a variant without users),
+    a line saying so with the window's own reasons (a failed verdict, not a config error: the window exists
+    and says the variant was not compared).  Naming the control (``experiments.control``) as the variant is
+    a :class:`ConfigError`."""
     start, end = _date(gate.start, "start"), _date(gate.end, "end")
     root = output_root.rstrip("/")
     window = f"experiment={gate.experiment}/window={start}_{end}"
@@ -102,10 +106,10 @@ def experiment_rows(
     _need(spark, results, f"the window {start}..{end} of experiment {gate.experiment!r} (recsys-spark experiment)")
     found = _rows(spark, results)
     variants = sorted({r["variant"] for r in found})
-    if gate.variant not in variants:
+    if gate.variant == control:
         raise ConfigError(
             f"config key gate.variant: {gate.variant!r} is not a variant of the window {start}..{end} of "
-            f"{gate.experiment!r} (variants compared with the control: {', '.join(variants) or 'none'})"
+            f"{gate.experiment!r}: it is the control (experiments.control), which the variants are compared with"
         )
     rows = [
         Row(
@@ -130,8 +134,17 @@ def experiment_rows(
     if fs.exists(spark, decisions):
         read.append(decisions)
         for d in _rows(spark, decisions):
-            if d["variant"] == gate.variant and d["decision"] == "invalid":
-                invalid = [f"experiment invalid: {reason}" for reason in d["reasons"]]
+            # the variant's own decision; with no variant compared, the window's one row (variant null)
+            mine = d["variant"] == gate.variant or (d["variant"] is None and gate.variant not in variants)
+            if mine and d["decision"] == "invalid":
+                invalid += [f"experiment invalid: {reason}" for reason in d["reasons"]]
+    if gate.variant not in variants:
+        compared = ", ".join(variants) or "none"
+        invalid.insert(
+            0,
+            f"variant {gate.variant} has no user in the window {start}..{end} of {gate.experiment} (variants "
+            f"compared with the control: {compared})",
+        )
     info = {
         "experiment": gate.experiment,
         "variant": gate.variant,
@@ -174,7 +187,7 @@ def run_gate(spark: SparkSession, cfg: Config, name: str, output_root: str) -> d
     if gate.source == "offline":
         rows, info = offline_rows(spark, output_root, gate)
     else:
-        rows, info, extra = experiment_rows(spark, output_root, gate)
+        rows, info, extra = experiment_rows(spark, output_root, gate, cfg.experiments.control)
     results = evaluate(checks, rows)
     passed = not extra and all(r.passed for r in results)
     verdict = {

@@ -439,6 +439,77 @@ def test_the_experiment_gate_checks_the_variant_against_the_control_and_its_vali
         )
 
 
+def one_arm_outputs(root: Path, variant: str | None, reasons: tuple[str, ...]) -> None:
+    """A window that compared no ``treatment``: ``variant`` None, an experiment with one arm (no result row, one
+    decision row without a variant); else the only variant with users, ``variant`` (its rows and decision)."""
+    window_outputs(root)
+    where = Path("experiment=ranker_v2") / "window=2026-11-14_2026-11-20"
+    results = pq.read_table(root / "experiment_window" / where).to_pylist()
+    for r in results:
+        r["variant"] = variant
+    _write(root / "experiment_window" / where, results if variant else [], WINDOW_SCHEMA)
+    decision = dict(variant=variant, decision="invalid" if reasons else "keep_running", reasons=list(reasons),
+                    ci_method="sequential", control_n=900, variant_n=900 if variant else 0)  # fmt: skip
+    _write(root / "experiment_window_decisions" / where, [decision], DECISIONS_SCHEMA)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    "variant, reasons, why",
+    [
+        (
+            None,
+            ("not compared: no variant besides the control 'control' (900 users)",),
+            "variant treatment has no user in the window 2026-11-14..2026-11-20 of ranker_v2 (variants compared "
+            "with the control: none); experiment invalid: not compared: no variant besides the control 'control' "
+            "(900 users)",
+        ),
+        (
+            "treatment_b",
+            (),
+            "variant treatment has no user in the window 2026-11-14..2026-11-20 of ranker_v2 (variants compared "
+            "with the control: treatment_b)",
+        ),
+    ],
+    ids=["one arm", "a treatment arm without users"],
+)
+def test_a_window_that_did_not_compare_the_variant_is_a_failed_verdict_exit_12(spark, tmp_path, variant, reasons, why):
+    # it was a config error (exit 3) with no verdict: the window exists and says the variant was not compared
+    from recsys_spark.gate import run_gate
+
+    out = tmp_path / "out"
+    one_arm_outputs(out, variant, reasons)
+    cfg = load_config(_config(tmp_path, EXPERIMENT, [CTR_GAIN, FAILURE_MARGIN]))
+    verdict = run_gate(spark, cfg, "ranker_v2", str(out))
+    written = json.loads((out / "gate" / "ranker_v2" / "verdict.json").read_text())
+    assert written["passed"] is False and verdict["passed"] is False
+    assert "; ".join(written["invalid"]) == why
+    assert written["summary"].startswith(f"gate ranker_v2: FAILED {2 + len(written['invalid'])} of ")
+    assert written["summary"].split(" checks: ", 1)[1].startswith(why)
+    assert all(not c["passed"] and "missing from the results" in c["why"] for c in written["checks"])
+
+
+@pytest.mark.spark
+def test_the_command_exits_12_with_its_line_on_a_window_with_one_arm(spark, tmp_path, monkeypatch, capsys):
+    import recsys_spark.session
+
+    class Shared:  # the test session, kept alive past the command's stop()
+        def __getattr__(self, name):
+            return getattr(spark, name)
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(recsys_spark.session, "job_session", lambda *a, **k: Shared())
+    out = tmp_path / "out"
+    one_arm_outputs(out, None, ("not compared: no variant besides the control 'control' (900 users)",))
+    config = _config(tmp_path, EXPERIMENT, [CTR_GAIN])
+    assert run(["gate", "--name", "one", "--output-root", str(out), "--config", config]) == 12
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("gate one: FAILED 3 of 3 checks: variant treatment has no user in the window")
+    assert line.endswith(f"-> {out}/gate/one/verdict.json")
+
+
 @pytest.mark.spark
 def test_the_command_prints_one_line_and_exits_0_or_12(tmp_path):
     out = tmp_path / "out"
