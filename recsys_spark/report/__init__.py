@@ -32,6 +32,7 @@ from recsys_spark.report.data import (
     is_local,
     load,
     read_offline_auc,
+    read_part,
 )
 from recsys_spark.report.decisions import read_verdicts, with_decisions
 
@@ -57,7 +58,7 @@ def _context_metrics(reader: Reader, data: RunData) -> pd.DataFrame:
     for back in (1, 7):
         other = (dt.date.fromisoformat(day) - dt.timedelta(days=back)).isoformat()
         if other < data.days[0] and complete(reader, other):
-            frame = reader.table("metrics", other)
+            frame = read_part(reader, f"metrics/dt={other}", f"metrics of {other}", data.unreadable)
             if frame is not None:
                 parts.append(frame.assign(dt=other))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
@@ -95,7 +96,7 @@ def load_range(
         raise MissingInputError(f"no output root {output_root}: nothing to report (check --output-root)")
     offline = read_offline_auc(offline_auc, getattr(reader, "spark", spark)) if offline_auc else None
     data = load(reader, start, end, offline)
-    data.verdicts = read_verdicts(reader)
+    data.verdicts = read_verdicts(reader, data.unreadable)
     return data, _context_metrics(reader, data)
 
 

@@ -19,6 +19,7 @@ Three rules keep the page from misleading (docs/report.md):
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -92,6 +93,30 @@ def slug(text: str) -> str:
     'ndcg-10-user-avg-platform'
     """
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+#: a name that is an HTML id as it is (the spelling of a run's name, config.PATH_NAME, without its length bound)
+_ID_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def name_id(name: str) -> str:
+    """An HTML id for a run's name, distinct for distinct names: the name itself when it is spelled as a run's
+    name is (letters, digits, ``_``, ``.``, ``-``), else its :func:`slug`, ``--`` and 8 hex digits of its
+    SHA-1 (a name never holds ``--`` after a slug, so no other name gives that id by chance).  :func:`slug`
+    alone gave ``ranker_v2``, ``ranker.v2`` and ``ranker-v2`` one id.
+
+    >>> name_id("ranker_v2"), name_id("ranker.v2"), name_id("Ranker v2")
+    ('ranker_v2', 'ranker.v2', 'ranker-v2--db9a8a72')
+    """
+    if _ID_NAME.fullmatch(name):
+        return name
+    return f"{slug(name)}--{hashlib.sha1(name.encode('utf-8')).hexdigest()[:8]}"
+
+
+def unreadable_note(data: RunData, prefix: str) -> list[str]:
+    """The section's note naming what it left out because a file cannot be read (none when nothing was)."""
+    lost = data.unreadable_of(prefix)
+    return [f"Left out, unreadable: {'; '.join(u.line for u in lost)}."] if lost else []
 
 
 def metric_key(metric: str, k: int | None, aggregation: str) -> str:
@@ -885,9 +910,10 @@ def offline_runs_section(data: RunData) -> Section | None:
     """The complete offline runs side by side: each run's headline (the registry's HEADLINE keys its metrics
     table has, slice ``all``) with its interval."""
     skipped = [s for s in data.offline_skipped if s.startswith("run ")]
-    if not data.offline_runs and not skipped:
+    lost = unreadable_note(data, "offline run ")
+    if not data.offline_runs and not skipped and not lost:
         return None
-    section = Section("offline-runs", "Offline runs")
+    section = Section("offline-runs", "Offline runs", notes=lost)
     runs = data.offline_runs
     found: dict[tuple[str, str, int | None, str], dict[str, Any]] = {}
     for run in runs:
@@ -945,11 +971,13 @@ def ope_section(data: RunData) -> Section | None:
     interval in the table), then its diagnostics and notes.  No colour says better or worse: an estimate
     is not a measurement, and the diagnostics say how far to trust it."""
     skipped = [s for s in data.ope_skipped if s.startswith("ope run ")]
-    if not data.ope_runs and not skipped:
+    lost = unreadable_note(data, "ope run ")
+    if not data.ope_runs and not skipped and not lost:
         return None
-    section = Section("ope", "Off-policy estimates")
+    section = Section("ope", "Off-policy estimates", notes=lost)
     blocks = []
     for run in data.ope_runs:
+        run_id = name_id(run.name)
         rows = []
         for r in run.estimates.to_dict("records"):
             name = str(r["estimator"])
@@ -986,7 +1014,7 @@ def ope_section(data: RunData) -> Section | None:
             ]
             width = svg.label_width([w.label for w in whiskers], 200)
             chart = Chart(
-                f"ope-{slug(run.name)}-{level}",
+                f"ope-{run_id}-{level}",
                 f"{run.name}: reward {words}",
                 svg.dot_whisker(
                     whiskers,
@@ -1018,6 +1046,7 @@ def ope_section(data: RunData) -> Section | None:
         blocks.append(
             {
                 "run": run.name,
+                "id": run_id,
                 "start": summary.get("start"),
                 "end": summary.get("end"),
                 "target": summary.get("target"),
@@ -1040,9 +1069,10 @@ def simulation_section(data: RunData) -> Section | None:
     metric the simulation wrote (slice ``all``) with the logged day's value and the difference, and the
     rules of both."""
     skipped = [s for s in data.ope_skipped if s.startswith("simulation ")]
-    if not data.simulations and not skipped:
+    lost = unreadable_note(data, "simulation ")
+    if not data.simulations and not skipped and not lost:
         return None
-    section = Section("simulation", "Simulated lists")
+    section = Section("simulation", "Simulated lists", notes=lost)
     logged_metrics = _all_slice(data.tables.get("metrics", pd.DataFrame()))
     logged_rules = data.tables.get("rule_checks", pd.DataFrame())
     blocks = []
@@ -1088,7 +1118,7 @@ def simulation_section(data: RunData) -> Section | None:
             "requests": sim.summary.get("simulation", {}),
             "rows": rows,
             "rules": rules,
-            "id": f"simulation-{slug(sim.run)}-{sim.day}",
+            "id": f"simulation-{name_id(sim.run)}-{sim.day}",
         }
         if not logged:
             section.notes.append(f"{sim.run} {sim.day}: the logged day has no metrics in this report's range.")
@@ -1110,9 +1140,10 @@ def comparison_section(data: RunData) -> Section | None:
     """Each complete offline comparison (``recsys-spark offline-compare``): a table of the paired differences per
     metric, coloured by the same rule as the experiments."""
     skipped = [s for s in data.offline_skipped if s.startswith("comparison ")]
-    if not data.comparisons and not skipped:
+    lost = unreadable_note(data, "offline comparison ")
+    if not data.comparisons and not skipped and not lost:
         return None
-    section = Section("offline-comparison", "Offline comparison")
+    section = Section("offline-comparison", "Offline comparison", notes=lost)
     blocks = []
     for comp in data.comparisons:
         alpha = 1 - confidence_of(comp.summary, "confidence")
@@ -1149,7 +1180,7 @@ def comparison_section(data: RunData) -> Section | None:
             rows.append(row)
         where = {"base": comp.base, "candidate": comp.candidate}
         chart = Chart(
-            f"comparison-{slug(comp.base)}-{slug(comp.candidate)}",
+            f"comparison-{name_id(comp.base)}-{name_id(comp.candidate)}",
             title,
             "",
             {**where, "alpha": alpha, "rows": rows},

@@ -9,6 +9,11 @@ On a local or mounted path (no URL scheme, or ``file:``) pyarrow reads them dire
 is started; any other scheme (``hdfs://``, ``s3a://``, ...) goes through one SparkSession, which reads the
 same partitions and hands them to pandas.  Every frame is sorted by its keys, so the report never depends
 on file or task order.
+
+A file that cannot be read (a truncated or corrupt Parquet file, a ``summary.json`` or ``verdict.json`` cut
+short) leaves out what it belongs to -- that day's table, that run, that simulated day, that verdict -- and
+becomes an :class:`Unreadable` entry naming the file and why (``RunData.unreadable``, one line at the top of
+the page and in the section it belongs to): the rest of the report is still written.
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from recsys_spark.errors import MissingInputError, SchemaError
+from recsys_spark.errors import MissingInputError, SchemaError, is_unreadable_input, root_cause
 
 TABLES = ("metrics", "lorenz", "rule_checks", "experiments", "experiment_checks", "experiment_decisions")
 #: the experiment window's tables: one partition ``experiment=NAME/window=S_E`` each (``recsys-spark experiment``);
@@ -67,6 +73,44 @@ KEYS = {
 SUCCESS = "summary/dt={day}/_SUCCESS"
 
 
+class UnreadableFile(Exception):
+    """A file under the output root that cannot be read: ``path`` (relative to the root) and why."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """What the report left out (``what``: ``metrics of 2026-11-03``, ``ope run NAME``, ...) because ``path``
+    (relative to the output root) cannot be read, and why."""
+
+    what: str
+    path: str
+    reason: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.what} ({self.path}: {self.reason})"
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    return (text.strip().splitlines() or [""])[0][:limit]
+
+
+def parse_json(reader: Reader, path: str) -> Any | None:
+    """The JSON file ``path`` (None when absent); :class:`UnreadableFile` when it is not valid JSON (a
+    ``summary.json`` cut short by a full disk)."""
+    text = reader.text(path)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UnreadableFile(path, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+
+
 class Reader(Protocol):
     def frame(self, path: str) -> pd.DataFrame | None: ...
 
@@ -105,7 +149,20 @@ class LocalReader:
         full = f"{self.root}/{path}"
         if not os.path.isdir(full) or not any(not _hidden(name) for name in os.listdir(full)):
             return None
-        return pq.read_table(full).to_pandas()
+        try:
+            return pq.read_table(full).to_pandas()
+        except (pa.ArrowException, OSError) as exc:  # truncated, not Parquet, a corrupt page
+            raise self._culprit(path, exc) from None
+
+    def _culprit(self, path: str, exc: BaseException) -> UnreadableFile:
+        """The first data file of ``path`` that cannot be read alone, with its own error (else the directory)."""
+        full = f"{self.root}/{path}"
+        for name in sorted(n for n in os.listdir(full) if not _hidden(n) and os.path.isfile(f"{full}/{n}")):
+            try:
+                pq.read_table(f"{full}/{name}")
+            except (pa.ArrowException, OSError) as own:
+                return UnreadableFile(f"{path}/{name}", _first_line(str(own)))
+        return UnreadableFile(path, _first_line(str(exc)))
 
     def table(self, name: str, day: str) -> pd.DataFrame | None:
         return self.frame(f"{name}/dt={day}")
@@ -141,7 +198,12 @@ class SparkReader:
         full = f"{self.root}/{path}"
         if not fs.exists(self.spark, full) or not any(not _hidden(n) for n, _ in fs.entries(self.spark, full)):
             return None
-        return self.spark.read.parquet(full).toPandas()
+        try:
+            return self.spark.read.parquet(full).toPandas()
+        except Exception as exc:
+            if is_unreadable_input(exc):  # the root cause names the file
+                raise UnreadableFile(path, root_cause(exc, 300)) from None
+            raise
 
     def table(self, name: str, day: str) -> pd.DataFrame | None:
         return self.frame(f"{name}/dt={day}")
@@ -236,6 +298,12 @@ class RunData:
     ope_runs: list[OpeRun] = field(default_factory=list)
     simulations: list[SimulatedDay] = field(default_factory=list)
     ope_skipped: list[str] = field(default_factory=list)
+    #: what was left out because a file of it cannot be read, each naming the file (module docstring)
+    unreadable: list[Unreadable] = field(default_factory=list)
+
+    def unreadable_of(self, prefix: str) -> list[Unreadable]:
+        """The unreadable entries whose ``what`` starts with ``prefix`` (a section's own)."""
+        return [u for u in self.unreadable if u.what.startswith(prefix)]
 
     @property
     def present(self) -> list[str]:
@@ -275,25 +343,30 @@ def load(reader: Reader, start: dt.date, end: dt.date, offline_auc: pd.DataFrame
     days = day_range(start, end)
     readable = [d for d in days if complete(reader, d)]
     skipped = [d for d in days if d not in readable and any(reader.exists(f"{t}/dt={d}") for t in ("summary", *TABLES))]
+    unreadable: list[Unreadable] = []
     summaries: dict[str, dict[str, Any]] = {}
     for day in readable:
-        text = reader.text(f"summary/dt={day}/summary.json")
-        if text is not None:
-            summaries[day] = json.loads(text)
+        try:
+            summary = parse_json(reader, f"summary/dt={day}/summary.json")
+        except UnreadableFile as exc:
+            unreadable.append(Unreadable(f"the summary of {day}", exc.path, exc.reason))
+            continue
+        if summary is not None:
+            summaries[day] = summary
     tables: dict[str, pd.DataFrame] = {}
     for name in TABLES:
         parts = []
         for day in readable:
-            frame = reader.table(name, day)
+            frame = read_part(reader, f"{name}/dt={day}", f"{name} of {day}", unreadable)
             if frame is not None:
                 parts.append(frame.assign(dt=day))
         tables[name] = _joined(parts, name)
     if offline_auc is not None:
         offline_auc = _sorted(offline_auc[offline_auc["dt"].isin(days)], "offline_auc")
-    windows, window_checks = load_windows(reader, days[0], days[-1])
-    runs, comparisons, offline_skipped = load_offline(reader)
-    ope_runs, ope_skipped = load_ope(reader)
-    simulations, sim_skipped = load_simulations(reader, days)
+    windows, window_checks = load_windows(reader, days[0], days[-1], unreadable)
+    runs, comparisons, offline_skipped = load_offline(reader, unreadable)
+    ope_runs, ope_skipped = load_ope(reader, unreadable)
+    simulations, sim_skipped = load_simulations(reader, days, unreadable)
     return RunData(
         start,
         end,
@@ -310,7 +383,18 @@ def load(reader: Reader, start: dt.date, end: dt.date, offline_auc: pd.DataFrame
         ope_runs=ope_runs,
         simulations=simulations,
         ope_skipped=ope_skipped + sim_skipped,
+        unreadable=unreadable,
     )
+
+
+def read_part(reader: Reader, path: str, what: str, unreadable: list[Unreadable]) -> pd.DataFrame | None:
+    """``reader.frame(path)``; None, and an :class:`Unreadable` entry for ``what``, when a file of it cannot
+    be read."""
+    try:
+        return reader.frame(path)
+    except UnreadableFile as exc:
+        unreadable.append(Unreadable(what, exc.path, exc.reason))
+        return None
 
 
 def _partition(entry: str, key: str) -> str | None:
@@ -333,13 +417,16 @@ def window_span(text: str) -> tuple[str, str] | None:
     return (start, end) if first <= last else None
 
 
-def load_windows(reader: Reader, first: str, last: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def load_windows(
+    reader: Reader, first: str, last: str, unreadable: list[Unreadable] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The experiment windows whose end falls in ``first`` .. ``last``, and their checks.
 
     Each partition ``experiment=NAME/window=S_E`` gets ``experiment``, ``window_start`` and ``window_end``
     from its path.
     """
     results, checks = [], []
+    lost = [] if unreadable is None else unreadable
     table, checks_table = WINDOW_TABLES
     for entry in reader.dirs(table):
         experiment = _partition(entry, "experiment")
@@ -351,11 +438,12 @@ def load_windows(reader: Reader, first: str, last: str) -> tuple[pd.DataFrame, p
             if span is None or not first <= span[1] <= last:
                 continue
             where = {"experiment": experiment, "window_start": span[0], "window_end": span[1]}
-            frame = reader.frame(f"{table}/{entry}/{sub}")
+            what = f"the window {span[0]}..{span[1]} of {experiment}"
+            frame = read_part(reader, f"{table}/{entry}/{sub}", what, lost)
             if frame is None:
                 continue
             results.append(frame.assign(**where))
-            found = reader.frame(f"{checks_table}/{entry}/{sub}")
+            found = read_part(reader, f"{checks_table}/{entry}/{sub}", f"{what}: its checks", lost)
             if found is not None:
                 checks.append(found.assign(**where))
     return _joined(results, table), _joined(checks, checks_table)
@@ -366,29 +454,41 @@ def _joined(parts: list[pd.DataFrame], name: str) -> pd.DataFrame:
 
 
 def _summary(reader: Reader, where: str) -> dict[str, Any] | None:
-    """``where/summary.json`` when ``where/_SUCCESS`` exists (the run is complete), else None."""
+    """``where/summary.json`` when ``where/_SUCCESS`` exists (the run is complete), else None;
+    :class:`UnreadableFile` when the file is not valid JSON."""
     if not reader.exists(f"{where}/_SUCCESS"):
         return None
-    text = reader.text(f"{where}/summary.json")
-    return json.loads(text) if text else {}
+    return parse_json(reader, f"{where}/summary.json") or {}
 
 
-def load_offline(reader: Reader) -> tuple[list[OfflineRun], list[Comparison], list[str]]:
-    """The complete offline runs and comparisons (by name), and the incomplete ones' names."""
+def _frame(reader: Reader, path: str) -> pd.DataFrame:
+    """``reader.frame(path)``, an empty frame when absent (:class:`UnreadableFile` passes through)."""
+    frame = reader.frame(path)
+    return frame if frame is not None else pd.DataFrame()
+
+
+def load_offline(
+    reader: Reader, unreadable: list[Unreadable] | None = None
+) -> tuple[list[OfflineRun], list[Comparison], list[str]]:
+    """The complete offline runs and comparisons (by name), and the incomplete ones' names; a run or comparison
+    with a file that cannot be read is left out and added to ``unreadable``."""
     runs: list[OfflineRun] = []
     comparisons: list[Comparison] = []
     skipped: list[str] = []
+    lost = [] if unreadable is None else unreadable
     summaries = f"{OFFLINE}/summary"
     for entry in reader.dirs(summaries):
         run = _partition(entry, "run")
         if run is not None:
-            summary = _summary(reader, f"{summaries}/{entry}")
-            if summary is None:
-                skipped.append(f"run {run}")
-                continue
-            metrics = reader.frame(f"{OFFLINE}/metrics/{entry}")
-            metrics = _sorted(metrics, "offline_metrics") if metrics is not None else pd.DataFrame()
-            runs.append(OfflineRun(run, summary, metrics))
+            try:
+                summary = _summary(reader, f"{summaries}/{entry}")
+                if summary is None:
+                    skipped.append(f"run {run}")
+                else:
+                    metrics = _frame(reader, f"{OFFLINE}/metrics/{entry}")
+                    runs.append(OfflineRun(run, summary, _sorted(metrics, "offline_metrics")))
+            except UnreadableFile as exc:
+                lost.append(Unreadable(f"offline run {run}", exc.path, exc.reason))
         base = _partition(entry, "base")
         if base is None:
             continue
@@ -396,45 +496,51 @@ def load_offline(reader: Reader) -> tuple[list[OfflineRun], list[Comparison], li
             candidate = _partition(sub, "candidate")
             if candidate is None:
                 continue
-            summary = _summary(reader, f"{summaries}/{entry}/{sub}")
-            if summary is None:
-                skipped.append(f"comparison {base} -> {candidate}")
+            try:
+                summary = _summary(reader, f"{summaries}/{entry}/{sub}")
+                if summary is None:
+                    skipped.append(f"comparison {base} -> {candidate}")
+                    continue
+                rows = _frame(reader, f"{OFFLINE}/comparison/{entry}/{sub}")
+            except UnreadableFile as exc:
+                lost.append(Unreadable(f"offline comparison {base} -> {candidate}", exc.path, exc.reason))
                 continue
-            rows = reader.frame(f"{OFFLINE}/comparison/{entry}/{sub}")
-            rows = _sorted(rows, "offline_comparison") if rows is not None else pd.DataFrame()
-            comparisons.append(Comparison(base, candidate, summary, rows))
+            comparisons.append(Comparison(base, candidate, summary, _sorted(rows, "offline_comparison")))
     return runs, comparisons, skipped
 
 
-def load_ope(reader: Reader) -> tuple[list[OpeRun], list[str]]:
-    """The complete OPE runs (by name), and the incomplete ones' names."""
+def load_ope(reader: Reader, unreadable: list[Unreadable] | None = None) -> tuple[list[OpeRun], list[str]]:
+    """The complete OPE runs (by name), and the incomplete ones' names; a run with a file that cannot be read
+    is left out and added to ``unreadable`` (``what``: ``ope run NAME``)."""
     runs: list[OpeRun] = []
     skipped: list[str] = []
+    lost = [] if unreadable is None else unreadable
     for entry in reader.dirs(f"{OPE}/summary"):
         run = _partition(entry, "run")
         if run is None:
             continue
-        summary = _summary(reader, f"{OPE}/summary/{entry}")
-        if summary is None:
-            skipped.append(f"ope run {run}")
+        try:
+            summary = _summary(reader, f"{OPE}/summary/{entry}")
+            if summary is None:
+                skipped.append(f"ope run {run}")
+                continue
+            estimates = _frame(reader, f"{OPE}/estimates/{entry}")  # in the order the run wrote them
+            diagnostics = _frame(reader, f"{OPE}/diagnostics/{entry}")  # in the run's order too
+        except UnreadableFile as exc:
+            lost.append(Unreadable(f"ope run {run}", exc.path, exc.reason))
             continue
-        estimates = reader.frame(f"{OPE}/estimates/{entry}")
-        diagnostics = reader.frame(f"{OPE}/diagnostics/{entry}")
-        runs.append(
-            OpeRun(
-                run,
-                summary,
-                estimates if estimates is not None else pd.DataFrame(),  # in the order the run wrote them
-                diagnostics if diagnostics is not None else pd.DataFrame(),  # in the run's order too
-            )
-        )
+        runs.append(OpeRun(run, summary, estimates, diagnostics))
     return runs, skipped
 
 
-def load_simulations(reader: Reader, days: list[str]) -> tuple[list[SimulatedDay], list[str]]:
-    """The complete simulated days of the range (by run, then day), and the incomplete ones' names."""
+def load_simulations(
+    reader: Reader, days: list[str], unreadable: list[Unreadable] | None = None
+) -> tuple[list[SimulatedDay], list[str]]:
+    """The complete simulated days of the range (by run, then day), and the incomplete ones' names; a day with
+    a file that cannot be read is left out and added to ``unreadable`` (``what``: ``simulation NAME D``)."""
     found: list[SimulatedDay] = []
     skipped: list[str] = []
+    lost = [] if unreadable is None else unreadable
     for entry in reader.dirs(f"{SIMULATION}/summary"):
         run = _partition(entry, "run")
         if run is None:
@@ -443,21 +549,17 @@ def load_simulations(reader: Reader, days: list[str]) -> tuple[list[SimulatedDay
             day = _partition(sub, "dt")
             if day is None or day not in days:
                 continue
-            summary = _summary(reader, f"{SIMULATION}/summary/{entry}/{sub}")
-            if summary is None:
-                skipped.append(f"simulation {run} {day}")
+            try:
+                summary = _summary(reader, f"{SIMULATION}/summary/{entry}/{sub}")
+                if summary is None:
+                    skipped.append(f"simulation {run} {day}")
+                    continue
+                metrics = _frame(reader, f"{SIMULATION}/metrics/{entry}/{sub}")
+                rules = _frame(reader, f"{SIMULATION}/rule_checks/{entry}/{sub}")
+            except UnreadableFile as exc:
+                lost.append(Unreadable(f"simulation {run} {day}", exc.path, exc.reason))
                 continue
-            metrics = reader.frame(f"{SIMULATION}/metrics/{entry}/{sub}")
-            rules = reader.frame(f"{SIMULATION}/rule_checks/{entry}/{sub}")
-            found.append(
-                SimulatedDay(
-                    run,
-                    day,
-                    summary,
-                    _sorted(metrics, "metrics") if metrics is not None else pd.DataFrame(),
-                    _sorted(rules, "rule_checks") if rules is not None else pd.DataFrame(),
-                )
-            )
+            found.append(SimulatedDay(run, day, summary, _sorted(metrics, "metrics"), _sorted(rules, "rule_checks")))
     return found, skipped
 
 

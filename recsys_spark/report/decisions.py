@@ -8,7 +8,6 @@ Two sections, added after the experiments section by :func:`with_decisions`: ``d
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -17,7 +16,7 @@ import pandas as pd
 from recsys_spark import registry
 from recsys_spark.report import svg
 from recsys_spark.report.build import Chart, Section, _day_labels, _num, _tick_every, metric_label, slug
-from recsys_spark.report.data import Reader, RunData
+from recsys_spark.report.data import Reader, RunData, Unreadable, UnreadableFile, parse_json
 from recsys_spark.schema import ALL, GATE_TABLE, VERDICT
 
 
@@ -34,13 +33,19 @@ def _names(reader: Reader, path: str) -> list[str]:
     return sorted(os.listdir(full)) if os.path.isdir(full) else []
 
 
-def read_verdicts(reader: Reader) -> list[dict[str, Any]]:
-    """Every gate's verdict under the output root, by name (a name whose verdict is being replaced is skipped)."""
+def read_verdicts(reader: Reader, unreadable: list[Unreadable] | None = None) -> list[dict[str, Any]]:
+    """Every gate's verdict under the output root, by name (a name whose verdict is being replaced is skipped;
+    one that is not valid JSON is left out and added to ``unreadable``)."""
     out = []
     for name in _names(reader, GATE_TABLE):
-        text = reader.text(f"{GATE_TABLE}/{name}/{VERDICT}")
-        if text is not None:
-            out.append(json.loads(text))
+        try:
+            verdict = parse_json(reader, f"{GATE_TABLE}/{name}/{VERDICT}")
+        except UnreadableFile as exc:
+            if unreadable is not None:
+                unreadable.append(Unreadable(f"gate verdict {name}", exc.path, exc.reason))
+            continue
+        if verdict is not None:
+            out.append(verdict)
     return out
 
 
