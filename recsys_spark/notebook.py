@@ -20,7 +20,7 @@ import datetime as dt
 import json
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,11 +32,13 @@ from pyspark.sql.window import Window
 
 from recsys_spark import registry
 from recsys_spark.config import Config, load_config
-from recsys_spark.errors import HardRuleViolation, UsageError
+from recsys_spark.errors import HardRuleViolation, SchemaError, UsageError
 from recsys_spark.schema import (
     ALL,
+    CLICK_COLUMNS,
     CLICKED,
     COPIES,
+    EXPOSURE_COLUMNS,
     ITEM,
     N_EVENTS,
     POSITION,
@@ -47,6 +49,7 @@ from recsys_spark.schema import (
     SLICE,
     TS,
     USER,
+    ColumnSpec,
 )
 from recsys_spark.session import apply_time_zone
 
@@ -89,6 +92,39 @@ class Evaluation:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
 
+#: what a contract column of each kind may be, said when a DataFrame's column is of another type
+_EXPECTED = {
+    "timestamp": "a timestamp, a date or a date-time string (epoch seconds: F.timestamp_seconds(col); milliseconds: "
+    "F.timestamp_millis(col))",
+    "id": "a string or an integer",
+    "int": "a number",
+    "double": "a number",
+    "string": "a string or an integer",
+}
+
+
+def _contract(frame: DataFrame, columns: Sequence[ColumnSpec], what: str, mapping: Mapping[str, str]) -> DataFrame:
+    """``frame`` renamed by ``input.columns`` and cast to the input contract as the command line reads a file
+    (:func:`recsys_spark.read.conform`: a timestamp, date or string ``ts``; ids as strings), without running a
+    job; a ValueError naming the column and what it expects when one is missing or of a type the job refuses
+    (an integer ``ts``: epoch seconds are not guessed, as on the command line)."""
+    from recsys_spark.catalog import rename_columns
+    from recsys_spark.read import conform
+
+    try:
+        return conform(rename_columns(frame, mapping), columns, what)
+    except SchemaError as exc:
+        text = str(exc)
+        spec = next((c for c in columns if f"column {c.name!r}" in text), None)
+        if spec is None:
+            hint = "the input contract: docs/operations.md"
+        elif "missing column" in text:
+            hint = f"the input contract, docs/notebook.md; another name maps with input.columns ({spec.name} = ...)"
+        else:
+            hint = f"expected {_EXPECTED[spec.kind]}"
+        raise ValueError(f"evaluate: {text} ({hint})") from None
+
+
 def _the_day(exposures: DataFrame, zone: str) -> dt.date:
     """The one day the exposures' timestamps fall on, in ``zone``; a UsageError when they span several."""
     apply_time_zone(exposures.sparkSession, zone)
@@ -127,9 +163,12 @@ def evaluate(
     """
     spark: SparkSession = exposures.sparkSession
     cfg = config or load_config(None, list(settings))
+    mapping = dict(cfg.input.columns)
+    conformed = _contract(exposures, EXPOSURE_COLUMNS, "exposures", mapping)  # a bad ts: a ValueError naming it
+    _contract(clicks, CLICK_COLUMNS, "clicks", mapping)
     day = dt.date.fromisoformat(date) if isinstance(date, str) else date
     if day is None:
-        day = _the_day(exposures, cfg.validation.time_zone)
+        day = _the_day(conformed, cfg.validation.time_zone)
     owned = scratch is None
     root = scratch or tempfile.mkdtemp(prefix="recsys-spark-")
     if owned:
@@ -187,10 +226,31 @@ class RankingEvaluator(Evaluator):
     def isLargerBetter(self) -> bool:  # noqa: N802 - MLlib's name
         return bool(registry.metric(self.metric).higher_is_better)
 
+    def _refuse_null_ids(self, dataset: DataFrame) -> None:
+        """A ValueError naming the column when one is missing, or when a row has a null user or item: such a
+        row belongs to no list (a null user crashed the per-user pass; a null item was scored as an item of its
+        own).  One Spark job counts both, skipped when the schema says neither column can be null."""
+        cols = {"user": self.userCol, "item": self.itemCol}
+        for role, col in (*cols.items(), ("prediction", self.predictionCol), ("label", self.labelCol)):
+            if col not in dataset.columns:
+                raise ValueError(f"RankingEvaluator: no column {col!r} ({role}Col) in {', '.join(dataset.columns)}")
+        nullable = {role: col for role, col in cols.items() if dataset.schema[col].nullable}
+        if not nullable:
+            return
+        found = dataset.select(*(F.count(F.when(F.col(c).isNull(), 1)).alias(r) for r, c in nullable.items())).first()
+        assert found is not None
+        for role, col in nullable.items():
+            if found[role]:
+                raise ValueError(
+                    f"RankingEvaluator: {found[role]} row(s) with a null {role} ({role}Col {col!r}): a prediction "
+                    f"must name its {role}; drop them first (dataset.dropna(subset=[{col!r}]))"
+                )
+
     def _evaluate(self, dataset: DataFrame) -> float:
         from recsys_spark.daily.stages import run_metric_stage
         from recsys_spark.write import ScratchOutput
 
+        self._refuse_null_ids(dataset)
         at_k = registry.metric(self.metric).at_k
         cfg = load_config(None, [f"metrics.k=[{self.k if at_k else 10}]"])
         rank = Window.partitionBy(USER).orderBy(F.col(SCORE).desc(), F.col(ITEM))

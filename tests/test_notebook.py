@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.days import CLICKS, DAY, EXPOSURES, day_input, run_day
+from pyspark.sql import functions as F
 from sklearn.metrics import ndcg_score, roc_auc_score
 
 import recsys_spark
@@ -89,3 +90,57 @@ def test_the_documented_example_runs_and_selects_a_model(spark, capsys):
     assert "0.815" in out  # the hand-checked NDCG@2
     averages = [float(x) for x in re.findall(r"\[([^\]]+)\]", out.splitlines()[-1])[0].split(",")]
     assert len(averages) == 2 and all(0.0 <= a <= 1.0 and not math.isnan(a) for a in averages)
+
+
+# --- hostile inputs (issue 40, defect 8) ------------------------------------------------------------------------
+@pytest.mark.parametrize("column", ["user", "item"])
+def test_the_evaluator_refuses_a_null_id_naming_the_column(spark, column):
+    # a null user crashed the per-user kernel with an internal IndexError
+    rows = PREDICTIONS + [(None, "a", 0.3, 1.0) if column == "user" else ("u1", None, 0.3, 1.0)]
+    frame = spark.createDataFrame(rows, "user string, item string, prediction double, label double")
+    with pytest.raises(ValueError, match=rf"1 row\(s\) with a null {column} \({column}Col '{column}'\)"):
+        recsys_spark.RankingEvaluator(metric="ndcg", k=2).evaluate(frame)
+    renamed = frame.withColumnRenamed(column, "who")
+    evaluator = recsys_spark.RankingEvaluator(metric="ndcg", k=2, **{f"{column}Col": "who"})
+    with pytest.raises(ValueError, match=rf"null {column} \({column}Col 'who'\)"):
+        evaluator.evaluate(renamed)
+    with pytest.raises(ValueError, match=rf"no column '{column}' \({column}Col\) in"):
+        recsys_spark.RankingEvaluator(metric="ndcg", k=2).evaluate(renamed)
+
+
+def _exposures_with_ts(spark, ts_type: str, value):
+    rows = [(*r[:-1], value) for r in EXPOSURES]
+    return spark.createDataFrame(rows, EXPOSURE_DDL.replace("ts timestamp", f"ts {ts_type}"))
+
+
+@pytest.mark.parametrize("date", [None, DAY.isoformat()])
+def test_evaluate_names_a_missing_ts_column(spark, date):
+    # Spark's raw UNRESOLVED_COLUMN error before (or, with date=, a schema error naming the scratch directory)
+    exposures = spark.createDataFrame(EXPOSURES, EXPOSURE_DDL).drop("ts")
+    with pytest.raises(ValueError, match=r"evaluate: missing column 'ts' in exposures \(the input contract"):
+        recsys_spark.evaluate(exposures, spark.createDataFrame(CLICKS, CLICK_DDL), date=date)
+
+
+@pytest.mark.parametrize("date", [None, DAY.isoformat()])
+def test_evaluate_names_an_epoch_seconds_ts_and_what_it_expects(spark, date):
+    # Spark's raw DATATYPE_MISMATCH cast error before; the command line refuses an integer ts the same way
+    noon = int(dt.datetime(2026, 11, 20, 12, tzinfo=dt.timezone.utc).timestamp())
+    exposures = _exposures_with_ts(spark, "bigint", noon)
+    with pytest.raises(ValueError, match=r"column 'ts' in exposures has type bigint.*F\.timestamp_seconds"):
+        recsys_spark.evaluate(exposures, spark.createDataFrame(CLICKS, CLICK_DDL), date=date)
+    clicks = spark.createDataFrame(CLICKS, CLICK_DDL).withColumn("ts", F.lit(noon))
+    with pytest.raises(ValueError, match=r"column 'ts' in clicks has type int"):
+        recsys_spark.evaluate(spark.createDataFrame(EXPOSURES, EXPOSURE_DDL), clicks, date=date)
+
+
+def test_evaluate_reads_a_mapped_or_string_ts_as_the_command_line_does(spark):
+    # input.columns renamed the files the daily job read, but the day was looked up on the frame as it came
+    exposures = spark.createDataFrame(EXPOSURES, EXPOSURE_DDL).withColumnRenamed("ts", "event_time")
+    exposures = exposures.withColumn("event_time", F.date_format("event_time", "yyyy-MM-dd HH:mm:ss"))
+    clicks = spark.createDataFrame(CLICKS, CLICK_DDL).withColumnRenamed("ts", "event_time")
+    result = recsys_spark.evaluate(exposures, clicks, settings=["metrics.k=[1]", 'input.columns={ts = "event_time"}'])
+    try:
+        assert result.summary["date"] == DAY.isoformat()
+        assert result.value("ndcg", 1, "user_avg") == pytest.approx(2 / 3)
+    finally:
+        result.close()
