@@ -130,9 +130,10 @@ demo-full: $(VENV)/.runtime ## the long tour, one command at a time as a schedul
 # a throwaway venv, on the same sufficient statistics; prints the GOLDEN literal the test holds, with the version.
 GBSTATS_VENV ?= /tmp/gbvenv
 .PHONY: golden-gbstats
-golden-gbstats: ## print gbstats' sequential intervals and p-values for tests/test_sequential.py (a throwaway venv)
+golden-gbstats: ## print gbstats' sequential and CUPED golden values for tests/test_sequential.py and test_experiments_kernels.py (a throwaway venv)
 	test -x $(GBSTATS_VENV)/bin/python || { $(PY) -m venv $(GBSTATS_VENV) && $(GBSTATS_VENV)/bin/pip install --quiet gbstats; }
 	$(GBSTATS_VENV)/bin/python tests/golden/gbstats_sequential.py
+	$(GBSTATS_VENV)/bin/python tests/golden/gbstats_cuped.py
 
 BENCH_SIZES ?= 1M,5M,20M
 BENCH_REPEATS ?= 3

@@ -28,7 +28,8 @@ from recsys_spark.kernels.stats import (
 
 #: the version of gbstats that computed GOLDEN (pip install gbstats; python tests/golden/gbstats_sequential.py)
 GBSTATS_VERSION = "0.8.0"
-#: per case: kind, alpha, tuning, the two arms' sums, and gbstats' absolute (and relative) estimate, interval, p
+#: per case: kind, alpha, tuning, the two arms' sums, and gbstats' absolute and relative estimate, interval, p
+#: (the CUPED means' relative added in issue 40, from the same script and gbstats, the other values unchanged)
 GOLDEN = [
     {
         "kind": "mean",
@@ -230,7 +231,13 @@ GOLDEN = [
                 "ci_low": 0.07070915085614637,
                 "ci_high": 0.16589238892835056,
                 "p": 6.683843144280882e-10,
-            }
+            },
+            "relative": {
+                "estimate": 0.08161302226451443,
+                "ci_low": 0.047532038598480486,
+                "ci_high": 0.11569400593054838,
+                "p": 3.1678491497098078e-09,
+            },
         },
     },
     {
@@ -265,7 +272,13 @@ GOLDEN = [
                 "ci_low": 0.024735052187205793,
                 "ci_high": 0.05166601499496087,
                 "p": 1.549403216461379e-15,
-            }
+            },
+            "relative": {
+                "estimate": 0.026487054208127685,
+                "ci_low": 0.01702298107878053,
+                "ci_high": 0.03595112733747484,
+                "p": 4.009444960718716e-15,
+            },
         },
     },
     {

@@ -243,12 +243,16 @@ def cuped_compare(
 ) -> tuple[Comparison, float]:
     """Welch's test on CUPED-adjusted values, theta pooled over both arms; returns (comparison, theta).
 
-    The adjusted control mean is the base of the relative lift.
+    The relative lift is the adjusted difference over the plain control mean, Δ_cv / ȳ_c, with the variance
+    Var(y_cv)_t/(n_t ȳ_c²) + Var(y_cv)_c ȳ_t²/(n_c ȳ_c⁴) and Welch's df: what gbstats (0.8.0) computes for a
+    ``RegressionAdjustedStatistic`` (its golden values in tests/test_experiments_kernels.py), so that the lift
+    is the change over the ``control_value`` of the same row (docs/experiments.md, "CUPED").
     """
     theta = cuped_theta([control, treatment])
     x_mean = (control.sum_x + treatment.sum_x) / (control.n + treatment.n)
-    comp = welch(cuped_adjusted(control, theta, x_mean), cuped_adjusted(treatment, theta, x_mean), confidence)
-    return comp, theta
+    plain = (control.sum_y / control.n, treatment.sum_y / treatment.n) if control.n and treatment.n else None
+    adjusted = cuped_adjusted(control, theta, x_mean), cuped_adjusted(treatment, theta, x_mean)
+    return welch(*adjusted, confidence, unadjusted=plain), theta
 
 
 @dataclass(frozen=True)

@@ -334,14 +334,27 @@ class Comparison:
 
 
 def compare_estimates(
-    mc: float, vc: float, mt: float, vt: float, q: float, p_of, df: float | None, method: str
+    mc: float,
+    vc: float,
+    mt: float,
+    vt: float,
+    q: float,
+    p_of,
+    df: float | None,
+    method: str,
+    unadjusted: tuple[float, float] | None = None,
 ) -> Comparison:
     """Δ = mt − mc with Var = vc + vt (variances of the two estimates); lift Δ/mc with the gbstats variance
-    Var(Δ/mc) ≈ vt/mc² + vc·mt²/mc⁴."""
+    Var(Δ/mc) ≈ vt/mc² + vc·mt²/mc⁴.
+
+    ``unadjusted`` (CUPED: the arms' plain means (ȳ_c, ȳ_t) beside the adjusted estimates mc, mt): the lift is
+    Δ/ȳ_c and its variance vt/ȳ_c² + vc·ȳ_t²/ȳ_c⁴, as gbstats' ``frequentist_diff`` and ``frequentist_variance``
+    (0.8.0) take them, so that the lift is the change over the control value the row shows."""
     delta = mt - mc
     se = math.sqrt(vc + vt) if vc + vt >= 0 else math.nan
-    rel = _div(delta, mc)
-    rel_se = math.sqrt(vt / mc**2 + vc * mt**2 / mc**4) if mc else math.nan
+    bc, bt = unadjusted if unadjusted is not None else (mc, mt)
+    rel = _div(delta, bc)
+    rel_se = math.sqrt(vt / bc**2 + vc * bt**2 / bc**4) if bc else math.nan
     stat = _div(delta, se) if se else (math.nan if delta == 0 else math.copysign(math.inf, delta))
     rel_stat = _div(rel, rel_se) if rel_se else math.nan
     return Comparison(
@@ -360,19 +373,23 @@ def compare_estimates(
     )
 
 
-def welch(control: MeanStats, treatment: MeanStats, confidence: float = 0.95) -> Comparison:
+def welch(
+    control: MeanStats, treatment: MeanStats, confidence: float = 0.95, unadjusted: tuple[float, float] | None = None
+) -> Comparison:
     """Welch's t for a difference of per-unit means, Satterthwaite degrees of freedom.
 
     Δ = x̄_t − x̄_c, se² = s²_c/n_c + s²_t/n_t,
     df = se⁴ / ((s²_c/n_c)²/(n_c − 1) + (s²_t/n_t)²/(n_t − 1)); the same t and p
     as ``scipy.stats.ttest_ind(control, treatment, equal_var=False)`` (sign
     reversed: Δ is treatment − control).  Relative lift Δ / x̄_c by the delta method
-    (GrowthBook), with the same df.  NaN throughout when either arm has n < 2.
+    (GrowthBook), with the same df.  NaN throughout when either arm has n < 2.  ``unadjusted``: the plain
+    means of arms given as CUPED-adjusted values, the base of the lift (:func:`compare_estimates`).
     """
     vc, vt = _div(control.var, control.n), _div(treatment.var, treatment.n)
     df = _satterthwaite(vc, control.n, vt, treatment.n)
     q = _tq(confidence, df) if math.isfinite(df) or df == math.inf else math.nan
-    return compare_estimates(control.mean, vc, treatment.mean, vt, q, lambda s: _p_t(s, df), df, "welch")
+    p_of = lambda s: _p_t(s, df)  # noqa: E731
+    return compare_estimates(control.mean, vc, treatment.mean, vt, q, p_of, df, "welch", unadjusted)
 
 
 def _satterthwaite(vc: float, nc: float, vt: float, nt: float) -> float:

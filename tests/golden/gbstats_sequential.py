@@ -8,8 +8,8 @@ sums: absolute and relative differences, its interval and p-value.
 
 * ``mean``: ``SampleMeanStatistic(n, Σx, Σx²)`` per arm (our Welch rows);
 * ``ratio``: ``RatioStatistic`` of ``SampleMeanStatistic`` numerator and denominator and Σxy (our delta rows);
-* ``cuped_mean``: ``RegressionAdjustedStatistic`` (post, pre, Σ post·pre; θ pooled by gbstats), absolute only:
-  gbstats divides the relative lift by the unadjusted control mean, ours by the adjusted one;
+* ``cuped_mean``: ``RegressionAdjustedStatistic`` (post, pre, Σ post·pre; θ pooled by gbstats), absolute and
+  relative (the adjusted difference over the unadjusted control mean, as ours since issue 40);
 * ``cuped_ratio``: gbstats 0.8 has no regression-adjusted ratio; its sequence is applied to our per-arm CUPED
   ratio estimates (``kernels.experiments.cuped_ratio_compare``): a ``SampleMeanStatistic`` with that mean and
   that variance × n stands in for each arm (gbstats reads only n, the mean and the variance), so the case checks
@@ -179,10 +179,7 @@ def golden(case: dict) -> dict:
         adjusted = cuped_ratio_compare(rc, rt, 1 - alpha)
         assert adjusted is not None and abs(adjusted[0].delta - (adj_t - adj_c)) < 1e-12  # the kernel's estimate
         a, b = stand_in(int(c["n"]), adj_c, var_c), stand_in(int(t["n"]), adj_t, var_t)
-    result = {"absolute": gb(a, b, False, alpha, tuning)}
-    if kind != "cuped_mean":  # gbstats' CUPED relative lift divides by the unadjusted control mean, ours not
-        result["relative"] = gb(a, b, True, alpha, tuning)
-    return result
+    return {"absolute": gb(a, b, False, alpha, tuning), "relative": gb(a, b, True, alpha, tuning)}
 
 
 def _ratio_covariate(s: dict[str, float]):
