@@ -265,15 +265,14 @@ def test_evaluate_daily_runs_with_or_without_the_evaluate_word():
 
 # --- names that become paths (issue 40, defect 9): one check, config.check_name, everywhere ----------------------
 HOSTILE_NAMES = ["../../x", "..", ".", "a/b", "dt=2026-11-20", "_hidden", ".hidden", "x\n", "", "a" * 129]
+DATES = ["--start", "2026-11-14", "--end", "2026-11-20"]
 NAMED_FLAGS = [
     (["offline", "--output-root", "o", "--run", "{}"], "--run"),
     (["offline-compare", "--output-root", "o", "--base", "{}", "--candidate", "b"], "--base"),
     (["offline-compare", "--output-root", "o", "--base", "a", "--candidate", "{}"], "--candidate"),
-    (["ope", "--run", "{}", "--start", "2026-11-14", "--end", "2026-11-20", "--input-root", "i", "--output-root", "o"],
-     "--run"),  # fmt: skip
+    (["ope", "--run", "{}", *DATES, "--input-root", "i", "--output-root", "o"], "--run"),
     (["simulate", "--run", "{}", "--date", "2026-11-20", "--input-root", "i", "--output-root", "o"], "--run"),
-    (["experiment", "--experiment", "{}", "--start", "2026-11-14", "--end", "2026-11-20", "--output-root", "o"],
-     "--experiment"),  # fmt: skip
+    (["experiment", "--experiment", "{}", *DATES, "--output-root", "o"], "--experiment"),
 ]
 
 
