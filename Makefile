@@ -126,6 +126,15 @@ demo-full: $(VENV)/.runtime ## the long tour, one command at a time as a schedul
 	@echo "report: $$($(BIN)/recsys-spark report --output-root $(DEMO_OUT) --start $(DEMO_START) --end $(DATE))"
 	@echo "outputs: $(DEMO_OUT)/{metrics,user_metrics,lorenz,rule_checks,experiments,summary}/dt=..., $(DEMO_OUT)/offline/{metrics,...}/run=..., $(DEMO_OUT)/gate/NAME/verdict.json"
 
+# The output tables of the previous release for tests/test_upgrade.py (tests/fixtures/README.md): the commit's own
+# demo in a temporary git worktree, on this venv's python with PYTHONPATH on the old tree (FIXTURE_PYTHON for
+# a venv of its own); replaces tests/fixtures/previous_release/.  Run it when a release is cut.
+FIXTURE_COMMIT ?= fixtures/2026-11-previous
+FIXTURE_PYTHON ?= $(CURDIR)/$(BIN)/python
+.PHONY: fixtures-previous
+fixtures-previous: $(VENV)/.runtime ## regenerate tests/fixtures/previous_release from FIXTURE_COMMIT's own code
+	$(BIN)/python tests/fixtures/make_previous_release.py --commit $(FIXTURE_COMMIT) --python $(FIXTURE_PYTHON)
+
 # The golden values of the always-valid intervals (tests/test_sequential.py): GrowthBook's gbstats from PyPI in
 # a throwaway venv, on the same sufficient statistics; prints the GOLDEN literal the test holds, with the version.
 GBSTATS_VENV ?= /tmp/gbvenv

@@ -7,7 +7,8 @@ import pytest
 collect_ignore = [
     "airflow",
     "golden",
-]  # the DAG test runs in its own venv (make test-airflow); golden/: scripts run in throwaway venvs
+    "fixtures",
+]  # the DAG test runs in its own venv (make test-airflow); golden/: scripts run in throwaway venvs; fixtures/: data
 
 
 @pytest.fixture(scope="session")
