@@ -170,7 +170,7 @@ def specs_with_columns(specs: Sequence[MetricSpec], columns: Sequence[str]) -> t
     left = [s.name for s in specs if s not in kept]
     note = (
         f"experiments.metrics {left} left out: the per-user table has no sums for them (no value or dwell "
-        "column in the clicks, or an event not in labels.conversion_events)"
+        "column in the clicks, an event not in labels.conversion_events, or a day written before they existed)"
     )
     return kept, [note] if left else []
 
@@ -255,9 +255,10 @@ def _spec_sums(spec: MetricSpec, cuped: bool) -> list[Column]:
             s(f"{den} * {den}", "yy"),
             s(f"{num} * {den}", "xy"),
         ]
-        if cuped:  # pre-period numerator u and denominator v, 0 without pre-period rows
-            u = f"coalesce({_q('_cov_' + spec.num)}, 0D)"
-            v = f"coalesce({_q('_cov_' + spec.den)}, 0D)"
+        if cuped:  # pre-period numerator u and denominator v, both 0 without pre-period rows or either sum
+            cnum, cden = _q("_cov_" + spec.num), _q("_cov_" + spec.den)
+            both = f"{cnum} IS NOT NULL AND {cden} IS NOT NULL"
+            u, v = f"if({both}, {cnum}, 0D)", f"if({both}, {cden}, 0D)"
             out += [
                 s(f"if({v} > 0, 1D, 0D)", "cn"),
                 s(u, "u"),
@@ -308,12 +309,20 @@ def with_covariates(rows: DataFrame, previous: DataFrame | None, specs: Sequence
     A covariate must not carry the treatment: a pre-period day on which the
     user was already assigned to the experiment (either variant) is left out,
     so a daily run of a running experiment adjusts only by days before each
-    user's exposure.  ``rows`` has one row per (experiment, slice, user).
+    user's exposure.  ``rows`` has one row per (experiment, slice, user).  A sum the pre-period tables lack
+    (:func:`read_user_tables`: written by an older release) is null for every user: no covariate, never 0
+    (:func:`covariate_notes`).
     """
     names = sorted({c for s in specs for c in (s.num, s.den)})
     if previous is None:
         return rows.select("*", *[F.lit(None).cast("double").alias(f"_cov_{c}") for c in names])
-    pre = previous.select(SLICE, USER, F.col(VARIANTS).alias("_pre_variants"), *names)
+    absent = F.lit(None).cast("double")
+    pre = previous.select(
+        SLICE,
+        USER,
+        F.col(VARIANTS).alias("_pre_variants"),
+        *[F.col(c) if c in previous.columns else absent.alias(c) for c in names],
+    )
     before = F.col("_pre_variants").isNull() | ~F.map_contains_key("_pre_variants", F.col(EXPERIMENT))
     others = [c for c in rows.columns if c not in (EXPERIMENT, SLICE, USER)]
     return (
@@ -330,13 +339,33 @@ def with_covariates(rows: DataFrame, previous: DataFrame | None, specs: Sequence
     )
 
 
+def covariate_notes(previous: DataFrame | None, specs: Sequence[MetricSpec]) -> list[str]:
+    """A note naming the metrics whose sums the pre-period tables lack (read as no covariate, unadjusted)."""
+    if previous is None:
+        return []
+    left = [s.name for s in specs if s.num not in previous.columns or s.den not in previous.columns]
+    return (
+        [f"CUPED: {left} have no covariate: the pre-period {USERS_TABLE} lack their sums (left unadjusted)"]
+        if left
+        else []
+    )
+
+
 def read_user_tables(
-    spark: SparkSession, output_root: str, days: Iterable[dt.date], skipped: list[dt.date] | None = None
+    spark: SparkSession,
+    output_root: str,
+    days: Iterable[dt.date],
+    skipped: list[dt.date] | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[DataFrame | None, list]:
     """The ``experiment_users`` partitions of the complete days of ``days`` (unioned), and the days found.
 
     A day is read only when its ``summary/dt=D/_SUCCESS`` exists (the reading contract); a day with an
-    ``experiment_users`` partition but no marker is left out and added to ``skipped``.
+    ``experiment_users`` partition but no marker is left out and added to ``skipped``.  The union holds the
+    columns every found day has: a sum that some day lacks (a partition written by an older release, before
+    the value metrics; another ``metrics.k`` or ``labels.conversion_events``) is left out over all of them,
+    never read as null or 0 on those days, and a note naming it and the days that lack it goes to ``notes``
+    (docs/operations.md, "Output tables across upgrades").
     """
     root = output_root.rstrip("/")
     found = []
@@ -350,10 +379,36 @@ def read_user_tables(
     if not found:
         return None, []
     frames = [spark.read.parquet(f"{root}/{USERS_TABLE}/dt={d.isoformat()}") for d in found]
-    out = frames[0]
+    common = [c for c in frames[0].columns if all(c in f.columns for f in frames[1:])]
+    lacking = {
+        d: [c for f in frames for c in f.columns if c not in common and c not in day.columns]
+        for d, day in zip(found, frames, strict=True)
+    }
+    if notes is not None:
+        notes += partial_columns_notes(lacking)
+    out = frames[0].select(*common)
     for f in frames[1:]:
-        out = out.unionByName(f, allowMissingColumns=True)
+        out = out.unionByName(f.select(*common))
     return out, found
+
+
+def partial_columns_notes(lacking: Mapping[dt.date, Sequence[str]]) -> list[str]:
+    """One note per set of sums some days lack (``lacking``: day -> the columns other days have and it lacks).
+
+    >>> notes = partial_columns_notes({dt.date(2026, 11, 19): ["value"], dt.date(2026, 11, 20): ["value"]})
+    >>> len(notes), notes[0][:57]
+    (1, "experiment_users of 2026-11-19, 2026-11-20 lack ['value']")
+    """
+    by_columns: dict[tuple[str, ...], list[dt.date]] = {}
+    for day, columns in lacking.items():
+        if columns:
+            by_columns.setdefault(tuple(dict.fromkeys(columns)), []).append(day)
+    return [
+        f"{USERS_TABLE} of {', '.join(d.isoformat() for d in days)} lack {list(columns)} (written by an older "
+        "release, or under another metrics.k or labels.conversion_events): left out on every day, the metrics "
+        "that read them too"
+        for columns, days in by_columns.items()
+    ]
 
 
 def skipped_note(days: Sequence[dt.date]) -> str:
@@ -777,6 +832,7 @@ def experiment_stage(
             f"CUPED covariate from {len(found)} of the {ex.cuped_days} previous day(s)' {USERS_TABLE} "
             f"tables{': none found, no adjustment' if not found else ''}" + skipped_note(incomplete)
         )
+        notes += covariate_notes(previous, specs)
         rows = with_covariates(rows, previous, specs)
 
     def exposure_example() -> str | None:

@@ -21,6 +21,7 @@ from recsys_spark.experiments import (
     USERS_TABLE,
     analyse,
     check_tuples,
+    covariate_notes,
     decision_tuples,
     decisions,
     metric_specs,
@@ -61,7 +62,8 @@ def run_window(
     apply_time_zone(spark, cfg.validation.time_zone)
     days = [start + dt.timedelta(days=i) for i in range((end - start).days + 1)]
     incomplete: list[dt.date] = []
-    users, found = read_user_tables(spark, output_root, days, incomplete)
+    partial: list[str] = []  # sums some days lack (an older release's partitions): left out
+    users, found = read_user_tables(spark, output_root, days, incomplete, partial)
     if users is None:
         raise MissingInputError(
             f"no {USERS_TABLE} partition between {start} and {end} under {output_root} "
@@ -70,7 +72,7 @@ def run_window(
     written_ks = sorted(int(c[len("hits_at_") :]) for c in users.columns if c.startswith("hits_at_"))
     specs, notes = metric_specs(cfg, written_ks)
     specs, missing = specs_with_columns(specs, users.columns)
-    notes += missing
+    notes += partial + missing
     rows = window_users(users, experiment)
     cuped = cfg.experiments.cuped_days > 0
     notes.append(f"{len(found)} of {len(days)} day(s) found{skipped_note(incomplete)}")
@@ -83,6 +85,7 @@ def run_window(
             f"CUPED covariate from {len(pre_found)} of the {cfg.experiments.cuped_days} day(s) before {start}"
             + skipped_note(pre_incomplete)
         )
+        notes += covariate_notes(previous, specs)
         rows = with_covariates(rows, previous, specs)
     rows = rows.persist()
     try:
