@@ -353,6 +353,12 @@ class OutputConfig:
                 f"config key output.catalog: expected a database name such as eval_db (or "
                 f"catalog.database), got {self.catalog!r}"
             )
+        # a name, never SQL: it is the USING clause of the CREATE TABLE the job runs (docs/catalog.md)
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", self.table_format):
+            raise ConfigError(
+                "config key output.table_format: expected a data source name such as parquet, iceberg or delta "
+                f"(the USING clause of the tables the job creates), got {self.table_format!r}"
+            )
 
 
 @dataclass(frozen=True)
