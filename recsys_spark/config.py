@@ -27,6 +27,7 @@ from recsys_spark.errors import ConfigError, JobError
 from recsys_spark.kernels.gate import GateCheck
 from recsys_spark.registry import EXPERIMENT_GOALS, EXPERIMENT_GUARDRAILS, metric, parse_key
 from recsys_spark.registry import EXPERIMENT_METRICS as DEFAULT_EXPERIMENT_METRICS
+from recsys_spark.sql_guard import UnsafeSql, check_expression
 from recsys_spark.zones import is_portable_zone
 
 if sys.version_info >= (3, 11):  # Python 3.10: the tomli backport, same API
@@ -207,14 +208,6 @@ class ValidationConfig:
 
 CUSTOM_LEVELS = ("exposure", "list", "user", "day")
 CUSTOM_RULE_KEYS = ("name", "severity", "level", "when", "threshold", "description")
-#: Spark SQL a rule's expression may not hold: a query of its own (a subquery reads any table), or a call of a
-#: Java method by reflection; a rule is an expression over the level's columns, nothing else
-_FORBIDDEN_SQL = re.compile(r"\b(select|reflect|java_method|try_reflect)\b", re.IGNORECASE)
-
-
-def _code_of(sql: str) -> str:
-    """``sql`` without its string literals and back-quoted names (a column may be called `select`)."""
-    return re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`]|``)*`", " ", sql)
 
 
 @dataclass(frozen=True)
@@ -225,8 +218,9 @@ class CustomRule:
     ``list`` (a request), ``user`` and ``day`` an aggregate over the level's exposures; true is a violation.
     ``severity`` ``hard``: any violation fails the day (exit 8); ``soft``: the rate of violations must stay at
     or below ``threshold``, or, with ``threshold = "baseline"`` (``baseline``), within ``rules.baseline_sigmas``
-    standard deviations above its mean rate of the last ``rules.baseline_days`` days.  The expression is
-    checked against the level's columns before the day is computed (:mod:`recsys_spark.custom_rules`).
+    standard deviations above its mean rate of the last ``rules.baseline_days`` days.  The expression is checked
+    here against the grammar of :mod:`recsys_spark.sql_guard` (no query, no Java call, listed functions only),
+    and against the level's columns before the day is computed (:mod:`recsys_spark.custom_rules`).
     """
 
     name: str
@@ -263,12 +257,12 @@ class CustomRule:
             raise ConfigError(
                 f"config key {where}.level: expected one of {', '.join(CUSTOM_LEVELS)}, got {table['level']!r}"
             )
-        found = _FORBIDDEN_SQL.search(_code_of(table["when"]))
-        if found:
+        try:
+            check_expression(table["when"])
+        except UnsafeSql as exc:
             raise ConfigError(
-                f"config key {where}.when: {found.group(1)!r} is not allowed in a rule (an expression over the "
-                f"level's columns, not a query or a Java call): {table['when']!r}"
-            )
+                f"config key {where}.when: {exc} (a rule is an expression over its level's columns): {table['when']!r}"
+            ) from None
         threshold, baseline = table.get("threshold"), False
         if table["severity"] == "hard":
             if threshold is not None:
@@ -358,6 +352,12 @@ class OutputConfig:
             raise ConfigError(
                 f"config key output.catalog: expected a database name such as eval_db (or "
                 f"catalog.database), got {self.catalog!r}"
+            )
+        # a name, never SQL: it is the USING clause of the CREATE TABLE the job runs (docs/catalog.md)
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", self.table_format):
+            raise ConfigError(
+                "config key output.table_format: expected a data source name such as parquet, iceberg or delta "
+                f"(the USING clause of the tables the job creates), got {self.table_format!r}"
             )
 
 

@@ -13,10 +13,14 @@ labelled exposures the other stages read, one row per exposure (an empty respons
 in no rule's group; ``empty_response_rate`` counts those), plus a few per-list helpers.  A null result is not
 a violation.
 
-Before anything is computed, :func:`check_rules` analyses every expression against those columns (an empty
-frame of the day's schema: Spark parses and resolves, no row is read), so that a bad expression, an unknown
-column, an aggregate at the exposure level or a non-boolean result fails the run with one line naming the
-rule and Spark's reason (:class:`~recsys_spark.errors.ConfigError`, exit 3).
+A rule's expression is checked twice before it reaches a row.  At config load, without Spark, against the
+grammar of :mod:`recsys_spark.sql_guard` (an allow-list: no query, no table or file, no Java call, only listed
+deterministic functions).  Then, before anything is computed, :func:`check_rules` analyses it against those
+columns (an empty frame of the day's schema: Spark parses and resolves, no row is read), alone and inside the
+aggregate its level runs, and on a classic session walks the analysed plan (:mod:`recsys_spark.plan_guard`), so
+that a bad expression, an unknown column, an aggregate at the exposure level, a non-boolean result or anything
+the allow-lists refuse fails the run with one line naming the rule and the reason
+(:class:`~recsys_spark.errors.ConfigError`, exit 3).
 
 Evaluation (:func:`evaluate_rules`): one query per level over the persisted user partitions -- the exposure
 and user levels share one (summed per user where the partitions hold the rows, then over users), the list
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -36,11 +41,11 @@ from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, GroupedData, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from recsys_spark import engine, fs
+from recsys_spark import engine, fs, plan_guard
 from recsys_spark.config import CustomRule
 from recsys_spark.errors import ConfigError
 from recsys_spark.rules import BUILT_IN_RULES, N_EXAMPLES, RuleResult, hard, soft
@@ -64,6 +69,7 @@ from recsys_spark.schema import (
     VALUE,
 )
 from recsys_spark.slices import ITEM_FIRST_SEEN
+from recsys_spark.sql_guard import UnsafeSql, check_expression
 
 #: the columns of a rule's rows: the labelled exposure's, then the helpers (docs/operations.md has the table)
 COLUMNS = (USER, SESSION, REQUEST, ITEM, POSITION, SCORE, TS, RELEVANCE, CLICKED, N_EVENTS, N_CLICKS, COPIES)
@@ -151,32 +157,101 @@ def _unlogged_analysis_errors() -> Iterator[None]:
 
 
 def check_rules(spark: SparkSession, rules: Sequence[CustomRule], schema: T.StructType) -> None:
-    """Analyse every rule's expression against the rule rows' ``schema`` (no row is read); a rule that
-    cannot be evaluated raises :class:`ConfigError` naming it and why: Spark's reason (a syntax error, an
-    unknown column with Spark's suggestions), an aggregate at the exposure level, a plain column at another
-    level, a result that is not a boolean, a name of a built-in rule."""
-    empty = spark.createDataFrame([], schema)
+    """Check every rule against the rule rows' ``schema`` (no row is read); a rule that cannot or may not be
+    evaluated raises :class:`ConfigError` naming it and why.
+
+    In order: the grammar (:func:`sql_guard.check_expression`, as at config load: a rule made in code passes it
+    too); a built-in rule's name; Spark's analysis of the expression (its reason: a syntax error, an unknown
+    column with Spark's suggestions, an aggregate at the exposure level, a plain column at another level) and of
+    the aggregate the rule's level runs in :func:`count_rules` (so an expression Spark refuses there, such as a
+    non-deterministic one inside ``sum``, fails here and not after the day is computed); a result that is not a
+    boolean; and on a classic session the analysed plan of that aggregate (:func:`plan_guard.check_analysed`:
+    no relation but the rows, no subquery, only allowed, deterministic expression classes).  On Spark Connect
+    the server analyses the same queries and the grammar is the guard (docs/operations.md, "Rules you write").
+
+    The rules of a level are analysed together (a few queries per level, not per rule); only when that fails is
+    each analysed alone, to name the rule.
+    """
     for rule in rules:
-        where = f"config key rules.custom[{rule.name}]"
-        if rule.name in BUILT_IN_RULES:
-            raise ConfigError(f"{where}.name: {rule.name!r} is the name of a built-in rule")
-        with _unlogged_analysis_errors():
-            try:
-                condition = F.expr(rule.when)
-                if rule.level == "exposure":
-                    empty.where(condition).schema  # noqa: B018 - analysis only: no aggregate, no window
-                    result = empty.select(condition.alias("v"))
-                else:
-                    result = empty.groupBy(*LEVEL_KEYS[rule.level]).agg(condition.alias("v"))
-                kind = result.schema["v"].dataType
-            except AnalysisException as exc:  # a ParseException is one
-                raise ConfigError(
-                    f"{where}.when: {_reason(exc)} (level {rule.level}: {LEVEL_WORDS[rule.level]})"
-                ) from None
-        if not isinstance(kind, (T.BooleanType, T.NullType)):
+        try:
+            check_expression(rule.when)
+        except UnsafeSql as exc:
             raise ConfigError(
-                f"{where}.when: must be true or false (true is a violation), got a {kind.simpleString()}: {rule.when!r}"
-            )
+                f"{_key(rule)}.when: {exc} (a rule is an expression over its level's columns): {rule.when!r}"
+            ) from None
+        if rule.name in BUILT_IN_RULES:
+            raise ConfigError(f"{_key(rule)}.name: {rule.name!r} is the name of a built-in rule")
+    empty = spark.createDataFrame([], schema)
+    for level in LEVEL_KEYS:
+        group = [r for r in rules if r.level == level]
+        if not group:
+            continue
+        try:
+            _check_together(empty, group)
+        except (AnalysisException, _NotBoolean, plan_guard.UnsafePlan):
+            for rule in group:
+                _check_alone(empty, rule)
+            raise ConfigError(
+                f"config key rules.custom: the {level} rules {', '.join(r.name for r in group)} pass one by one "
+                "but not together"
+            ) from None
+
+
+def _key(rule: CustomRule) -> str:
+    return f"config key rules.custom[{rule.name}]"
+
+
+class _NotBoolean(Exception):
+    """A rule's result is not a boolean: its type."""
+
+
+def _analysed(empty: DataFrame, rules: Sequence[CustomRule]) -> DataFrame:
+    """Spark's analysis of ``rules`` (one level's) on the empty frame: their results (booleans, else
+    :class:`_NotBoolean`), an exposure rule also as the filter of its examples (no aggregate), then the level's
+    aggregate as :func:`count_rules` runs them, which is returned.  An analysis error is Spark's exception."""
+    level = rules[0].level
+    conditions = [F.expr(r.when).alias(f"v{i}") for i, r in enumerate(rules)]
+    grouped = _grouped(empty, level)
+    results = empty.select(*conditions) if level == "exposure" else grouped.agg(*conditions)
+    schema = results.schema
+    for i in range(len(rules)):
+        kind = schema[f"v{i}"].dataType
+        if not isinstance(kind, (T.BooleanType, T.NullType)):
+            raise _NotBoolean(kind.simpleString())
+    if level == "exposure":
+        empty.where(functools.reduce(lambda a, b: a & b, [_flag(r) for r in rules])).schema  # noqa: B018
+    counted = grouped.agg(*[_counted(r, f"c{i}") for i, r in enumerate(rules)])
+    counted.schema  # noqa: B018 - analysis only
+    return counted
+
+
+def _check_together(empty: DataFrame, rules: Sequence[CustomRule]) -> None:
+    """Raise (Spark's AnalysisException, :class:`_NotBoolean`, :class:`plan_guard.UnsafePlan`) when any of
+    ``rules`` fails a check; :func:`_check_alone` then says which and why."""
+    with _unlogged_analysis_errors():
+        counted = _analysed(empty, rules)
+    if plan_guard.is_available(counted):
+        plan_guard.check_analysed(counted, empty)
+
+
+def _check_alone(empty: DataFrame, rule: CustomRule) -> None:
+    """:func:`_check_together` for one rule, raising :class:`ConfigError` that names it and why."""
+    where = _key(rule)
+    with _unlogged_analysis_errors():
+        try:
+            counted = _analysed(empty, [rule])
+        except _NotBoolean as exc:
+            raise ConfigError(
+                f"{where}.when: must be true or false (true is a violation), got a {exc}: {rule.when!r}"
+            ) from None
+        except AnalysisException as exc:  # a ParseException is one
+            level = f"level {rule.level}: {LEVEL_WORDS[rule.level]}"
+            raise ConfigError(f"{where}.when: {_reason(exc)} ({level})") from None
+    if plan_guard.is_available(counted):
+        try:
+            plan_guard.check_analysed(counted, empty)
+        except plan_guard.UnsafePlan as exc:
+            raise ConfigError(f"{where}.when: {exc} (Spark's analysed plan): {rule.when!r}") from None
 
 
 # --- evaluation -------------------------------------------------------------------------------------
@@ -199,6 +274,20 @@ def _examples(df: DataFrame, condition: Column, key: Column) -> list[str]:
     return sorted(keys)[:N_EXAMPLES]
 
 
+def _grouped(rows: DataFrame, level: str) -> GroupedData:
+    """The groups of a level's first aggregate in :func:`count_rules`: exposure and user rules per user, list
+    rules per request, day rules over the day."""
+    return rows.groupBy(*LEVEL_KEYS[level])
+
+
+def _counted(rule: CustomRule, name: str) -> Column:
+    """The rule's column in its level's first aggregate: an exposure rule's violations summed per user, another
+    level's flag per group."""
+    if rule.level == "exposure":
+        return F.sum(_flag(rule).cast("long")).alias(name)
+    return _flag(rule).alias(name)
+
+
 def count_rules(rows: DataFrame, rules: Sequence[CustomRule]) -> dict[str, Count]:
     """Every rule's :class:`Count`, one query per level (see the module docstring).  ``rows``: :func:`rule_rows`."""
     out: dict[str, Count] = {}
@@ -208,10 +297,8 @@ def count_rules(rows: DataFrame, rules: Sequence[CustomRule]) -> dict[str, Count
     days = [r for r in rules if r.level == "day"]
     names = {r.name: f"_r{i}" for i, r in enumerate(rules)}
     if exposure or users:
-        per_user = rows.groupBy(USER).agg(
-            F.count(F.lit(1)).alias("_exposures"),
-            *[F.sum(_flag(r).cast("long")).alias(names[r.name]) for r in exposure],
-            *[_flag(r).alias(names[r.name]) for r in users],
+        per_user = _grouped(rows, "user").agg(
+            F.count(F.lit(1)).alias("_exposures"), *[_counted(r, names[r.name]) for r in exposure + users]
         )
         total = per_user.agg(
             F.sum("_exposures").alias("_exposures"),
@@ -228,7 +315,7 @@ def count_rules(rows: DataFrame, rules: Sequence[CustomRule]) -> dict[str, Count
             ex = _examples(per_user, F.col(names[r.name]), F.col(USER)) if n else []
             out[r.name] = Count(n, int(total["_users"] or 0), ex)
     if lists:
-        per_list = rows.groupBy(USER, REQUEST).agg(*[_flag(r).alias(names[r.name]) for r in lists])
+        per_list = _grouped(rows, "list").agg(*[_counted(r, names[r.name]) for r in lists])
         total = per_list.agg(
             F.count(F.lit(1)).alias("_lists"),
             *[F.sum(F.col(names[r.name]).cast("long")).alias(names[r.name]) for r in lists],
@@ -238,7 +325,8 @@ def count_rules(rows: DataFrame, rules: Sequence[CustomRule]) -> dict[str, Count
             ex = _examples(per_list, F.col(names[r.name]), F.col(REQUEST)) if n else []
             out[r.name] = Count(n, int(total["_lists"] or 0), ex)
     if days:
-        total = rows.agg(F.count(F.lit(1)).alias("_n"), *[_flag(r).alias(names[r.name]) for r in days]).collect()[0]
+        day = _grouped(rows, "day").agg(F.count(F.lit(1)).alias("_n"), *[_counted(r, names[r.name]) for r in days])
+        total = day.collect()[0]
         for r in days:
             out[r.name] = Count(int(bool(total[names[r.name]])), 1 if total["_n"] else 0, [])
     return out

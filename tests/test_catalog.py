@@ -90,6 +90,18 @@ def test_config_keys_load(tmp_path):
         load_config(None, ["output.write_mode=append"])
 
 
+@pytest.mark.parametrize("value", ["parquet LOCATION '/elsewhere'", "delta OPTIONS (path '/etc')", "parquet; DROP", ""])
+def test_a_table_format_is_a_name_never_sql(value):
+    # output.table_format is the USING clause of the CREATE TABLE the job runs: a user's SQL reached Spark there
+    from recsys_spark.config import load_config
+
+    with pytest.raises(ConfigError, match="output.table_format: expected a data source name") as err:
+        load_config(None, [f"output.table_format={json.dumps(value)}"])
+    assert err.value.exit_code == 3
+    for name in ("parquet", "iceberg", "delta", "org.apache.spark.sql.delta"):
+        assert load_config(None, [f"output.table_format={name}"]).output.table_format == name
+
+
 # --- Spark, the suite's session (no Hive) -------------------------------------------------------
 @pytest.mark.spark
 @pytest.mark.parametrize(

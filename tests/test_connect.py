@@ -1,4 +1,5 @@
-"""Spark Connect: the day's computation runs on a real local Connect server and gives the classic numbers.
+"""Spark Connect: the day's computation runs on a real local Connect server and gives the classic numbers;
+custom rules are evaluated there and a hostile one is refused.
 
 The Connect session is ``SparkSession.builder.remote("local[2]")``: pyspark starts a Spark Connect
 server in a JVM of its own and talks to it over gRPC, as it would to a remote one.  It runs in a
@@ -27,6 +28,12 @@ SETTINGS = [
     "rules.fail_on_hard=false",  # generated days carry duplicates, as real logs do
     "execution.max_user_rows=600",  # the heavy user takes the bounded path: the set-aside users too
     "stats.bootstrap_replicates=20",
+    # custom rules at two levels: evaluated on Connect as on the classic session (the rules are compared below);
+    # each has fewer than 50 violations (25 and 27): the examples are then the smallest keys on either engine
+    # (with more, they are those of the first rows a limit of 50 finds, which the partitioning decides)
+    'rules.custom=[{name = "long_list", severity = "soft", level = "list", when = "count(*) > 8 and max(score) > 0.8",'
+    ' threshold = 0.5}, {name = "top_score", severity = "soft", level = "exposure",'
+    ' when = "score > 0.7 and position > 3", threshold = 1.0}]',
 ]
 KEY = ["metric", "k", "aggregation", "slice"]
 
@@ -140,3 +147,92 @@ def test_the_days_metrics_on_spark_connect_equal_the_classic_run(spark, days):
     assert on_connect["headline"].keys() == classic["headline"].keys()
     for name, value in classic["headline"].items():
         assert _close(value, on_connect["headline"][name]), name
+
+
+CONNECT_RULES = textwrap.dedent(
+    """
+    import json, sys
+    from pyspark.sql import SparkSession
+    from recsys_spark import custom_rules, engine
+    from recsys_spark.config import CustomRule
+    from recsys_spark.errors import ConfigError
+    from recsys_spark.session import LOCAL_LOG4J_OPTION
+
+    result, = sys.argv[1:]
+    spark = (
+        SparkSession.builder.remote("local[2]")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.extraJavaOptions", LOCAL_LOG4J_OPTION)
+        .getOrCreate()
+    )
+    assert engine.is_connect(spark), type(spark)
+    rows = spark.createDataFrame(
+        [("u1", "r1", "a", 1, 0.5, "books"), ("u1", "r1", "b", 2, 0.95, "books"), ("u1", "r1", "c", 3, 0.2, "books"),
+         ("u2", "r2", "a", 1, 0.3, "toys")],
+        "user_id string, request_id string, item_id string, position int, score double, category string",
+    )
+    legit = [
+        CustomRule("high_score", "soft", "exposure", "coalesce(score, 0) > 0.9", 0.0),
+        CustomRule("same_category", "soft", "list", "count(distinct category) < 2 and count(*) > 2", 0.0),
+        CustomRule("busy_user", "soft", "user", "count(*) filter (where score > 0.25) >= 2", 0.0),
+        CustomRule("low_day", "soft", "day", "case when avg(score) < 0.5 then true else false end", 0.0),
+    ]
+    custom_rules.check_rules(spark, legit, rows.schema)  # the server analyses each level's aggregate
+    counts = {k: [c.violations, c.total, c.examples] for k, c in custom_rules.count_rules(rows, legit).items()}
+    refused = {}
+    for name, when in [
+        ("table", "user_id in (TABLE parquet.`/no/such/file`)"),
+        ("reflect", "`reflect`('java.lang.System', 'getenv', 'PATH') is not null"),
+        ("raise_error", "raise_error('x') is null"),
+        ("unknown_column", "scor > 1"),
+    ]:
+        try:
+            custom_rules.check_rules(spark, [CustomRule(name, "hard", "exposure", when)], rows.schema)
+            refused[name] = None
+        except ConfigError as exc:
+            refused[name] = [exc.exit_code, str(exc)]
+    # no plan to walk on Connect: with the grammar off, what Spark's analysis accepts goes through
+    custom_rules.check_expression = lambda sql: None
+    try:
+        raised = CustomRule("raised", "hard", "exposure", "raise_error('x') is null")
+        custom_rules.check_rules(spark, [raised], rows.schema)
+        unguarded = None
+    except ConfigError as exc:
+        unguarded = str(exc)
+    with open(result, "w") as handle:
+        json.dump({"counts": counts, "refused": refused, "unguarded": unguarded}, handle)
+    spark.stop()
+    """
+)
+
+
+@pytest.mark.spark
+def test_custom_rules_on_spark_connect_are_evaluated_and_a_hostile_one_is_refused(tmp_path):
+    # the grammar is the guard on Connect (no analysed plan reaches the client to walk): it refuses the table
+    # read and the Java call before any query is sent; the server still analyses the rest (an unknown column)
+    result = tmp_path / "rules.json"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")]),
+    }
+    env.pop("SPARK_REMOTE", None)
+    env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    proc = subprocess.run(
+        [sys.executable, "-c", CONNECT_RULES, str(result)], capture_output=True, text=True, timeout=900, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    got = json.loads(result.read_text())
+    assert got["counts"] == {
+        "high_score": [1, 4, ["r1:b"]],  # one exposure of four scores above 0.9
+        "same_category": [1, 2, ["r1"]],  # r1: three books
+        "busy_user": [1, 2, ["u1"]],  # u1 has two exposures above 0.25, u2 one
+        "low_day": [1, 1, []],  # the mean score is 0.4875
+    }
+    refused = got["refused"]
+    assert refused["table"] == [3, refused["table"][1]] and "a query (TABLE)" in refused["table"][1]
+    assert "`reflect` called: a back-quoted name is a column" in refused["reflect"][1]
+    assert "raise_error() is not allowed" in refused["raise_error"][1]
+    assert refused["unknown_column"][0] == 3 and "UNRESOLVED_COLUMN" in refused["unknown_column"][1]
+    assert all("\n" not in message for _, message in refused.values())
+    assert got["unguarded"] is None  # documented in docs/operations.md: on Connect the grammar is the guard

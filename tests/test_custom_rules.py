@@ -3,8 +3,10 @@ hand-made day, hard rules and exit 8, the baseline mode, one query per level."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -12,9 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from helpers.days import DAY, EXPOSURE_SCHEMA, NOON, VALUED_CLICK_SCHEMA, write
+from helpers.rule_samples import AGGREGATE_FORMS, AGGREGATES, HOSTILE, OPERATORS, SCALARS, SCHEMA
 
+from recsys_spark import custom_rules
 from recsys_spark.config import CustomRule, load_config
-from recsys_spark.custom_rules import Count, baseline_limit, count_rules, earlier_rates, results
+from recsys_spark.custom_rules import Count, baseline_limit, check_rules, count_rules, earlier_rates, results
 from recsys_spark.daily import evaluate_day
 from recsys_spark.errors import ConfigError, HardRuleViolation
 from recsys_spark.rules import BUILT_IN_RULES
@@ -185,9 +189,10 @@ def test_a_rule_in_config_is_typed_and_baseline_is_a_threshold(tmp_path):
             {"threshhold": 0.1},
             r"unknown config key: rules.custom\[same_category_run\].threshhold \(did you mean threshold\?\)",
         ),
-        ({"when": "(select count(*) from parquet.`/etc`) > 0"}, "'select' is not allowed in a rule"),
-        ({"when": "reflect('java.lang.Runtime', 'getRuntime') is not null"}, "'reflect' is not allowed"),
-        ({"when": "java_method('java.lang.System', 'exit', 0) = 0"}, "'java_method' is not allowed"),
+        ({"when": "(select count(*) from parquet.`/etc`) > 0"}, r"when: a query \(SELECT\)"),
+        ({"when": "reflect('java.lang.Runtime', 'getRuntime') is not null"}, r"reflect\(\) is not allowed: it calls"),
+        ({"when": "java_method('java.lang.System', 'exit', 0) = 0"}, r"java_method\(\) is not allowed: it calls"),
+        ({"when": "max(category_run) > "}, r"when: expected a value but found the end at character 21"),
     ],
 )
 def test_a_bad_rule_fails_at_load_naming_it(tmp_path, change, message):
@@ -290,8 +295,8 @@ def test_a_hard_custom_rule_exits_8_after_every_output_is_written(spark, tmp_pat
             r"rules.custom\[no_adult_to_minors\].when: \[UNRESOLVED_COLUMN.WITH_SUGGESTION\] .*`agee`",
         ),
         (
-            {**RULES[1], "when": "max(category_run) > "},
-            r"rules.custom\[same_category_run\].when: \[PARSE_SYNTAX_ERROR\]",
+            {**RULES[1], "when": "max(category_run, 2) > 2"},
+            r"rules.custom\[same_category_run\].when: \[WRONG_NUM_ARGS",
         ),
         ({**RULES[0], "when": "max(score) > 1"}, r"no_adult_to_minors\].when: .*level exposure: a boolean over one"),
         ({**RULES[1], "when": "score > 0.5"}, r'same_category_run\].when: \[MISSING_AGGREGATION\].*"score"'),
@@ -413,3 +418,85 @@ def test_a_kept_column_keeps_its_type_and_a_slice_of_it_is_still_a_string(spark)
     assert dict(conform(df, EXPOSURE_COLUMNS, "p", keep=["slot"]).dtypes)["slot"] == "string"
     both = conform(df, EXPOSURE_COLUMNS, "p", keep=["slot"], typed=["slot"])
     assert [c for c in both.columns if c == "slot"] == ["slot"] and dict(both.dtypes)["slot"] == "int"
+
+
+# --- the guard: what a rule may do ------------------------------------------------------------------------
+LEVELS = ("exposure", "list", "user", "day")
+
+
+def sample_rules() -> list[CustomRule]:
+    """One rule per function of the grammar's list, operator and aggregate form (helpers/rule_samples.py)."""
+    scalar = [*SCALARS.values(), *OPERATORS]
+    aggregate = [*AGGREGATES.values(), *AGGREGATE_FORMS]
+    rules = [CustomRule(f"scalar_{i}", "soft", "exposure", sql, 0.0) for i, sql in enumerate(scalar)]
+    return rules + [
+        CustomRule(f"aggregate_{i}", "soft", LEVELS[1 + i % 3], sql, 0.0) for i, sql in enumerate(aggregate)
+    ]
+
+
+@pytest.mark.spark
+def test_every_function_and_form_of_the_grammar_passes_spark_and_the_plan_walk_without_a_job(spark):
+    # the grammar's functions resolve to expression classes the analysed-plan walk allows (the two allow-lists
+    # agree), and the check, the walk included, reads no row
+    schema = spark.createDataFrame([], SCHEMA).schema
+    group = "custom-rules-samples"
+    spark.sparkContext.setJobGroup(group, "the check must not run a job")
+    try:
+        check_rules(spark, sample_rules(), schema)
+        jobs = spark.sparkContext.statusTracker().getJobIdsForGroup(group)
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert jobs == []
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_with_the_grammar_off_spark_or_the_plan_walk_still_refuses_each_hostile_rule(spark, monkeypatch, case, level):
+    # defence in depth: were the grammar to let one through (a parser difference), Spark's analysis of the
+    # rule inside its level's aggregate or the walk of the analysed plan refuses it, before the day
+    monkeypatch.setattr(custom_rules, "check_expression", lambda sql: None, raising=False)
+    schema = spark.createDataFrame([], SCHEMA).schema
+    with pytest.raises(ConfigError) as err:
+        check_rules(spark, [CustomRule("sneaky", "hard", level, HOSTILE[case])], schema)
+    assert err.value.exit_code == 3 and "\n" not in str(err.value)
+    assert str(err.value).startswith("config key rules.custom[sneaky].when: ")
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    "sql, says",
+    [
+        ("raise_error('x') is null", "an expression outside the allowed ones: RaiseError (raise_error)"),
+        ("assert_true(clicked) is null", "an expression outside the allowed ones: AssertTrue (assert_true)"),
+        ("score > (select max(id) from range(1))", "a subquery"),
+        ("exists(tags, x -> x = 'a')", "an expression outside the allowed ones: ArrayExists (exists)"),
+    ],
+)
+def test_the_plan_walk_refuses_what_spark_analyses_without_complaint(spark, sql, says):
+    from pyspark.sql import functions as F
+
+    from recsys_spark import plan_guard
+
+    empty = spark.createDataFrame([], SCHEMA)
+    query = empty.groupBy("user_id").agg(F.sum(F.coalesce(F.expr(sql), F.lit(False)).cast("long")))
+    query.schema  # noqa: B018 - Spark accepts it
+    with pytest.raises(plan_guard.UnsafePlan, match=re.escape(says)):
+        plan_guard.check_analysed(query, empty)
+
+
+@pytest.mark.spark
+def test_a_rule_that_failed_after_the_day_was_computed_now_fails_before_it(spark, tmp_path, monkeypatch):
+    # rand() at the exposure level passed the old check (a select over the empty frame) and failed inside the
+    # per-user sum after labelling and metrics; raise_error failed on the first row.  With the grammar off,
+    # the check now analyses each rule inside its level's aggregate and walks the plan: exit 3, nothing written
+    monkeypatch.setattr(custom_rules, "check_expression", lambda sql: None, raising=False)
+    write_day(tmp_path)
+    cfg = config(tmp_path, RULES[:1])
+    for when in ("rand() > 0.5", "raise_error('x') is null"):
+        rule = CustomRule("late_failure", "hard", "exposure", when)
+        hostile = dataclasses.replace(cfg, rules=dataclasses.replace(cfg.rules, custom=(rule,)))
+        with pytest.raises(ConfigError, match=r"rules.custom\[late_failure\].when: ") as err:
+            evaluate_day(spark, hostile, DAY, str(tmp_path / "in"), str(tmp_path / "out"))
+        assert err.value.exit_code == 3
+        assert not (tmp_path / "out").exists()
