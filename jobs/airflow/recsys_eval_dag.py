@@ -14,8 +14,11 @@ every night the experiment's window from ``experiment_start`` to the evaluated d
 
 * ``recsys_eval_daily``: ``spark-submit`` to YARN (or any master) with SparkSubmitOperator.
 * ``recsys_eval_daily_k8s``: the Spark operator's ``SparkApplication``
-  (``k8s/recsys-eval-sparkapplication.yaml``) with SparkKubernetesOperator; built only when
-  ``RECSYS_EVAL_PLATFORMS`` names ``kubernetes`` (it needs apache-airflow-providers-cncf-kubernetes).
+  (``k8s/recsys-eval-sparkapplication.yaml``, one per Spark task) with SparkKubernetesOperator; built only
+  when ``RECSYS_EVAL_PLATFORMS`` names ``kubernetes`` (it needs apache-airflow-providers-cncf-kubernetes).
+
+One factory, :func:`build_dag`, builds both: the same tasks, arguments, retries, outlets and wiring; the
+operator that runs a command on Spark is the one difference (:data:`PLATFORM_DAGS`).
 
 How to adopt it
   1. Copy this file (and ``k8s/`` for Kubernetes) into your DAGs folder. It needs Airflow 3.x,
@@ -111,7 +114,7 @@ SETTINGS: dict[str, str] = {
     # "yarn" and/or "kubernetes", comma separated: which DAGs this file builds
     "platforms": "yarn",
     # parse time: an experiment to analyse every night over its window (recsys-spark experiment), then gate
-    # (recsys-spark gate); "" = neither task.  YARN DAG only.
+    # (recsys-spark gate); "" = neither task.  Both platforms' DAGs.
     "experiment": "",
     "gate_config": "",  # the gate's TOML ([gate] source = "experiment" and its [[gate.checks]]); "" = no gate
     # run time: the first day of the experiment's window (YYYY-MM-DD); the window ends on the evaluated day
@@ -337,7 +340,7 @@ def _gate():
     )(check_summary)(output_root=OUTPUT_ROOT, date=EVAL_DATE)
 
 
-# --- the DAGs ---------------------------------------------------------------------------
+# --- what every DAG shares ---------------------------------------------------------------
 DEFAULT_ARGS = {
     "owner": "recsys",
     # Retries help with transient cluster/IO failures of the computation; the sensors and the
@@ -361,7 +364,6 @@ def _dag(dag_id: str, description: str) -> DAG:
         catchup=False,
         max_active_runs=1,
         default_args=DEFAULT_ARGS,
-        template_searchpath=[str(Path(__file__).resolve().parent / "k8s")],
         tags=["recsys", "spark", "evaluation"],
     )
 
@@ -370,7 +372,18 @@ def _sensors() -> list:
     return [input_sensor(name, _parse_time(name)) for name in ("exposures", "clicks")]
 
 
-if "yarn" in PLATFORMS:
+# --- the Spark tasks, one builder per platform ------------------------------------------------------
+#: per command task: the Spark application's name stem on each platform (the date is appended)
+APP_NAMES = {
+    "evaluate": ("recsys_eval_daily", "recsys-eval"),
+    "experiment_window": ("recsys_eval_window", "recsys-eval-window"),
+    "model_gate": ("recsys_eval_gate", "recsys-eval-gate"),
+}
+SPARK_APPLICATION = Path(__file__).resolve().parent / "k8s" / "recsys-eval-sparkapplication.yaml"
+
+
+def spark_submit_task(task_id: str, arguments: list[str], **kwargs: Any):
+    """``recsys-spark ARGUMENTS`` through spark-submit (SparkSubmitOperator), on the Spark connection ``conn_id``."""
     spark_conf: dict[str, str] = {}
     if ENV_ARCHIVE:
         # executors (and a cluster-mode driver) run the unpacked venv-pack archive
@@ -379,80 +392,101 @@ if "yarn" in PLATFORMS:
         spark_conf["spark.pyspark.driver.python"] = DRIVER_PYTHON
     # the job's log lines and catalog rows carry this run id (recsys_spark/log.py)
     spark_conf["spark.recsys.runId"] = "{{ run_id }}"
+    return SparkSubmitOperator(
+        task_id=task_id,
+        conn_id=CONN_ID,
+        name=APP_NAMES[task_id][0] + "_{{ data_interval_start | ds_nodash }}",
+        application=APPLICATION,
+        application_args=arguments,
+        py_files=PY_FILES,
+        archives=f"{ENV_ARCHIVE}#environment" if ENV_ARCHIVE else None,
+        conf=spark_conf,
+        # In YARN *cluster* mode on Airflow >= 3.3 the operator is "durable" by default
+        # and then requires yarn_track_via_rm_api=True (plus the connection extra
+        # yarn_resourcemanager_webapp_address); otherwise pass durable=False.
+        **kwargs,
+    )
 
-    with _dag("recsys_eval_daily", "Daily offline evaluation of recommender logs (recsys-spark, spark-submit)") as dag:
-        evaluate = SparkSubmitOperator(
-            task_id="evaluate",
-            conn_id=CONN_ID,
-            name="recsys_eval_daily_{{ data_interval_start | ds_nodash }}",
-            application=APPLICATION,
-            application_args=job_arguments(),
-            py_files=PY_FILES,
-            archives=f"{ENV_ARCHIVE}#environment" if ENV_ARCHIVE else None,
-            conf=spark_conf,
-            outlets=output_assets(),
-            # In YARN *cluster* mode on Airflow >= 3.3 the operator is "durable" by default
-            # and then requires yarn_track_via_rm_api=True (plus the connection extra
-            # yarn_resourcemanager_webapp_address); otherwise pass durable=False.
-        )
+
+def spark_application(task_id: str, arguments: list[str]) -> dict[str, Any]:
+    """The task's ``SparkApplication``: ``k8s/recsys-eval-sparkapplication.yaml`` with the task's name and
+    ``arguments`` (the same templates as the spark-submit task's); Airflow renders every string in it per run."""
+    import yaml
+
+    app = yaml.safe_load(SPARK_APPLICATION.read_text())
+    app["metadata"]["name"] = APP_NAMES[task_id][1] + "-{{ data_interval_start | ds_nodash }}"
+    app["spec"]["arguments"] = list(arguments)
+    return app
+
+
+def spark_kubernetes_task(task_id: str, arguments: list[str], **kwargs: Any):
+    """``recsys-spark ARGUMENTS`` as a SparkApplication of the Spark operator (SparkKubernetesOperator): it
+    creates the application, waits for the driver's exit code and deletes it afterwards."""
+    from airflow.providers.cncf.kubernetes.operators.spark_kubernetes import SparkKubernetesOperator
+
+    return SparkKubernetesOperator(
+        task_id=task_id,
+        namespace=_parse_time("namespace"),
+        kubernetes_conn_id=_parse_time("kubernetes_conn_id"),
+        template_spec=spark_application(task_id, arguments),
+        params={
+            "image": _parse_time("image"),
+            "service_account": _parse_time("service_account"),
+            "namespace": _parse_time("namespace"),
+        },
+        get_logs=True,
+        delete_on_termination=True,
+        **kwargs,
+    )
+
+
+#: platform -> (DAG id, description, the builder of its Spark tasks): the one difference between the DAGs
+PLATFORM_DAGS = {
+    "yarn": (
+        "recsys_eval_daily",
+        "Daily offline evaluation of recommender logs (recsys-spark, spark-submit)",
+        spark_submit_task,
+    ),
+    "kubernetes": (
+        "recsys_eval_daily_k8s",
+        "Daily offline evaluation of recommender logs (recsys-spark, Spark operator on Kubernetes)",
+        spark_kubernetes_task,
+    ),
+}
+
+
+# --- the DAGs ---------------------------------------------------------------------------
+def build_dag(platform: str) -> DAG:
+    """The daily DAG of ``platform`` (``yarn`` or ``kubernetes``): the same tasks, arguments, retries and wiring
+    on both; only the operator that runs a command on Spark differs (:data:`PLATFORM_DAGS`)."""
+    dag_id, description, spark_task = PLATFORM_DAGS[platform]
+    with _dag(dag_id, description) as dag:
+        evaluate = spark_task("evaluate", job_arguments(), outlets=output_assets())
         quality_gate = _gate()
         _sensors() >> evaluate >> quality_gate
         if EXPERIMENT:
             # the window to date, every night: a failure is the computation's (retried as evaluate is)
-            window = SparkSubmitOperator(
-                task_id="experiment_window",
-                conn_id=CONN_ID,
-                name="recsys_eval_window_{{ data_interval_start | ds_nodash }}",
-                application=APPLICATION,
-                application_args=window_arguments(),
-                py_files=PY_FILES,
-                archives=f"{ENV_ARCHIVE}#environment" if ENV_ARCHIVE else None,
-                conf=spark_conf,
+            window = spark_task(
+                "experiment_window",
+                window_arguments(),
                 outlets=[Asset(name="recsys_eval/experiment_window")],
                 doc_md=f"Analyses experiment {EXPERIMENT} from experiment_start to the evaluated day.",
             )
             quality_gate >> window
             if GATE_CONFIG:
                 # exit 12 (a check failed) or 3 (a bad gate config) is not transient: no retry
-                model_gate = SparkSubmitOperator(
-                    task_id="model_gate",
-                    conn_id=CONN_ID,
-                    name="recsys_eval_gate_{{ data_interval_start | ds_nodash }}",
-                    application=APPLICATION,
-                    application_args=gate_arguments(),
-                    py_files=PY_FILES,
-                    archives=f"{ENV_ARCHIVE}#environment" if ENV_ARCHIVE else None,
-                    conf=spark_conf,
+                model_gate = spark_task(
+                    "model_gate",
+                    gate_arguments(),
                     retries=0,
                     outlets=[Asset(name=MODEL_GATE_ASSET)],
                     doc_md="Fails without retry when a check of the gate config fails on the window's interval bounds.",
                 )
                 window >> model_gate
+    return dag
 
+
+if "yarn" in PLATFORMS:
+    dag = build_dag("yarn")
 if "kubernetes" in PLATFORMS:
-    from airflow.providers.cncf.kubernetes.operators.spark_kubernetes import SparkKubernetesOperator
-
-    with _dag(
-        "recsys_eval_daily_k8s",
-        "Daily offline evaluation of recommender logs (recsys-spark, Spark operator on Kubernetes)",
-    ) as k8s_dag:
-        k8s_evaluate = SparkKubernetesOperator(
-            task_id="evaluate",
-            namespace=_parse_time("namespace"),
-            kubernetes_conn_id=_parse_time("kubernetes_conn_id"),
-            # rendered with the params below; the operator creates the SparkApplication, waits
-            # for it (driver exit code) and deletes it afterwards
-            application_file="recsys-eval-sparkapplication.yaml",
-            params={
-                "image": _parse_time("image"),
-                "service_account": _parse_time("service_account"),
-                "namespace": _parse_time("namespace"),
-                "input_root": _parse_time("input_root"),
-                "output_root": _parse_time("output_root"),
-                "extra_args": job_arguments()[7:],
-            },
-            get_logs=True,
-            delete_on_termination=True,
-            outlets=output_assets(),
-        )
-        _sensors() >> k8s_evaluate >> _gate()
+    k8s_dag = build_dag("kubernetes")

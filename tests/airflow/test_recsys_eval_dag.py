@@ -346,56 +346,143 @@ def test_gate_fails_on_a_day_without_its_success_marker(bag, tmp_path):
         _gate_callable(bag)(output_root=str(tmp_path), date="2026-11-20")
 
 
-def test_kubernetes_dag_renders_a_spark_application():
-    pytest.importorskip("airflow.providers.cncf.kubernetes", reason="needs apache-airflow-providers-cncf-kubernetes")
-    import yaml
+# --- one factory, two platforms (issue 40): the same tasks, tested alike -------------------------------
+DAG_IDS = {"yarn": DAG_ID, "kubernetes": "recsys_eval_daily_k8s"}
+BOTH = {"RECSYS_EVAL_PLATFORMS": "yarn,kubernetes"}
+#: every task the DAGs can have: an experiment and a gate config add the last two
+FULL = {
+    **BOTH,
+    "RECSYS_EVAL_EXPERIMENT": "ranker_v2",
+    "RECSYS_EVAL_GATE_CONFIG": "/etc/recsys/gate.toml",
+    "RECSYS_EVAL_EXPERIMENT_START": "2026-11-14",
+    "RECSYS_EVAL_CONFIG_FILE": "/etc/recsys/eval.toml",
+}
+SPARK_TASKS = ("evaluate", "experiment_window", "model_gate")
 
-    bag = _load({"RECSYS_EVAL_PLATFORMS": "yarn,kubernetes"})
+
+@pytest.fixture(params=["yarn", "kubernetes"])
+def platform(request) -> str:
+    if request.param == "kubernetes":
+        pytest.importorskip(
+            "airflow.providers.cncf.kubernetes", reason="needs apache-airflow-providers-cncf-kubernetes"
+        )
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def full():
+    pytest.importorskip("airflow.providers.cncf.kubernetes", reason="needs apache-airflow-providers-cncf-kubernetes")
+    bag = _load(FULL)
     assert bag.import_errors == {}
-    dag = bag.dags["recsys_eval_daily_k8s"]
-    assert dag.get_task("evaluate").upstream_task_ids == {"wait_exposures", "wait_clicks"}
-    assert dag.get_task("evaluate").downstream_task_ids == {"quality_gate"}
-    assert dag.get_task("evaluate").outlets[0].name == "recsys_eval/metrics"
-    task = copy.deepcopy(dag.get_task("evaluate"))
+    return bag
+
+
+def _arguments(task) -> list[str]:
+    """The command line a Spark task runs, rendered for the run of 2026-11-21 (either operator)."""
+    task = copy.deepcopy(task)  # rendering mutates the operator in place
     task.render_template_fields(_context(task))
-    app = task.application_file
-    app = yaml.safe_load(app) if isinstance(app, str) else app
-    assert app["kind"] == "SparkApplication"
-    assert app["metadata"]["name"] == "recsys-eval-20261120"
-    args = app["spec"]["arguments"]
+    if isinstance(task, SparkSubmitOperator):
+        return task.application_args
+    return task.template_spec["spec"]["arguments"]
+
+
+def test_both_dags_have_the_same_tasks_wiring_arguments_retries_and_trigger_rules(full):
+    yarn, k8s = full.dags[DAG_IDS["yarn"]], full.dags[DAG_IDS["kubernetes"]]
+    assert set(yarn.task_ids) == set(k8s.task_ids) == {
+        "wait_exposures", "wait_clicks", "evaluate", "quality_gate", "experiment_window", "model_gate",
+    }  # fmt: skip
+    for task_id in yarn.task_ids:
+        a, b = yarn.get_task(task_id), k8s.get_task(task_id)
+        assert (a.upstream_task_ids, a.downstream_task_ids) == (b.upstream_task_ids, b.downstream_task_ids), task_id
+        assert (a.retries, a.retry_delay, a.trigger_rule) == (b.retries, b.retry_delay, b.trigger_rule), task_id
+        assert [o.name for o in a.outlets] == [o.name for o in b.outlets], task_id
+        assert a.execution_timeout == b.execution_timeout, task_id
+        if task_id in SPARK_TASKS:
+            assert _arguments(a) == _arguments(b), task_id
+        else:
+            assert type(a) is type(b), task_id  # the sensors and the quality gate are the very same tasks
+    from airflow.providers.cncf.kubernetes.operators.spark_kubernetes import SparkKubernetesOperator
+
+    assert all(isinstance(yarn.get_task(t), SparkSubmitOperator) for t in SPARK_TASKS)
+    assert all(isinstance(k8s.get_task(t), SparkKubernetesOperator) for t in SPARK_TASKS)
+    assert yarn.timetable == k8s.timetable  # the schedule and its one-day interval
+    assert (yarn.catchup, yarn.max_active_runs) == (k8s.catchup, k8s.max_active_runs)
+
+
+def test_wiring_and_trigger_rules_on_each_platform(platform):
+    """sensors -> evaluate -> quality_gate -> experiment_window -> model_gate, each after all of its upstream
+    tasks succeeded; only the computations retry."""
+    dag = _load(FULL).dags[DAG_IDS[platform]]
+    chain = [("evaluate", {"wait_exposures", "wait_clicks"}), ("quality_gate", {"evaluate"})]
+    chain += [("experiment_window", {"quality_gate"}), ("model_gate", {"experiment_window"})]
+    for task_id, upstream in chain:
+        assert dag.get_task(task_id).upstream_task_ids == upstream, task_id
+    assert dag.get_task("model_gate").downstream_task_ids == set()
+    assert {t.trigger_rule for t in dag.tasks} == {"all_success"}
+    retried = {t.task_id for t in dag.tasks if t.retries > 0}
+    assert retried == {"evaluate", "experiment_window"}
+
+
+def test_the_window_and_the_gate_are_there_only_with_their_settings(platform):
+    def task_ids(env: dict[str, str]) -> set[str]:
+        bag = _load({**BOTH, **env})
+        assert bag.import_errors == {}
+        return set(bag.dags[DAG_IDS[platform]].task_ids)
+
+    daily = {"wait_exposures", "wait_clicks", "evaluate", "quality_gate"}
+    assert task_ids({}) == daily
+    assert task_ids({"RECSYS_EVAL_EXPERIMENT": "ranker_v2"}) == daily | {"experiment_window"}
+    assert task_ids({"RECSYS_EVAL_GATE_CONFIG": "/etc/recsys/gate.toml"}) == daily  # a gate needs its window
+    assert task_ids({k: v for k, v in FULL.items() if k != "RECSYS_EVAL_EXPERIMENT_START"}) == set(
+        _load(FULL).dags[DAG_IDS[platform]].task_ids
+    )
+
+
+def test_the_evaluate_task_renders_the_days_arguments_on_each_platform(platform):
+    args = _arguments(_load(BOTH).dags[DAG_IDS[platform]].get_task("evaluate"))
     assert args[:7] == [
         "evaluate",
-        "--date",
-        "2026-11-20",
-        "--input-root",
-        "/data/recsys/logs",
-        "--output-root",
-        "/data/recsys/eval",
-    ]
+        "--date", "2026-11-20",
+        "--input-root", "/data/recsys/logs",
+        "--output-root", "/data/recsys/eval",
+    ]  # fmt: skip
     assert _sets(args)[-1] == "rules.fail_on_hard=false"
-    assert app["spec"]["sparkConf"]["spark.recsys.runId"] == "scheduled__2026-11-21T02:30:00+00:00"
+
+
+def test_kubernetes_dag_renders_a_spark_application_per_spark_task(full):
+    dag = full.dags["recsys_eval_daily_k8s"]
+    names = {}
+    for task_id in SPARK_TASKS:
+        task = copy.deepcopy(dag.get_task(task_id))
+        task.render_template_fields(_context(task))
+        app = task.template_spec
+        assert app["kind"] == "SparkApplication"
+        assert app["spec"]["mainApplicationFile"] == "local:///opt/recsys-spark/jobs/evaluate_daily.py"
+        assert app["spec"]["image"] == "registry.example.com/recsys-spark:0.1.0"
+        assert app["metadata"]["namespace"] == "spark-jobs"
+        assert app["spec"]["sparkConf"]["spark.recsys.runId"] == "scheduled__2026-11-21T02:30:00+00:00"
+        assert app["spec"]["restartPolicy"] == {"type": "Never"}
+        names[task_id] = app["metadata"]["name"]
+    assert names == {
+        "evaluate": "recsys-eval-20261120",
+        "experiment_window": "recsys-eval-window-20261120",
+        "model_gate": "recsys-eval-gate-20261120",
+    }
 
 
 # --- the experiment window and the model gate (issue 31) ------------------------------------------
-def test_the_experiment_window_and_the_model_gate_follow_the_quality_gate():
+def test_the_experiment_window_and_the_model_gate_follow_the_quality_gate(platform):
     """With an experiment and a gate config: quality_gate -> experiment_window -> model_gate, the window to date
-    from experiment_start (run time), the gate on it without retry."""
-    bag = _load(
-        {
-            "RECSYS_EVAL_EXPERIMENT": "ranker_v2",
-            "RECSYS_EVAL_GATE_CONFIG": "/etc/recsys/gate.toml",
-            "RECSYS_EVAL_EXPERIMENT_START": "2026-11-14",
-            "RECSYS_EVAL_CONFIG_FILE": "/etc/recsys/eval.toml",
-        }
-    )
+    from experiment_start (run time), the gate on it without retry; alike on both platforms."""
+    bag = _load(FULL)
     assert bag.import_errors == {}
-    dag = bag.dags[DAG_ID]
+    dag = bag.dags[DAG_IDS[platform]]
     assert dag.get_task("quality_gate").downstream_task_ids == {"experiment_window"}
     assert dag.get_task("experiment_window").downstream_task_ids == {"model_gate"}
     assert dag.get_task("model_gate").retries == 0 and dag.get_task("experiment_window").retries > 0
     assert [a.name for a in dag.get_task("model_gate").outlets] == ["recsys_eval/model_gate_passed"]
-    window = _render(copy.deepcopy(dag.get_task("experiment_window")), INTERVAL_START, RUN_AFTER, RUN_AFTER)
-    assert window.application_args == [
+    assert [a.name for a in dag.get_task("experiment_window").outlets] == ["recsys_eval/experiment_window"]
+    assert _arguments(dag.get_task("experiment_window")) == [
         "experiment",
         "--experiment", "ranker_v2",
         "--start", "2026-11-14",
@@ -403,8 +490,7 @@ def test_the_experiment_window_and_the_model_gate_follow_the_quality_gate():
         "--output-root", "/data/recsys/eval",
         "--config", "/etc/recsys/eval.toml",
     ]  # fmt: skip
-    gate = _render(copy.deepcopy(dag.get_task("model_gate")), INTERVAL_START, RUN_AFTER, RUN_AFTER)
-    assert gate.application_args == [
+    assert _arguments(dag.get_task("model_gate")) == [
         "gate",
         "--name", "ranker_v2",
         "--output-root", "/data/recsys/eval",
@@ -414,6 +500,3 @@ def test_the_experiment_window_and_the_model_gate_follow_the_quality_gate():
         "--set", "gate.start=2026-11-14",
         "--set", "gate.end=2026-11-20",
     ]  # fmt: skip
-    # the window alone without a gate config; neither without an experiment (test_dag_wiring)
-    alone = _load({"RECSYS_EVAL_EXPERIMENT": "ranker_v2"}).dags[DAG_ID]
-    assert set(alone.task_ids) == {"wait_exposures", "wait_clicks", "evaluate", "quality_gate", "experiment_window"}
