@@ -29,7 +29,7 @@ test: setup .venv-airflow/bin/airflow ## run the whole test suite (project venv,
 	.venv-airflow/bin/pytest -q tests/airflow
 
 .PHONY: chaos
-chaos: setup ## kill the driver at every file operation of the commit and at random moments (long)
+chaos: setup ## kill the driver at every file operation of the commit, every collect of a day and random moments (long)
 	RECSYS_CHAOS=all $(BIN)/pytest -q -m chaos
 
 test-fast: setup ## kernel-only tests (no Spark), seconds

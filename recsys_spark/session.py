@@ -19,7 +19,7 @@ from pathlib import Path
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from recsys_spark import engine, jvm, log
+from recsys_spark import engine, jvm, log, signals
 from recsys_spark.config import Config
 
 PROG = "recsys-spark"
@@ -105,6 +105,7 @@ def build_session(
     reason = engine.requested(master, settings or {})
     if reason is not None:
         raise engine.refuse(reason)
+    signals.guard_jvm_calls()  # a SIGTERM during a JVM call is raised as the call returns, never inside it
     builder = SparkSession.builder.appName(app_name)
     if not under_spark_submit():
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -1,22 +1,42 @@
-"""SIGTERM as an exception, and sections it must not cut in two.
+"""SIGTERM as an exception, raised only where it is safe, and sections it must not cut in two.
 
 Schedulers stop a task with SIGTERM (Airflow, YARN, Kubernetes).  Python's default is to die at once,
 leaving the date's lock and staging behind; :func:`terminate_on_sigterm` makes it raise
 :class:`Terminated` instead, so that the run's clean-up (``except BaseException: output.abort()``)
-runs and the command exits 143 with one line.  Inside :func:`critical` (the commit's renames, a few
-file-system calls) the signal is held and raised when the section ends, so a commit is never cut
-between two moves.
+runs and the command exits 143 with one line.
+
+Where it is raised:
+
+* in Python code: at once (the handler raises it, as Python raises ``KeyboardInterrupt``);
+* during a call into the JVM (a py4j call: a ``collect``, a write, a file-system call): never inside it.
+  An exception raised while py4j waits for the JVM's answer leaves that answer unread on the connection,
+  and the next call (the clean-up's) reads it instead of its own (``unexpected KeyError``).  The handler
+  only records the signal; a helper thread cancels the running Spark jobs (its own py4j connection: py4j
+  gives each thread its own), so that the call returns soon, and :class:`Terminated` is raised as the call
+  returns (:func:`guard_jvm_calls` wraps py4j's one entry point to know when).  A call that runs no job
+  (a file listing) runs to its end first;
+* inside :func:`critical` (the commit's renames, taking and releasing the lock): held, and raised when the
+  section ends, so a commit is never cut between two moves and a clean-up never half done.
+
+A signal once received stays received (:func:`received`): a command that sees any error after it (an
+error the cancelled job caused, raised in place of :class:`Terminated`) still exits 143, and
+:func:`checkpoint` raises it again where a caller went on past an error (a backfill's next date, a commit).
+The command's one line says what the run left behind (:func:`left_behind`: normally nothing).
 """
 
 from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 #: the exit code of a process ended by SIGTERM (128 + 15), what a shell and Airflow report
 TERMINATED_EXIT = 143
+#: how often the helper thread cancels the Spark jobs while the main thread waits in a JVM call
+CANCEL_EVERY_SECONDS = 0.5
 
 
 class Terminated(BaseException):
@@ -24,32 +44,140 @@ class Terminated(BaseException):
     catches ``Exception`` swallows it)."""
 
 
-_held = threading.local()
-_pending: list[int] = []
+class _State:
+    """The main thread's state; the handler runs in the main thread, between two of its bytecodes."""
+
+    held = 0  # depth of critical() sections
+    in_jvm = 0  # depth of py4j calls
+    pending: int | None = None  # a signal received and not raised yet
+    received: int | None = None  # the last signal received (stays set)
+    canceller: threading.Thread | None = None
+
+
+_state = _State()
+_original_send: Callable[..., Any] | None = None
+_left: set[str] = set()  # what a stopped run would leave behind: the locks held, the staging kept
+
+
+def _terminated(signum: int) -> Terminated:
+    return Terminated(f"terminated by signal {signum}")
 
 
 def _handler(signum: int, frame: object) -> None:
-    if getattr(_held, "depth", 0):
-        _pending.append(signum)
+    _state.received = signum
+    if _state.held or _state.in_jvm:
+        _state.pending = signum
+        if _state.in_jvm and not _state.held:
+            _cancel_jobs_meanwhile()
         return
-    raise Terminated(f"terminated by signal {signum}")
+    _state.pending = None
+    raise _terminated(signum)
+
+
+def _raise_pending() -> None:
+    if _state.pending is not None and not _state.held and not _state.in_jvm:
+        signum, _state.pending = _state.pending, None
+        raise _terminated(signum)
 
 
 def terminate_on_sigterm() -> None:
-    """Install the SIGTERM handler (main thread only; elsewhere a no-op)."""
+    """Install the SIGTERM handler, a command's start: nothing received yet (main thread only; elsewhere a no-op)."""
     if threading.current_thread() is threading.main_thread():
+        _state.pending = _state.received = None
         signal.signal(signal.SIGTERM, _handler)
+
+
+def received() -> bool:
+    """Whether this process received SIGTERM since :func:`terminate_on_sigterm` (once received, always)."""
+    return _state.received is not None
+
+
+def checkpoint() -> None:
+    """Raise :class:`Terminated` when a SIGTERM was received: a point between stages where a run that went
+    on past an error the signal caused stops (the signal was raised once already, or held)."""
+    if _state.received is not None and not _state.held and not _state.in_jvm:
+        _state.pending = None
+        raise _terminated(_state.received)
+
+
+def left(path: str) -> None:
+    """Note ``path`` (a lock taken, a staging directory kept for the next run) as something this process would
+    leave behind if it stopped now, until :func:`released`."""
+    _left.add(path)
+
+
+def released(path: str) -> None:
+    _left.discard(path)
+
+
+def left_behind() -> list[str]:
+    """What this process would leave behind (:func:`left`), sorted: empty once every run committed or aborted."""
+    return sorted(_left)
 
 
 @contextmanager
 def critical() -> Iterator[None]:
     """Hold SIGTERM while the block runs; raise :class:`Terminated` after it if one came."""
-    _held.depth = getattr(_held, "depth", 0) + 1
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        _state.held += 1
     try:
         yield
     finally:
-        _held.depth -= 1
-    if not _held.depth and _pending:
-        signum = _pending.pop()
-        _pending.clear()
-        raise Terminated(f"terminated by signal {signum}")
+        if main:
+            _state.held -= 1
+    if main:
+        _raise_pending()
+
+
+def guard_jvm_calls() -> None:
+    """Wrap py4j's entry point (every call into the JVM goes through ``GatewayClient.send_command``) so that
+    a SIGTERM arriving during a call of the main thread is raised when the call returns (module docstring).
+    Idempotent; imports py4j, so called where the session is built, not at start-up."""
+    global _original_send
+    from py4j.java_gateway import GatewayClient  # type: ignore[import-untyped]
+
+    if _original_send is not None:
+        return
+    original = GatewayClient.send_command
+    _original_send = original
+
+    def send_command(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            return original(self, *args, **kwargs)
+        _state.in_jvm += 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _state.in_jvm -= 1
+            _raise_pending()
+
+    GatewayClient.send_command = send_command
+
+
+def _cancel_jobs_meanwhile() -> None:
+    """Start (once) the thread that cancels every Spark job while the main thread waits in a JVM call."""
+    if _state.canceller is not None and _state.canceller.is_alive():
+        return
+    _state.canceller = threading.Thread(target=_cancel_jobs, name="recsys-spark-sigterm", daemon=True)
+    _state.canceller.start()
+
+
+def _cancel_jobs() -> None:
+    """Cancel the active context's jobs until the main thread's JVM call returns (a job submitted just after
+    a cancel is cancelled by the next); quiet the JVM's warnings about the tasks it kills."""
+    try:
+        from pyspark import SparkContext
+
+        quiet = False
+        while _state.in_jvm and _state.pending is not None:
+            context = SparkContext._active_spark_context
+            if context is None:
+                return
+            if not quiet:
+                context.setLogLevel("ERROR")  # the killed tasks' warnings say nothing the one line does not
+                quiet = True
+            context.cancelAllJobs()
+            time.sleep(CANCEL_EVERY_SECONDS)
+    except Exception:  # noqa: BLE001, S110 - a context stopping meanwhile: the call returns by itself
+        pass

@@ -36,7 +36,10 @@ Concurrency and faults:
   that commit forward (its tables were all staged) before it starts.  The
   sweep never deletes a staging directory that holds a journal;
 * the shared ``_staging`` and ``_locks`` directories are removed only when
-  empty, by one non-recursive delete (a concurrent run's entry is never lost).
+  empty, by one non-recursive delete (a concurrent run's entry is never lost);
+* SIGTERM (:mod:`recsys_spark.signals`) is held while the lock is taken, during
+  the commit's moves and during :meth:`DailyOutput.abort`, and a run that went
+  on past an error the signal caused never commits.
 """
 
 from __future__ import annotations
@@ -190,13 +193,29 @@ class DailyOutput:
 
     # --- one run per date ----------------------------------------------------------------------
     def acquire(self) -> None:
-        """Take the date's lock (proving the output root is writable), then sweep dead runs' staging."""
+        """Take the date's lock (proving the output root is writable), then finish the commits dead runs left
+        midway and sweep their staging.  SIGTERM is held meanwhile (a lock taken is always known, a recovered
+        commit never cut); a failure or a SIGTERM once the lock is taken releases it before it propagates."""
+        try:
+            with signals.critical():
+                self._take_lock()
+                self._heartbeat = _Heartbeat(self.spark, self.lock, self.heartbeat_seconds)
+                self._heartbeat.start()
+                self.recovered = self.recover_commits()
+                self.swept = self.sweep_staging()
+        except BaseException:
+            if self.locked:
+                self.abort()
+            raise
+
+    def _take_lock(self) -> None:
         try:
             self.created_root = not fs.exists(self.spark, self.root)
             fs.mkdirs(self.spark, f"{self.root}/{LOCKS}")
             for _ in range(2):
                 if fs.create_new(self.spark, self.lock, self._lock_text()):
                     self.locked = True
+                    signals.left(self.lock)  # until abort() releases it
                     break
                 holder = self._holder()
                 if holder is not None and not self._stale(holder, self.lock):
@@ -218,10 +237,6 @@ class DailyOutput:
         except Exception as exc:  # noqa: BLE001 - permissions, Mkdirs failed, read-only file system
             self._tidy_root()
             raise OutputError(f"output root {self.root} is not writable: {root_cause(exc)}") from None
-        self._heartbeat = _Heartbeat(self.spark, self.lock, self.heartbeat_seconds)
-        self._heartbeat.start()
-        self.recovered = self.recover_commits()
-        self.swept = self.sweep_staging()
 
     def _lock_text(self) -> str:
         now = time.time()
@@ -340,6 +355,7 @@ class DailyOutput:
         Journalled (module docstring): a failure inside undoes the moves made and raises
         :class:`~recsys_spark.errors.OutputError`; a kill leaves the journal for the next run of the date.
         """
+        signals.checkpoint()  # a run that went on past an error a SIGTERM caused never commits
         staged = [t for t in self.tables if t != SUMMARY] + [t for t in self.tables if t == SUMMARY]
         plan = {
             "partition": self.partition,
@@ -433,17 +449,22 @@ class DailyOutput:
 
     def abort(self) -> None:
         """Forget everything staged by this run and release the date's lock (a staging directory that
-        holds a commit that could not be undone stays, for the next run)."""
-        if not self.run_dir_kept:
-            fs.delete(self.spark, self.run_dir)
-            fs.delete_if_empty(self.spark, f"{self.root}/{STAGING}")
-        if self._heartbeat is not None:
-            self._heartbeat.stop()
-            self._heartbeat = None
-        if self.locked:
-            fs.delete(self.spark, self.lock)
-            self.locked = False
-        self._tidy_root()
+        holds a commit that could not be undone stays, for the next run).  SIGTERM is held meanwhile: a
+        clean-up is never cut in two (it is raised after).  Idempotent."""
+        with signals.critical():
+            if self.run_dir_kept:
+                signals.left(self.run_dir)
+            else:
+                fs.delete(self.spark, self.run_dir)
+                fs.delete_if_empty(self.spark, f"{self.root}/{STAGING}")
+            if self._heartbeat is not None:
+                self._heartbeat.stop()
+                self._heartbeat = None
+            if self.locked:
+                fs.delete(self.spark, self.lock)
+                self.locked = False
+                signals.released(self.lock)
+            self._tidy_root()
 
     def _tidy_root(self) -> None:
         """Remove the empty lock directory, and the output root when this run created it and left it empty."""

@@ -75,8 +75,12 @@ def run(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         args = build_parser().parse_args(words)
-        return COMMANDS[args.command].run(args)
+        code = COMMANDS[args.command].run(args)
+    except signals.Terminated:
+        return _terminated()
     except JobError as exc:
+        if signals.received():  # an error the signal caused (e.g. a cancelled job), raised in its place
+            return _terminated(exc if verbose else None)
         if verbose:
             import traceback
 
@@ -86,10 +90,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
-    except signals.Terminated:
-        print(f"{PROG}: terminated (SIGTERM): the date's lock and staging were released", file=sys.stderr)
-        return signals.TERMINATED_EXIT
     except Exception as exc:  # noqa: BLE001 - last resort: still one line, with the root cause
+        if signals.received():
+            return _terminated(exc if verbose else None)
         if verbose:
             import traceback
 
@@ -99,6 +102,24 @@ def run(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    return _terminated() if signals.received() else code  # a SIGTERM in the command's last moments
+
+
+def _terminated(exc: BaseException | None = None) -> int:
+    """The one line of a command stopped by SIGTERM (``exc``: the error that came in the signal's place, shown
+    with ``--verbose``); exit 143.  Says what the run left behind: normally nothing (its clean-up released the
+    lock and removed its staging), else the paths, which the next run of the date takes over."""
+    if exc is not None:
+        import traceback
+
+        traceback.print_exception(exc)
+    left = signals.left_behind()
+    if left:
+        what = f"left behind {', '.join(left)} (the next run of the date takes them over)"
+    else:
+        what = "no lock or staging left behind"
+    print(f"{PROG}: terminated (SIGTERM): {what}", file=sys.stderr)
+    return signals.TERMINATED_EXIT
 
 
 def main() -> NoReturn:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from recsys_spark import log
+from recsys_spark import log, signals
 from recsys_spark.cli.common import PROG, Command, date_arg, import_meanwhile, load, start_logging
 from recsys_spark.cli.lines import experiment_lines, headline_lines
 from recsys_spark.errors import BACKFILL_FAILED, HardRuleViolation, JobError, UsageError, root_cause
@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 summary = daily.evaluate_day(spark, cfg, day, args.input_root, args.output_root)
             except Exception as exc:  # noqa: BLE001 - a backfill names every failed date and goes on
+                signals.checkpoint()  # but not past an error a SIGTERM caused: it stops
                 if isinstance(exc, HardRuleViolation):
                     written.append(day)
                 if len(dates) == 1:
@@ -93,11 +94,12 @@ def run(args: argparse.Namespace) -> int:
             written.append(day)
             _print_day(day, summary)
     finally:
-        if args.report and dates[-1] in written:  # never a report of a day that was not written
+        report = args.report and not signals.received()  # stopped by SIGTERM: no report, no line about it
+        if report and dates[-1] in written:  # never a report of a day that was not written
             from recsys_spark.cli.report import write_day_report
 
             write_day_report(spark, cfg, args.output_root, dates[-1])
-        elif args.report:
+        elif report:
             print(f"{PROG}: no report: {dates[-1]} was not written", file=sys.stderr)
         spark.stop()
     if failed:

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from recsys_spark import signals
 from recsys_spark.cli.common import PROG, Command, date_arg, load, start_logging
 from recsys_spark.cli.evaluate import dates_of
 from recsys_spark.config import check_name
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 summary = daily.evaluate_day(spark, cfg, day, args.input_root, args.output_root, args.run)
             except Exception as exc:  # noqa: BLE001 - a range names every failed date and goes on
+                signals.checkpoint()  # but not past an error a SIGTERM caused: it stops
                 if len(dates) == 1:
                     raise
                 failed.append(day.isoformat())

@@ -5,10 +5,16 @@ itself ``SIGNAL`` (``KILL`` or ``TERM``) when ``WHEN`` comes:
 
 * ``commit:N``: just before the N-th file-system call (0-based) of the commit, counted from the moment
   the commit's journal is written: every ``fs`` call the commit and its clean-up make;
+* ``collect:N``: during the N-th ``DataFrame.collect`` (0-based) made once the run holds its lock: that
+  collect runs through an identity ``mapInPandas`` whose first task sends the signal to the driver and then
+  waits (five minutes), so that the signal comes while the driver waits inside the collect for Spark (a
+  py4j call), and only a cancelled job ends it early;
+* ``write:N``: the same during the N-th table the run stages with a Spark job (``DailyOutput.stage``);
 * ``after:S``: S seconds after the start (a random moment of the computation).
 
-Exits with the command's code, or dies by the signal.  The signal is real: SIGKILL leaves everything as
-it was at that call; SIGTERM goes through the handler the command installs.
+With ``RECSYS_CHAOS_MARK`` set, the task that sends the signal writes the moment it did (``time.time()``)
+to that file.  Exits with the command's code, or dies by the signal.  The signal is real: SIGKILL leaves
+everything as it was at that call; SIGTERM goes through the handler the command installs.
 """
 
 from __future__ import annotations
@@ -17,10 +23,12 @@ import os
 import signal
 import sys
 import threading
+import time
 
-from recsys_spark import cli, fs
+from recsys_spark import cli, fs, write
 
 OPERATIONS = ("delete", "rename", "write_text", "write_bytes", "mkdirs", "delete_if_empty", "exists", "touch")
+WAIT_SECONDS = 300.0  # how long the signalling task waits: far longer than the run left alone would take
 
 
 def _arm_commit(signum: int, target: int) -> None:
@@ -43,12 +51,60 @@ def _arm_commit(signum: int, target: int) -> None:
         setattr(fs, name, counted(name, getattr(fs, name)))
 
 
+def _signalling(df, signum: int):
+    """``df`` unchanged, through a task that signals this process first and then waits (see the docstring)."""
+    driver, mark = os.getpid(), os.environ.get("RECSYS_CHAOS_MARK")
+
+    def signal_then_wait(batches):
+        from pyspark import TaskContext
+
+        if TaskContext.get().partitionId() == 0:
+            if mark:
+                with open(mark, "w") as f:
+                    f.write(repr(time.time()))
+            os.kill(driver, signum)
+            time.sleep(WAIT_SECONDS)
+        yield from batches
+
+    return df.mapInPandas(signal_then_wait, df.schema)
+
+
+def _arm_spark(signum: int, kind: str, target: int) -> None:
+    """``collect:N`` and ``write:N``: counted from the moment the run's lock is taken."""
+    from pyspark.sql.classic.dataframe import DataFrame  # the classic session's (pyspark.sql's is abstract)
+
+    state = {"locked": False, "n": 0}
+    acquire, collect, stage = write.DailyOutput.acquire, DataFrame.collect, write.DailyOutput.stage
+
+    def locking(self):
+        acquire(self)
+        state["locked"] = True
+
+    def chosen(name: str) -> bool:
+        if not state["locked"] or kind != name:
+            return False
+        state["n"] += 1
+        return state["n"] - 1 == target
+
+    def collecting(self):
+        return collect(_signalling(self, signum) if chosen("collect") else self)
+
+    def staging(self, table, df):
+        return stage(self, table, _signalling(df, signum) if chosen("write") else df)
+
+    write.DailyOutput.acquire = locking
+    DataFrame.collect = collecting
+    write.DailyOutput.stage = staging
+
+
 def main(argv: list[str]) -> int:
     name, when, rest = argv[0], argv[1], argv[argv.index("--") + 1 :]
     signum = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM}[name]
     kind, _, value = when.partition(":")
     if kind == "commit":
         _arm_commit(signum, int(value))
+    elif kind in ("collect", "write"):
+        _arm_spark(signum, kind, int(value))
     else:
         timer = threading.Timer(float(value), os.kill, (os.getpid(), signum))
         timer.daemon = True
