@@ -5,7 +5,9 @@ run directly (tests, laptops, ``make demo``) the job builds a local session
 (``local[*]`` unless ``--master`` says otherwise) whose Python workers use this
 interpreter, so pandas UDFs find pandas and pyarrow.  Settings from the
 config's ``[spark]`` table are applied on top; nothing else is hard-coded
-except defaults that any of those can override.
+except defaults that any of those can override.  A SIGTERM is never raised
+inside a call into the JVM, and the local JVM starts in a session of its own
+(:mod:`recsys_spark.signals`).
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ def build_session(
     signals.guard_jvm_calls()  # a SIGTERM during a JVM call is raised as the call returns, never inside it
     builder = SparkSession.builder.appName(app_name)
     if not under_spark_submit():
+        signals.jvm_in_own_session()  # a SIGTERM to the process group leaves the JVM to the clean-up
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         builder = builder.master(master or "local[*]")

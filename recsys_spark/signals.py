@@ -18,6 +18,9 @@ Where it is raised:
 * inside :func:`critical` (the commit's renames, taking and releasing the lock): held, and raised when the
   section ends, so a commit is never cut between two moves and a clean-up never half done.
 
+A SIGTERM sent to the whole process group reaches this process alone: the local JVM runs in a session of its
+own (:func:`jvm_in_own_session`), so that it is still there for the clean-up.
+
 A signal once received stays received (:func:`received`): a command that sees any error after it (an
 error the cancelled job caused, raised in place of :class:`Terminated`) still exits 143, and
 :func:`checkpoint` raises it again where a caller went on past an error (a backfill's next date, a commit).
@@ -155,6 +158,26 @@ def guard_jvm_calls() -> None:
     GatewayClient.send_command = send_command
 
 
+def jvm_in_own_session() -> None:
+    """Start the local driver JVM (the one pyspark launches for a session built here) in a session of its own,
+    so that a SIGTERM sent to this process's whole group (Airflow's BashOperator stops a task so, as does a
+    shell's ``kill -- -PGID``) reaches this process only: the JVM must outlive the signal for the clean-up to
+    reach the file system, and it ends when this process does (pyspark's JVM stops when its stdin closes).
+    Idempotent; imports pyspark, so called where the session is built."""
+    from pyspark import java_gateway
+
+    launch = java_gateway.Popen
+    if getattr(launch, "own_session", False):
+        return
+
+    def popen(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("start_new_session", True)
+        return launch(*args, **kwargs)
+
+    popen.own_session = True  # type: ignore[attr-defined]
+    java_gateway.Popen = popen  # type: ignore[misc, assignment]
+
+
 def _cancel_jobs_meanwhile() -> None:
     """Start (once) the thread that cancels every Spark job while the main thread waits in a JVM call."""
     if _state.canceller is not None and _state.canceller.is_alive():
@@ -165,19 +188,26 @@ def _cancel_jobs_meanwhile() -> None:
 
 def _cancel_jobs() -> None:
     """Cancel the active context's jobs until the main thread's JVM call returns (a job submitted just after
-    a cancel is cancelled by the next); quiet the JVM's warnings about the tasks it kills."""
+    a cancel is cancelled by the next); silence the JVM's log first: its warnings and errors about the tasks and
+    writes it aborts ("Aborting job", "TaskKilledException") say nothing the command's one line does not."""
     try:
         from pyspark import SparkContext
 
-        quiet = False
-        while _state.in_jvm and _state.pending is not None:
-            context = SparkContext._active_spark_context
-            if context is None:
-                return
-            if not quiet:
-                context.setLogLevel("ERROR")  # the killed tasks' warnings say nothing the one line does not
-                quiet = True
+        context = SparkContext._active_spark_context
+        if context is not None:
+            _silence(context)
+        while context is not None and _state.in_jvm and _state.pending is not None:
             context.cancelAllJobs()
             time.sleep(CANCEL_EVERY_SECONDS)
     except Exception:  # noqa: BLE001, S110 - a context stopping meanwhile: the call returns by itself
         pass
+
+
+def _silence(context: Any) -> None:
+    """Every logger of the driver's JVM off (the loggers a log4j2 file sets a level of too, which
+    ``setLogLevel`` leaves as they are)."""
+    try:
+        log4j = context._jvm.org.apache.logging.log4j
+        log4j.core.config.Configurator.setAllLevels(log4j.LogManager.ROOT_LOGGER_NAME, log4j.Level.OFF)
+    except Exception:  # noqa: BLE001 - another logging backend: the root logger at least
+        context.setLogLevel("OFF")

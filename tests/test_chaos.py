@@ -46,13 +46,15 @@ def _points() -> list[tuple[str, str]]:
     rng = random.Random(20261126)
     if SWEEP:
         commit = [(s, f"commit:{n}") for s in ("KILL", "TERM") for n in range(COMMIT_CALLS)]
-        spark = [("TERM", f"collect:{n}") for n in range(DAY_COLLECTS)] + [("TERM", "write:0")]
+        spark = [(s, f"collect:{n}") for s in ("TERM", "TERMGROUP") for n in range(DAY_COLLECTS)]
+        spark += [("TERM", "write:0"), ("TERMGROUP", "write:0")]
         return commit + spark + [(s, f"after:{rng.uniform(8, 40):.1f}") for s in ("KILL", "TERM") for _ in range(4)]
     return [
         ("KILL", f"commit:{rng.randrange(2, 14)}"),
         ("TERM", f"commit:{rng.randrange(2, 14)}"),
         ("KILL", f"after:{rng.uniform(10, 25):.1f}"),
         ("TERM", f"collect:{rng.randrange(DAY_COLLECTS)}"),
+        ("TERMGROUP", f"collect:{rng.randrange(DAY_COLLECTS)}"),  # the JVM's process group signalled too
     ]
 
 
@@ -69,6 +71,7 @@ def _kill(signal_name: str, when: str, argv: list[str], mark: Path) -> subproces
         text=True,
         env=env,
         timeout=600,
+        start_new_session=True,  # a process group of its own, which TERMGROUP signals
     )
 
 
@@ -140,7 +143,7 @@ def test_a_killed_run_leaves_the_old_day_or_the_new_one_and_a_rerun_is_clean(
     done = _kill(signal_name, when, argv, tmp_path / "mark")
     killed = done.returncode == -signal.SIGKILL
     in_spark = when.partition(":")[0] in IN_SPARK  # the signal comes before the commit: never a 0
-    if signal_name == "TERM" and (done.returncode != 0 or in_spark):  # the handler ran
+    if signal_name.startswith("TERM") and (done.returncode != 0 or in_spark):  # the handler ran
         _assert_terminated(done, out, tmp_path / "mark", time.time())
         if in_spark:
             assert _same(_view(out), views["old"])
@@ -204,11 +207,16 @@ def _offline(root: Path, out: Path) -> tuple[list[str], object]:
     return argv, rerun
 
 
-@pytest.mark.parametrize("command, when", [("ope", "collect:1"), ("offline", "collect:0")])
-def test_a_sigterm_during_a_collect_ends_143_with_the_lock_and_staging_released(spark, tmp_path, command, when):
+@pytest.mark.parametrize(
+    "command, signal_name, when",
+    [("ope", "TERM", "collect:1"), ("offline", "TERM", "collect:0"), ("offline", "TERMGROUP", "collect:1")],
+)
+def test_a_sigterm_during_a_collect_ends_143_with_the_lock_and_staging_released(
+    spark, tmp_path, command, signal_name, when
+):
     out = tmp_path / "out"
     argv, rerun = {"ope": _ope, "offline": _offline}[command](tmp_path, out)
-    done = _kill("TERM", when, argv, tmp_path / "mark")
+    done = _kill(signal_name, when, argv, tmp_path / "mark")
     _assert_terminated(done, out, tmp_path / "mark", time.time())
     assert (tmp_path / "mark").exists()  # the signal came during the collect's job
     assert not list(out.rglob("_SUCCESS"))

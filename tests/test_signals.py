@@ -152,3 +152,16 @@ def test_the_line_names_what_a_failed_clean_up_left_behind(monkeypatch, capsys):
         "recsys-spark: terminated (SIGTERM): left behind /out/_locks/dt=2026-11-20.lock "
         "(the next run of the date takes them over)\n"
     )
+
+
+def test_the_local_jvm_starts_in_a_session_of_its_own(monkeypatch):
+    """pyspark launches the JVM with ``java_gateway.Popen``: in a new session, a SIGTERM to this process's group
+    leaves it to the clean-up (tests/test_chaos.py sends one: TERMGROUP)."""
+    from pyspark import java_gateway
+
+    launched: list[dict] = []
+    monkeypatch.setattr(java_gateway, "Popen", lambda command, **kwargs: launched.append(kwargs))
+    signals.jvm_in_own_session()
+    signals.jvm_in_own_session()  # idempotent: wrapped once
+    java_gateway.Popen(["spark-submit"], stdin=None)
+    assert launched == [{"stdin": None, "start_new_session": True}]

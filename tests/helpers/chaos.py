@@ -1,7 +1,8 @@
 """Run ``recsys-spark`` in this process and kill it at a chosen moment (the chaos tests' driver).
 
 ``python tests/helpers/chaos.py SIGNAL WHEN -- ARGS...`` runs ``recsys_spark.cli.run(ARGS)`` and sends
-itself ``SIGNAL`` (``KILL`` or ``TERM``) when ``WHEN`` comes:
+itself ``SIGNAL`` (``KILL`` or ``TERM``; ``TERMGROUP``: SIGTERM to its whole process group, as Airflow's
+BashOperator stops a task: start it as a group leader) when ``WHEN`` comes:
 
 * ``commit:N``: just before the N-th file-system call (0-based) of the commit, counted from the moment
   the commit's journal is written: every ``fs`` call the commit and its clean-up make;
@@ -19,6 +20,7 @@ everything as it was at that call; SIGTERM goes through the handler the command 
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -31,7 +33,7 @@ OPERATIONS = ("delete", "rename", "write_text", "write_bytes", "mkdirs", "delete
 WAIT_SECONDS = 300.0  # how long the signalling task waits: far longer than the run left alone would take
 
 
-def _arm_commit(signum: int, target: int) -> None:
+def _arm_commit(send, target: int) -> None:
     state = {"calls": -1}  # -1: the commit has not started (the journal write starts it)
 
     def counted(name: str, real):
@@ -41,7 +43,7 @@ def _arm_commit(signum: int, target: int) -> None:
                 state["calls"] = 0
             elif state["calls"] >= 0:
                 if state["calls"] == target:
-                    os.kill(os.getpid(), signum)
+                    send()
                 state["calls"] += 1
             return real(spark, *args, **kwargs)
 
@@ -51,9 +53,16 @@ def _arm_commit(signum: int, target: int) -> None:
         setattr(fs, name, counted(name, getattr(fs, name)))
 
 
-def _signalling(df, signum: int):
+def _send(signum: int, group: bool):
+    """What sends the signal: ``send()`` signals this process, or its process group."""
+    if group:
+        return functools.partial(os.killpg, os.getpgid(0), signum)
+    return functools.partial(os.kill, os.getpid(), signum)
+
+
+def _signalling(df, send):
     """``df`` unchanged, through a task that signals this process first and then waits (see the docstring)."""
-    driver, mark = os.getpid(), os.environ.get("RECSYS_CHAOS_MARK")
+    mark = os.environ.get("RECSYS_CHAOS_MARK")
 
     def signal_then_wait(batches):
         from pyspark import TaskContext
@@ -62,14 +71,14 @@ def _signalling(df, signum: int):
             if mark:
                 with open(mark, "w") as f:
                     f.write(repr(time.time()))
-            os.kill(driver, signum)
+            send()
             time.sleep(WAIT_SECONDS)
         yield from batches
 
     return df.mapInPandas(signal_then_wait, df.schema)
 
 
-def _arm_spark(signum: int, kind: str, target: int) -> None:
+def _arm_spark(send, kind: str, target: int) -> None:
     """``collect:N`` and ``write:N``: counted from the moment the run's lock is taken."""
     from pyspark.sql.classic.dataframe import DataFrame  # the classic session's (pyspark.sql's is abstract)
 
@@ -87,10 +96,10 @@ def _arm_spark(signum: int, kind: str, target: int) -> None:
         return state["n"] - 1 == target
 
     def collecting(self):
-        return collect(_signalling(self, signum) if chosen("collect") else self)
+        return collect(_signalling(self, send) if chosen("collect") else self)
 
     def staging(self, table, df):
-        return stage(self, table, _signalling(df, signum) if chosen("write") else df)
+        return stage(self, table, _signalling(df, send) if chosen("write") else df)
 
     write.DailyOutput.acquire = locking
     DataFrame.collect = collecting
@@ -99,14 +108,15 @@ def _arm_spark(signum: int, kind: str, target: int) -> None:
 
 def main(argv: list[str]) -> int:
     name, when, rest = argv[0], argv[1], argv[argv.index("--") + 1 :]
-    signum = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM}[name]
+    signum = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "TERMGROUP": signal.SIGTERM}[name]
+    send = _send(signum, group=name == "TERMGROUP")
     kind, _, value = when.partition(":")
     if kind == "commit":
-        _arm_commit(signum, int(value))
+        _arm_commit(send, int(value))
     elif kind in ("collect", "write"):
-        _arm_spark(signum, kind, int(value))
+        _arm_spark(send, kind, int(value))
     else:
-        timer = threading.Timer(float(value), os.kill, (os.getpid(), signum))
+        timer = threading.Timer(float(value), send)
         timer.daemon = True
         timer.start()
     return cli.run(rest)
