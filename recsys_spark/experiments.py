@@ -48,6 +48,7 @@ from recsys_spark.kernels.experiments import (
     event_columns,
     independence_test,
     is_indicator,
+    overflow_notes,
     parse_metric,
     srm_test,
     user_sum_column,
@@ -640,6 +641,7 @@ def analyse(
             ex.sequential_tuning,
         )
         results += rows_of
+        overflow = overflow_notes(name, by_arm, specs)
         alpha = 1 - confidence
         section[name] = {
             "state": "not_compared" if reason else "ok" if srm.passed else "srm_failed",
@@ -654,6 +656,8 @@ def analyse(
                 _brief(r) for r in rows_of if r.slice == ALL and r.p_adjusted is not None and r.p_adjusted < alpha
             ],
         }
+        if overflow:
+            section[name]["overflow"] = overflow
         if side is not None:
             section[name].update(assigned_ids=side.ids, matched_ids=sum(users.values()) + excluded)
         if cuped:
@@ -775,6 +779,7 @@ def status_and_notes(section: Mapping[str, Any], checks: Sequence[Check]) -> tup
     failed = mismatched(checks)
     not_compared = [name for name, e in sorted(section.items()) if e["state"] == "not_compared"]
     notes = [f"experiment {name} not compared: {section[name]['reason']}" for name in not_compared]
+    notes += [note for _, e in sorted(section.items()) for note in e.get("overflow", [])]
     if failed:
         notes.append(f"sample-ratio mismatch in {', '.join(failed)}: their results are not to be trusted")
     return ("srm_failed" if failed else "not_compared" if not_compared else "ok"), not_compared, notes

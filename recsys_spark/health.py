@@ -65,7 +65,7 @@ from recsys_spark.bootstrap import bootstrap_sums, health_bootstrap_intervals
 from recsys_spark.kernels.business import Measured, business_values
 from recsys_spark.kernels.health import health_values
 from recsys_spark.kernels.health_pass import USER_SUMS, UnitSums, slice_sums, unit_sums
-from recsys_spark.kernels.intervals import business_intervals, health_intervals
+from recsys_spark.kernels.intervals import business_intervals, health_intervals, overflow_notes
 from recsys_spark.kernels.stats import Interval
 from recsys_spark.schema import (
     ALL,
@@ -608,6 +608,7 @@ def evaluate_health(
         boot = bootstrap_sums(user_items(prepared), popularity, bootstrap_replicates, seed, by_category)
     rows: list[MetricRow] = []
     lorenz: list[tuple[str, float, float]] = []
+    by_slice: dict[str, dict] = {}
     for s in sorted(set(stats) | set(hist)):
         if s is None:
             continue
@@ -643,12 +644,18 @@ def evaluate_health(
             )
         rows += [_with_interval(MetricRow(m, None, a, s, v, n, se), intervals.get((m, a))) for m, a, v, n, se in values]
         lorenz += [(s, float(a), float(b)) for a, b in zip(x, y, strict=True)]
+        by_slice[s] = intervals
+    notes += overflow_notes(by_slice)
     info = {"health_rows": len(rows), "lorenz_points": len(lorenz), "categories": k, "novelty_users": n_clickers}
     return HealthResult(rows, lorenz, notes, info)
 
 
 def _with_interval(row: MetricRow, interval: Interval | None) -> MetricRow:
-    """The row with its interval (kernels.intervals); without one, se and bounds null and ci_method none."""
+    """The row with its interval (kernels.intervals); without one, se and bounds null and ci_method none.
+    A value that is not finite (a sum that overflowed a double) is null: not a number (the interval's note
+    says which sum)."""
+    if row.value is not None and not math.isfinite(row.value):
+        row = MetricRow(row.metric, row.k, row.aggregation, row.slice, None, row.n)
     if interval is None or row.value is None:
         return MetricRow(row.metric, row.k, row.aggregation, row.slice, row.value, row.n)
     return row.with_interval(interval)

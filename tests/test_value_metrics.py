@@ -280,3 +280,41 @@ def test_experiment_users_by_hand_and_the_same_when_every_user_takes_the_bounded
         tables.append(table.sort_values(["slice", "user_id"]).reset_index(drop=True))
     assert tables[0].loc[(tables[0]["slice"] == "all") & (tables[0]["user_id"] == "u8"), "empty_requests"].item() == 0
     pd.testing.assert_frame_equal(tables[0], tables[1], check_exact=False, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "values, value_is_null",
+    [((1e308, 1e308), True), ((1e200,), False)],  # Σ value = inf; Σ value finite but Σ value² = inf
+)
+def test_values_whose_sums_overflow_give_no_interval_and_a_note_never_se_0(spark, tmp_path, values, value_is_null):
+    """Two purchases of 1e308 gave GMV = inf with se 0; one of 1e200 a finite GMV with se 0 (its square
+    overflows): no interval then, a note naming the sum of value, and a null value where it is not finite,
+    in the day's metrics and in the experiment's comparisons."""
+    events = [("r0", item, "purchase", value, None) for item, value in zip("acf", values, strict=False)]
+    users = dict(USERS, u2=("ios", [["a", "c", "f"]], events))
+    exposures, clicks = day_rows(DAY, users)
+    write(tmp_path / "in" / "exposures" / f"dt={DAY}", exposures, EXPOSURES)
+    write(tmp_path / "in" / "clicks" / f"dt={DAY}", clicks, CLICKS)
+    arms = {"u1": "control", "u2": "treatment", "u3": "control", "u4": "treatment", "u5": "control", "u6": "treatment"}
+    write(tmp_path / "in" / "assignments" / f"dt={DAY}", [(u, "shop", a) for u, a in arms.items()], ASSIGNMENTS)
+    settings = [
+        "metrics.k=[1]",
+        "rules.fail_on_hard=false",
+        'experiments.metrics=["gmv_per_user_global", "gmv_per_exposure_global"]',
+        'experiments.inference="fixed"',
+    ]
+    summary = evaluate_day(spark, load_config(None, settings), DAY, str(tmp_path / "in"), str(tmp_path / "out"))
+    metrics = pd.read_parquet(tmp_path / "out" / "metrics" / f"dt={DAY}")
+    got = metrics[(metrics["slice"] == "all") & (metrics["aggregation"] == "global")].set_index("metric")
+    for name in ("gmv_per_exposure", "gmv_per_request", "gmv_per_user", "value_per_converting_user"):
+        row = got.loc[name]
+        assert pd.isna(row["se"]) and pd.isna(row["ci_low"]) and row["ci_method"] == "none", name
+        assert pd.isna(row["value"]) == value_is_null, name
+    assert got.loc["dwell_per_user", "ci_method"] == "delta"  # the other sums are fine
+    sigma = "Σ value = inf" if value_is_null else "Σ value² = inf"
+    note = next(n for n in summary["notes"] if n.startswith("no interval for gmv_per_exposure"))
+    assert f"a sum overflows a double ({sigma})" in note and "value_per_converting_user" in note
+    rows = pd.read_parquet(tmp_path / "out" / "experiments" / f"dt={DAY}")
+    rows = rows[rows["slice"] == "all"].set_index("metric")
+    assert pd.isna(rows.loc["gmv_per_user", "se"]) and pd.isna(rows.loc["gmv_per_user", "p_value"])
+    assert any(n.startswith("experiment shop: no interval for gmv_per_user (treatment") for n in summary["notes"])

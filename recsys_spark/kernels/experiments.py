@@ -38,6 +38,7 @@ from recsys_spark.kernels.stats import (
     RatioStats,
     adjust_p,
     compare_estimates,
+    non_finite,
     p_value_z,
     ratio_difference,
     sequential,
@@ -220,7 +221,7 @@ def cuped_theta(arms: Sequence[CovariateStats]) -> float:
     n = total.n
     if n < 2:
         return 0.0
-    sxx = total.sum_xx - total.sum_x**2 / n
+    sxx = total.sum_xx - total.sum_x * total.sum_x / n
     sxy = total.sum_xy - total.sum_x * total.sum_y / n
     return float(sxy / sxx) if sxx > 1e-12 * max(total.sum_xx, 1.0) else 0.0
 
@@ -233,9 +234,9 @@ def cuped_adjusted(arm: CovariateStats, theta: float, x_mean: float) -> MeanStat
     """
     n, sy, syy, sx, sxx, sxy = arm.as_tuple()
     sdx = sx - n * x_mean  # sum (x - x_mean)
-    sdxdx = sxx - 2 * x_mean * sx + n * x_mean**2
+    sdxdx = sxx - 2 * x_mean * sx + n * x_mean * x_mean
     sydx = sxy - x_mean * sy
-    return MeanStats(n, sy - theta * sdx, syy - 2 * theta * sydx + theta**2 * sdxdx)
+    return MeanStats(n, sy - theta * sdx, syy - 2 * theta * sydx + theta * theta * sdxdx)
 
 
 def cuped_compare(
@@ -307,8 +308,8 @@ def cuped_ratio_compare(
     pooled = (control.s[2] + treatment.s[2]) / (control.s[3] + treatment.s[3])
     (rc, pc, vc, wc, cc), (rt, pt, vt, wt, ct) = parts
     adj_c, adj_t = rc - theta * (pc - pooled), rt - theta * (pt - pooled)
-    var_c = max(vc - 2 * theta * cc + theta**2 * wc, 0.0)
-    var_t = max(vt - 2 * theta * ct + theta**2 * wt, 0.0)
+    var_c = max(vc - 2 * theta * cc + theta * theta * wc, 0.0)
+    var_t = max(vt - 2 * theta * ct + theta * theta * wt, 0.0)
     return compare_estimates(adj_c, var_c, adj_t, var_t, z_quantile(confidence), p_value_z, None, "delta_cuped"), theta
 
 
@@ -645,3 +646,31 @@ def analyse_experiment(
         for r, pa in zip(family, adjusted, strict=True):
             rows.append(ResultRow(p_adjusted=_clean(float(pa)), **r))
     return rows
+
+
+def overflow_notes(
+    experiment: str, sums: Mapping[tuple[str, str], Mapping[str, float]], specs: Sequence[MetricSpec]
+) -> list[str]:
+    """One note per metric of ``experiment`` whose per-user sums overflowed a double in some arm (values
+    whose squares pass 1.8e308): its comparisons have no interval and no p-value (never a standard error
+    of 0: :func:`kernels.stats.non_finite`), and the note names the sum and the value it sums.
+
+    >>> spec = parse_metric("gmv_per_user_global")
+    >>> overflow_notes("shop", {("control", "all"): {"gmv_per_user_global|xx": math.inf}}, [spec])
+    ['experiment shop: no interval for gmv_per_user (control, slice all): a sum overflows a double (Σ value² = inf)']
+    """
+    notes = []
+    for spec in specs:
+        labels = {"x": f"Σ {spec.num}", "xx": f"Σ {spec.num}²", "y": f"Σ {spec.den}", "yy": f"Σ {spec.den}²"}
+        labels["xy"] = f"Σ {spec.num}·{spec.den}"
+        broken: dict[str, list[str]] = {}
+        for (variant, slice_value), arm in sorted(sums.items()):
+            why = non_finite({label: arm.get(f"{spec.name}|{part}") for part, label in labels.items()})
+            if why:
+                broken.setdefault(why, []).append(f"{variant}, slice {slice_value}")
+        notes += [
+            f"experiment {experiment}: no interval for {spec.metric} ({'; '.join(arms)}): a sum overflows a double "
+            f"({why})"
+            for why, arms in broken.items()
+        ]
+    return notes

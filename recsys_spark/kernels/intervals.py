@@ -168,7 +168,7 @@ def business_intervals(
     """
 
     def delta(n: str, x: str, y: str | None, **kw: bool) -> Interval:
-        return delta_interval(ratio_stats(stats, n, x, y, **kw), confidence)
+        return delta_interval(ratio_stats(stats, n, x, y, **kw), confidence, (x, y or "1"))
 
     out = {
         ("exposure_ctr", "global"): delta("uv", "clicked", "exposures"),
@@ -202,3 +202,26 @@ def business_intervals(
         out[(users, "global")] = delta("users_exposed", f"uv_{name}", None, x_indicator=True)
         out[(exposures, "global")] = delta("uv", name, "exposures")
     return out
+
+
+def overflow_notes(by_slice: Mapping[str, Mapping[Key, Interval]]) -> list[str]:
+    """One note per sum that overflowed a double (:attr:`kernels.stats.Interval.note`), naming the rows and
+    slices left without an interval by it: never a standard error of 0 (docs/statistics.md).
+
+    >>> row = {("gmv_per_user", "global"): Interval.none(None, "Σ value = inf")}
+    >>> note = overflow_notes({"all": row, "platform=ios": row})[0]
+    >>> note.split("; ")[0]
+    'no interval for gmv_per_user (slices all, platform=ios): a sum overflows a double (Σ value = inf)'
+    """
+    found: dict[str, tuple[dict[str, None], dict[str, None]]] = {}
+    for slice_key, intervals in by_slice.items():
+        for (metric, _), interval in intervals.items():
+            if interval.note:
+                metrics, slices = found.setdefault(interval.note, ({}, {}))
+                metrics[metric] = None
+                slices[slice_key] = None
+    return [
+        f"no interval for {', '.join(metrics)} (slices {', '.join(slices)}): a sum overflows a double ({note}); "
+        "a value that is not finite is null"
+        for note, (metrics, slices) in found.items()
+    ]

@@ -27,8 +27,8 @@ See ``docs/statistics.md`` for the formulas, their units and the edge cases.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -80,8 +80,35 @@ def _above_rounding(value: float, scale: float, n: float) -> float:
     (ε the double's machine epsilon); a difference at or below n·ε·``scale`` (``scale``: the sum of the
     magnitudes of its terms) cannot be told from 0, and is 0 (as are negative results).  Without this,
     n equal values give a variance of 1e-18 or so instead of 0, depending on the order of the sums.
+
+    A sum that overflowed (``value`` or ``scale`` NaN or infinite) is NaN, never 0: nothing is known of
+    the variance then (:func:`non_finite`).
+
+    >>> _above_rounding(float("nan"), float("inf"), 2.0)
+    nan
     """
+    if not (math.isfinite(value) and math.isfinite(scale)):
+        return math.nan
     return value if value > n * _EPS * scale else 0.0
+
+
+def non_finite(parts: Mapping[str, float | None]) -> str | None:
+    """The first of ``parts`` (name -> a sum, a sum of products, a variance) that is NaN or infinite, as
+    ``"name = inf"``; None when each is finite (or None).
+
+    The rule every interval follows: a sum, product or variance that is not a finite double (values
+    whose squares pass 1.8e308, an importance weight of 1e160) gives no interval and a note naming it,
+    never a standard error of 0 (docs/statistics.md, "Sums that overflow").
+
+    >>> non_finite({"Σx": 2.0, "Σx²": float("inf")})
+    'Σx² = inf'
+    >>> non_finite({"Σx": 2.0, "Σx²": 4.0}) is None
+    True
+    """
+    for name, value in parts.items():
+        if value is not None and not math.isfinite(value):
+            return f"{name} = {value:g}"
+    return None
 
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -191,13 +218,13 @@ class RatioStats:
     def var_x(self) -> float:
         if self.n < 2:
             return math.nan
-        return _above_rounding(self.sum_xx - self.sum_x**2 / self.n, 2.0 * self.sum_xx, self.n) / (self.n - 1.0)
+        return _above_rounding(self.sum_xx - self.sum_x * self.sum_x / self.n, 2.0 * self.sum_xx, self.n) / (self.n - 1.0)
 
     @property
     def var_y(self) -> float:
         if self.n < 2:
             return math.nan
-        return _above_rounding(self.sum_yy - self.sum_y**2 / self.n, 2.0 * self.sum_yy, self.n) / (self.n - 1.0)
+        return _above_rounding(self.sum_yy - self.sum_y * self.sum_y / self.n, 2.0 * self.sum_yy, self.n) / (self.n - 1.0)
 
     @property
     def cov_xy(self) -> float:
@@ -252,42 +279,79 @@ class Interval:
     ci_low: float | None
     ci_high: float | None
     method: str
+    #: why there is no interval when a sum, product or variance is not finite (:func:`non_finite`), else None
+    note: str | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def none(cls, value: float | None = None) -> Interval:
-        """No interval defined (a count, or too few units): se and bounds null, method "none"."""
-        return cls(_finite(value), None, None, None, NONE)
+    def none(cls, value: float | None = None, note: str | None = None) -> Interval:
+        """No interval defined (a count, too few units, or ``note``: a sum that overflowed): se and bounds
+        null, method "none"; a non-finite value is null too."""
+        return cls(_finite(value), None, None, None, NONE, note)
+
+
+def _sigma(a: str, b: str | None = None) -> str:
+    """The label of a sum in a note: Σx, Σx², Σxy for letters; Σ value, Σ value², Σ value·exposures for names."""
+    if b is None:
+        return f"Σ{a}" if len(a) == 1 else f"Σ {a}"
+    if len(a) == len(b) == 1:
+        return f"Σ{a}²" if a == b else f"Σ{a}{b}"
+    return f"Σ {a}²" if a == b else f"Σ {a}·{b}"
 
 
 def _finite(v: float | None) -> float | None:
     return None if v is None or not math.isfinite(v) else float(v)
 
 
-def t_interval(s: MeanStats, confidence: float = 0.95) -> Interval:
+def t_interval(s: MeanStats, confidence: float = 0.95, name: str = "x") -> Interval:
     """Mean ± t_{(1+c)/2, n−1} · sd / sqrt(n).
 
     Edge cases: n = 0 -> value null, method "none"; n = 1 -> the value, no
-    interval (method "none"); a zero variance gives se 0 and a zero-width interval.
+    interval (method "none"); a zero variance gives se 0 and a zero-width interval; a
+    sum or variance that is not finite gives no interval and a :attr:`Interval.note` (:func:`non_finite`;
+    ``name``: what x is, for the note).
 
     >>> t_interval(MeanStats.from_values(np.array([5.0])))
     Interval(value=5.0, se=None, ci_low=None, ci_high=None, method='none')
+    >>> t_interval(MeanStats(2.0, 2e154, 2e308)).note       # Σx² overflows: no se of 0
+    'Σx² = inf'
     """
     if s.n < 2:
         return Interval.none(s.mean if s.n else None)
+    broken = non_finite({_sigma(name): s.sum, _sigma(name, name): s.sum_sq, f"the variance of {name}": s.var})
+    if broken:
+        return Interval.none(s.mean, broken)
     se = s.se
     half = _tq(confidence, s.n - 1.0) * se
     return Interval(s.mean, se, s.mean - half, s.mean + half, "t")
 
 
-def delta_interval(s: RatioStats, confidence: float = 0.95) -> Interval:
+def delta_interval(s: RatioStats, confidence: float = 0.95, names: tuple[str, str] = ("x", "y")) -> Interval:
     """R ± z_{(1+c)/2} · sqrt(Var_delta(R)) for a ratio of per-unit sums.
 
-    Edge cases: Σy = 0 -> value null, "none"; n < 2 -> the value, no interval ("none").
+    Edge cases: Σy = 0 -> value null, "none"; n < 2 -> the value, no interval ("none"); a sum, a sum of
+    products or the variance not finite -> no interval and a :attr:`Interval.note` (:func:`non_finite`;
+    ``names``: what x and y are, for the note).
+
+    >>> delta_interval(RatioStats(2.0, 2e308, 4.0, 1e308, 8.0, 4.0)).note       # Σx = 2e308 is inf
+    'Σx = inf'
     """
     if not s.sum_y or s.n < 1:
         return Interval.none(None)
     if s.n < 2:
         return Interval.none(s.ratio)
+    x, y = names
+    broken = non_finite(
+        {
+            _sigma(x): s.sum_x,
+            _sigma(y): s.sum_y,
+            _sigma(x, x): s.sum_xx,
+            _sigma(y, y): s.sum_yy,
+            _sigma(x, y): s.sum_xy,
+            f"the variance of {_sigma(x)} / {_sigma(y)}": s.var_ratio,
+        }
+    )
+    if broken:
+        return Interval.none(s.ratio, broken)
     se = math.sqrt(s.var_ratio)
     half = z_quantile(confidence) * se
     return Interval(s.ratio, se, s.ratio - half, s.ratio + half, "delta")
@@ -354,7 +418,9 @@ def compare_estimates(
     se = math.sqrt(vc + vt) if vc + vt >= 0 else math.nan
     bc, bt = unadjusted if unadjusted is not None else (mc, mt)
     rel = _div(delta, bc)
-    rel_se = math.sqrt(vt / bc**2 + vc * bt**2 / bc**4) if bc else math.nan
+    # products, not powers: a float ** 2 past 1.8e308 raises OverflowError where a product is inf
+    bc2 = bc * bc
+    rel_se = math.sqrt(vt / bc2 + vc * (bt * bt) / (bc2 * bc2)) if bc else math.nan
     stat = _div(delta, se) if se else (math.nan if delta == 0 else math.copysign(math.inf, delta))
     rel_stat = _div(rel, rel_se) if rel_se else math.nan
     return Comparison(
@@ -395,8 +461,8 @@ def welch(
 def _satterthwaite(vc: float, nc: float, vt: float, nt: float) -> float:
     if nc < 2 or nt < 2 or math.isnan(vc) or math.isnan(vt):
         return math.nan
-    den = vc**2 / (nc - 1.0) + vt**2 / (nt - 1.0)
-    return (vc + vt) ** 2 / den if den else math.inf
+    den = vc * vc / (nc - 1.0) + vt * vt / (nt - 1.0)
+    return (vc + vt) * (vc + vt) / den if den else math.inf
 
 
 def ratio_difference(
@@ -534,16 +600,17 @@ def sequential(comp: Comparison, n: float, confidence: float = 0.95, tuning: flo
     (``se``, ``rel_se``), and both p-values the sequence's (:func:`sequential_p_value`).  ``df`` and
     ``method`` (which test gave the variances) are kept.
     """
-    w = float(sequential_half_width(comp.se**2, n, confidence, tuning))
-    rel_w = float(sequential_half_width(comp.rel_se**2, n, confidence, tuning))
+    var, rel_var = comp.se * comp.se, comp.rel_se * comp.rel_se
+    w = float(sequential_half_width(var, n, confidence, tuning))
+    rel_w = float(sequential_half_width(rel_var, n, confidence, tuning))
     return replace(
         comp,
         ci_low=comp.delta - w,
         ci_high=comp.delta + w,
         rel_ci_low=comp.rel_delta - rel_w,
         rel_ci_high=comp.rel_delta + rel_w,
-        p_value=float(sequential_p_value(comp.delta, comp.se**2, n, confidence, tuning)),
-        rel_p_value=float(sequential_p_value(comp.rel_delta, comp.rel_se**2, n, confidence, tuning)),
+        p_value=float(sequential_p_value(comp.delta, var, n, confidence, tuning)),
+        rel_p_value=float(sequential_p_value(comp.rel_delta, rel_var, n, confidence, tuning)),
     )
 
 
