@@ -571,14 +571,21 @@ def _ope_estimators() -> tuple[str, ...]:
 @dataclass(frozen=True)
 class OpeConfig:
     """Off-policy evaluation (``recsys-spark ope``, docs/ope.md): the candidate (a path or ``table:NAME``,
-    ``{input_root}`` and ``{run}`` filled in), the estimators, weight clipping (0: none) and Switch-DR's τ."""
+    ``{input_root}`` and ``{run}`` filled in), the estimators, weight clipping (0: none), Switch-DR's τ, and
+    the smallest share of the logged requests the candidate must answer (below it the run fails, exit 7)."""
 
     target: str = ""
     estimators: tuple[str, ...] = field(default_factory=_ope_estimators)
     clip: float = 0.0
     switch_tau: float = 10.0
+    min_matched_share: float = 0.5
 
     def __post_init__(self) -> None:
+        if not 0 < self.min_matched_share <= 1:
+            raise ConfigError(
+                "config key ope.min_matched_share: expected a share of the logged requests in (0, 1], got "
+                f"{self.min_matched_share}"
+            )
         known = _ope_estimators()
         for name in self.estimators:
             if name not in known:

@@ -2,12 +2,14 @@
 
 The maths is :mod:`recsys_spark.kernels.ope` (formulas there and in docs/ope.md); here:
 
-1. the logged days: each day's exposures (with the optional ``propensity``, ``list_propensity`` and
-   ``prefix_propensity`` columns) and clicks, validated by the daily job's checks against their own day,
-   then labelled by the daily job's steps (:mod:`recsys_spark.label`: the one shuffle by user, the same
-   deduplication, attribution window and event weights), so that a reward here is a click there;
+1. the logged days (:mod:`recsys_spark.ope_inputs`): each day's exposures (with the optional
+   ``propensity``, ``list_propensity`` and ``prefix_propensity`` columns) and clicks, validated by the daily
+   job's checks against their own day (a day without feedback left out with a note), keyed by day and
+   request, then labelled by the daily job's steps (:mod:`recsys_spark.label`: the one shuffle by user, the
+   same deduplication, attribution window and event weights), so that a reward here is a click there;
 2. the candidate (``ope.target``): hash-partitioned by request, one row per (request, item, position),
-   summed per (request, position) -- its mass, its modelled reward Σ π q̂ -- and checked;
+   summed per (request, position) -- its mass, its modelled reward Σ π q̂ -- checked, and matched with the
+   logged requests (none, or too few, is an error naming an id of each side);
 3. one query: the labelled rows, hash-partitioned by request too (their one shuffle here), joined with
    the candidate's row and position in place, each row's terms, sums per (user, request) in place -- the
    list-level terms, in position order -- then per user (the per-list rows move), then per run: Σ of
@@ -16,12 +18,15 @@ The maths is :mod:`recsys_spark.kernels.ope` (formulas there and in docs/ope.md)
 One row reaches the driver (plus a few counts from the checks); nothing proportional to rows, users or
 items.  Bad input is one line before anything is computed: a propensity outside (0, 1], a candidate whose
 probabilities for one (request, position) sum above 1 (or that lists a row twice, or has a probability
-outside [0, 1]).  An estimator whose input is missing (no propensity, no q̂ for every row the candidate
-shows, a candidate that is not deterministic for replay, ...) is skipped with a note; the others run.
+outside [0, 1]), a request id logged on two days that the candidate cannot tell apart, copies of a logged
+row that disagree on a propensity.  An estimator whose input is missing (no propensity, no q̂ for every row
+the candidate shows, a candidate that is not deterministic for replay, ...) is skipped with a note; the
+others run.  An estimator whose sums overflow a double has no interval, and the run's status says
+``overflow`` (a note names the weight).
 
 Writes ``{output_root}/ope/{estimates,diagnostics}/run=NAME/`` and ``ope/summary/run=NAME/summary.json``
-through :class:`recsys_spark.write.DailyOutput` (the run's lock, staging, the journalled commit,
-``_SUCCESS`` last), as the offline runs do.
+through :func:`recsys_spark.write.open_output` (on a classic session the run's lock, staging, the
+journalled commit, ``_SUCCESS`` last, as the offline runs do; on Spark Connect plain overwrites).
 """
 
 from __future__ import annotations
@@ -38,42 +43,41 @@ from pyspark.sql import functions as F
 from recsys_spark import log, templates
 from recsys_spark.config import Config, check_name
 from recsys_spark.engine import default_parallelism
-from recsys_spark.errors import ConfigError, EmptyInputError, MissingInputError, SchemaError
+from recsys_spark.errors import ConfigError, EmptyInputError, HardRuleViolation, SchemaError
 from recsys_spark.kernels import ope as K
-from recsys_spark.label import by_user, deduplicate_exposures, join_feedback
+from recsys_spark.ope_inputs import (
+    DAY,
+    check_labelled,
+    check_logged,
+    check_target,
+    day_request,
+    keyed_clicks,
+    label_logged,
+    match_requests,
+    read_logged,
+    read_target,
+    target_positions,
+    target_rows,
+)
 from recsys_spark.per_user import bucket_count
-from recsys_spark.read import conform, empty_frame, exists, read_parquet
 from recsys_spark.schema import (
-    CLICK_COLUMNS,
     ITEM,
     LIST_PROPENSITY,
     OPE_DIAGNOSTICS_DDL,
     OPE_ESTIMATES_DDL,
-    OPE_EXPOSURE_COLUMNS,
     POSITION,
     PREFIX_PROPENSITY,
-    PROBABILITY,
     PROPENSITY,
     Q_HAT,
-    REASON,
     RELEVANCE,
     REQUEST,
-    SCORE,
-    SESSION,
-    TARGET_COLUMNS,
-    TS,
     USER,
 )
 from recsys_spark.session import CACHE_LEVEL, apply_time_zone
-from recsys_spark.validate import click_checks, day_bounds, day_start, exposure_checks, split_rows, tag_rows
-from recsys_spark.write import SUMMARY, DailyOutput
+from recsys_spark.write import SUMMARY, open_output
 
 #: the tables of an OPE run, each ``ope/{table}/run=NAME``
 OPE_TABLES = ("estimates", "diagnostics", SUMMARY)
-#: a candidate's probabilities for one (request, position) may sum to 1 + this (rounding), no more
-MASS_TOLERANCE = 1e-9
-_PROPENSITIES = (PROPENSITY, LIST_PROPENSITY, PREFIX_PROPENSITY)
-_LOGGED = (USER, SESSION, REQUEST, ITEM, POSITION, TS, *_PROPENSITIES)
 
 
 def root_of(output_root: str) -> str:
@@ -99,187 +103,7 @@ def target_location(cfg: Config, input_root: str, run: str) -> str:
     return cfg.ope.target.replace("{input_root}", input_root.rstrip("/")).replace("{run}", check_name(run, "ope run"))
 
 
-# --------------------------------------------------------------------------- the logged days
-
-
-def read_logged(
-    spark: SparkSession, cfg: Config, input_root: str, days: Sequence[dt.date], notes: list[str]
-) -> tuple[DataFrame, DataFrame, list[dt.date], list[str]]:
-    """Each day's exposures, tagged by the daily checks against its own day (``reject_reason``), and its
-    valid clicks, plus the next day's clicks of its first ``attribution.window_minutes`` (late feedback, as
-    the daily job).  Returns (tagged exposures, valid clicks, days found, exposure paths)."""
-    options = templates.InputSettings.of(cfg.input)
-    tolerance, zone = cfg.validation.ts_tolerance_minutes, cfg.validation.time_zone
-    exposures: list[DataFrame] = []
-    clicks: list[DataFrame] = []
-    found: list[dt.date] = []
-    paths: list[str] = []
-    for day in days:
-        path = templates.resolve(cfg.input.exposures, input_root, day, "exposures", options)
-        if not exists(spark, path):
-            notes.append(f"{day}: no exposures partition ({path}); the day is left out")
-            continue
-        raw = conform(read_parquet(spark, path, "exposures partition"), OPE_EXPOSURE_COLUMNS, path)
-        for name in _PROPENSITIES:
-            if name not in raw.columns:
-                raw = raw.withColumn(name, F.lit(None).cast("double"))
-        bounds = day_bounds(day, tolerance, zone)
-        tagged = tag_rows(raw, exposure_checks(SCORE in raw.columns, bounds))
-        exposures.append(tagged.select(*_LOGGED, REASON))
-        found.append(day)
-        paths.append(path)
-        click_path = templates.resolve(cfg.input.clicks, input_root, day, "clicks", options)
-        if exists(spark, click_path):
-            day_clicks = conform(read_parquet(spark, click_path, "clicks partition"), CLICK_COLUMNS, click_path)
-            clicks.append(split_rows(tag_rows(day_clicks, click_checks(bounds)))[0])
-        else:
-            notes.append(f"{day}: no clicks partition ({click_path}): its exposures have no feedback")
-    if not exposures:
-        raise MissingInputError(
-            f"no exposures partition between {days[0]} and {days[-1]} under {input_root} (input.exposures)"
-        )
-    window = cfg.attribution.window_minutes
-    late_day = found[-1] + dt.timedelta(days=1)
-    late_path = templates.resolve(cfg.input.clicks, input_root, late_day, "clicks", options)
-    if window > 0 and exists(spark, late_path):
-        late = conform(read_parquet(spark, late_path, "next day's clicks partition"), CLICK_COLUMNS, late_path)
-        start = day_start(late_day, zone)
-        clicks.append(split_rows(tag_rows(late, click_checks((start, start + dt.timedelta(minutes=window)))))[0])
-    elif window > 0:
-        notes.append(
-            f"provisional: no clicks partition for {late_day} yet; feedback after midnight on the last "
-            f"{window:g} minutes of {found[-1]} is missing"
-        )
-    union = exposures[0]
-    for frame in exposures[1:]:
-        union = union.unionByName(frame)
-    events = clicks[0] if clicks else empty_frame(spark, CLICK_COLUMNS)
-    for frame in clicks[1:]:
-        events = events.unionByName(frame, allowMissingColumns=True)
-    return union, events, found, paths
-
-
-def _outside_unit(c: Column) -> Column:
-    """A probability that is present but not in (0, 1]."""
-    return c.isNotNull() & (F.isnan(c) | (c <= 0) | (c > 1))
-
-
-def check_logged(tagged: DataFrame, paths: Sequence[str]) -> dict[str, int]:
-    """Counts of the logged rows in one job (rows, set aside per reason, exposures, rows with each
-    propensity); a :class:`SchemaError` (one line, an example) when a propensity lies outside (0, 1]."""
-    valid = F.col(REASON).isNull() & F.col(ITEM).isNotNull()
-
-    def n(condition: Column) -> Column:
-        return F.sum(F.when(condition, 1).otherwise(0))
-
-    aggs = [F.count(F.lit(1)).alias("rows"), n(valid).alias("exposures")]
-    for name in _PROPENSITIES:
-        aggs.append(n(valid & F.col(name).isNotNull()).alias(f"with_{name}"))
-        aggs.append(n(valid & _outside_unit(F.col(name))).alias(f"bad_{name}"))
-    rows = tagged.groupBy(REASON).agg(*aggs).collect()
-    counts: dict[str, int] = {}
-    for row in rows:
-        for key, value in row.asDict().items():
-            if key != REASON:
-                counts[key] = counts.get(key, 0) + int(value or 0)
-        if row[REASON] is not None:
-            counts[f"set_aside_{row[REASON]}"] = int(row["rows"])
-    for name in _PROPENSITIES:
-        bad = counts.get(f"bad_{name}", 0)
-        if bad:
-            offending = tagged.where(valid & _outside_unit(F.col(name)))
-            example = offending.select(REQUEST, ITEM, POSITION, name).limit(1).collect()[0]
-            raise SchemaError(
-                f"ope: {bad} logged rows have a {name} outside (0, 1] (e.g. request {example[REQUEST]}, item "
-                f"{example[ITEM]}, position {example[POSITION]}: {example[name]}) in {', '.join(paths[:3])}"
-                + (" ..." if len(paths) > 3 else "")
-            )
-    return counts
-
-
-def label_logged(cfg: Config, tagged: DataFrame, clicks: DataFrame, rows: int) -> DataFrame:
-    """The valid logged exposures with their reward (``relevance``), by the daily job's labelling steps:
-    partitioned by user, deduplicated on (user, request, item), feedback attributed in the same window
-    with the same weights.  Empty responses are left out (nothing was shown)."""
-    spark = tagged.sparkSession
-    partitions = bucket_count(rows, cfg.execution.rows_per_bucket, default_parallelism(spark))
-    valid = split_rows(tagged)[0]
-    deduplicated = deduplicate_exposures(by_user(valid, partitions))
-    labels = cfg.labels
-    joined = join_feedback(
-        deduplicated,
-        by_user(clicks, partitions),
-        cfg.attribution.window_minutes,
-        labels.event_weights,
-        labels.click_event,
-    )
-    return joined.where(F.col(ITEM).isNotNull()).select(USER, REQUEST, ITEM, POSITION, RELEVANCE, *_PROPENSITIES)
-
-
-# --------------------------------------------------------------------------- the candidate
-
-
-def read_target(spark: SparkSession, location: str) -> DataFrame:
-    return conform(read_parquet(spark, location, "ope.target"), TARGET_COLUMNS, location)
-
-
-def target_rows(target: DataFrame, partitions: int) -> DataFrame:
-    """The candidate's rows that show an item (probability e > 0, q = its q̂), hash-partitioned by request;
-    with ``bad``: the rows whose probability is null, NaN or outside [0, 1], or that have no item."""
-    prob = F.col(PROBABILITY)
-    q = F.col(Q_HAT) if Q_HAT in target.columns else F.lit(None).cast("double")
-    bad = F.col(ITEM).isNull() | prob.isNull() | F.isnan(prob) | (prob < 0) | (prob > 1)
-    return target.repartition(partitions, REQUEST).select(
-        REQUEST, ITEM, POSITION, prob.alias("e"), q.alias("q"), bad.alias("bad")
-    )
-
-
-def target_positions(rows: DataFrame) -> DataFrame:
-    """Per (request, position) of the candidate (from :func:`target_rows`, partitioned by request): its
-    mass Σπ, its modelled reward d = Σ π q̂, and the checks' counts."""
-    e, q, bad = F.col("e"), F.col("q"), F.col("bad")
-    shown = ~bad & (e > 0)
-    return rows.groupBy(REQUEST, POSITION).agg(
-        F.sum(F.when(~bad, e)).alias("mass"),
-        F.sum(F.when(shown, e * q)).alias("d"),
-        F.count(F.lit(1)).alias("n_rows"),
-        F.sum(F.when(bad, 1).otherwise(0)).alias("bad"),
-        F.sum(F.when(shown & (q.isNull() | F.isnan(q)), 1).otherwise(0)).alias("q_missing"),
-        F.sum(F.when(shown & (e < 1), 1).otherwise(0)).alias("fractional"),
-    )
-
-
-def check_target(positions: DataFrame, location: str, has_q: bool) -> dict[str, Any]:
-    """Counts over the candidate in one job; a :class:`SchemaError` (one line, an example) for a
-    probability outside [0, 1] or a (request, position) whose probabilities sum above 1 (a row listed
-    twice is caught where it matters, on a logged row: :func:`check_no_copies`)."""
-    over = F.col("mass") > 1 + MASS_TOLERANCE
-    row = positions.agg(
-        F.count(F.lit(1)).alias("positions"),
-        F.sum("n_rows").alias("rows"),
-        F.sum("bad").alias("bad"),
-        F.sum("q_missing").alias("q_missing"),
-        F.sum("fractional").alias("fractional"),
-        F.sum(F.when(over, 1).otherwise(0)).alias("over"),
-        F.max_by(F.struct(REQUEST, POSITION, "mass"), "mass").alias("heaviest"),
-    ).collect()[0]
-    counts = {k: row[k] for k in ("positions", "rows", "bad", "q_missing", "fractional", "over")}
-    counts = {k: int(v or 0) for k, v in counts.items()}
-    if counts["positions"] == 0:
-        raise EmptyInputError(f"empty input ope.target (0 rows): {location}")
-    if counts["bad"]:
-        raise SchemaError(
-            f"ope.target {location}: {counts['bad']} rows have no item, or a probability that is null, NaN or "
-            "outside [0, 1]"
-        )
-    if counts["over"]:
-        worst = row["heaviest"]
-        raise SchemaError(
-            f"ope.target {location}: the probabilities of {counts['over']} (request, position) pairs sum above 1 "
-            f"(e.g. request {worst[REQUEST]}, position {worst[POSITION]}: {worst['mass']:.6g})"
-        )
-    counts["has_q"] = has_q and counts["q_missing"] == 0
-    return counts
+# --------------------------------------------------------------------------- the candidate on the logged rows
 
 
 def unsupported_mass(labelled: DataFrame, candidate: DataFrame) -> tuple[float, float]:
@@ -335,6 +159,7 @@ def list_terms(
     rows = rows.select(
         USER,
         REQUEST,
+        ITEM,
         POSITION,
         y.alias("y"),
         p.alias("p"),
@@ -370,7 +195,7 @@ def list_terms(
         total(w * y, has_p).alias("w_reward"),
         total(w * residual, has_p).alias("w_residual"),
         total(w * residual, has_p & (F.col("raw") <= tau)).alias("switch_residual"),
-        F.max(F.when(has_p, w)).alias("max_w"),
+        F.max(F.when(has_p, F.struct(w.alias("w"), F.col("e"), F.col("p"), REQUEST, ITEM, POSITION))).alias("top_w"),
         F.count(F.col("p")).alias("n_p"),
         F.count(F.lit(1)).alias("n"),
         F.max("lp").alias("lp"),
@@ -407,15 +232,24 @@ def list_terms(
         "lists_rips": F.when(complete_pp, 1.0).otherwise(zero) if ordered else zero,
         "rips": F.when(complete_pp, F.col("cascade")).otherwise(zero) if ordered else zero,
     }
+    heaviest = [F.col("top_w")]
+    if with_list:  # the list weight W of slate_ips, with what it is made of
+        weight = _clipped(F.col("e_list") / F.col("lp"), clip)
+        heaviest.append(
+            F.when(
+                has_lp,
+                F.struct(weight.alias("w"), F.col("e_list"), F.col("lp"), F.col(REQUEST)),
+            ).alias("top_list")
+        )
     return per_list.select(
-        USER, *[extra[name].alias(name) if name in extra else F.col(name) for name in K.SUMS], "max_w"
+        USER, *[extra[name].alias(name) if name in extra else F.col(name) for name in K.SUMS], *heaviest
     )
 
 
-def check_no_copies(sums: K.RunSums, labelled: DataFrame, location: str) -> None:
+def check_no_copies(sums: K.RunSums, rows: int, location: str) -> None:
     """A :class:`SchemaError` when the candidate lists a logged row's (request, item, position) twice: the
-    join then counted that logged row twice (one count of the persisted labelled rows)."""
-    rows = labelled.count()
+    join then counted that logged row twice (``rows``: the labelled rows,
+    :func:`recsys_spark.ope_inputs.check_labelled`)."""
     if sums.sum("rows") != rows:
         raise SchemaError(
             f"ope.target {location}: some (request_id, item_id, position) of a logged row are listed more than "
@@ -427,23 +261,53 @@ def _clipped(weight: Column, clip: float) -> Column:
     return F.least(weight, F.lit(float(clip))) if clip > 0 else weight
 
 
-def run_sums(per_list: DataFrame) -> K.RunSums:
+def run_sums(per_list: DataFrame) -> tuple[K.RunSums, dict[str, Any]]:
     """The per-user sums of :data:`kernels.ope.SUMS`, then per run: the users, Σ of each, Σ of the
-    products :func:`kernels.ope.products` names, the largest weight (one row to the driver)."""
-    per_user = per_list.groupBy(USER).agg(*[F.sum(name).alias(name) for name in K.SUMS], F.max("max_w").alias("max_w"))
+    products :func:`kernels.ope.products` names (one row to the driver); and the heaviest weights with
+    what they are made of: ``item`` (w, e, p, request, item, position) and, with list propensities,
+    ``list`` (W, Π e, list_propensity, request), or None."""
+    tops = [c for c in ("top_w", "top_list") if c in per_list.columns]
+    per_user = per_list.groupBy(USER).agg(
+        *[F.sum(name).alias(name) for name in K.SUMS], *[F.max(c).alias(c) for c in tops]
+    )
     pairs = K.products()
     row = per_user.agg(
         F.count(F.lit(1)).alias("_n"),
         *[F.sum(name).alias(name) for name in K.SUMS],
         *[F.sum(F.col(a) * F.col(b)).alias(K.product_name(a, b)) for a, b in pairs],
-        F.max("max_w").alias("max_w"),
+        *[F.max(c).alias(c) for c in tops],
     ).collect()[0]
-    return K.RunSums(
+    top = row["top_w"]
+    sums = K.RunSums(
         float(row["_n"]),
         {name: float(row[name] or 0.0) for name in K.SUMS},
         {(a, b): float(row[K.product_name(a, b)] or 0.0) for a, b in pairs},
-        None if row["max_w"] is None else float(row["max_w"]),
+        None if top is None else float(top["w"]),
     )
+    return sums, {"item": top, "list": row["top_list"] if "top_list" in tops else None}
+
+
+def overflow_note(estimates: Sequence[K.Estimate], heaviest: dict[str, Any]) -> str | None:
+    """One note for the estimates left without an interval because a sum overflowed a double
+    (:attr:`kernels.ope.Estimate.note`), naming the weight that broke them: the heaviest importance weight
+    (its request, item, position, e and propensity) and, for ``slate_ips``, the heaviest list weight."""
+    broken = [e for e in estimates if e.note]
+    if not broken:
+        return None
+    names = ", ".join(e.estimator for e in broken)
+    parts = [f"no interval for {names}: a sum overflows a double ({broken[0].note})"]
+    item, whole = heaviest.get("item"), heaviest.get("list")
+    if item is not None and any(e.estimator != "slate_ips" for e in broken):
+        parts.append(
+            f"the largest importance weight is {item['w']:.3g} = e {item['e']:.3g} / propensity {item['p']:.3g} "
+            f"(request {item[REQUEST]}, item {item[ITEM]}, position {item[POSITION]})"
+        )
+    if whole is not None and any(e.estimator == "slate_ips" for e in broken):
+        parts.append(
+            f"the largest list weight is {whole['w']:.3g} = Π e {whole['e_list']:.3g} / list_propensity "
+            f"{whole['lp']:.3g} (request {whole[REQUEST]})"
+        )
+    return "; ".join(parts) + " (clip the weights with ope.clip, or check those propensities)"
 
 
 # --------------------------------------------------------------------------- the run
@@ -459,20 +323,18 @@ def run_ope(
     output_root: str,
 ) -> dict[str, Any]:
     """``recsys-spark ope``: estimate the candidate of ``ope.target`` over the logged days [start, end];
-    write ``ope/{estimates,diagnostics,summary}/run=NAME``; return the summary."""
+    write ``ope/{estimates,diagnostics,summary}/run=NAME``; return the summary.
+
+    On a classic session the output is the path output (lock, staging, commit, ``_SUCCESS``); on Spark
+    Connect, which has no file-system API, the scratch output (plain overwrites, no ``_SUCCESS``:
+    :func:`recsys_spark.write.open_output`), as the daily job's ``evaluate_day``."""
     templates.configure(templates.InputSettings.of(cfg.input))
     apply_time_zone(spark, cfg.validation.time_zone)
     location = target_location(cfg, input_root, run)
     days = [start + dt.timedelta(days=i) for i in range((end - start).days + 1)]
     settings = cfg.ope
-    out = DailyOutput(
-        spark,
-        root_of(output_root),
-        f"run {run}",
-        cfg.output.stale_minutes,
-        owned=OPE_TABLES,
-        heartbeat_seconds=cfg.output.heartbeat_seconds,
-        partition=run_partition(run),
+    out = open_output(
+        spark, root_of(output_root), f"run {run}", cfg.output, partition=run_partition(run), owned=OPE_TABLES
     )
     out.refuse_inputs_inside([location])
     timings: dict[str, float] = {}
@@ -481,21 +343,33 @@ def run_ope(
     out.acquire()  # one run of a name at a time; proves the output root writable before any work
     try:
         with log.stage("read", timings, run=run) as info:
-            tagged, clicks, found, paths = read_logged(spark, cfg, input_root, days, notes)
-            counts = check_logged(tagged, paths)
+            logged = read_logged(spark, cfg, input_root, days, notes)
+            counts = check_logged(logged.exposures, logged.paths)
             if counts["exposures"] == 0:
                 raise EmptyInputError(f"no valid logged exposure with an item between {start} and {end}")
-            target = read_target(spark, location)
+            target, by_day = read_target(spark, location)
             has_q = Q_HAT in target.columns
             partitions = bucket_count(counts["exposures"], cfg.execution.rows_per_bucket, default_parallelism(spark))
             candidate = target_rows(target, partitions)
             positions = target_positions(candidate).persist(CACHE_LEVEL)
             persisted.append(positions)
             target_counts = check_target(positions, location, has_q)
-            info.update(days=len(found), exposures=counts["exposures"], target_rows=target_counts["rows"])
+            exposures = logged.exposures
+            if by_day:  # the candidate answers (day, request): so do the logged rows
+                exposures = exposures.withColumn(REQUEST, day_request(F.col(DAY), F.col(REQUEST)))
+            matched = match_requests(exposures, positions, location, settings.min_matched_share, by_day, notes)
+            info.update(days=len(logged.days), exposures=counts["exposures"], target_rows=target_counts["rows"])
         with log.stage("label", timings) as info:
-            labelled = label_logged(cfg, tagged, clicks, counts["exposures"]).persist(CACHE_LEVEL)
+            clicks = keyed_clicks(logged, by_day, cfg.attribution.window_minutes, cfg.validation.time_zone)
+            labelled = label_logged(cfg, exposures, clicks, counts["exposures"]).persist(CACHE_LEVEL)
             persisted.append(labelled)
+            labelled_counts = check_labelled(labelled)
+            duplicates = labelled_counts["duplicate_logged_rows"]
+            if duplicates:
+                notes.append(
+                    f"{duplicates} logged rows repeat a (user, request, item) of their day: each counted once, at "
+                    "its smallest position (the daily job's deduplication)"
+                )
         with log.stage("estimate", timings) as info:
             per_list = list_terms(
                 labelled,
@@ -507,8 +381,9 @@ def run_ope(
                 ordered=counts[f"with_{PREFIX_PROPENSITY}"] > 0,
                 with_list=counts[f"with_{LIST_PROPENSITY}"] > 0,
             )
-            sums = run_sums(per_list)
-            check_no_copies(sums, labelled, location)
+            sums, heaviest = run_sums(per_list)
+            check_no_copies(sums, labelled_counts["rows"], location)
+            check_feedback(sums, logged.valid_clicks, start, end)
             unseen, mass = unsupported_mass(labelled, candidate)
             info.update(users=int(sums.n), rows=int(sums.sum("rows")))
         available = {
@@ -523,37 +398,37 @@ def run_ope(
         wanted = [name for name in K.ESTIMATORS if name in settings.estimators or name in K.BASELINE.values()]
         estimates, skipped = K.estimate_all(sums, available, cfg.stats.confidence, wanted)
         notes += skipped
+        overflow = overflow_note(estimates, heaviest)
+        if overflow:
+            notes.append(overflow)
         diagnostics = K.diagnostics(sums, unseen, mass)
-        filled = diagnostics["mean_target_mass"]
-        if filled is not None and filled < 1 - 1e-6:
-            notes.append(
-                f"the candidate's probabilities at a logged request and position sum to {filled:.3g} on average: it "
-                "leaves positions empty; snips, sndr and replay estimate its reward per position it fills, "
-                "ips, dm, dr and switch_dr per logged position"
-            )
-        if diagnostics["rows_without_propensity"]:
-            notes.append(
-                f"{int(diagnostics['rows_without_propensity'] or 0)} logged rows have no propensity: left out of "
-                "the weighted estimators (dm, replay and logged read every row)"
-            )
+        notes += diagnostic_notes(diagnostics)
         with log.stage("write", timings):
             rows = estimate_tuples(estimates, settings.clip, settings.switch_tau, cfg)
             out.stage_rows("estimates", rows, OPE_ESTIMATES_DDL)
             out.stage_rows("diagnostics", [(k, _number(v)) for k, v in diagnostics.items()], OPE_DIAGNOSTICS_DDL)
             summary = {
                 "run": run,
-                "status": "ok",
+                "status": "overflow" if overflow else "ok",
                 "start": start.isoformat(),
                 "end": end.isoformat(),
-                "days_found": [d.isoformat() for d in found],
+                "days_found": [d.isoformat() for d in logged.days],
+                "days_without_feedback": logged.without_feedback,
                 "target": location,
+                "keyed_by": "day and request" if by_day else "request",
                 "parameters": {
                     "clip": settings.clip,
                     "switch_tau": settings.switch_tau,
                     "confidence": cfg.stats.confidence,
+                    "min_matched_share": settings.min_matched_share,
                     "estimators": wanted,
                 },
-                "counts": {**counts, **{f"target_{k}": v for k, v in target_counts.items() if k != "has_q"}},
+                "counts": {
+                    **counts,
+                    **matched,
+                    "duplicate_logged_rows": duplicates,
+                    **{f"target_{k}": v for k, v in target_counts.items() if k != "has_q"},
+                },
                 "estimates": {e.estimator: e.value for e in estimates},
                 "diagnostics": {k: _number(v) for k, v in diagnostics.items()},
                 "notes": notes,
@@ -569,6 +444,35 @@ def run_ope(
         for df in persisted:
             df.unpersist()
     return summary
+
+
+def check_feedback(sums: K.RunSums, valid_clicks: int, start: dt.date, end: dt.date) -> None:
+    """A :class:`HardRuleViolation` (exit 8, the daily job's hard ``no_feedback``) when no logged exposure
+    got feedback: every reward 0, every estimate 0 or the reward model's alone."""
+    if sums.sum("reward") == 0:
+        raise HardRuleViolation(
+            f"ope: no logged exposure between {start} and {end} got feedback ({valid_clicks} valid clicks in the "
+            "days read, none attributed to a logged exposure): no logged reward to estimate from (the daily job's "
+            "hard no_feedback rule)"
+        )
+
+
+def diagnostic_notes(diagnostics: dict[str, float | None]) -> list[str]:
+    """The notes the diagnostics call for: positions the candidate leaves empty, rows without a propensity."""
+    notes = []
+    filled = diagnostics["mean_target_mass"]
+    if filled is not None and filled < 1 - 1e-6:
+        notes.append(
+            f"the candidate's probabilities at a logged request and position sum to {filled:.3g} on average: it "
+            "leaves positions empty; snips, sndr and replay estimate its reward per position it fills, "
+            "ips, dm, dr and switch_dr per logged position"
+        )
+    if diagnostics["rows_without_propensity"]:
+        notes.append(
+            f"{int(diagnostics['rows_without_propensity'] or 0)} logged rows have no propensity: left out of "
+            "the weighted estimators (dm, replay and logged read every row)"
+        )
+    return notes
 
 
 def _number(value: float | None) -> float | None:

@@ -113,7 +113,7 @@ def open_output(
     (which has no file-system API for the lock, the staging and the renames).  ``partition`` (default
     ``dt=D``) and ``owned``: as :class:`DailyOutput`'s (a simulated day writes ``run=NAME/dt=D``)."""
     if engine.is_connect(spark):
-        return ScratchOutput(spark, output_root, date, partition)
+        return ScratchOutput(spark, output_root, date, partition, owned)
     return DailyOutput(
         spark,
         output_root,
@@ -482,8 +482,16 @@ class ScratchOutput:
     it, and a failed run leaves what it wrote.  For runs from Python on Connect (docs/catalog.md).
     """
 
-    def __init__(self, spark: SparkSession, output_root: str, date: str, partition: str | None = None) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        output_root: str,
+        date: str,
+        partition: str | None = None,
+        owned: Sequence[str] = DAILY_TABLES,
+    ) -> None:
         self.spark = spark
+        self._owned = tuple(owned)
         self.root = output_root.rstrip("/")
         self.date = date
         self.partition = partition or f"dt={date}"
@@ -496,7 +504,7 @@ class ScratchOutput:
 
     @property
     def owned(self) -> tuple[str, ...]:
-        return DAILY_TABLES
+        return self._owned
 
     def acquire(self) -> None:
         """Nothing to take: Connect has no atomic create."""

@@ -70,6 +70,8 @@ def test_config_file_then_overrides(tmp_path):
         ("ranking.list_unit=page", "config key ranking.list_unit"),
         ("labels.event_weights={click = -1}", "config key labels.event_weights"),
         ("attribution.window_minutes=0", "config key attribution.window_minutes"),
+        ("ope.min_matched_share=0", "config key ope.min_matched_share"),
+        ("ope.min_matched_share=1.5", "config key ope.min_matched_share"),
         ("novalue", "--set expects KEY=VALUE"),
     ],
 )

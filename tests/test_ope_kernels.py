@@ -352,3 +352,50 @@ def test_user_sums_by_hand_rows_without_propensity_masses_and_the_cascade_in_pos
     none = (*args[:4], np.full(4, nan), *args[5:])
     _, per, top = K.user_sums(*none)
     assert top is None and per["rows_p"].sum() == 0 and per["w"].sum() == 0 and per["lists_iips"].sum() == 0
+
+
+# --------------------------------------------------------------------------- sums that overflow a double
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+def test_a_weight_whose_square_overflows_gives_no_interval_and_a_note_never_se_0():
+    """Two users: one clicked row of weight 3e156 (a propensity of about 1e-160), one row of weight 1 not
+    clicked.  IPS = (3e156 + 0) / 2 = 1.5e156 is a number; Σ_u (w y)² = 9e312 is not a double, so its
+    interval is none (the old code read the NaN quadratic form as within rounding: se 0, [1.5e156, 1.5e156])."""
+    s = K.RunSums.from_users(
+        {
+            "rows": np.array([1.0, 1.0]),
+            "reward": np.array([1.0, 0.0]),
+            "rows_p": np.array([1.0, 1.0]),
+            "w": np.array([3e156, 1.0]),
+            "w_reward": np.array([3e156, 0.0]),
+        }
+    )
+    assert math.isinf(s.prod("w_reward", "w_reward"))
+    ips = K.estimate(K.ESTIMATORS["ips"], s)
+    assert ips.value == pytest.approx(1.5e156) and ips.n == 2
+    assert (ips.se, ips.ci_low, ips.ci_high, ips.ci_method) == (None, None, None, "none")
+    assert (ips.delta_se, ips.delta_ci_low, ips.delta_ci_high) == (None, None, None)  # no significant difference
+    assert ips.note == "Σ w_reward·w_reward = inf"
+    snips = K.estimate(K.ESTIMATORS["snips"], s)  # (3e156 + 0) / (3e156 + 1) = 1 - 1/3e156: a value, no interval
+    assert snips.value == pytest.approx(1.0) and snips.se is None and snips.note
+    logged = K.estimate(K.ESTIMATORS["logged"], s)  # 1/2 with users (1, 1), (0, 1): se = sd(1, 0)/sqrt(2) = 0.5
+    assert logged.note is None and logged.se == pytest.approx(0.5)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+def test_a_weight_that_is_itself_infinite_gives_no_value():
+    """e / p with p = 1e-320 (a subnormal) is inf: Σ w y is inf, so IPS has no value at all."""
+    s = K.RunSums.from_users(
+        {"rows": np.ones(2), "rows_p": np.ones(2), "w": np.array([math.inf, 1.0]), "w_reward": np.array([math.inf, 0])}
+    )
+    ips = K.estimate(K.ESTIMATORS["ips"], s)
+    assert ips.value is None and ips.se is None and ips.note == "Σ w_reward = inf"
+
+
+def test_the_note_is_kept_only_for_sums_that_overflow():
+    """The hand-computed interval of one ratio is untouched: users (x, y) = (1, 1), (3, 1): V = 2, the
+    per-user x − V y = −1, 1, so Var = 2 / (1 · 2 · 1) = 1, se 1."""
+    s = K.RunSums.from_users({"w_reward": np.array([1.0, 3.0]), "rows_p": np.array([1.0, 1.0])})
+    got = K.ratio_sum([(1.0, "w_reward", "rows_p")], s)
+    assert (got.value, got.se, got.note) == (2.0, pytest.approx(1.0), None)

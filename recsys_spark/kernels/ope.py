@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from recsys_spark.kernels.stats import Interval, z_quantile
+from recsys_spark.kernels.stats import Interval, non_finite, z_quantile
 
 #: what each per-user sum holds (the Spark layer writes one column per name, in this order)
 SUMS: dict[str, str] = {
@@ -220,6 +220,7 @@ class Estimate:
     delta_se: float | None = None
     delta_ci_low: float | None = None
     delta_ci_high: float | None = None
+    note: str | None = None  # why it has no interval though it has units: a sum overflowed (Interval.note)
 
 
 def ratio_sum(terms: Sequence[tuple[float, str, str]], s: RunSums, confidence: float = 0.95) -> Interval:
@@ -232,7 +233,14 @@ def ratio_sum(terms: Sequence[tuple[float, str, str]], s: RunSums, confidence: f
 
     (P_jk = Σ_u x_ju x_ku).  For one ratio this is :attr:`kernels.stats.RatioStats.var_ratio`.  A term
     whose denominator is 0 makes V null; n < 2 gives the value without an interval; a quadratic form
-    within the raw sums' rounding is 0.
+    within the raw sums' rounding is 0.  A sum S_j, a product P_jk or the variance that is not finite (a
+    weight of 1e156 squared) gives no interval and a :attr:`Interval.note` naming it, never se 0
+    (:func:`kernels.stats.non_finite`); a value that is not finite is null.
+
+    >>> s = RunSums(2.0, {"w_reward": 3e156, "rows_p": 2.0}, {("w_reward", "w_reward"): math.inf})
+    >>> i = ratio_sum([(1.0, "w_reward", "rows_p")], s)
+    >>> i.value, i.se, i.note
+    (1.5e+156, None, 'Σ w_reward·w_reward = inf')
     """
     n = s.n
     if n < 1 or any(s.sum(den) == 0 for _, _, den in terms):
@@ -246,6 +254,11 @@ def ratio_sum(terms: Sequence[tuple[float, str, str]], s: RunSums, confidence: f
         grad[num] = grad.get(num, 0.0) + c / mu_y
         grad[den] = grad.get(den, 0.0) - c * mu_x / (mu_y * mu_y)
     names = list(grad)
+    parts: dict[str, float] = {f"Σ {a}": s.sum(a) for a in names}
+    parts |= {f"Σ {a}·{b}": s.prod(a, b) for i, a in enumerate(names) for b in names[i:]}
+    broken = non_finite(parts)
+    if broken:
+        return Interval.none(value, broken)
     quad, scale = 0.0, 0.0
     for a in names:
         for b in names:
@@ -255,10 +268,13 @@ def ratio_sum(terms: Sequence[tuple[float, str, str]], s: RunSums, confidence: f
     linear = sum(grad[a] * s.sum(a) for a in names)
     quad -= linear * linear / n
     eps = float(np.finfo(np.float64).eps)
+    broken = non_finite({"the variance": quad, "Σ|gᵀPg|": scale})
+    if broken:
+        return Interval.none(value, broken)
     var = (quad if quad > n * eps * scale else 0.0) / (n - 1.0) / n
     se = math.sqrt(var)
     if not math.isfinite(value) or not math.isfinite(se):
-        return Interval.none(value if math.isfinite(value) else None)
+        return Interval.none(value, non_finite({"the value": value, "the standard error": se}))
     half = z_quantile(confidence) * se
     return Interval(value, se, value - half, value + half, "delta")
 
@@ -284,6 +300,7 @@ def estimate(spec: Estimator, s: RunSums, confidence: float = 0.95) -> Estimate:
         None if same else diff.se,
         None if same else diff.ci_low,
         None if same else diff.ci_high,
+        own.note or (None if same else diff.note),
     )
 
 
