@@ -135,6 +135,21 @@ def test_spark_connect_is_refused_with_one_line_naming_what_is_not_supported(tmp
     assert not (tmp_path / "o").exists()
 
 
+def test_ope_on_spark_connect_is_refused_with_the_same_line(tmp_path):
+    """docs/ope.md: the command is refused on Connect as every command is (exit 2, one line, no JVM); the
+    run itself runs on Connect from Python (tests/test_connect.py::test_ope_on_spark_connect_equals_the_classic_run)."""
+    args = ["--run", "x", "--start", DATE, "--end", DATE, "--input-root", str(tmp_path), "--output-root"]
+    proc = subprocess.run(
+        [*CLI, "ope", *args, str(tmp_path / "o"), "--set", f'ope.target="{tmp_path}/target"'],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "SPARK_REMOTE": "sc://localhost:15002"},
+    )
+    assert_one_line_error(proc, 2, "Spark Connect is not supported", "classic session", "SPARK_REMOTE=")
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("cli")

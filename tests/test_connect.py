@@ -236,3 +236,79 @@ def test_custom_rules_on_spark_connect_are_evaluated_and_a_hostile_one_is_refuse
     assert refused["unknown_column"][0] == 3 and "UNRESOLVED_COLUMN" in refused["unknown_column"][1]
     assert all("\n" not in message for _, message in refused.values())
     assert got["unguarded"] is None  # documented in docs/operations.md: on Connect the grammar is the guard
+
+
+OPE_CONNECT_RUN = textwrap.dedent(
+    """
+    import datetime as dt, json, sys
+    from pyspark.sql import SparkSession
+    from recsys_spark import engine, log
+    from recsys_spark.config import load_config
+    from recsys_spark.ope import run_ope
+    from recsys_spark.session import LOCAL_LOG4J_OPTION
+
+    start, end, input_root, output_root, result, *settings = sys.argv[1:]
+    log.setup_logging()
+    spark = (
+        SparkSession.builder.remote("local[2]")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.extraJavaOptions", LOCAL_LOG4J_OPTION)
+        .getOrCreate()
+    )
+    assert engine.is_connect(spark), type(spark)
+    day = dt.date.fromisoformat
+    summary = run_ope(spark, load_config(None, settings), "connect", day(start), day(end), input_root, output_root)
+    with open(result, "w") as handle:
+        json.dump(summary, handle, default=str)
+    spark.stop()
+    """
+)
+
+
+@pytest.mark.spark
+def test_ope_on_spark_connect_equals_the_classic_run(spark, tmp_path):
+    """``run_ope`` on a local Connect server (the scratch output: no lock, no ``_SUCCESS``) gives the classic
+    run's estimates: two days of request ids that restart each day, a candidate with a ``dt`` column, a day
+    left out for want of feedback (the checks' jobs, the keys by day, the one query of sums)."""
+    import pandas as pd
+    from test_ope_inputs import DAY1, DAY2, day_log, empty_clicks, target_rows, write_day, write_target
+
+    from recsys_spark.config import load_config
+    from recsys_spark.ope import run_ope
+
+    third = DAY2 + dt.timedelta(days=1)
+    for day in (DAY1, DAY2):
+        write_day(tmp_path, day, *day_log(day, ids=str))
+    write_day(tmp_path, third, day_log(third, ids=str)[0], None)
+    empty_clicks(tmp_path, third, "typed")
+    rows = [row for d in (DAY1, DAY2, third) for row in target_rows([(r, str(r)) for r in range(24)], day=d)]
+    write_target(tmp_path, rows, with_day=True)
+    settings = [f'ope.target="{tmp_path}/target"']
+    cfg = load_config(None, settings)
+    classic = run_ope(spark, cfg, "classic", DAY1, third, str(tmp_path / "in"), str(tmp_path / "c"))
+    result = tmp_path / "connect-summary.json"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")]),
+    }
+    env.pop("SPARK_REMOTE", None)
+    env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    args = [str(DAY1), str(third), str(tmp_path / "in"), str(tmp_path / "k"), str(result), *settings]
+    proc = subprocess.run(
+        [sys.executable, "-c", OPE_CONNECT_RUN, *args], capture_output=True, text=True, timeout=1200, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    on_connect = json.loads(result.read_text())
+    assert on_connect["status"] == classic["status"] == "ok" and on_connect["keyed_by"] == "day and request"
+    assert (
+        on_connect["days_without_feedback"] == classic["days_without_feedback"]
+        and str(third) in classic["days_without_feedback"]
+    )
+    assert on_connect["counts"] == classic["counts"] and on_connect["notes"] == classic["notes"]
+    a = pd.read_parquet(tmp_path / "c" / "ope" / "estimates" / "run=classic").set_index("estimator").sort_index()
+    b = pd.read_parquet(tmp_path / "k" / "ope" / "estimates" / "run=connect").set_index("estimator").sort_index()
+    assert list(a.index) == list(b.index) and len(a) >= 8
+    for column in ("value", "se", "ci_low", "ci_high", "delta", "delta_se", "n", "units"):
+        bad = [(e, x, y) for e, x, y in zip(a.index, a[column], b[column], strict=True) if not _close(x, y)]
+        assert not bad, f"{column} differs on Connect: {bad}"
