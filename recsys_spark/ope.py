@@ -452,8 +452,8 @@ def check_feedback(sums: K.RunSums, valid_clicks: int, start: dt.date, end: dt.d
     if sums.sum("reward") == 0:
         raise HardRuleViolation(
             f"ope: no logged exposure between {start} and {end} got feedback ({valid_clicks} valid clicks in the "
-            "days read, none attributed to a logged exposure): no logged reward to estimate from (the daily job's "
-            "hard no_feedback rule)"
+            "days read; none attributed to a logged exposure, or only events without a weight in "
+            "labels.event_weights): no logged reward to estimate from (the daily job's hard no_feedback rule)"
         )
 
 
