@@ -218,13 +218,15 @@ class RatioStats:
     def var_x(self) -> float:
         if self.n < 2:
             return math.nan
-        return _above_rounding(self.sum_xx - self.sum_x * self.sum_x / self.n, 2.0 * self.sum_xx, self.n) / (self.n - 1.0)
+        m2 = self.sum_xx - self.sum_x * self.sum_x / self.n
+        return _above_rounding(m2, 2.0 * self.sum_xx, self.n) / (self.n - 1.0)
 
     @property
     def var_y(self) -> float:
         if self.n < 2:
             return math.nan
-        return _above_rounding(self.sum_yy - self.sum_y * self.sum_y / self.n, 2.0 * self.sum_yy, self.n) / (self.n - 1.0)
+        m2 = self.sum_yy - self.sum_y * self.sum_y / self.n
+        return _above_rounding(m2, 2.0 * self.sum_yy, self.n) / (self.n - 1.0)
 
     @property
     def cov_xy(self) -> float:
