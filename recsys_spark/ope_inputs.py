@@ -177,15 +177,14 @@ def late_clicks(
         return None
     options = templates.InputSettings.of(cfg.input)
     path = templates.resolve(cfg.input.clicks, input_root, late_day, "clicks", options)
+    missing = f"feedback after midnight on the last {window:g} minutes of {last} is missing"
     if not exists(spark, path):
-        notes.append(
-            f"provisional: no clicks partition for {late_day} yet; feedback after midnight on the last "
-            f"{window:g} minutes of {last} is missing"
-        )
+        notes.append(f"provisional: no clicks partition for {late_day} yet; {missing}")
         return None
     try:
         late = conform(read_parquet(spark, path, "next day's clicks partition"), CLICK_COLUMNS, path)
-    except EmptyInputError:
+    except EmptyInputError:  # no file, or zero-row untyped files: as absent
+        notes.append(f"provisional: the clicks partition for {late_day} is empty; {missing}")
         return None
     start = day_start(late_day, cfg.validation.time_zone)
     bounds = (start, start + dt.timedelta(minutes=window))

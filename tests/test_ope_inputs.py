@@ -202,6 +202,17 @@ def test_a_day_without_feedback_is_left_out_with_a_note_whatever_its_clicks_part
     same_estimates(estimates(tmp_path), first_day_alone)
 
 
+def test_an_empty_next_days_clicks_partition_is_no_late_feedback_yet(spark, tmp_path, first_day_alone):
+    """The next day's partition, read for late feedback, failed the run (exit 7) when it was a zero-row file of
+    untyped columns; absent, it was a note.  Empty is absent: the run is provisional, with a note."""
+    write_day(tmp_path, DAY1, *day_log(DAY1))
+    empty_clicks(tmp_path, DAY2, "untyped")
+    write_target(tmp_path, target_rows([(r, f"r{r}") for r in range(24)] + [(r, f"q{r}") for r in range(24)]))
+    summary = ope(spark, tmp_path, DAY1, DAY1)
+    same_estimates(estimates(tmp_path), first_day_alone)
+    assert any(n.startswith(f"provisional: the clicks partition for {DAY2} is empty") for n in summary["notes"])
+
+
 def test_a_day_whose_clicks_are_all_set_aside_is_a_day_without_feedback(spark, tmp_path, first_day_alone):
     write_day(tmp_path, DAY1, *day_log(DAY1))
     exposures, clicks = day_log(DAY2, ids=lambda r: f"q{r}")
