@@ -58,7 +58,7 @@ lint: setup ## ruff (lint and format check), mypy, and the import layers (import
 # PySpark 3.5 was released against. After changing a pin, rm -rf .venv-spark35.
 # pyenv's python3.10 shim answers only where 3.10 is a global version: prefer the interpreter itself
 PY310 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10) python3.10)
-COMPAT_SPARK_TESTS ?= tests/test_compat.py tests/test_catalog.py tests/test_label.py tests/test_pipeline.py
+COMPAT_SPARK_TESTS ?= tests/runtime/test_compat.py tests/io/test_catalog.py tests/steps/test_label.py tests/daily/test_pipeline.py
 .venv-spark35/bin/pytest:
 	$(PY310) -m venv .venv-spark35
 	.venv-spark35/bin/pip install --quiet --upgrade pip
@@ -111,11 +111,11 @@ demo: $(VENV)/.runtime ## the tour in a few minutes: a week of sample logs, the 
 
 .PHONY: demo-full
 demo-full: $(VENV)/.runtime ## the long tour, one command at a time as a schedule runs them (2,000 users, several minutes)
-	$(BIN)/python -m recsys_spark.generate --date $(DATE) --output-root $(DEMO_DIR)/input --users 2000 --days 8 --seed 7
+	$(BIN)/python -m recsys_spark.synthetic.generate --date $(DATE) --output-root $(DEMO_DIR)/input --users 2000 --days 8 --seed 7
 	$(BIN)/recsys-spark evaluate --start $(DEMO_START) --end $(DATE) --input-root $(DEMO_DIR)/input \
 		--output-root $(DEMO_OUT) --set 'slices.names=["platform","user_type","popularity"]'
 	$(BIN)/recsys-spark experiment --experiment ranker_v2 --start $(DEMO_START) --end $(DATE) --output-root $(DEMO_OUT)
-	$(BIN)/python -m recsys_spark.generate_offline --output-root $(DEMO_DIR)/offline-input --users 2000 --items 1000 --seed 7
+	$(BIN)/python -m recsys_spark.synthetic.generate_offline --output-root $(DEMO_DIR)/offline-input --users 2000 --items 1000 --seed 7
 	$(BIN)/recsys-spark offline --run base --output-root $(DEMO_OUT) --config $(DEMO_DIR)/offline-input/offline.toml
 	$(BIN)/recsys-spark offline --run candidate --output-root $(DEMO_OUT) --config $(DEMO_DIR)/offline-input/offline.toml
 	$(BIN)/recsys-spark offline-compare --output-root $(DEMO_OUT) --base base --candidate candidate \
@@ -126,7 +126,7 @@ demo-full: $(VENV)/.runtime ## the long tour, one command at a time as a schedul
 	@echo "report: $$($(BIN)/recsys-spark report --output-root $(DEMO_OUT) --start $(DEMO_START) --end $(DATE))"
 	@echo "outputs: $(DEMO_OUT)/{metrics,user_metrics,lorenz,rule_checks,experiments,summary}/dt=..., $(DEMO_OUT)/offline/{metrics,...}/run=..., $(DEMO_OUT)/gate/NAME/verdict.json"
 
-# The output tables of the previous release for tests/test_upgrade.py (tests/fixtures/README.md): the commit's own
+# The output tables of the previous release for tests/daily/test_upgrade.py (tests/fixtures/README.md): the commit's own
 # demo in a temporary git worktree, on this venv's python with PYTHONPATH on the old tree (FIXTURE_PYTHON for
 # a venv of its own); replaces tests/fixtures/previous_release/.  Run it when a release is cut.
 FIXTURE_COMMIT ?= fixtures/2026-11-previous
@@ -135,11 +135,11 @@ FIXTURE_PYTHON ?= $(CURDIR)/$(BIN)/python
 fixtures-previous: $(VENV)/.runtime ## regenerate tests/fixtures/previous_release from FIXTURE_COMMIT's own code
 	$(BIN)/python tests/fixtures/make_previous_release.py --commit $(FIXTURE_COMMIT) --python $(FIXTURE_PYTHON)
 
-# The golden values of the always-valid intervals (tests/test_sequential.py): GrowthBook's gbstats from PyPI in
+# The golden values of the always-valid intervals (tests/kernels/test_sequential.py): GrowthBook's gbstats from PyPI in
 # a throwaway venv, on the same sufficient statistics; prints the GOLDEN literal the test holds, with the version.
 GBSTATS_VENV ?= /tmp/gbvenv
 .PHONY: golden-gbstats
-golden-gbstats: ## print gbstats' sequential and CUPED golden values for tests/test_sequential.py and test_experiments_kernels.py (a throwaway venv)
+golden-gbstats: ## print gbstats' sequential and CUPED golden values for tests/kernels/test_sequential.py and kernels/test_experiments.py (a throwaway venv)
 	test -x $(GBSTATS_VENV)/bin/python || { $(PY) -m venv $(GBSTATS_VENV) && $(GBSTATS_VENV)/bin/pip install --quiet gbstats; }
 	$(GBSTATS_VENV)/bin/python tests/golden/gbstats_sequential.py
 	$(GBSTATS_VENV)/bin/python tests/golden/gbstats_cuped.py
@@ -170,8 +170,8 @@ clean: ## remove build outputs (keeps .venv)
 # show NAME; per module: .venv/bin/python tests/mutation/mutmut_report.py.  The two report-rendering
 # tests reach no kernel formula that other tests miss and take seconds per mutant: kept out through
 # PYTEST_ADDOPTS (not [tool.mutmut], whose change would discard every recorded result).
-MUTMUT_PYTEST := --deselect tests/test_report.py::test_rendering_twice_gives_the_same_bytes \
-	--deselect tests/test_report_browser.py::test_chromium_renders_the_report
+MUTMUT_PYTEST := --deselect tests/report/test_report.py::test_rendering_twice_gives_the_same_bytes \
+	--deselect tests/report/test_browser.py::test_chromium_renders_the_report
 $(BIN)/mutmut: $(VENV)/.test
 	$(BIN)/pip install --quiet 'mutmut==3.8.1'
 	@touch $@

@@ -5,7 +5,7 @@
     python -m benchmarks.bench --smoke              # seconds: a tiny day, one repeat
 
 One SparkSession (``local[2]``, 2 GB driver unless told otherwise), one generated
-day per size (``recsys_spark.generate``, reused when its parameters match), and
+day per size (``recsys_spark.synthetic.generate``, reused when its parameters match), and
 per size, after a warm-up round, ``--repeats`` rounds that each time every task
 once, interleaved, so that a noisy machine slows all of them alike:
 
@@ -61,15 +61,15 @@ from pyspark import cloudpickle
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsys_spark import generate
-from recsys_spark.aggregate import metrics_frame
 from recsys_spark.config import Config, load_config
 from recsys_spark.daily import evaluate_day
 from recsys_spark.daily.stages import run_metric_stage
 from recsys_spark.errors import HardRuleViolation
-from recsys_spark.label import by_user, deduplicate_exposures, join_feedback
-from recsys_spark.per_user import UserMetrics, bucket_count, persist_user_rows, ranking_input
-from recsys_spark.read import conform, read_parquet
+from recsys_spark.io.output import DailyOutput
+from recsys_spark.io.read import conform, read_parquet
+from recsys_spark.per_user.aggregate import metrics_frame
+from recsys_spark.per_user.table import UserMetrics, bucket_count, persist_user_rows, ranking_input
+from recsys_spark.runtime.session import CACHE_LEVEL
 from recsys_spark.schema import (
     ALL,
     CLICK_COLUMNS,
@@ -83,8 +83,8 @@ from recsys_spark.schema import (
     SLICE,
     USER,
 )
-from recsys_spark.session import CACHE_LEVEL
-from recsys_spark.write import DailyOutput
+from recsys_spark.steps.label import by_user, deduplicate_exposures, join_feedback
+from recsys_spark.synthetic import generate
 
 # The benchmark is not installed with the package: Spark's Python workers could not import it by name, so
 # its functions (the plain per-user UDF) travel to them by value.
@@ -1185,7 +1185,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from recsys_spark.session import build_session, job_settings
+    from recsys_spark.runtime.session import build_session, job_settings
 
     cfg = load_config(args.config, args.set)
     skew_cfg, skew = cfg, (args.skew_base[1], args.skew_rows[1])

@@ -13,7 +13,7 @@ and interleaved round by round:
 * ``startup``: a process that builds the session, counts the day's exposure rows (``spark.read.parquet``
   of the day's exposures, ``count()``) and stops: the start-up share that every run pays (the issue's "a cold
   process that only starts a local session and counts 1,000 rows");
-* ``startup_plain``: the same without the class-data archive (:mod:`recsys_spark.jvm`; ``recsys-spark warm-up``
+* ``startup_plain``: the same without the class-data archive (:mod:`recsys_spark.runtime.jvm`; ``recsys-spark warm-up``
   records it): a plain cold Spark start.
 
 Every process but ``startup_plain`` uses the archive when it exists; the job alone also decides on the client
@@ -42,7 +42,7 @@ SETTINGS = ("local[2]", "2g")
 
 
 def _session():
-    from recsys_spark.session import build_session, job_settings
+    from recsys_spark.runtime.session import build_session, job_settings
 
     master, memory = SETTINGS
     return build_session(

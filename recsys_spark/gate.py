@@ -20,14 +20,14 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from recsys_spark import fs
 from recsys_spark.config import Config, GateConfig
 from recsys_spark.config import check_name as check_path_name
 from recsys_spark.errors import ConfigError
+from recsys_spark.io.output import DailyOutput
 from recsys_spark.kernels.gate import GateCheck, Row, evaluate, summary_line
 from recsys_spark.registry import key
+from recsys_spark.runtime import fs
 from recsys_spark.schema import GATE_TABLE, VERDICT
-from recsys_spark.write import DailyOutput
 
 
 def verdict_path(output_root: str, name: str) -> str:

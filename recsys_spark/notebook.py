@@ -33,6 +33,7 @@ from pyspark.sql.window import Window
 from recsys_spark import registry
 from recsys_spark.config import Config, load_config
 from recsys_spark.errors import HardRuleViolation, SchemaError, UsageError
+from recsys_spark.runtime.session import apply_time_zone
 from recsys_spark.schema import (
     ALL,
     CLICK_COLUMNS,
@@ -51,7 +52,6 @@ from recsys_spark.schema import (
     USER,
     ColumnSpec,
 )
-from recsys_spark.session import apply_time_zone
 
 
 @dataclass
@@ -105,11 +105,11 @@ _EXPECTED = {
 
 def _contract(frame: DataFrame, columns: Sequence[ColumnSpec], what: str, mapping: Mapping[str, str]) -> DataFrame:
     """``frame`` renamed by ``input.columns`` and cast to the input contract as the command line reads a file
-    (:func:`recsys_spark.read.conform`: a timestamp, date or string ``ts``; ids as strings), without running a
+    (:func:`recsys_spark.io.read.conform`: a timestamp, date or string ``ts``; ids as strings), without running a
     job; a ValueError naming the column and what it expects when one is missing or of a type the job refuses
     (an integer ``ts``: epoch seconds are not guessed, as on the command line)."""
-    from recsys_spark.catalog import rename_columns
-    from recsys_spark.read import conform
+    from recsys_spark.io.catalog import rename_columns
+    from recsys_spark.io.read import conform
 
     try:
         return conform(rename_columns(frame, mapping), columns, what)
@@ -248,7 +248,7 @@ class RankingEvaluator(Evaluator):
 
     def _evaluate(self, dataset: DataFrame) -> float:
         from recsys_spark.daily.stages import run_metric_stage
-        from recsys_spark.write import ScratchOutput
+        from recsys_spark.io.output import ScratchOutput
 
         self._refuse_null_ids(dataset)
         at_k = registry.metric(self.metric).at_k

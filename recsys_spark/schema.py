@@ -34,7 +34,7 @@ class ColumnSpec:
     """One input column: its name, what it is read as, and whether the input must have it.
 
     ``kind``: ``id`` (string or integer, read as string), ``int``, ``double``, ``timestamp`` (timestamp,
-    date or ISO string) or ``string``; :func:`recsys_spark.read.conform` casts to it.  ``blank_is_null``:
+    date or ISO string) or ``string``; :func:`recsys_spark.io.read.conform` casts to it.  ``blank_is_null``:
     an empty or white-space value means "none" and is read as null (a click's ``request_id``).
     """
 
@@ -130,7 +130,7 @@ def event_flag(name: str) -> str:
 COPIES = "copies"
 EXPOSED = "exposed"  # on the joined rows: the row is an exposure (not an orphan event)
 
-#: slices (:mod:`recsys_spark.slices`)
+#: slices (:mod:`recsys_spark.steps.slices`)
 SLICE = "slice"
 ALL = "all"
 UNKNOWN = "unknown"  # the value of a dimension that is null, or of an item or user missing from its table

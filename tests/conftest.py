@@ -13,7 +13,7 @@ collect_ignore = [
 
 @pytest.fixture(scope="session")
 def spark():
-    from recsys_spark.session import build_session, job_settings
+    from recsys_spark.runtime.session import build_session, job_settings
 
     session = build_session(
         app_name="recsys-spark-tests",

@@ -491,7 +491,7 @@ def test_a_window_that_did_not_compare_the_variant_is_a_failed_verdict_exit_12(s
 
 @pytest.mark.spark
 def test_the_command_exits_12_with_its_line_on_a_window_with_one_arm(spark, tmp_path, monkeypatch, capsys):
-    import recsys_spark.session
+    import recsys_spark.runtime.session
 
     class Shared:  # the test session, kept alive past the command's stop()
         def __getattr__(self, name):
@@ -500,7 +500,7 @@ def test_the_command_exits_12_with_its_line_on_a_window_with_one_arm(spark, tmp_
         def stop(self):
             pass
 
-    monkeypatch.setattr(recsys_spark.session, "job_session", lambda *a, **k: Shared())
+    monkeypatch.setattr(recsys_spark.runtime.session, "job_session", lambda *a, **k: Shared())
     out = tmp_path / "out"
     one_arm_outputs(out, None, ("not compared: no variant besides the control 'control' (900 users)",))
     config = _config(tmp_path, EXPERIMENT, [CTR_GAIN])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,14 @@ from recsys_spark.registry import HEADLINE, METRICS, key, metric, parse_key
 
 REPO = Path(__file__).resolve().parents[1]
 #: the modules that read metric names (the report, the summary, the lines a command prints, the window)
-READERS = ("report/build.py", "report/__init__.py", "daily/summary.py", "cli/lines.py", "window.py", "gate.py")
+READERS = (
+    "report/build.py",
+    "report/__init__.py",
+    "daily/summary.py",
+    "cli/lines.py",
+    "experiments/window.py",
+    "gate.py",
+)
 
 
 def _is_name(text: str) -> bool:
@@ -57,7 +65,7 @@ def test_a_readers_literal_outside_parse_key_is_caught(tmp_path, monkeypatch):
     module = tmp_path / "recsys_spark" / "report"
     module.mkdir(parents=True)
     (module / "build.py").write_text('GINI = ("gini", None, "catalog")\nOK = parse_key("auc_global")\n')
-    monkeypatch.setattr(__import__(__name__), "REPO", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
     with pytest.raises(AssertionError, match=r"\(1, 'gini'\)"):
         test_readers_spell_no_metric_name_of_their_own("report/build.py")
 

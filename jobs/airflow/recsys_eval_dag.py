@@ -390,7 +390,7 @@ def spark_submit_task(task_id: str, arguments: list[str], **kwargs: Any):
         spark_conf["spark.pyspark.python"] = "./environment/bin/python"
     if DRIVER_PYTHON:
         spark_conf["spark.pyspark.driver.python"] = DRIVER_PYTHON
-    # the job's log lines and catalog rows carry this run id (recsys_spark/log.py)
+    # the job's log lines and catalog rows carry this run id (recsys_spark/runtime/log.py)
     spark_conf["spark.recsys.runId"] = "{{ run_id }}"
     return SparkSubmitOperator(
         task_id=task_id,

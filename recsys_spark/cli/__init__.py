@@ -13,11 +13,11 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from recsys_spark import signals
 from recsys_spark._version import __version__
 from recsys_spark.cli import demo, evaluate, experiment, gate, offline, ope, report, simulate, warm_up
 from recsys_spark.cli.common import PROG, Command, Parser, parent
 from recsys_spark.errors import JobError, root_cause
+from recsys_spark.runtime import signals
 
 EXIT_CODES = """exit codes: 0 success, 1 unexpected error, 2 bad arguments, 3 bad configuration, 4 missing input,
 5 bad schema, 6 unreadable input, 7 empty input, 8 a hard business rule was violated (outputs written),

@@ -1,7 +1,7 @@
 """What every command shares: the arguments declared once, the config, the session, the exit codes.
 
 Each command module adds its own arguments to the parent parser's (:func:`parent`), loads its config
-with :func:`load` and builds its session with :func:`recsys_spark.session.job_session`.
+with :func:`load` and builds its session with :func:`recsys_spark.runtime.session.job_session`.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def parent(spark: bool = True) -> Parser:
 
 def start_logging(args: argparse.Namespace) -> None:
     """The command's log lines on stderr, as ``--log-format`` says."""
-    from recsys_spark import log
+    from recsys_spark.runtime import log
 
     log.setup_logging(args.verbose, fmt=getattr(args, "log_format", "auto"))
 

@@ -94,8 +94,9 @@ def _say(text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """The tour; its JVM also records the Java classes it loads when this runtime has no class-data archive
-    yet, or with ``--record-classes`` (:func:`recsys_spark.jvm.recorded`; what ``recsys-spark warm-up`` runs)."""
-    from recsys_spark import jvm
+    yet, or with ``--record-classes`` (:func:`recsys_spark.runtime.jvm.recorded`; what ``recsys-spark warm-up``
+    runs)."""
+    from recsys_spark.runtime import jvm
 
     with jvm.recorded(force=args.record_classes) as archive:
         code = _tour(args)
@@ -107,15 +108,16 @@ def run(args: argparse.Namespace) -> int:
 def _tour(args: argparse.Namespace) -> int:
     import json
 
-    from recsys_spark import daily, generate, generate_offline
+    from recsys_spark import daily
     from recsys_spark.config import load_config
+    from recsys_spark.experiments.window import run_window
     from recsys_spark.gate import run_gate
     from recsys_spark.offline.compare import compare_runs
-    from recsys_spark.offline.pipeline import run_offline
-    from recsys_spark.ope import run_ope
+    from recsys_spark.offline.run import run_offline
+    from recsys_spark.ope.run import run_ope
     from recsys_spark.report import write_report
-    from recsys_spark.session import job_session  # pyspark: only once a command runs
-    from recsys_spark.window import run_window
+    from recsys_spark.runtime.session import job_session  # pyspark: only once a command runs
+    from recsys_spark.synthetic import generate, generate_offline
 
     root = Path(args.root)
     inputs, offline_inputs, out = root / "input", root / "offline-input", root / "output"

@@ -9,10 +9,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from recsys_spark import log, signals
 from recsys_spark.cli.common import PROG, Command, date_arg, import_meanwhile, load, start_logging
 from recsys_spark.cli.lines import experiment_lines, headline_lines
 from recsys_spark.errors import BACKFILL_FAILED, HardRuleViolation, JobError, UsageError, root_cause
+from recsys_spark.runtime import log, signals
 
 HELP = "evaluate one day (or each day of a range) of exposure and click logs"
 DESCRIPTION = (
@@ -50,8 +50,9 @@ def run(args: argparse.Namespace) -> int:
     dates = dates_of(args)
     cfg = load(args)
     start_logging(args)
-    from recsys_spark import jvm, templates
-    from recsys_spark.session import job_session  # pyspark: only once a command runs
+    from recsys_spark.config import templates
+    from recsys_spark.runtime import jvm
+    from recsys_spark.runtime.session import job_session  # pyspark: only once a command runs
 
     # one small day: a short process, where the optimizing compiler costs more than it gives (a backfill runs on)
     first = templates.resolve(cfg.input.exposures, args.input_root, dates[0])

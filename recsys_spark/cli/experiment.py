@@ -30,14 +30,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the session, analyse the window, print its lines."""
-    from recsys_spark.window import run_window
+    from recsys_spark.experiments.window import run_window
 
     check_name(args.experiment, "--experiment", UsageError)  # it names the window's directory
     if args.end < args.start:
         raise UsageError(f"--end {args.end} is before --start {args.start}")
     cfg = load(args)
     start_logging(args)
-    from recsys_spark.session import job_session  # pyspark: only once a command runs
+    from recsys_spark.runtime.session import job_session  # pyspark: only once a command runs
 
     spark = job_session(cfg, args.master, args.verbose)
     try:

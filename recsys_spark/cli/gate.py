@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = load(args)
     validate(cfg.gate)  # a bad config: one line and exit 3 before Spark starts
     start_logging(args)
-    from recsys_spark.session import job_session  # pyspark: only once a command runs
+    from recsys_spark.runtime.session import job_session  # pyspark: only once a command runs
 
     spark = job_session(cfg, args.master, args.verbose, app_name=f"recsys-spark-gate-{args.name}")
     try:

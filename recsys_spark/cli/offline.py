@@ -41,16 +41,16 @@ def run(args: argparse.Namespace) -> int:
         check_name(name, flag, UsageError)
     cfg = load(args)
     if args.command == "offline":
-        from recsys_spark.offline.pipeline import check_evaluable
+        from recsys_spark.offline.run import check_evaluable
 
         check_evaluable(cfg)  # before Spark starts: a config with nothing to evaluate fails in a second
     start_logging(args)
-    from recsys_spark.session import job_session  # pyspark: only once a command runs
+    from recsys_spark.runtime.session import job_session  # pyspark: only once a command runs
 
     spark = job_session(cfg, args.master, args.verbose)
     try:
         if args.command == "offline":
-            from recsys_spark.offline.pipeline import run_offline
+            from recsys_spark.offline.run import run_offline
 
             summary = run_offline(spark, cfg, args.run, args.output_root)
             print(f"offline run={args.run}: evaluated {', '.join(summary['evaluations'])}")

@@ -57,15 +57,15 @@ def _f(value: float | None) -> str:
 def run(args: argparse.Namespace) -> int:
     check_arguments(args)
     cfg = load(args)
-    from recsys_spark.ope import target_location
+    from recsys_spark.ope.run import target_location
 
     target_location(cfg, args.input_root, args.run)  # an empty ope.target fails before Spark starts
     start_logging(args)
-    from recsys_spark.session import job_session  # pyspark: only once a command runs
+    from recsys_spark.runtime.session import job_session  # pyspark: only once a command runs
 
     spark = job_session(cfg, args.master, args.verbose)
     try:
-        from recsys_spark.ope import run_ope
+        from recsys_spark.ope.run import run_ope
 
         summary = run_ope(spark, cfg, args.run, args.start, args.end, args.input_root, args.output_root)
     finally:

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = load(args)
     spark = None
     if not is_local(args.output_root) or (args.out and not is_local(args.out)):
-        from recsys_spark.session import job_session  # pyspark: only once a command runs
+        from recsys_spark.runtime.session import job_session  # pyspark: only once a command runs
 
         spark = job_session(cfg, app_name="recsys-spark-report")
     try:

@@ -7,11 +7,11 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from recsys_spark import signals
 from recsys_spark.cli.common import PROG, Command, date_arg, load, start_logging
 from recsys_spark.cli.evaluate import dates_of
 from recsys_spark.config import check_name
 from recsys_spark.errors import BACKFILL_FAILED, JobError, UsageError, root_cause
+from recsys_spark.runtime import signals
 
 HELP = "judge a candidate's lists for the logged requests for all that needs no feedback (offline simulation)"
 DESCRIPTION = (
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     dates = dates_of(args)
     cfg = load(args)
     start_logging(args)
-    from recsys_spark.session import job_session  # pyspark: only once a command runs
+    from recsys_spark.runtime.session import job_session  # pyspark: only once a command runs
 
     spark = job_session(cfg, args.master, args.verbose)
     failed: list[str] = []

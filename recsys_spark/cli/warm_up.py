@@ -1,7 +1,7 @@
 """``recsys-spark warm-up``: record the Java classes a run loads, so that later local runs start faster.
 
 Runs the demo's tour on one small day in a process of its own whose JVM is started with
-``-XX:ArchiveClassesAtExit`` (``demo --record-classes``: :func:`recsys_spark.jvm.recorded` waits for that JVM
+``-XX:ArchiveClassesAtExit`` (``demo --record-classes``: :func:`recsys_spark.runtime.jvm.recorded` waits for that JVM
 to exit, when it writes the archive, and renames the archive into place whole).
 ``make`` runs it once after installing; run it again after upgrading Java or pyspark (the archive of the old
 ones is simply not used).  Only local sessions the job builds itself use it; ``spark-submit`` is unaffected.
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from recsys_spark import jvm
+    from recsys_spark.runtime import jvm
 
     target = jvm.archive_path()
     if target is None:

@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from recsys_spark import templates
-from recsys_spark.aggregate import MetricRow
-from recsys_spark.config import Config, check_name
+from recsys_spark.config import Config, check_name, templates
+from recsys_spark.per_user.aggregate import MetricRow
+from recsys_spark.per_user.user_pass import UserPass
 from recsys_spark.schema import ALL, SLICE
-from recsys_spark.slices import PopularityCutoffs, SliceInputs
-from recsys_spark.user_pass import UserPass
+from recsys_spark.steps.slices import PopularityCutoffs, SliceInputs
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,7 @@ class InputPaths:
 
     @classmethod
     def resolve(cls, cfg: Config, input_root: str, date: str) -> InputPaths:
-        # {date:%Y%m%d} formats and table:NAME inputs (recsys_spark/templates.py)
+        # {date:%Y%m%d} formats and table:NAME inputs (recsys_spark/config/templates.py)
         options = templates.InputSettings.of(cfg.input)
         return cls(
             *(

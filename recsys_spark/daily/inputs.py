@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsys_spark import templates
-from recsys_spark.config import Config
+from recsys_spark.config import Config, templates
+from recsys_spark.config.templates import is_table
 from recsys_spark.daily.day import Day, History, InputPaths, Inputs, Simulation
-from recsys_spark.engine import is_connect
 from recsys_spark.errors import EmptyInputError, JobError, root_cause
-from recsys_spark.read import conform, empty_frame, exists, footer_rows, read_parquet
+from recsys_spark.io.read import conform, empty_frame, exists, footer_rows, read_parquet
+from recsys_spark.runtime.engine import is_connect
 from recsys_spark.schema import (
     CATEGORY,
     CLICK_COLUMNS,
@@ -34,9 +34,16 @@ from recsys_spark.schema import (
     TS,
     USER,
 )
-from recsys_spark.slices import read_slice_inputs
-from recsys_spark.templates import is_table
-from recsys_spark.validate import click_checks, day_bounds, day_start, exposure_checks, instant, split_rows, tag_rows
+from recsys_spark.steps.slices import read_slice_inputs
+from recsys_spark.steps.validate import (
+    click_checks,
+    day_bounds,
+    day_start,
+    exposure_checks,
+    instant,
+    split_rows,
+    tag_rows,
+)
 
 
 def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
@@ -144,7 +151,7 @@ def _rows(spark: SparkSession, raw: DataFrame, location: str) -> int:
 
 def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.date, feedback: bool = True) -> History:
     """The other days the day needs (update_rate, exposure_change, novelty, late feedback), read once,
-    validated as the day's own rows (:mod:`recsys_spark.validate`), each checked readable here (the
+    validated as the day's own rows (:mod:`recsys_spark.steps.validate`), each checked readable here (the
     files' footers, read on the driver without a Spark job; a table is counted) so that a missing, empty,
     corrupt or truncated
     partition of another day becomes a note, never a failure of today.  ``feedback=False`` (a simulated day):

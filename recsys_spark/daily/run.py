@@ -3,7 +3,7 @@
 read -> validate -> label (+ slices) -> per-user metrics and aggregates -> experiments -> health ->
 rules -> summary -> commit.  Each stage is one call into :mod:`recsys_spark.daily.stages` (or a step
 module), timed and logged here; every table goes through the day's output
-(:func:`recsys_spark.write.open_output`): the path output with its lock, staging and atomic commit on a
+(:func:`recsys_spark.io.output.open_output`): the path output with its lock, staging and atomic commit on a
 classic session, a scratch output on Spark Connect.
 
 A simulated day (``recsys-spark simulate``, docs/ope.md) is the same day with a candidate's lists for the
@@ -18,9 +18,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from recsys_spark import catalog, log, templates
-from recsys_spark.aggregate import metric_tuples
-from recsys_spark.config import Config
+from recsys_spark.config import Config, templates
 from recsys_spark.daily.day import Day, InputPaths, Metrics, Simulation
 from recsys_spark.daily.inputs import read_history, read_inputs, read_simulated_inputs, rejected_rows
 from recsys_spark.daily.stages import (
@@ -34,14 +32,17 @@ from recsys_spark.daily.stages import (
     validate_inputs,
 )
 from recsys_spark.daily.summary import build_summary, day_notes, summary_json
-from recsys_spark.engine import default_parallelism
 from recsys_spark.errors import HardRuleViolation
-from recsys_spark.experiments import ExperimentResult, experiment_stage
+from recsys_spark.experiments.stage import ExperimentResult, experiment_stage
+from recsys_spark.io import catalog
+from recsys_spark.io.output import SUMMARY, open_output
+from recsys_spark.per_user.aggregate import metric_tuples
 from recsys_spark.registry import FEEDBACK_METRICS
-from recsys_spark.rules import FEEDBACK_RULES, rule_tuples
+from recsys_spark.runtime import log
+from recsys_spark.runtime.engine import default_parallelism
+from recsys_spark.runtime.session import apply_time_zone
 from recsys_spark.schema import LORENZ_DDL, METRICS_DDL, RULE_CHECKS_DDL, SIMULATION_TABLES
-from recsys_spark.session import apply_time_zone
-from recsys_spark.write import SUMMARY, open_output
+from recsys_spark.steps.rules import FEEDBACK_RULES, rule_tuples
 
 
 def simulation_root(output_root: str) -> str:
@@ -65,7 +66,7 @@ def evaluate_day(
     and the other rules about the day's events); the summary says ``"simulation"``.
 
     The same on a classic and a Spark Connect session; only the output differs
-    (:func:`recsys_spark.write.open_output`).  Before anything is computed the output is opened
+    (:func:`recsys_spark.io.output.open_output`).  Before anything is computed the output is opened
     (on a classic session: the date's lock taken, which proves the root writable); every table is
     staged, and moved into place together at the end.  A hard rule violation raises
     :class:`~recsys_spark.errors.HardRuleViolation` after everything is written

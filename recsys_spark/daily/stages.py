@@ -13,23 +13,25 @@ from collections.abc import Mapping
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsys_spark.aggregate import aggregate_users
-from recsys_spark.bootstrap import auc_bootstrap
 from recsys_spark.config import Config
-from recsys_spark.custom_rules import check_rules, evaluate_rules, rule_rows
 from recsys_spark.daily.day import Day, InputPaths, Inputs, Labelled, Metrics, Validated
 from recsys_spark.daily.inputs import SEVERAL_CATEGORIES, catalog_conflicts, catalog_tags, click_events, late_events
-from recsys_spark.engine import default_parallelism
 from recsys_spark.errors import EmptyInputError
-from recsys_spark.experiments import user_day_sums, user_values
-from recsys_spark.health import HealthResult, evaluate_health
-from recsys_spark.label import by_user, deduplicate_exposures, join_feedback, label_counts
-from recsys_spark.per_user import UserMetrics, bucket_count, persist_user_rows, ranking_input, user_row_columns
-from recsys_spark.pooled_auc import pooled_auc
-from recsys_spark.rules import RuleResult, scan_rules
+from recsys_spark.experiments.stage import user_day_sums, user_values
+from recsys_spark.io.output import Output
+from recsys_spark.per_user.aggregate import aggregate_users
+from recsys_spark.per_user.bootstrap import auc_bootstrap
+from recsys_spark.per_user.pooled_auc import pooled_auc
+from recsys_spark.per_user.table import UserMetrics, bucket_count, persist_user_rows, ranking_input, user_row_columns
+from recsys_spark.per_user.user_pass import UserPass
+from recsys_spark.runtime.engine import default_parallelism
+from recsys_spark.runtime.session import CACHE_LEVEL, fixed_shuffles
 from recsys_spark.schema import ALL, DWELL, EVENT, TS, USER, VALUE
-from recsys_spark.session import CACHE_LEVEL, fixed_shuffles
-from recsys_spark.slices import (
+from recsys_spark.steps.custom_rules import check_rules, evaluate_rules, rule_rows
+from recsys_spark.steps.health import HealthResult, evaluate_health
+from recsys_spark.steps.label import by_user, deduplicate_exposures, join_feedback, label_counts
+from recsys_spark.steps.rules import RuleResult, scan_rules
+from recsys_spark.steps.slices import (
     ITEM_EXPOSURES,
     add_slice_columns,
     explode_slices,
@@ -40,8 +42,7 @@ from recsys_spark.slices import (
     with_item_exposures,
     with_slice_keys,
 )
-from recsys_spark.user_pass import UserPass
-from recsys_spark.validate import (
+from recsys_spark.steps.validate import (
     Counted,
     click_checks,
     count_inputs,
@@ -50,7 +51,6 @@ from recsys_spark.validate import (
     split_rows,
     tag_rows,
 )
-from recsys_spark.write import Output
 
 
 def outside_label(spark: SparkSession, cfg: Config, partitions: int) -> contextlib.AbstractContextManager:
@@ -120,7 +120,7 @@ def unweighted_name(clicks: DataFrame, weights: Mapping[str, float], click_event
 
 def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     """Partition exposures and clicks by user, deduplicate, attach slice columns, attribute feedback,
-    persisted: the one shuffle of exposure rows (:mod:`recsys_spark.label`), whose partitions the counts
+    persisted: the one shuffle of exposure rows (:mod:`recsys_spark.steps.label`), whose partitions the counts
     here, the metrics, the health indicators and the rules all read in place.  ``by_user`` explodes the
     slices from those persisted rows as each stage reads them (one cached row per exposure, not 1 + S).
 
@@ -346,8 +346,8 @@ def check_custom_rules(spark: SparkSession, inputs: Inputs, cfg: Config, date: d
 
 
 def rules_stage(labelled: Labelled, day: Day, cfg: Config, output_root: str = "") -> list[RuleResult]:
-    """Every business rule that applies (see :mod:`recsys_spark.rules`), then the custom ones
-    (:mod:`recsys_spark.custom_rules`; a baseline rule reads the earlier days' ``rule_checks`` under
+    """Every business rule that applies (see :mod:`recsys_spark.steps.rules`), then the custom ones
+    (:mod:`recsys_spark.steps.custom_rules`; a baseline rule reads the earlier days' ``rule_checks`` under
     ``output_root``)."""
     valid = day.valid
     exposure_reasons = {k: v for k, v in valid.exposure_counts.items() if k != "rows"}

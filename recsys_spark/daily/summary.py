@@ -9,14 +9,14 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from recsys_spark import fs
-from recsys_spark.aggregate import MetricRow
 from recsys_spark.config import Config
 from recsys_spark.daily.day import Day, Labelled, Metrics, Simulation
+from recsys_spark.io.output import SUMMARY, Output
+from recsys_spark.per_user.aggregate import MetricRow
 from recsys_spark.registry import FEEDBACK_METRICS, HEADLINE, key
-from recsys_spark.rules import RuleResult, as_dicts
+from recsys_spark.runtime import fs
 from recsys_spark.schema import ALL
-from recsys_spark.write import SUMMARY, Output
+from recsys_spark.steps.rules import RuleResult, as_dicts
 
 
 def status_of(results: Sequence[RuleResult]) -> str:

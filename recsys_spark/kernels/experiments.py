@@ -1,7 +1,7 @@
 """A/B experiment statistics on top of :mod:`recsys_spark.kernels.stats` (pure numpy + scipy, imported lazily; no
 Spark).
 
-The Spark side (:mod:`recsys_spark.experiments`) reduces per-user values to
+The Spark side (:mod:`recsys_spark.experiments.stage`) reduces per-user values to
 small named sums per (experiment, variant, slice); everything here works on
 those sums, never on rows:
 
@@ -246,7 +246,7 @@ def cuped_compare(
 
     The relative lift is the adjusted difference over the plain control mean, Δ_cv / ȳ_c, with the variance
     Var(y_cv)_t/(n_t ȳ_c²) + Var(y_cv)_c ȳ_t²/(n_c ȳ_c⁴) and Welch's df: what gbstats (0.8.0) computes for a
-    ``RegressionAdjustedStatistic`` (its golden values in tests/test_experiments_kernels.py), so that the lift
+    ``RegressionAdjustedStatistic`` (its golden values in tests/kernels/test_experiments.py), so that the lift
     is the change over the ``control_value`` of the same row (docs/experiments.md, "CUPED").
     """
     theta = cuped_theta([control, treatment])

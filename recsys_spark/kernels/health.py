@@ -2,7 +2,7 @@
 
 Inequality of exposure over items (Gini, Lorenz curve), diversity of
 categories (normalised entropy), novelty, personalization and the popularity
-buckets used as a slice.  The Spark layer (:mod:`recsys_spark.health`)
+buckets used as a slice.  The Spark layer (:mod:`recsys_spark.steps.health`)
 reduces the day to small sufficient statistics -- a histogram of exposure
 counts, sums per slice -- and everything here works from those, so each
 function is exact and checkable by hand.
@@ -288,7 +288,7 @@ def health_values(
 
     Parameters
     ----------
-    stats : sums over the slice (names as in :mod:`recsys_spark.health`):
+    stats : sums over the slice (names as in :mod:`recsys_spark.steps.health`):
         ``pv``, ``pv_covered``, ``pv_empty``, ``uv``, ``uv_covered``, ``uv_empty``,
         ``exposures``, ``lists``, ``list_h``, ``list_h2``, ``users_exposed``,
         ``user_h``, ``user_h2``, ``cat_n``, ``cat_s``, ``user_overlap``,

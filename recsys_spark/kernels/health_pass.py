@@ -1,6 +1,6 @@
 """The health indicators' sufficient statistics of one partition of whole users, pure numpy.
 
-:mod:`recsys_spark.health` feeds this, one call per partition of the sliced
+:mod:`recsys_spark.steps.health` feeds this, one call per partition of the sliced
 labelled exposures (every row of a user in one partition), the columns
 ``slice``, ``user_id``, ``request_id``, ``item_id`` (null: an empty
 response), ``_category`` and ``clicked``, as integer codes.  It returns long

@@ -1,6 +1,6 @@
 """Intervals of the health and business rows from per-user sums of one slice (pure Python, no Spark).
 
-:mod:`recsys_spark.health` reduces each slice to sums over its users; besides
+:mod:`recsys_spark.steps.health` reduces each slice to sums over its users; besides
 the sums that give the values (``pv``, ``clicked``, ...), its per-user
 aggregation adds the sums of squares and cross products of the per-user
 numerators and denominators (names below), so every ratio of sums gets a

@@ -1,6 +1,6 @@
 """One user's day as additive sums, the experiments' input: pure numpy, computed in the day's one pass.
 
-The experiments (:mod:`recsys_spark.experiments`) compare arms on per-user sums that add up over users
+The experiments (:mod:`recsys_spark.experiments.stage`) compare arms on per-user sums that add up over users
 and over days (the unit is the user).  Each (slice, user) with a labelled row that day gets one row of
 them (the ``experiment_users`` table):
 
@@ -18,7 +18,7 @@ them (the ``experiment_users`` table):
   is what adds up.
 
 :func:`user_day_sums` computes the rows in the pass (no JVM aggregation over exposure rows, no second read
-of the per-user table); :mod:`recsys_spark.experiments` keeps the same sums as Spark expressions for the
+of the per-user table); :mod:`recsys_spark.experiments.stage` keeps the same sums as Spark expressions for the
 users set aside by the pass (``execution.max_user_rows``), and a test holds the two to each other.
 """
 

@@ -1,6 +1,6 @@
 """One partition of whole users, every slice, in one call: the per-user metrics and the health sums (pure numpy).
 
-The Spark layer (:mod:`recsys_spark.user_pass`) reads each partition of the persisted user rows once, one row
+The Spark layer (:mod:`recsys_spark.per_user.user_pass`) reads each partition of the persisted user rows once, one row
 per labelled exposure with its slice keys as a list (``all`` first, then ``name=value`` per dimension whose
 value is not null), turns the strings into integer codes and calls :func:`score_partition`.
 

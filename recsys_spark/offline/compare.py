@@ -22,13 +22,13 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from recsys_spark import fs
 from recsys_spark.config import Config
 from recsys_spark.errors import EmptyInputError, MissingInputError
+from recsys_spark.io.read import read_parquet
 from recsys_spark.kernels.stats import MeanStats, adjust_p, paired_t
 from recsys_spark.offline import output
 from recsys_spark.offline.aggregate import defined
-from recsys_spark.read import read_parquet
+from recsys_spark.runtime import fs
 from recsys_spark.schema import USER
 
 COMPARISON_SCHEMA = (

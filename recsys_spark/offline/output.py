@@ -7,7 +7,7 @@ Each table has its own root, as the daily tables do, so that it reads whole with
     offline/calibration/run=NAME/    offline/summary/run=NAME/summary.json and _SUCCESS
     offline/comparison/base=A/candidate=B/    offline/summary/base=A/candidate=B/summary.json and _SUCCESS
 
-Written through the daily tables' own output (:class:`recsys_spark.write.DailyOutput`: a lock per run,
+Written through the daily tables' own output (:class:`recsys_spark.io.output.DailyOutput`: a lock per run,
 staging, the journalled commit, ``_SUCCESS`` last): a run or comparison is complete when its summary's
 ``_SUCCESS`` exists.  A rerun replaces the run's partition of every table and removes the ones it no
 longer writes.
@@ -21,7 +21,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from recsys_spark.config import Config, check_name
-from recsys_spark.write import SUMMARY, DailyOutput
+from recsys_spark.io.output import SUMMARY, DailyOutput
 
 #: the tables of an offline run (``run=NAME``) and of a comparison (``base=A/candidate=B``)
 RUN_TABLES = ("metrics", "user_metrics", "lorenz", "calibration", SUMMARY)

@@ -79,7 +79,7 @@ def _reader(output_root: str, spark: Any) -> Reader:
     if is_local(output_root):
         return LocalReader(output_root)
     if spark is None:
-        from recsys_spark.session import build_session
+        from recsys_spark.runtime.session import build_session
 
         spark = build_session(app_name="recsys-spark-report", log_level="ERROR")
     return SparkReader(spark, output_root)
@@ -182,10 +182,10 @@ def write_report(
         with open(local, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(page)
     else:
-        from recsys_spark import fs
+        from recsys_spark.runtime import fs
 
         if spark is None:
-            from recsys_spark.session import build_session
+            from recsys_spark.runtime.session import build_session
 
             spark = build_session(app_name="recsys-spark-report", log_level="ERROR")
         fs.write_text(spark, path, page)

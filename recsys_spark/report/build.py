@@ -45,7 +45,7 @@ SLICE_METRICS = (
 GINI_CATALOG, GINI_EXPOSED = registry.parse_key("gini_catalog"), registry.parse_key("gini_exposed")
 ONLINE_AUC = registry.parse_key("auc_global")
 #: its ``n`` is the number of catalog items a slice sees: all of them for ``all`` and every dimension that is not
-#: item-level, the items of the bucket for an item-level one (recsys_spark/health.py, ``_whole_catalog``)
+#: item-level, the items of the bucket for an item-level one (recsys_spark/steps/health.py, ``_whole_catalog``)
 ITEM_COVERAGE = registry.parse_key("item_coverage_global")
 #: slice dimensions that are attributes of the item whatever the input: its popularity bucket and its category
 ITEM_DIMENSIONS = ("popularity", "category")
@@ -558,7 +558,7 @@ def item_level_dimensions(m: Metrics, day: str, dims: Iterable[str]) -> list[str
     """The item-level dimensions among ``dims``: ``popularity`` and ``category`` always; any other (a column of
     the items table) when its slices see part of the catalog, that is when the ``n`` of a slice's item coverage
     (the catalog items it sees) is below that of ``all``: the job gives a dimension only its bucket's items when
-    the dimension is an attribute of the item (recsys_spark/health.py), the whole catalog otherwise."""
+    the dimension is an attribute of the item (recsys_spark/steps/health.py), the whole catalog otherwise."""
     catalog = m.get(day, ALL, *ITEM_COVERAGE)
     whole = _int(catalog.get("n")) if catalog else None
     out = []

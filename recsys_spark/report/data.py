@@ -193,7 +193,7 @@ class SparkReader:
         self.root = root.rstrip("/")
 
     def frame(self, path: str) -> pd.DataFrame | None:
-        from recsys_spark import fs
+        from recsys_spark.runtime import fs
 
         full = f"{self.root}/{path}"
         if not fs.exists(self.spark, full) or not any(not _hidden(n) for n, _ in fs.entries(self.spark, full)):
@@ -209,18 +209,18 @@ class SparkReader:
         return self.frame(f"{name}/dt={day}")
 
     def text(self, path: str) -> str | None:
-        from recsys_spark import fs
+        from recsys_spark.runtime import fs
 
         full = f"{self.root}/{path}"
         return fs.read_text(self.spark, full) if fs.exists(self.spark, full) else None
 
     def exists(self, path: str) -> bool:
-        from recsys_spark import fs
+        from recsys_spark.runtime import fs
 
         return fs.exists(self.spark, f"{self.root}/{path}")
 
     def dirs(self, path: str) -> list[str]:
-        from recsys_spark import fs
+        from recsys_spark.runtime import fs
 
         full = f"{self.root}/{path}"
         if not fs.exists(self.spark, full):

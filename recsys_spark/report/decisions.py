@@ -25,7 +25,7 @@ def _names(reader: Reader, path: str) -> list[str]:
     root = str(getattr(reader, "root", "")).rstrip("/")
     spark = getattr(reader, "spark", None)
     if spark is not None:
-        from recsys_spark import fs
+        from recsys_spark.runtime import fs
 
         full = f"{root}/{path}"
         return sorted(fs.children(spark, full)) if fs.exists(spark, full) else []

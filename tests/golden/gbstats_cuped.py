@@ -1,7 +1,7 @@
 """Golden values of CUPED's fixed-horizon test, absolute and relative, computed by GrowthBook's gbstats.
 
 ``make golden-gbstats`` runs it in a throwaway venv with gbstats from PyPI (``GBSTATS_VENV``); it prints the
-``GBSTATS_CUPED`` literal that ``tests/test_experiments_kernels.py`` holds, with the gbstats version.  The
+``GBSTATS_CUPED`` literal that ``tests/kernels/test_experiments.py`` holds, with the gbstats version.  The
 fixture is that file's six users per arm (y, and the pre-period covariate x): gbstats'
 ``RegressionAdjustedStatistic`` per arm (θ pooled by gbstats) in a ``TwoSidedTTest`` at α = 0.05, absolute and
 relative (the adjusted difference over the plain control mean).

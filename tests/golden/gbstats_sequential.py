@@ -1,8 +1,8 @@
 """Golden values of the sequential (always-valid) intervals and p-values, computed by GrowthBook's gbstats.
 
 ``make golden-gbstats`` runs it in a throwaway venv with gbstats from PyPI (``GBSTATS_VENV``, default
-/tmp/gbvenv); it prints the ``GOLDEN`` literal that ``tests/test_sequential.py`` holds, with the gbstats
-version.  Each case is a pair of arms' sufficient statistics (the sums ``recsys_spark.experiments.arm_sums``
+/tmp/gbvenv); it prints the ``GOLDEN`` literal that ``tests/kernels/test_sequential.py`` holds, with the gbstats
+version.  Each case is a pair of arms' sufficient statistics (the sums ``recsys_spark.experiments.stage.arm_sums``
 gathers), generated here from a seeded numpy generator, and gbstats' ``SequentialTwoSidedTTest`` on the same
 sums: absolute and relative differences, its interval and p-value.
 

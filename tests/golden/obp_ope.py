@@ -1,4 +1,4 @@
-"""Golden values of Open Bandit Pipeline's estimators for tests/test_ope.py (``make golden-obp``).
+"""Golden values of Open Bandit Pipeline's estimators for tests/ope/test_ope.py (``make golden-obp``).
 
 Runs in a throwaway venv with obp (it needs torch and pandas 1.5; see the Makefile target), never in
 the project's.  It writes, next to itself:
@@ -16,7 +16,7 @@ the project's.  It writes, next to itself:
   (10 items, lists of 3 drawn without replacement by a linear behaviour policy, exact Plackett-Luce
   propensities of the list, of each item at its position, and of each prefix), and a position-wise
   candidate (a softmax over the items per position, the same for every list).
-* ``obp_values.json``: obp's estimates on those inputs (and the versions), which tests/test_ope.py holds
+* ``obp_values.json``: obp's estimates on those inputs (and the versions), which tests/ope/test_ope.py holds
   as literals.
 
     python tests/golden/obp_ope.py          # writes the inputs and obp_values.json, prints the values

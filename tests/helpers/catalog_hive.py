@@ -1,4 +1,4 @@
-"""Helper of tests/test_catalog.py, run in its own process: a Spark session with Hive support and an
+"""Helper of tests/io/test_catalog.py, run in its own process: a Spark session with Hive support and an
 embedded Derby metastore under ``<root>/metastore_db`` (the test suite's session has no Hive support,
 and Derby admits one JVM at a time, so every step is a separate process).
 
@@ -25,7 +25,7 @@ def hive_settings(root: Path) -> dict[str, str]:
 
 
 def session(root: Path):
-    from recsys_spark.session import build_session
+    from recsys_spark.runtime.session import build_session
 
     settings = {**hive_settings(root), "spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"}
     return build_session("recsys-catalog-test", "local[1]", settings, "ERROR")
@@ -87,7 +87,7 @@ def query(root: Path) -> None:
             "recsys_spark_version FROM eval_db.summary ORDER BY dt"
         ).collect()
     ]
-    from recsys_spark import catalog
+    from recsys_spark.io import catalog
 
     frame = catalog.table_frame(spark, "table:logs.rec_exposures[dt=2026-11-20]")
     out["plan"] = frame._jdf.queryExecution().executedPlan().toString()  # the scan's PartitionFilters

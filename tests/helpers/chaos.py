@@ -27,7 +27,9 @@ import sys
 import threading
 import time
 
-from recsys_spark import cli, fs, write
+from recsys_spark import cli
+from recsys_spark.io import output as write
+from recsys_spark.runtime import fs
 
 OPERATIONS = ("delete", "rename", "write_text", "write_bytes", "mkdirs", "delete_if_empty", "exists", "touch")
 WAIT_SECONDS = 300.0  # how long the signalling task waits: far longer than the run left alone would take

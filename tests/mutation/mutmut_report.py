@@ -129,7 +129,7 @@ EQUIVALENT = [
         r"if abs\((c|d)\) >= tiny else tiny",
         r"if abs\((c|d)\) > tiny else tiny",
         "the two differ only when |c| or |d| is exactly 1e-300, and then only in the sign of the replacement;"
-        " the exactly-zero denominators the guard is for are tested (test_kernels_regression_edges.py)",
+        " the exactly-zero denominators the guard is for are tested (kernels/test_regression_edges.py)",
         r"x__betacf",
     ),
     # kernels/health.py lorenz_curve (reviewed 24 Nov, fifth session)
@@ -755,7 +755,7 @@ EQUIVALENT = [
         r"x_partition_sums|x_slice_sums",
     ),
     # kernels/moments.py's dtype arguments (reviewed 23 Nov, third session; pandas 2.3, tested in
-    # tests/test_moments.py with numpy, nullable and Arrow-backed columns)
+    # tests/kernels/test_moments.py with numpy, nullable and Arrow-backed columns)
     (
         r"to_numpy\((dtype=None, )?na_value=np\.nan\)|to_numpy\(dtype=np\.float64, (na_value=None)?\)",
         r"to_numpy\(dtype=np\.float64, na_value=np\.nan\)",

@@ -45,30 +45,30 @@ class Mutant:
     wrong: str  # the wrong number it would write
 
 
-AGG = "recsys_spark/aggregate.py"
-LABEL = "recsys_spark/label.py"
-POOLED = "recsys_spark/pooled_auc.py"
-RULES = "recsys_spark/rules.py"
-SLICES = "recsys_spark/slices.py"
-HEALTH = "recsys_spark/health.py"
+AGG = "recsys_spark/per_user/aggregate.py"
+LABEL = "recsys_spark/steps/label.py"
+POOLED = "recsys_spark/per_user/pooled_auc.py"
+RULES = "recsys_spark/steps/rules.py"
+SLICES = "recsys_spark/steps/slices.py"
+HEALTH = "recsys_spark/steps/health.py"
 STATS = "recsys_spark/kernels/stats.py"
-EXPERIMENTS = "recsys_spark/experiments.py"
-BOOTSTRAP = "recsys_spark/bootstrap.py"
+EXPERIMENTS = "recsys_spark/experiments/stage.py"
+BOOTSTRAP = "recsys_spark/per_user/bootstrap.py"
 OFFLINE = "recsys_spark/offline/aggregate.py"
 
-T_AGG = ("tests/test_aggregate.py",)
-T_LABEL = ("tests/test_label.py",)
-T_PIPE = ("tests/test_pipeline.py",)
-T_BOUNDED = ("tests/test_per_user.py::test_exact_auc_matches_scikit_learn_per_key_with_ties_across_batches",)
-T_OPS = ("tests/test_operations.py::test_hard_rules", "tests/test_operations.py::test_soft_rules")
-T_HEALTH = ("tests/test_health.py",)
-T_EXP = ("tests/test_experiments.py",)
+T_AGG = ("tests/per_user/test_aggregate.py",)
+T_LABEL = ("tests/steps/test_label.py",)
+T_PIPE = ("tests/daily/test_pipeline.py",)
+T_BOUNDED = ("tests/per_user/test_table.py::test_exact_auc_matches_scikit_learn_per_key_with_ties_across_batches",)
+T_OPS = ("tests/daily/test_operations.py::test_hard_rules", "tests/daily/test_operations.py::test_soft_rules")
+T_HEALTH = ("tests/steps/test_health.py",)
+T_EXP = ("tests/experiments/test_experiments.py",)
 #: the set-aside users' day sums (the Spark form of kernels/user_day.py) against the pass's
 T_DAY_SUMS = (
-    "tests/test_value_metrics.py::test_experiment_users_by_hand_and_the_same_when_every_user_takes_the_bounded_path",
+    "tests/daily/test_value_metrics.py::test_experiment_users_by_hand_and_the_same_when_every_user_takes_the_bounded_path",
 )
-T_INTERVALS = ("tests/test_intervals.py",)
-T_OFFLINE = ("tests/test_offline.py",)
+T_INTERVALS = ("tests/per_user/test_intervals.py",)
+T_OFFLINE = ("tests/offline/test_offline.py",)
 
 MUTANTS = [
     # --- aggregate.py: per-user table -> metrics table (the fast tests reach aggregate_users) ----------------
@@ -133,7 +133,9 @@ MUTANTS = [
         AGG,
         "merge_by_slice(out, {slice_value: Moments.from_rows(rows)})",
         "out[slice_value] = Moments.from_rows(rows)",
-        ("tests/test_aggregate.py::test_a_slice_spread_over_several_partitions_merges_every_partitions_moments",),
+        (
+            "tests/per_user/test_aggregate.py::test_a_slice_spread_over_several_partitions_merges_every_partitions_moments",
+        ),
         "only the last partition's moments of a slice kept",
     ),
     # --- label.py: attribution -----------------------------------------------------------------------------
@@ -382,7 +384,7 @@ MUTANTS = [
         RULES,
         "rate is None or rate <= threshold",
         "rate is None or rate < threshold",
-        ("tests/test_operations.py::test_rule_verdicts_at_their_boundaries",),
+        ("tests/daily/test_operations.py::test_rule_verdicts_at_their_boundaries",),
         "a rate exactly at its threshold fails",
     ),
     Mutant(
@@ -390,7 +392,7 @@ MUTANTS = [
         RULES,
         "(F.col(SCORE) < 0) | (F.col(SCORE) > 1)",
         "(F.col(SCORE) <= 0) | (F.col(SCORE) > 1)",
-        ("tests/test_rules.py::test_scores_exactly_0_and_1_are_in_range",),
+        ("tests/steps/test_rules.py::test_scores_exactly_0_and_1_are_in_range",),
         "score 0 counted out of range",
     ),
     Mutant(
@@ -455,7 +457,7 @@ MUTANTS = [
         SLICES,
         'hist = counts.groupBy(ITEM_EXPOSURES).agg(F.count(F.lit(1)).alias("items")).collect()',
         'hist = counts.groupBy(ITEM_EXPOSURES).agg(F.sum(ITEM_EXPOSURES).alias("items")).collect()',
-        ("tests/test_health.py::test_popularity_cutoffs_count_items_not_rows",),
+        ("tests/steps/test_health.py::test_popularity_cutoffs_count_items_not_rows",),
         "histogram counts rows as items",
     ),
     # --- health.py: the sufficient statistics of the health kernels ----------------------------------------
@@ -519,7 +521,7 @@ def run_one(m: Mutant, work: Path) -> tuple[str, float, str]:
     pytest_args = [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", f"pythonpath={root} ."]
     probe_test = root / "test_probe_mutated_copy.py"
     probe_test.write_text(
-        "import recsys_spark, recsys_spark.aggregate\n\n\ndef test_the_mutated_copy_is_imported():\n"
+        "import recsys_spark, recsys_spark.per_user.aggregate\n\n\ndef test_the_mutated_copy_is_imported():\n"
         f"    assert recsys_spark.__file__.startswith({str(root)!r}), recsys_spark.__file__\n"
     )
     probe = subprocess.run(

@@ -1,0 +1,1 @@
+"""The off-policy wing: a candidate policy's estimates from the logged days."""

@@ -1,0 +1,509 @@
+"""The inputs of ``recsys-spark ope``: the logged days and the candidate, read, keyed and checked (Spark wiring).
+
+The rules, each one line and a documented exit when it fails (docs/ope.md, "What the run does with odd input"):
+
+* **feedback**: a logged day whose clicks partition is missing, holds no row (no file, a zero-row file
+  with or without types) or no valid row has no feedback: a note, and the day is left out (its exposures
+  would read as unclicked and pull every estimate towards 0).  When no day is left, the window fails as
+  the daily job's hard ``no_feedback`` rule does (:class:`~recsys_spark.errors.HardRuleViolation`, exit 8);
+* **keys**: logged rows are keyed by day and request.  A candidate with a ``dt`` column answers
+  (day, request) pairs: both sides' request ids become ``D|request`` (:func:`day_request`).  Without it a
+  request id logged on two days is refused (exit 5) naming the id and the days: the candidate cannot say
+  which of them it answers;
+* **matches**: the candidate's requests are matched to the logged ones as strings, exactly (an integer
+  ``7`` is ``"7"``, which is not ``"007"``); none matched, or fewer than ``ope.min_matched_share`` of the
+  logged requests, fails (exit 7) naming an id of each side; below 1, a note counts the others;
+* **copies**: rows logged twice in a day are deduplicated as the daily job does and counted
+  (``duplicate_logged_rows``); copies at one position that disagree on a propensity are refused (exit 5).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from recsys_spark.config import Config, templates
+from recsys_spark.errors import EmptyInputError, HardRuleViolation, MissingInputError, SchemaError
+from recsys_spark.io.read import conform, exists, read_parquet
+from recsys_spark.per_user.table import bucket_count
+from recsys_spark.runtime.engine import default_parallelism
+from recsys_spark.schema import (
+    CLICK_COLUMNS,
+    COPIES,
+    ITEM,
+    LIST_PROPENSITY,
+    OPE_EXPOSURE_COLUMNS,
+    POSITION,
+    PREFIX_PROPENSITY,
+    PROBABILITY,
+    PROPENSITY,
+    Q_HAT,
+    REASON,
+    RELEVANCE,
+    REQUEST,
+    SCORE,
+    SESSION,
+    TARGET_COLUMNS,
+    TS,
+    USER,
+)
+from recsys_spark.steps.label import by_user, join_feedback
+from recsys_spark.steps.validate import click_checks, day_bounds, day_start, exposure_checks, split_rows, tag_rows
+
+#: the logged day of a row, and the candidate's optional column naming the day it answers
+DAY = "dt"
+#: the conflicting copies of a logged row, on the labelled rows (null when its copies agree)
+CONFLICT = "_conflict"
+PROPENSITIES = (PROPENSITY, LIST_PROPENSITY, PREFIX_PROPENSITY)
+_LOGGED = (USER, SESSION, REQUEST, ITEM, POSITION, TS, *PROPENSITIES)
+#: at most this many days are named in one line
+_NAMED = 3
+
+
+def day_request(day: Column, request: Column) -> Column:
+    """A request id made unique across days, ``2026-11-20|r1`` (null when either is null)."""
+    return F.concat(day.cast("string"), F.lit("|"), request)
+
+
+# --------------------------------------------------------------------------- the logged days
+
+
+@dataclass
+class Logged:
+    """The logged days of a window: ``exposures`` (tagged by the daily checks, with ``dt``) of the days
+    with feedback, their valid ``clicks`` per day (with ``dt``), and the ``late`` ones (the next day's
+    first minutes, under the last day)."""
+
+    exposures: DataFrame
+    clicks: list[tuple[dt.date, DataFrame]]
+    late: DataFrame | None
+    days: list[dt.date]  # the days read: an exposures partition and feedback
+    paths: list[str]  # their exposures partitions
+    without_feedback: dict[str, str] = field(default_factory=dict)  # day -> why it was left out
+    valid_clicks: int = 0
+
+
+def read_logged(spark: SparkSession, cfg: Config, input_root: str, days: Sequence[dt.date], notes: list[str]) -> Logged:
+    """Each day's exposures, tagged by the daily checks against its own day (``reject_reason``), and its
+    valid clicks, plus the next day's clicks of its first ``attribution.window_minutes`` (late feedback, as
+    the daily job).  A day without an exposures partition, or without feedback (:func:`feedback_per_day`),
+    is left out with a note; no exposures partition at all is exit 4, no feedback at all exit 8."""
+    options = templates.InputSettings.of(cfg.input)
+    tolerance, zone = cfg.validation.ts_tolerance_minutes, cfg.validation.time_zone
+    exposures: dict[dt.date, tuple[DataFrame, str]] = {}
+    clicks: dict[dt.date, DataFrame] = {}
+    why: dict[dt.date, str] = {}
+    for day in days:
+        path = templates.resolve(cfg.input.exposures, input_root, day, "exposures", options)
+        if not exists(spark, path):
+            notes.append(f"{day}: no exposures partition ({path}); the day is left out")
+            continue
+        raw = conform(read_parquet(spark, path, "exposures partition"), OPE_EXPOSURE_COLUMNS, path)
+        for name in PROPENSITIES:
+            if name not in raw.columns:
+                raw = raw.withColumn(name, F.lit(None).cast("double"))
+        bounds = day_bounds(day, tolerance, zone)
+        tagged = tag_rows(raw, exposure_checks(SCORE in raw.columns, bounds)).select(*_LOGGED, REASON)
+        exposures[day] = (tagged.withColumn(DAY, F.lit(day)), path)
+        click_path = templates.resolve(cfg.input.clicks, input_root, day, "clicks", options)
+        if not exists(spark, click_path):
+            why[day] = f"no clicks partition ({click_path})"
+            continue
+        try:
+            raw_clicks = conform(read_parquet(spark, click_path, "clicks partition"), CLICK_COLUMNS, click_path)
+        except EmptyInputError:  # no file, or zero-row files without types: no row, as a typed empty file
+            why[day] = f"0 rows in its clicks partition ({click_path})"
+            continue
+        clicks[day] = tag_rows(raw_clicks, click_checks(bounds)).withColumn(DAY, F.lit(day))
+    if not exposures:
+        raise MissingInputError(
+            f"no exposures partition between {days[0]} and {days[-1]} under {input_root} (input.exposures)"
+        )
+    counted = feedback_per_day(list(clicks.values()))
+    for day in clicks:
+        rows, valid = counted.get(day, (0, 0))
+        if not valid:
+            path = templates.resolve(cfg.input.clicks, input_root, day, "clicks", options)
+            why[day] = f"0 rows in its clicks partition ({path})" if not rows else f"0 valid of {rows} clicks ({path})"
+    kept = [day for day in exposures if day not in why]
+    without = {str(day): why[day] for day in exposures if day in why}
+    for name, reason in without.items():
+        notes.append(f"{name}: no feedback ({reason}): the day is left out (its exposures would read as unclicked)")
+    if not kept:
+        listed = "; ".join(f"{d}: {r}" for d, r in list(without.items())[:_NAMED])
+        more = f" and {len(without) - _NAMED} more days" if len(without) > _NAMED else ""
+        raise HardRuleViolation(
+            f"ope: no feedback between {days[0]} and {days[-1]} ({listed}{more}): no logged reward to estimate "
+            "from (the daily job's hard no_feedback rule)"
+        )
+    day_clicks = [(day, split_rows(clicks[day])[0]) for day in kept]
+    late = late_clicks(spark, cfg, input_root, kept[-1], set(exposures), notes)
+    union = exposures[kept[0]][0]
+    for day in kept[1:]:
+        union = union.unionByName(exposures[day][0])
+    valid = sum(counted[day][1] for day in kept)
+    return Logged(union, day_clicks, late, kept, [exposures[d][1] for d in kept], without, valid)
+
+
+def feedback_per_day(clicks: Sequence[DataFrame]) -> dict[dt.date, tuple[int, int]]:
+    """{day: (rows, valid rows)} of the tagged clicks partitions (with ``dt``), in one Spark job."""
+    if not clicks:
+        return {}
+    union = clicks[0].select(DAY, REASON)
+    for frame in clicks[1:]:
+        union = union.unionByName(frame.select(DAY, REASON))
+    rows = union.groupBy(DAY).agg(
+        F.count(F.lit(1)).alias("rows"), F.sum(F.when(F.col(REASON).isNull(), 1).otherwise(0)).alias("valid")
+    )
+    return {row[DAY]: (int(row["rows"]), int(row["valid"] or 0)) for row in rows.collect()}
+
+
+def late_clicks(
+    spark: SparkSession, cfg: Config, input_root: str, last: dt.date, logged: set[dt.date], notes: list[str]
+) -> DataFrame | None:
+    """The valid clicks of the first ``attribution.window_minutes`` after the last day read, from the next
+    day's clicks partition; None when the window is 0 or that day is a logged day of the window (its
+    clicks partition, read or left out, is that day's)."""
+    window = cfg.attribution.window_minutes
+    late_day = last + dt.timedelta(days=1)
+    if window <= 0 or late_day in logged:
+        return None
+    options = templates.InputSettings.of(cfg.input)
+    path = templates.resolve(cfg.input.clicks, input_root, late_day, "clicks", options)
+    missing = f"feedback after midnight on the last {window:g} minutes of {last} is missing"
+    if not exists(spark, path):
+        notes.append(f"provisional: no clicks partition for {late_day} yet; {missing}")
+        return None
+    try:
+        late = conform(read_parquet(spark, path, "next day's clicks partition"), CLICK_COLUMNS, path)
+    except EmptyInputError:  # no file, or zero-row untyped files: as absent
+        notes.append(f"provisional: the clicks partition for {late_day} is empty; {missing}")
+        return None
+    start = day_start(late_day, cfg.validation.time_zone)
+    bounds = (start, start + dt.timedelta(minutes=window))
+    return split_rows(tag_rows(late, click_checks(bounds)))[0].withColumn(DAY, F.lit(last))
+
+
+def _outside_unit(c: Column) -> Column:
+    """A probability that is present but not in (0, 1]."""
+    return c.isNotNull() & (F.isnan(c) | (c <= 0) | (c > 1))
+
+
+def check_logged(tagged: DataFrame, paths: Sequence[str]) -> dict[str, int]:
+    """Counts of the logged rows in one job (rows, set aside per reason, exposures, rows with each
+    propensity); a :class:`SchemaError` (one line, an example) when a propensity lies outside (0, 1]."""
+    valid = F.col(REASON).isNull() & F.col(ITEM).isNotNull()
+
+    def n(condition: Column) -> Column:
+        return F.sum(F.when(condition, 1).otherwise(0))
+
+    aggs = [F.count(F.lit(1)).alias("rows"), n(valid).alias("exposures")]
+    for name in PROPENSITIES:
+        aggs.append(n(valid & F.col(name).isNotNull()).alias(f"with_{name}"))
+        aggs.append(n(valid & _outside_unit(F.col(name))).alias(f"bad_{name}"))
+    rows = tagged.groupBy(REASON).agg(*aggs).collect()
+    counts: dict[str, int] = {}
+    for row in rows:
+        for key, value in row.asDict().items():
+            if key != REASON:
+                counts[key] = counts.get(key, 0) + int(value or 0)
+        if row[REASON] is not None:
+            counts[f"set_aside_{row[REASON]}"] = int(row["rows"])
+    for name in PROPENSITIES:
+        bad = counts.get(f"bad_{name}", 0)
+        if bad:
+            offending = tagged.where(valid & _outside_unit(F.col(name)))
+            example = offending.select(REQUEST, ITEM, POSITION, name).limit(1).collect()[0]
+            raise SchemaError(
+                f"ope: {bad} logged rows have a {name} outside (0, 1] (e.g. request {example[REQUEST]}, item "
+                f"{example[ITEM]}, position {example[POSITION]}: {example[name]}) in {', '.join(paths[:3])}"
+                + (" ..." if len(paths) > 3 else "")
+            )
+    return counts
+
+
+def keyed_clicks(logged: Logged, by_day: bool, window_minutes: float, time_zone: str) -> DataFrame:
+    """The valid clicks of the window, one frame.  ``by_day``: a click's request id becomes its day's
+    (:func:`day_request`), and a click of a day's first ``window_minutes`` is also offered to the day
+    before (late feedback across midnight, as the daily job reads the next day's partition)."""
+    days = set(logged.days)
+    frames = [] if logged.late is None else [logged.late]
+    for day, frame in logged.clicks:
+        frames.append(frame)
+        before = day - dt.timedelta(days=1)
+        if by_day and window_minutes > 0 and before in days:
+            early = F.col(TS) < F.lit(day_start(day, time_zone) + dt.timedelta(minutes=window_minutes))
+            frames.append(frame.where(F.col(REQUEST).isNotNull() & early).withColumn(DAY, F.lit(before)))
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.unionByName(frame, allowMissingColumns=True)
+    if by_day:
+        union = union.withColumn(REQUEST, day_request(F.col(DAY), F.col(REQUEST)))
+    return union.drop(DAY)
+
+
+# --------------------------------------------------------------------------- the candidate
+
+
+def read_target(spark: SparkSession, location: str) -> tuple[DataFrame, bool]:
+    """The candidate (``ope.target``) and whether it names the day each row answers (a ``dt`` column: a date,
+    a ``YYYY-MM-DD`` string or a timestamp; a ``dt=D`` folder gives one); with it, the request ids are
+    :func:`day_request` ids, as the logged rows' will be."""
+    raw = read_parquet(spark, location, "ope.target")
+    if DAY not in raw.columns:
+        return conform(raw, TARGET_COLUMNS, location), False
+    target = conform(raw, TARGET_COLUMNS, location, typed=[DAY])
+    return target.withColumn(REQUEST, day_request(_as_date(target, location), F.col(REQUEST))).drop(DAY), True
+
+
+def _as_date(target: DataFrame, location: str) -> Column:
+    kind = target.schema[DAY].dataType
+    if isinstance(kind, T.DateType):
+        return F.col(DAY)
+    if isinstance(kind, T.StringType):
+        return F.try_to_timestamp(F.col(DAY), F.lit("yyyy-MM-dd")).cast("date")
+    if isinstance(kind, (T.TimestampType, T.TimestampNTZType)):
+        return F.col(DAY).cast("date")
+    raise SchemaError(
+        f"column {DAY!r} in {location} has type {kind.simpleString()}: the day a candidate's row answers is a "
+        "date, a 'YYYY-MM-DD' string or a timestamp"
+    )
+
+
+def target_rows(target: DataFrame, partitions: int) -> DataFrame:
+    """The candidate's rows that show an item (probability e > 0, q = its q̂), hash-partitioned by request;
+    with ``bad``: the rows without a request (or a day, when it names one) or an item, or whose probability
+    is null, NaN or outside [0, 1]."""
+    prob = F.col(PROBABILITY)
+    q = F.col(Q_HAT) if Q_HAT in target.columns else F.lit(None).cast("double")
+    bad = F.col(REQUEST).isNull() | F.col(ITEM).isNull() | prob.isNull() | F.isnan(prob) | (prob < 0) | (prob > 1)
+    return target.repartition(partitions, REQUEST).select(
+        REQUEST, ITEM, POSITION, prob.alias("e"), q.alias("q"), bad.alias("bad")
+    )
+
+
+def target_positions(rows: DataFrame) -> DataFrame:
+    """Per (request, position) of the candidate (from :func:`target_rows`, partitioned by request): its
+    mass Σπ, its modelled reward d = Σ π q̂, and the checks' counts."""
+    e, q, bad = F.col("e"), F.col("q"), F.col("bad")
+    shown = ~bad & (e > 0)
+    return rows.groupBy(REQUEST, POSITION).agg(
+        F.sum(F.when(~bad, e)).alias("mass"),
+        F.sum(F.when(shown, e * q)).alias("d"),
+        F.count(F.lit(1)).alias("n_rows"),
+        F.sum(F.when(bad, 1).otherwise(0)).alias("bad"),
+        F.sum(F.when(shown & (q.isNull() | F.isnan(q)), 1).otherwise(0)).alias("q_missing"),
+        F.sum(F.when(shown & (e < 1), 1).otherwise(0)).alias("fractional"),
+    )
+
+
+#: a candidate's probabilities for one (request, position) may sum to 1 + this (rounding), no more
+MASS_TOLERANCE = 1e-9
+
+
+def check_target(positions: DataFrame, location: str, has_q: bool) -> dict[str, Any]:
+    """Counts over the candidate in one job; a :class:`SchemaError` (one line, an example) for a
+    probability outside [0, 1] or a (request, position) whose probabilities sum above 1 (a row listed
+    twice is caught where it matters, on a logged row: :func:`recsys_spark.ope.run.check_no_copies`)."""
+    over = F.col("mass") > 1 + MASS_TOLERANCE
+    row = positions.agg(
+        F.count(F.lit(1)).alias("positions"),
+        F.sum("n_rows").alias("rows"),
+        F.sum("bad").alias("bad"),
+        F.sum("q_missing").alias("q_missing"),
+        F.sum("fractional").alias("fractional"),
+        F.sum(F.when(over, 1).otherwise(0)).alias("over"),
+        F.max_by(F.struct(REQUEST, POSITION, "mass"), "mass").alias("heaviest"),
+    ).collect()[0]
+    counts = {k: row[k] for k in ("positions", "rows", "bad", "q_missing", "fractional", "over")}
+    counts = {k: int(v or 0) for k, v in counts.items()}
+    if counts["positions"] == 0:
+        raise EmptyInputError(f"empty input ope.target (0 rows): {location}")
+    if counts["bad"]:
+        raise SchemaError(
+            f"ope.target {location}: {counts['bad']} rows have no request_id (or no valid dt) or item, or a "
+            "probability that is null, NaN or outside [0, 1]"
+        )
+    if counts["over"]:
+        worst = row["heaviest"]
+        raise SchemaError(
+            f"ope.target {location}: the probabilities of {counts['over']} (request, position) pairs sum above 1 "
+            f"(e.g. request {worst[REQUEST]}, position {worst[POSITION]}: {worst['mass']:.6g})"
+        )
+    counts["has_q"] = has_q and counts["q_missing"] == 0
+    return counts
+
+
+# --------------------------------------------------------------------------- the two sides meet
+
+
+def match_requests(
+    exposures: DataFrame, positions: DataFrame, location: str, min_share: float, by_day: bool, notes: list[str]
+) -> dict[str, int]:
+    """How the candidate's requests meet the logged ones (valid, with an item), in one job: the logged
+    requests, the candidate's, those in both, and the logged request ids seen on several days.
+
+    Raises a :class:`SchemaError` when a request id repeats across days and the candidate names no day
+    (``by_day`` False: it cannot say which day it answers); an :class:`EmptyInputError` when no request
+    matched or fewer than ``min_share`` of the logged ones did, naming an id of each side (ids are
+    compared as strings, exactly).  Between ``min_share`` and 1: a note."""
+    valid = F.col(REASON).isNull() & F.col(ITEM).isNotNull() & F.col(REQUEST).isNotNull()
+    logged = (
+        exposures.where(valid)
+        .select(REQUEST, DAY)
+        .distinct()
+        .groupBy(REQUEST)
+        .agg(F.count(F.lit(1)).alias("_days"), F.min(DAY).alias("_first"), F.max(DAY).alias("_last"))
+    )
+    target = positions.select(REQUEST).distinct().withColumn("_target", F.lit(True))
+    on_log, on_target = F.col("_days").isNotNull(), F.col("_target").isNotNull()
+
+    def n(condition: Column) -> Column:
+        return F.sum(F.when(condition, 1).otherwise(0))
+
+    row = (
+        logged.join(target, REQUEST, "full")
+        .agg(
+            n(on_log).alias("logged_requests"),
+            n(on_target).alias("target_requests"),
+            n(on_log & on_target).alias("matched_requests"),
+            n(F.col("_days") > 1).alias("repeated_requests"),
+            F.min(F.when(F.col("_days") > 1, F.struct(REQUEST, "_days", "_first", "_last"))).alias("repeated"),
+            F.min(F.when(on_log & ~on_target, F.col(REQUEST))).alias("logged_only"),
+            F.min(F.when(on_target & ~on_log, F.col(REQUEST))).alias("target_only"),
+        )
+        .collect()[0]
+    )
+    counts = {k: int(row[k] or 0) for k in ("logged_requests", "target_requests", "matched_requests")}
+    repeated = int(row["repeated_requests"] or 0)
+    if repeated and not by_day:
+        r = row["repeated"]
+        others = f", and {repeated - 1} more ids repeat across days" if repeated > 1 else ""
+        raise SchemaError(
+            f"ope: request id {r[REQUEST]!r} is logged on {r['_days']} days ({r['_first']} to {r['_last']}){others}; "
+            f"the candidate ({location}) has no {DAY} column to say which day it answers: add the logged day "
+            f"as a {DAY} column (a date) to the candidate, or log ids unique across days"
+        )
+    logged_n, matched = counts["logged_requests"], counts["matched_requests"]
+    share = matched / logged_n if logged_n else 0.0
+    if share < min_share:
+        example = (
+            f"e.g. logged request id {row['logged_only']!r}, candidate request id {row['target_only']!r}; ids are "
+            "compared as strings, exactly (7 and '007' differ)"
+        )
+        raise EmptyInputError(
+            f"ope: the candidate ({location}) answers {matched} of {logged_n} logged requests ({share:.1%}; "
+            f"ope.min_matched_share is {min_share:g}): {counts['target_requests']} candidate request id(s), "
+            f"{matched} matched ({example})"
+        )
+    if matched < logged_n:
+        notes.append(
+            f"the candidate has no row for {logged_n - matched} of the {logged_n} logged requests (e.g. "
+            f"{row['logged_only']!r}): they count as lists it leaves empty (e = 0 on each of their rows)"
+        )
+    return counts
+
+
+# --------------------------------------------------------------------------- labelling
+
+
+def deduplicate_logged(exposures: DataFrame) -> DataFrame:
+    """:func:`recsys_spark.steps.label.deduplicate_exposures`'s rows -- one per (user, request, item): the
+    smallest position, then the earliest ts, and ``copies`` -- plus :data:`CONFLICT`: the first position
+    whose copies disagree on a propensity (one has none, or two differ), as (position, column, smallest,
+    largest, copies with one, copies), null when they agree.  Both aggregations keep the partitioning by
+    user (:func:`recsys_spark.steps.label.by_user`): no shuffle."""
+    others = [c for c in exposures.columns if c not in (USER, REQUEST, ITEM, POSITION, TS, *PROPENSITIES)]
+    disagree = []
+    for name in PROPENSITIES:
+        low, high, have = F.min(name), F.max(name), F.count(name)
+        split = ((have > 0) & (have < F.count(F.lit(1)))) | (low != high)
+        disagree.append(
+            F.when(
+                split,
+                F.struct(
+                    F.lit(name).alias("column"),
+                    low.alias("low"),
+                    high.alias("high"),
+                    have.alias("with"),
+                    F.count(F.lit(1)).alias("copies"),
+                ),
+            )
+        )
+    at = (
+        exposures.where(F.col(USER).isNotNull())
+        .groupBy(USER, REQUEST, ITEM, POSITION)
+        .agg(
+            F.min(F.struct(TS, *PROPENSITIES, *others)).alias("_first"),
+            F.count(F.lit(1)).alias("_n"),
+            F.coalesce(*disagree).alias("_split"),
+        )
+    )
+    kept = at.groupBy(USER, REQUEST, ITEM).agg(
+        F.min(F.struct(POSITION, "_first")).alias("_kept"),
+        F.sum("_n").alias(COPIES),
+        F.min(F.when(F.col("_split").isNotNull(), F.struct(POSITION, "_split"))).alias(CONFLICT),
+    )
+    return kept.select(
+        USER,
+        REQUEST,
+        ITEM,
+        F.col(f"_kept.{POSITION}").alias(POSITION),
+        F.col(f"_kept._first.{TS}").alias(TS),
+        *[F.col(f"_kept._first.{c}").alias(c) for c in (*PROPENSITIES, *others)],
+        COPIES,
+        CONFLICT,
+    )
+
+
+def label_logged(cfg: Config, tagged: DataFrame, clicks: DataFrame, rows: int) -> DataFrame:
+    """The valid logged exposures with their reward (``relevance``), by the daily job's labelling steps:
+    partitioned by user, deduplicated on (user, request, item) (:func:`deduplicate_logged`), feedback
+    attributed in the same window with the same weights.  Empty responses are left out (nothing was shown)."""
+    spark = tagged.sparkSession
+    partitions = bucket_count(rows, cfg.execution.rows_per_bucket, default_parallelism(spark))
+    valid = split_rows(tagged)[0]
+    deduplicated = deduplicate_logged(by_user(valid, partitions))
+    labels = cfg.labels
+    joined = join_feedback(
+        deduplicated,
+        by_user(clicks, partitions),
+        cfg.attribution.window_minutes,
+        labels.event_weights,
+        labels.click_event,
+    )
+    return joined.where(F.col(ITEM).isNotNull()).select(
+        USER, REQUEST, ITEM, POSITION, RELEVANCE, *PROPENSITIES, COPIES, CONFLICT
+    )
+
+
+def check_labelled(labelled: DataFrame) -> dict[str, int]:
+    """The labelled rows and the copies the deduplication folded (``duplicate_logged_rows``), in one job;
+    a :class:`SchemaError` naming the request, item, position and both propensities when copies of a
+    logged row disagree (the logging policy showed it once, with one probability)."""
+    row = labelled.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.sum(F.col(COPIES) - 1).alias("duplicates"),
+        F.count(CONFLICT).alias("conflicts"),
+        F.min(F.when(F.col(CONFLICT).isNotNull(), F.struct(REQUEST, ITEM, CONFLICT))).alias("example"),
+    ).collect()[0]
+    if row["conflicts"]:
+        ex = row["example"]
+        c = ex[CONFLICT]
+        split = c["_split"]
+        if split["with"] < split["copies"]:
+            values = f"{split['low']:g} on {split['with']} of {split['copies']} copies, none on the others"
+        else:
+            values = f"{split['low']:g} and {split['high']:g}"
+        raise SchemaError(
+            f"ope: {row['conflicts']} logged rows are logged more than once with different propensities (e.g. "
+            f"request {ex[REQUEST]}, item {ex[ITEM]}, position {c[POSITION]}: {split['column']} {values}); "
+            "the copies of a row must agree"
+        )
+    return {"rows": int(row["rows"]), "duplicate_logged_rows": int(row["duplicates"] or 0)}

@@ -1,0 +1,1 @@
+"""Facts about the engine and the process: session, JVM options, file systems, logs, signals."""

@@ -1,0 +1,1 @@
+"""The arrows of the day's data flow: validate, label, slices, health, rules, custom rules."""

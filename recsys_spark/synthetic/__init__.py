@@ -1,0 +1,1 @@
+"""Sample-data generators for the demo, the tests and the benchmark (not in the job's zip)."""
