@@ -65,8 +65,8 @@ from recsys_spark.config import Config, load_config
 from recsys_spark.daily import evaluate_day
 from recsys_spark.daily.stages import run_metric_stage
 from recsys_spark.errors import HardRuleViolation
-from recsys_spark.io.output import DailyOutput
 from recsys_spark.io.read import conform, read_parquet
+from recsys_spark.io.staged import DailyOutput
 from recsys_spark.per_user.aggregate import metrics_frame
 from recsys_spark.per_user.table import UserMetrics, bucket_count, persist_user_rows, ranking_input
 from recsys_spark.runtime.session import CACHE_LEVEL

@@ -5,33 +5,32 @@
 the values) or an experiment window (``experiment_window/experiment=E/window=S_E``, the variant against the
 control, and its decision's validity from ``experiment_window_decisions``) -- into plain rows, checks every
 threshold with :func:`recsys_spark.kernels.gate.evaluate`, and writes the verdict as one JSON file,
-``{output_root}/gate/NAME/verdict.json``, through the daily tables' own output (:class:`write.DailyOutput`:
-the gate's lock, staging, the journalled commit), so that a rerun replaces it whole and a reader never sees
-half of one.  A config that names nothing checkable (no source, no check, a run, comparison or window that
-is not there) is a :class:`~recsys_spark.errors.ConfigError` (exit 3); a failed check is the verdict's
-business (the command exits 12).
+``{output_root}/gate/NAME/verdict.json`` (:data:`recsys_spark.tables.GATE`), through every wing's output
+(:func:`recsys_spark.io.output.open_wing`: the gate's lock, staging, the journalled commit), so that a rerun
+replaces it whole and a reader never sees half of one.  A config that names nothing checkable (no source, no
+check, a run, comparison or window that is not there) is a :class:`~recsys_spark.errors.ConfigError` (exit 3);
+a failed check is the verdict's business (the command exits 12).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from recsys_spark.config import Config, GateConfig
-from recsys_spark.config import check_name as check_path_name
 from recsys_spark.errors import ConfigError
-from recsys_spark.io.output import DailyOutput
+from recsys_spark.io.output import commit_summary, open_wing, writing
 from recsys_spark.kernels.gate import GateCheck, Row, evaluate, summary_line
 from recsys_spark.registry import key
 from recsys_spark.runtime import fs
-from recsys_spark.schema import GATE_TABLE, VERDICT
+from recsys_spark.tables import GATE, OFFLINE_COMPARISON, OFFLINE_RUN, WINDOW, window_span
+from recsys_spark.tables import check_name as check_path_name
 
 
 def verdict_path(output_root: str, name: str) -> str:
-    return f"{output_root.rstrip('/')}/{GATE_TABLE}/{check_name(name)}/{VERDICT}"
+    return GATE.marker(output_root, name=check_name(name))
 
 
 def check_name(name: str) -> str:
@@ -55,17 +54,17 @@ def _need(spark: SparkSession, path: str, what: str) -> None:
 def offline_rows(spark: SparkSession, output_root: str, gate: GateConfig) -> tuple[list[Row], dict[str, Any]]:
     """The candidate's values (its run's metrics) and its paired changes against the base (the comparison),
     as one :class:`Row` per (metric key, slice); and what was read."""
-    root = f"{output_root.rstrip('/')}/offline"
     for run, role in ((gate.base, "base"), (gate.candidate, "candidate")):
-        _need(spark, f"{root}/summary/run={run}/_SUCCESS", f"offline run {run!r} (gate.{role})")
-    pair = f"base={gate.base}/candidate={gate.candidate}"
+        _need(spark, OFFLINE_RUN.marker(output_root, run=run), f"offline run {run!r} (gate.{role})")
+    pair = {"base": gate.base, "candidate": gate.candidate}
     what = f"the offline-compare output of {gate.candidate!r} against {gate.base!r}"
-    _need(spark, f"{root}/summary/{pair}/_SUCCESS", what)
+    _need(spark, OFFLINE_COMPARISON.marker(output_root, **pair), what)
     rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for r in _rows(spark, f"{root}/metrics/run={gate.candidate}"):
+    for r in _rows(spark, OFFLINE_RUN.path(output_root, "metrics", run=gate.candidate)):
         at = (key(r["metric"], r["k"], r["aggregation"]), r["slice"])
         rows[at] = dict(value=r["value"], value_low=r["ci_low"], value_high=r["ci_high"], ci_method=r["ci_method"])
-    for r in _rows(spark, f"{root}/comparison/{pair}"):  # paired per-user values: user averages, all users
+    changes = OFFLINE_COMPARISON.path(output_root, "comparison", **pair)
+    for r in _rows(spark, changes):  # paired per-user values: user averages, all users
         at = (key(r["metric"], r["k"], "user_avg"), "all")
         rows.setdefault(at, {}).update(
             delta=r["delta"],
@@ -79,7 +78,7 @@ def offline_rows(spark: SparkSession, output_root: str, gate: GateConfig) -> tup
         rows[at].setdefault("value", r["candidate_mean"])
         rows[at].setdefault("ci_method", r["method"])
     out = [Row(k, s, **{f: v if f == "ci_method" else _float(v) for f, v in d.items()}) for (k, s), d in rows.items()]  # type: ignore[arg-type]
-    read = [f"{root}/metrics/run={gate.candidate}", f"{root}/comparison/{pair}"]
+    read = [OFFLINE_RUN.path(output_root, "metrics", run=gate.candidate), changes]
     return out, {"base": gate.base, "candidate": gate.candidate, "read": read}
 
 
@@ -100,9 +99,8 @@ def experiment_rows(
     and says the variant was not compared).  Naming the control (``experiments.control``) as the variant is
     a :class:`ConfigError`."""
     start, end = _date(gate.start, "start"), _date(gate.end, "end")
-    root = output_root.rstrip("/")
-    window = f"experiment={gate.experiment}/window={start}_{end}"
-    results = f"{root}/experiment_window/{window}"
+    window = {"experiment": gate.experiment, "window": window_span(start, end)}
+    results = WINDOW.path(output_root, "experiment_window", **window)
     _need(spark, results, f"the window {start}..{end} of experiment {gate.experiment!r} (recsys-spark experiment)")
     found = _rows(spark, results)
     variants = sorted({r["variant"] for r in found})
@@ -128,7 +126,7 @@ def experiment_rows(
         for r in found
         if r["variant"] == gate.variant
     ]
-    decisions = f"{root}/experiment_window_decisions/{window}"
+    decisions = WINDOW.path(output_root, "experiment_window_decisions", **window)
     invalid: list[str] = []
     read = [results]
     if fs.exists(spark, decisions):
@@ -208,19 +206,5 @@ def run_gate(spark: SparkSession, cfg: Config, name: str, output_root: str) -> d
 
 def write_verdict(spark: SparkSession, cfg: Config, output_root: str, name: str, verdict: dict[str, Any]) -> None:
     """The verdict as ``gate/NAME/verdict.json``, staged and committed (a rerun replaces it whole)."""
-    out = DailyOutput(
-        spark,
-        output_root,
-        f"gate {name}",
-        cfg.output.stale_minutes,
-        owned=(GATE_TABLE,),
-        heartbeat_seconds=cfg.output.heartbeat_seconds,
-        partition=name,
-    )
-    out.acquire()
-    try:
-        out.stage_text(GATE_TABLE, VERDICT, json.dumps(verdict, indent=2, sort_keys=True))
-        out.commit()
-    except BaseException:
-        out.abort()
-        raise
+    with writing(open_wing(spark, GATE, output_root, cfg.output, name=name)) as out:
+        commit_summary(out, GATE, verdict)

@@ -248,7 +248,7 @@ class RankingEvaluator(Evaluator):
 
     def _evaluate(self, dataset: DataFrame) -> float:
         from recsys_spark.daily.stages import run_metric_stage
-        from recsys_spark.io.output import ScratchOutput
+        from recsys_spark.io.scratch import ScratchOutput
 
         self._refuse_null_ids(dataset)
         at_k = registry.metric(self.metric).at_k

@@ -171,27 +171,7 @@ OPE_ESTIMATES_DDL = (
 #: ope/diagnostics/run=NAME: one row per diagnostic
 OPE_DIAGNOSTICS_DDL = "diagnostic string, value double"
 
-#: the tables a simulated day writes (``recsys-spark simulate``): ``simulation/{table}/run=NAME/dt=D``; no
-#: ``user_metrics`` nor ``experiments``, which need feedback
-SIMULATION_TABLES = ("metrics", "lorenz", "rule_checks", "rejected", "summary")
-
-#: the tables the daily job writes under its output root, one ``dt=D`` partition each: the only ones a
-#: run replaces or removes (other folders under the output root, inputs included, are never touched)
-DAILY_TABLES = (
-    "user_metrics",
-    "experiment_users",
-    "metrics",
-    "lorenz",
-    "rule_checks",
-    "experiments",
-    "experiment_checks",
-    "experiment_decisions",
-    "rejected",
-    "summary",
-)
-
-#: ``recsys-spark gate``'s verdicts: ``{output_root}/gate/NAME/verdict.json`` (JSON, not a table; docs/gate.md)
-GATE_TABLE, VERDICT = "gate", "verdict.json"
+#: where each table lives (root, partition, the tables each command owns): :mod:`recsys_spark.tables`
 
 
 # --- the per-user table (user_metrics) ----------------------------------------------------------

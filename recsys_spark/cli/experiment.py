@@ -8,8 +8,8 @@ from typing import Any
 
 from recsys_spark.cli.common import Command, date_arg, load, start_logging
 from recsys_spark.cli.lines import experiment_lines
-from recsys_spark.config import check_name
 from recsys_spark.errors import HardRuleViolation, UsageError
+from recsys_spark.tables import check_name
 
 HELP = "analyse one experiment over a window of days already evaluated"
 DESCRIPTION = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from recsys_spark.cli.common import Command, load, start_logging
-from recsys_spark.config import check_name
 from recsys_spark.errors import UsageError
+from recsys_spark.tables import check_name
 
 HELP = "evaluate a model offline (lists, predictions, ratings, sampled)"
 DESCRIPTION = (

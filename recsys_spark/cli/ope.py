@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from recsys_spark.cli.common import Command, date_arg, load, start_logging
-from recsys_spark.config import check_name
 from recsys_spark.errors import UsageError
+from recsys_spark.tables import check_name
 
 HELP = "estimate a candidate policy's reward from the logged days (off-policy evaluation)"
 DESCRIPTION = (

@@ -9,9 +9,9 @@ from typing import Any
 
 from recsys_spark.cli.common import PROG, Command, date_arg, load, start_logging
 from recsys_spark.cli.evaluate import dates_of
-from recsys_spark.config import check_name
 from recsys_spark.errors import BACKFILL_FAILED, JobError, UsageError, root_cause
 from recsys_spark.runtime import signals
+from recsys_spark.tables import check_name
 
 HELP = "judge a candidate's lists for the logged requests for all that needs no feedback (offline simulation)"
 DESCRIPTION = (

@@ -25,10 +25,11 @@ from typing import Any
 
 from recsys_spark.config.sql_guard import UnsafeSql, check_expression
 from recsys_spark.config.zones import is_portable_zone
-from recsys_spark.errors import ConfigError, JobError
+from recsys_spark.errors import ConfigError
 from recsys_spark.kernels.gate import GateCheck
 from recsys_spark.registry import EXPERIMENT_GOALS, EXPERIMENT_GUARDRAILS, metric, parse_key
 from recsys_spark.registry import EXPERIMENT_METRICS as DEFAULT_EXPERIMENT_METRICS
+from recsys_spark.tables import check_name
 
 if sys.version_info >= (3, 11):  # Python 3.10: the tomli backport, same API
     import tomllib
@@ -92,31 +93,6 @@ class AttributionConfig:
 
 #: the spelling of a name that becomes part of a metric or rule name (a conversion event, a custom rule)
 NAME_PATTERN = re.compile(r"[a-z0-9_]+")
-#: the spelling of a name that becomes one path segment (a gate, an offline or OPE run, a simulated candidate,
-#: an experiment's window): letters, digits, ``_``, ``.`` and ``-``, a letter or digit first (so never ``.``,
-#: ``..`` or a name the readers skip as hidden, ``_x`` or ``.x``), at most 128 characters
-PATH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
-
-
-def check_name(value: str, key: str, error: type[JobError] = ConfigError) -> str:
-    """``value`` when it can be one segment of a path under the output root (:data:`PATH_NAME`); else ``error``
-    naming ``key``: a config key or a library argument is a :class:`ConfigError` (exit 3), a command-line flag
-    a :class:`~recsys_spark.errors.UsageError` (exit 2).  Every name that becomes a path goes through here, so
-    ``../../x``, ``a/b`` or ``dt=2026-11-20`` is refused before anything is read or written.
-
-    >>> check_name("ranker_v2.1", "gate.experiment")
-    'ranker_v2.1'
-    >>> check_name("../../x", "gate.experiment")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    recsys_spark.errors.ConfigError: gate.experiment '../../x': expected a name of letters, digits, '_', '.' and ...
-    """
-    if not isinstance(value, str) or not PATH_NAME.fullmatch(value):
-        raise error(
-            f"{key} {value!r}: expected a name of letters, digits, '_', '.' and '-' (a letter or digit first, at "
-            "most 128): it becomes a directory under the output root"
-        )
-    return value
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from recsys_spark.config import Config, check_name, templates
+from recsys_spark.config import Config, templates
 from recsys_spark.per_user.aggregate import MetricRow
 from recsys_spark.per_user.user_pass import UserPass
 from recsys_spark.schema import ALL, SLICE
 from recsys_spark.steps.slices import PopularityCutoffs, SliceInputs
+from recsys_spark.tables import check_name
 
 
 @dataclass(frozen=True)

@@ -31,23 +31,19 @@ from recsys_spark.daily.stages import (
     rules_stage,
     validate_inputs,
 )
-from recsys_spark.daily.summary import build_summary, day_notes, summary_json
+from recsys_spark.daily.summary import build_summary, day_notes
 from recsys_spark.errors import HardRuleViolation
 from recsys_spark.experiments.stage import ExperimentResult, experiment_stage
 from recsys_spark.io import catalog
-from recsys_spark.io.output import SUMMARY, open_output
+from recsys_spark.io.output import commit_summary, open_wing
 from recsys_spark.per_user.aggregate import metric_tuples
 from recsys_spark.registry import FEEDBACK_METRICS
 from recsys_spark.runtime import log
 from recsys_spark.runtime.engine import default_parallelism
 from recsys_spark.runtime.session import apply_time_zone
-from recsys_spark.schema import LORENZ_DDL, METRICS_DDL, RULE_CHECKS_DDL, SIMULATION_TABLES
+from recsys_spark.schema import LORENZ_DDL, METRICS_DDL, RULE_CHECKS_DDL
 from recsys_spark.steps.rules import FEEDBACK_RULES, rule_tuples
-
-
-def simulation_root(output_root: str) -> str:
-    """Where simulated days are written: ``{output_root}/simulation/{table}/run=NAME/dt=D``."""
-    return f"{output_root.rstrip('/')}/simulation"
+from recsys_spark.tables import DAILY, SIMULATION
 
 
 def evaluate_day(
@@ -78,10 +74,9 @@ def evaluate_day(
     paths = InputPaths.resolve(cfg, input_root, iso)
     simulation = None if simulation_run is None else Simulation.resolve(cfg, simulation_run, input_root, iso)
     if simulation is None:
-        out = open_output(spark, output_root, iso, cfg.output)
+        out = open_wing(spark, DAILY, output_root, cfg.output, dt=iso)
     else:
-        partition = f"run={simulation.run}/dt={iso}"
-        out = open_output(spark, simulation_root(output_root), iso, cfg.output, partition, SIMULATION_TABLES)
+        out = open_wing(spark, SIMULATION, output_root, cfg.output, run=simulation.run, dt=iso)
     out.refuse_inputs_inside(
         [paths.exposures, paths.clicks, paths.items, paths.users, *([simulation.lists] if simulation else [])]
     )
@@ -142,8 +137,7 @@ def evaluate_day(
             summary = build_summary(
                 cfg, day, labelled, metrics, rows, results, notes, experiments.summary, timings, simulation
             )
-            out.stage_text(SUMMARY, "summary.json", summary_json(summary))
-            out.commit()
+            commit_summary(out, DAILY if simulation is None else SIMULATION, summary)
         if cfg.output.catalog and simulation is None:  # publish the committed day to catalog tables (docs/catalog.md)
             catalog.publish(spark, cfg.output, output_root, iso, out.tables, summary, log.run_id(), cfg.fingerprint())
     except BaseException:
@@ -158,6 +152,7 @@ def evaluate_day(
     failed_hard = [r.rule for r in results if r.severity == "hard" and not r.passed]
     if failed_hard and cfg.rules.fail_on_hard:
         raise HardRuleViolation(
-            f"{iso}: hard business rules violated: {', '.join(failed_hard)} (outputs written; see rule_checks/dt={iso})"
+            f"{iso}: hard business rules violated: {', '.join(failed_hard)} (outputs written; see "
+            f"{DAILY.relative('rule_checks', dt=iso)})"
         )
     return summary

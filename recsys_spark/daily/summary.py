@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,12 +10,13 @@ from pyspark.sql import SparkSession
 
 from recsys_spark.config import Config
 from recsys_spark.daily.day import Day, Labelled, Metrics, Simulation
-from recsys_spark.io.output import SUMMARY, Output
+from recsys_spark.io.output import Output
 from recsys_spark.per_user.aggregate import MetricRow
 from recsys_spark.registry import FEEDBACK_METRICS, HEADLINE, key
 from recsys_spark.runtime import fs
 from recsys_spark.schema import ALL
 from recsys_spark.steps.rules import RuleResult, as_dicts
+from recsys_spark.tables import DAILY, SUMMARY
 
 
 def status_of(results: Sequence[RuleResult]) -> str:
@@ -45,21 +45,6 @@ def day_notes(day: Day, out: Output) -> list[str]:
     if out.recovered:
         notes.append(f"finished the commit a killed run had started: {', '.join(out.recovered)}")
     return notes
-
-
-def _finite(value: Any) -> Any:
-    """NaN and infinities as null: the summary is strict JSON (RFC 8259 has no NaN)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def summary_json(summary: dict[str, Any]) -> str:
-    return json.dumps(_finite(summary), indent=2, sort_keys=False, allow_nan=False)
 
 
 def build_summary(
@@ -116,4 +101,4 @@ def build_summary(
 
 def read_summary(spark: SparkSession, output_root: str, date: str) -> dict[str, Any]:
     """The summary a previous run wrote for ``date``."""
-    return json.loads(fs.read_text(spark, f"{output_root.rstrip('/')}/{SUMMARY}/dt={date}/summary.json"))
+    return json.loads(fs.read_text(spark, f"{DAILY.path(output_root, SUMMARY, dt=date)}/{DAILY.summary_file}"))

@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 
 from recsys_spark.config import Config, templates
 from recsys_spark.errors import ConfigError
-from recsys_spark.io.output import SUMMARY, Output
+from recsys_spark.io.output import Output
 from recsys_spark.io.read import ColumnSpec, conform, exists, read_parquet
 from recsys_spark.kernels.decisions import DECISION_COLUMNS, Decision, Margin, Roles, Validity, decide, effects_of
 from recsys_spark.kernels.experiments import (
@@ -70,6 +70,7 @@ from recsys_spark.schema import (
     VALUE,
 )
 from recsys_spark.steps.rules import RuleResult
+from recsys_spark.tables import DAILY
 
 EXPERIMENT, VARIANT, LAYER, VARIANTS = "experiment", "variant", "layer", "variants"
 ASSIGNMENT_COLUMNS = (
@@ -368,18 +369,17 @@ def read_user_tables(
     never read as null or 0 on those days, and a note naming it and the days that lack it goes to ``notes``
     (docs/operations.md, "Output tables across upgrades").
     """
-    root = output_root.rstrip("/")
     found = []
     for d in days:
-        if not fs.exists(spark, f"{root}/{USERS_TABLE}/dt={d.isoformat()}"):
+        if not fs.exists(spark, DAILY.path(output_root, USERS_TABLE, dt=d.isoformat())):
             continue
-        if fs.exists(spark, f"{root}/{SUMMARY}/dt={d.isoformat()}/_SUCCESS"):
+        if fs.exists(spark, DAILY.marker(output_root, dt=d.isoformat())):
             found.append(d)
         elif skipped is not None:
             skipped.append(d)
     if not found:
         return None, []
-    frames = [spark.read.parquet(f"{root}/{USERS_TABLE}/dt={d.isoformat()}") for d in found]
+    frames = [spark.read.parquet(DAILY.path(output_root, USERS_TABLE, dt=d.isoformat())) for d in found]
     common = [c for c in frames[0].columns if all(c in f.columns for f in frames[1:])]
     lacking = {
         d: [c for f in frames for c in f.columns if c not in common and c not in day.columns]

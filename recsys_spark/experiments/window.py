@@ -4,7 +4,7 @@
 complete days (:func:`recsys_spark.experiments.stage.read_user_tables`), counts each user once over the window,
 analyses it as the daily stage does, and writes ``experiment_window/experiment=NAME/window=S_E`` and
 ``experiment_window_checks/...`` through the same staged commit as the daily tables
-(:class:`recsys_spark.io.output.DailyOutput`).  docs/experiments.md.
+(:func:`recsys_spark.io.output.open_wing`, :data:`recsys_spark.tables.WINDOW`).  docs/experiments.md.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from recsys_spark.config import Config, check_name
+from recsys_spark.config import Config
 from recsys_spark.errors import MissingInputError
 from recsys_spark.experiments.stage import (
     CHECKS_SCHEMA,
@@ -34,15 +34,15 @@ from recsys_spark.experiments.stage import (
     window_users,
     with_covariates,
 )
-from recsys_spark.io.output import DailyOutput
+from recsys_spark.io.output import open_wing, writing
 from recsys_spark.kernels.decisions import DECISION_COLUMNS
 from recsys_spark.kernels.experiments import RESULT_COLUMNS
 from recsys_spark.runtime.session import apply_time_zone
+from recsys_spark.tables import WINDOW, check_name, window_span
 
 #: the tables the window writes, one partition ``experiment=NAME/window=S_E`` each; their files hold the
 #: ``experiments`` / ``experiment_checks`` columns but ``experiment``, which the path carries (a column in both
 #: would make the table unreadable at its root: pandas, pyarrow and DuckDB refuse a duplicate field)
-WINDOW_TABLES = ("experiment_window", "experiment_window_checks", "experiment_window_decisions")
 WINDOW_RESULTS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in RESULT_COLUMNS if name != "experiment")
 WINDOW_CHECKS_SCHEMA = CHECKS_SCHEMA.split(", ", 1)[1]
 WINDOW_DECISIONS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in DECISION_COLUMNS if name != "experiment")
@@ -99,28 +99,14 @@ def run_window(
             f"names both sides' ids in the experiment_checks row 'compared')"
         )
     decided = [d for d in decisions(results, checks, section, cfg) if d.experiment == experiment]
-    out = DailyOutput(
-        spark,
-        output_root,
-        f"{experiment} {start}..{end}",
-        cfg.output.stale_minutes,
-        owned=WINDOW_TABLES,
-        heartbeat_seconds=cfg.output.heartbeat_seconds,
-        partition=f"experiment={experiment}/window={start}_{end}",
-    )
-    out.acquire()  # one run per window; the same staged, journalled commit as the daily tables
-    try:
-        out.stage_rows(
-            WINDOW_TABLES[0], [r[1:] for r in result_tuples(results) if r[0] == experiment], WINDOW_RESULTS_SCHEMA
-        )
-        out.stage_rows(
-            WINDOW_TABLES[1], [c[1:] for c in check_tuples(checks) if c[0] == experiment], WINDOW_CHECKS_SCHEMA
-        )
-        out.stage_rows(WINDOW_TABLES[2], [d[1:] for d in decision_tuples(decided)], WINDOW_DECISIONS_SCHEMA)
-        out.commit()
-    except BaseException:
-        out.abort()
-        raise
+    results_table, checks_table, decisions_table = WINDOW.tables
+    span = window_span(start, end)
+    with writing(open_wing(spark, WINDOW, output_root, cfg.output, experiment=experiment, window=span)) as out:
+        own = [r[1:] for r in result_tuples(results) if r[0] == experiment]
+        out.stage_rows(results_table, own, WINDOW_RESULTS_SCHEMA)
+        out.stage_rows(checks_table, [c[1:] for c in check_tuples(checks) if c[0] == experiment], WINDOW_CHECKS_SCHEMA)
+        out.stage_rows(decisions_table, [d[1:] for d in decision_tuples(decided)], WINDOW_DECISIONS_SCHEMA)
+        out.commit()  # no summary: the decisions table, written last, says the window is complete
     status, _, more = status_and_notes(section, checks)
     notes += more
     return {

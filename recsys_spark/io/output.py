@@ -1,74 +1,32 @@
-"""Idempotent daily output: stage every table, then move them into place together.
+"""One way to write a wing's output: open a partition of a layout's tables, take its lock, stage the tables,
+write the summary as strict JSON, commit them together, or abort and leave nothing.
 
-Each run writes its tables under ``{output_root}/_staging/{run_id}/``.  Only
-when all of them are written does :meth:`DailyOutput.commit` replace, table
-by table, ``{output_root}/{table}/dt={date}`` (the old partition is moved aside
-first and deleted at the end); the ``summary`` table goes last and ends with a
-``_SUCCESS`` file.  A failure before the commit leaves the previous output
-untouched; other dates are never touched.
+Every command writes through :func:`open_wing` (a :class:`~recsys_spark.tables.Layout` and its partition's
+values), inside :func:`writing` (the lock taken on entry; on any exception, SIGTERM included, the output
+aborted: lock and staging released, the old partition untouched), and ends with :func:`commit_summary`.  On a
+classic session the output is :class:`~recsys_spark.io.staged.DailyOutput` (the lock, the staging, the
+journalled atomic commit, ``_SUCCESS`` last: :mod:`recsys_spark.io.staged` says how); on Spark Connect,
+:class:`~recsys_spark.io.scratch.ScratchOutput` (plain overwrites).
 
-**Reading contract: a date's tables are complete and from one run if and only
-if ``summary/dt=D/_SUCCESS`` exists; read a date only then** (it is removed
-first when a rerun starts to commit, and written last).
-
-Concurrency and faults:
-
-* one run per (output root, date): :meth:`DailyOutput.acquire` creates
-  ``_locks/dt=D.lock`` atomically (run id, host, pid, start time) before any
-  computation -- which also proves the output root is writable -- and a second
-  run of the date fails with :class:`~recsys_spark.errors.ConcurrentRunError`;
-  a lock older than ``output.stale_minutes``, or held by a dead process on
-  this host, is taken over;
-* the rename into place refuses an existing target (Hadoop would nest it);
-* staging directories of dead runs (older than ``output.stale_minutes``, and
-  not a live lock's run) are swept by the next run of the output root; the
-  staging directory of the run whose lock this run took over is swept at once,
-  whatever its age (its run is dead: a killed run leaves no litter behind the
-  rerun);
-* a rerun replaces every table *this job owns* (:data:`schema.DAILY_TABLES`)
-  that the date has, including tables it no longer writes (e.g. an old
-  ``rejected/dt=D`` after ``write_rejected`` is turned off); any other folder
-  under the output root (inputs, other jobs' tables) is never touched;
-* the commit is journalled: before the first move, ``_commit.json`` in the
-  run's staging directory lists the moves.  A failure inside the commit undoes
-  the moves made (the old partitions come back, with their ``_SUCCESS``); a
-  run killed inside it leaves the journal, and the next run of the date rolls
-  that commit forward (its tables were all staged) before it starts.  The
-  sweep never deletes a staging directory that holds a journal;
-* the shared ``_staging`` and ``_locks`` directories are removed only when
-  empty, by one non-recursive delete (a concurrent run's entry is never lost);
-* SIGTERM (:mod:`recsys_spark.runtime.signals`) is held while the lock is taken, during
-  the commit's moves and during :meth:`DailyOutput.abort`, and a run that went
-  on past an error the signal caused never commits.
+**Reading contract: a partition's tables are complete and from one run if and only if its marker exists**
+(:meth:`~recsys_spark.tables.Layout.marker`: ``summary/dt=D/_SUCCESS`` for a day).
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import contextlib
 import json
-import os
-import socket
-import threading
-import time
-import uuid
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import ArrayType, DataType, StructType
 
 from recsys_spark.config import OutputConfig
-from recsys_spark.errors import ConcurrentRunError, OutputError, root_cause
-from recsys_spark.runtime import engine, fs, signals
-from recsys_spark.schema import DAILY_TABLES
-
-SUMMARY = "summary"
-STAGING = "_staging"
-LOCKS = "_locks"
-JOURNAL = "_commit.json"
-REPLACED = "_replaced"
+from recsys_spark.io.scratch import ScratchOutput
+from recsys_spark.io.staged import DailyOutput
+from recsys_spark.runtime import engine, fs
+from recsys_spark.tables import DAILY, SUMMARY, Layout
 
 
 class Output(Protocol):
@@ -107,7 +65,7 @@ def open_output(
     date: str,
     settings: OutputConfig,
     partition: str | None = None,
-    owned: Sequence[str] = DAILY_TABLES,
+    owned: Sequence[str] = DAILY.tables,
 ) -> Output:
     """The day's output: :class:`DailyOutput` on a classic session, :class:`ScratchOutput` on Spark Connect
     (which has no file-system API for the lock, the staging and the renames).  ``partition`` (default
@@ -125,413 +83,55 @@ def open_output(
     )
 
 
-class DailyOutput:
-    """The path output: one partition of each owned table, staged, then committed together (module docstring).
+def open_wing(spark: SparkSession, layout: Layout, output_root: str, settings: OutputConfig, **values: str) -> Output:
+    """The output of one partition of ``layout``'s tables (``values``: the partition's, checked as names), its
+    lock not yet taken: :func:`writing` takes it.
 
-    ``date`` names the partition in messages; the partition is ``dt=<date>`` unless ``partition`` says
-    otherwise (the experiment window writes ``experiment=NAME/window=S_E``), and the lock and the staging
-    directories are named after it.  The one way the project writes a partition of a table.
+    ``open_wing(spark, tables.OPE, "/out", cfg.output, run="ranker_v2")`` writes
+    ``/out/ope/{estimates,diagnostics,summary}/run=ranker_v2``.
     """
-
-    def __init__(
-        self,
-        spark: SparkSession,
-        output_root: str,
-        date: str,
-        stale_minutes: float = 240.0,
-        owned: Sequence[str] = DAILY_TABLES,
-        heartbeat_seconds: float = 30.0,
-        partition: str | None = None,
-    ) -> None:
-        self.spark = spark
-        self.owned = tuple(owned)
-        self.root = output_root.rstrip("/")
-        self.date = date
-        self.partition = partition or f"dt={date}"
-        slug = date if partition is None else self.partition.replace("/", "_").replace("=", "-")
-        self.run_id = f"{slug}-{uuid.uuid4().hex[:8]}"
-        self.run_dir = f"{self.root}/{STAGING}/{self.run_id}"
-        self.lock = f"{self.root}/{LOCKS}/{self.partition.replace('/', '_')}.lock"
-        self.stale_seconds = stale_minutes * 60.0
-        self.heartbeat_seconds = heartbeat_seconds
-        self._heartbeat: _Heartbeat | None = None
-        self.tables: list[str] = []
-        self.locked = False
-        self.created_root = False
-        self.swept: list[str] = []
-        self.recovered: list[str] = []
-        self.run_dir_kept = False  # a commit that failed and could not be undone keeps its journal
-        self.taken_over: set[str] = set()  # run ids of the dead runs whose lock this run took over
-
-    def final_path(self, table: str) -> str:
-        return f"{self.root}/{table}/{self.partition}"
-
-    def staged_path(self, table: str) -> str:
-        return self.staged_in(self.run_dir, table)
-
-    def staged_in(self, run_dir: str, table: str) -> str:
-        """Where the run whose staging directory is ``run_dir`` staged ``table``."""
-        return f"{run_dir}/{table}/{self.partition}"
-
-    def refuse_inputs_inside(self, inputs: Iterable[str]) -> None:
-        """Raise :class:`~recsys_spark.errors.UsageError` when an input location lies inside a table this
-        output owns (or its staging and lock directories): the commit would replace or remove it.  The
-        output root may otherwise be an input root too (the commit touches only its own tables)."""
-        from recsys_spark.errors import UsageError
-
-        owned = [(t, _normal(f"{self.root}/{t}")) for t in (*self.owned, STAGING, LOCKS)]
-        for location in inputs:
-            if location.startswith("table:"):
-                continue
-            path = _normal(location)
-            for table, folder in owned:
-                if path == folder or path.startswith(folder + "/"):
-                    raise UsageError(
-                        f"input {location} lies inside the output table {table!r} under {self.root}: a run "
-                        "would replace it; point the input or --output-root elsewhere"
-                    )
-
-    # --- one run per date ----------------------------------------------------------------------
-    def acquire(self) -> None:
-        """Take the date's lock (proving the output root is writable), then finish the commits dead runs left
-        midway and sweep their staging.  SIGTERM is held meanwhile (a lock taken is always known, a recovered
-        commit never cut); a failure or a SIGTERM once the lock is taken releases it before it propagates."""
-        try:
-            with signals.critical():
-                self._take_lock()
-                self._heartbeat = _Heartbeat(self.spark, self.lock, self.heartbeat_seconds)
-                self._heartbeat.start()
-                self.recovered = self.recover_commits()
-                self.swept = self.sweep_staging()
-        except BaseException:
-            if self.locked:
-                self.abort()
-            raise
-
-    def _take_lock(self) -> None:
-        try:
-            self.created_root = not fs.exists(self.spark, self.root)
-            fs.mkdirs(self.spark, f"{self.root}/{LOCKS}")
-            for _ in range(2):
-                if fs.create_new(self.spark, self.lock, self._lock_text()):
-                    self.locked = True
-                    signals.left(self.lock)  # until abort() releases it
-                    break
-                holder = self._holder()
-                if holder is not None and not self._stale(holder, self.lock):
-                    raise ConcurrentRunError(
-                        f"{self.date}: another run ({holder.get('run_id')}, pid {holder.get('pid')} on "
-                        f"{holder.get('host')}, started {holder.get('started')}) is writing this date to "
-                        f"{self.root}; wait for it, or delete {self.lock} if that run is dead"
-                    )
-                if holder and holder.get("run_id"):
-                    self.taken_over.add(str(holder["run_id"]))
-                fs.delete(self.spark, self.lock)  # a dead run's lock (or unreadable): take it over
-            else:
-                raise ConcurrentRunError(
-                    f"{self.date}: could not take the lock {self.lock} (another run took it at the same moment)"
-                )
-        except ConcurrentRunError:
-            self._tidy_root()
-            raise
-        except Exception as exc:  # noqa: BLE001 - permissions, Mkdirs failed, read-only file system
-            self._tidy_root()
-            raise OutputError(f"output root {self.root} is not writable: {root_cause(exc)}") from None
-
-    def _lock_text(self) -> str:
-        now = time.time()
-        return json.dumps(
-            {
-                "run_id": self.run_id,
-                "host": socket.gethostname(),
-                "pid": os.getpid(),
-                "started": dt.datetime.fromtimestamp(now, dt.timezone.utc).isoformat(),
-                "epoch": now,
-                "heartbeat": self.heartbeat_seconds,
-            }
-        )
-
-    def _holder(self) -> dict | None:
-        try:
-            return json.loads(fs.read_small(self.spark, self.lock))
-        except Exception:  # noqa: BLE001 - vanished or half-written: treated as stale after its age
-            try:
-                return None if fs.age_seconds(self.spark, self.lock) > self.stale_seconds else {}
-            except Exception:  # noqa: BLE001
-                return None
-
-    def _stale(self, holder: dict, lock: str) -> bool:
-        """A lock is stale when its run stopped refreshing it for four heartbeats (a lock written without
-        one: when older than output.stale_minutes), or its process is gone (same host)."""
-        if not holder:
-            return False
-        beat = holder.get("heartbeat")
-        try:
-            if beat and fs.age_seconds(self.spark, lock) > 4 * float(beat):
-                return True
-        except Exception:  # noqa: BLE001 - vanished meanwhile: its run ended
-            return True
-        if not beat and time.time() - float(holder.get("epoch", 0)) > self.stale_seconds:
-            return True
-        if holder.get("host") == socket.gethostname():
-            try:
-                os.kill(int(holder["pid"]), 0)
-            except ProcessLookupError:
-                return True
-            except (PermissionError, KeyError, ValueError, TypeError):
-                return False
-        return False
-
-    def _live_runs(self) -> set[str]:
-        locks = f"{self.root}/{LOCKS}"
-        live: set[str] = set()
-        if not fs.exists(self.spark, locks):
-            return live
-        for name in fs.children(self.spark, locks):
-            try:
-                holder = json.loads(fs.read_small(self.spark, f"{locks}/{name}"))
-            except Exception:  # noqa: BLE001
-                continue
-            if not self._stale(holder, f"{locks}/{name}"):
-                live.add(str(holder.get("run_id")))
-        return live
-
-    def sweep_staging(self) -> list[str]:
-        """Delete staging directories left by dead runs: older than output.stale_minutes and not the run
-        of a live lock, or the run whose lock this run took over (any age).  Returns their names."""
-        staging = f"{self.root}/{STAGING}"
-        if not fs.exists(self.spark, staging):
-            return []
-        live = self._live_runs() | {self.run_id}
-        swept = []
-        for name in fs.children(self.spark, staging):
-            path = f"{staging}/{name}"
-            dead = name in self.taken_over and name not in live
-            if name in live or (not dead and fs.age_seconds(self.spark, path) <= self.stale_seconds):
-                continue
-            if fs.exists(self.spark, f"{path}/{JOURNAL}"):  # a commit killed midway: its date's next run ends it
-                continue
-            fs.delete(self.spark, path)
-            swept.append(name)
-        return swept
-
-    # --- staging and commit --------------------------------------------------------------------
-    def _owned(self, table: str) -> None:
-        if table not in self.owned:
-            raise ValueError(f"{table!r} is not one of the tables this output owns: {', '.join(self.owned)}")
-
-    def stage(self, table: str, df: DataFrame) -> str:
-        """Write ``df`` as Parquet into the staging area; return the staged path."""
-        self._owned(table)
-        path = self.staged_path(table)
-        df.write.mode("overwrite").parquet(path)
-        self.tables.append(table)
-        return path
-
-    def stage_rows(self, table: str, rows: Iterable[Sequence[Any]], ddl: str) -> str:
-        """Stage a small table the driver holds (tuples in the columns of the Spark DDL ``ddl``) as one
-        Parquet file, written here rather than by a Spark job (:func:`small_parquet`); return the path."""
-        self._owned(table)
-        path = self.staged_path(table)
-        write_small_table(self.spark, path, rows, ddl)
-        self.tables.append(table)
-        return path
-
-    def stage_text(self, table: str, filename: str, text: str) -> str:
-        self._owned(table)
-        path = self.staged_path(table)
-        fs.write_text(self.spark, f"{path}/{filename}", text)
-        self.tables.append(table)
-        return path
-
-    def existing_tables(self) -> list[str]:
-        """Tables this output owns that hold this date (a partition ``dt=D``)."""
-        return [name for name in self.owned if fs.exists(self.spark, self.final_path(name))]
-
-    def commit(self) -> None:
-        """Replace this date's partition of every owned table the date has: the staged ones, and any other
-        owned table that still holds the date from an earlier run (removed); summary last, then _SUCCESS.
-
-        Journalled (module docstring): a failure inside undoes the moves made and raises
-        :class:`~recsys_spark.errors.OutputError`; a kill leaves the journal for the next run of the date.
-        """
-        signals.checkpoint()  # a run that went on past an error a SIGTERM caused never commits
-        staged = [t for t in self.tables if t != SUMMARY] + [t for t in self.tables if t == SUMMARY]
-        plan = {
-            "partition": self.partition,
-            "tables": list(dict.fromkeys(staged)),
-            "leftover": [t for t in self.existing_tables() if t not in self.tables],
-            "had_success": fs.exists(self.spark, self._marker()),
-        }
-        fs.write_text(self.spark, f"{self.run_dir}/{JOURNAL}", json.dumps(plan))
-        with signals.critical():  # a SIGTERM waits for the moves to end (and is raised after them)
-            self._commit(plan)
-
-    def _commit(self, plan: dict) -> None:
-        try:
-            self._roll_forward(self.run_dir, plan)
-        except BaseException as exc:
-            try:
-                self._roll_back(self.run_dir, plan)
-            except BaseException as undo:
-                self.run_dir_kept = True  # the journal stays: the next run of the date ends the commit
-                if not isinstance(undo, Exception):
-                    raise
-                raise OutputError(
-                    f"{self.date}: the commit failed ({root_cause(exc)}) and could not be undone "
-                    f"({root_cause(undo)}); the next run of this date completes it from {self.run_dir}/{JOURNAL}"
-                ) from None
-            if isinstance(exc, Exception):
-                raise OutputError(f"{self.date}: the commit failed and was undone: {root_cause(exc)}") from None
-            raise
-        self.abort()
-
-    def _marker(self) -> str:
-        return f"{self.final_path(SUMMARY)}/_SUCCESS"
-
-    def _roll_forward(self, run_dir: str, plan: dict) -> None:
-        """Apply the commit ``plan`` of the run whose staging is ``run_dir``; every step is skipped when
-        already done, so that a commit cut short by a kill can be finished by the next run."""
-        trash = f"{run_dir}/{REPLACED}"
-        fs.delete(self.spark, self._marker())  # first, so that no reader trusts the day while it changes
-        for table in plan["leftover"]:
-            if fs.exists(self.spark, self.final_path(table)) and not fs.exists(self.spark, f"{trash}/{table}"):
-                fs.rename(self.spark, self.final_path(table), f"{trash}/{table}")
-        for table in plan["tables"]:
-            source, final = self.staged_in(run_dir, table), self.final_path(table)
-            if not fs.exists(self.spark, source):
-                continue  # moved into place already
-            if fs.exists(self.spark, final):
-                fs.rename(self.spark, final, f"{trash}/{table}")
-            fs.rename(self.spark, source, final)
-        if SUMMARY in plan["tables"]:
-            fs.write_text(self.spark, self._marker(), "")
-
-    def _roll_back(self, run_dir: str, plan: dict) -> None:
-        """Undo what :meth:`_roll_forward` did: staged tables back to staging, the old partitions (and
-        their marker) back into place."""
-        trash = f"{run_dir}/{REPLACED}"
-        fs.delete(self.spark, self._marker())
-        for table in reversed(plan["tables"]):
-            source, final = self.staged_in(run_dir, table), self.final_path(table)
-            if not fs.exists(self.spark, source) and fs.exists(self.spark, final):
-                fs.rename(self.spark, final, source)
-            if fs.exists(self.spark, f"{trash}/{table}"):
-                fs.rename(self.spark, f"{trash}/{table}", final)
-        for table in plan["leftover"]:
-            if fs.exists(self.spark, f"{trash}/{table}"):
-                fs.rename(self.spark, f"{trash}/{table}", self.final_path(table))
-        if plan["had_success"]:
-            fs.write_text(self.spark, self._marker(), "")
-
-    def recover_commits(self) -> list[str]:
-        """Finish the commits of this date that dead runs left midway (their journal is in their staging
-        directory); called with the date's lock held.  Returns their run ids."""
-        staging = f"{self.root}/{STAGING}"
-        if not fs.exists(self.spark, staging):
-            return []
-        done = []
-        for name in fs.children(self.spark, staging):
-            journal = f"{staging}/{name}/{JOURNAL}"
-            if name == self.run_id or not fs.exists(self.spark, journal):
-                continue
-            try:
-                plan = json.loads(fs.read_small(self.spark, journal))
-            except Exception:  # noqa: BLE001 - half-written: the commit had not started moving anything
-                plan = None
-            if plan is not None and plan.get("partition") != self.partition:
-                continue  # another date's: its own next run finishes it
-            if plan is not None:
-                self._roll_forward(f"{staging}/{name}", plan)
-            fs.delete(self.spark, f"{staging}/{name}")
-            done.append(name)
-        return done
-
-    def abort(self) -> None:
-        """Forget everything staged by this run and release the date's lock (a staging directory that
-        holds a commit that could not be undone stays, for the next run).  SIGTERM is held meanwhile: a
-        clean-up is never cut in two (it is raised after).  Idempotent."""
-        with signals.critical():
-            if self.run_dir_kept:
-                signals.left(self.run_dir)
-            else:
-                fs.delete(self.spark, self.run_dir)
-                fs.delete_if_empty(self.spark, f"{self.root}/{STAGING}")
-            if self._heartbeat is not None:
-                self._heartbeat.stop()
-                self._heartbeat = None
-            if self.locked:
-                fs.delete(self.spark, self.lock)
-                self.locked = False
-                signals.released(self.lock)
-            self._tidy_root()
-
-    def _tidy_root(self) -> None:
-        """Remove the empty lock directory, and the output root when this run created it and left it empty."""
-        fs.delete_if_empty(self.spark, f"{self.root}/{LOCKS}")
-        if self.created_root:
-            fs.delete_if_empty(self.spark, self.root)
+    partition = layout.spell(**values)
+    if layout.keys == ("dt",):  # a day: named by its date, in the default dt=D partition
+        return open_output(spark, layout.root_of(output_root), values["dt"], settings, None, layout.tables)
+    label = f"{layout.what} {partition}"
+    return open_output(spark, layout.root_of(output_root), label, settings, partition, layout.tables)
 
 
-class ScratchOutput:
-    """The day's output on Spark Connect: each table written straight to ``{root}/{table}/dt={date}`` by a
-    plain Spark overwrite (``summary`` as a text file ``part-*.txt`` holding the JSON).
+@contextlib.contextmanager
+def writing(out: Output, acquire: bool = True) -> Iterator[Output]:
+    """Take ``out``'s lock (unless ``acquire`` is false: the caller took it), yield it, and abort it on any
+    exception (SIGTERM included) before the exception goes on: the lock and the staging released, nothing
+    half-written.  The block ends with :func:`commit_summary` (or ``out.commit()``)."""
+    if acquire:
+        out.acquire()
+    try:
+        yield out
+    except BaseException:
+        out.abort()
+        raise
 
-    No lock, no staging, no atomic commit and no ``_SUCCESS`` (those need a file system's create-if-absent
-    and rename, which Connect does not reach): a reader may see a table half replaced while a run writes
-    it, and a failed run leaves what it wrote.  For runs from Python on Connect (docs/catalog.md).
-    """
 
-    def __init__(
-        self,
-        spark: SparkSession,
-        output_root: str,
-        date: str,
-        partition: str | None = None,
-        owned: Sequence[str] = DAILY_TABLES,
-    ) -> None:
-        self.spark = spark
-        self._owned = tuple(owned)
-        self.root = output_root.rstrip("/")
-        self.date = date
-        self.partition = partition or f"dt={date}"
-        self.tables: list[str] = []
-        self.swept: list[str] = []
-        self.recovered: list[str] = []
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, ±inf) replaced by None, in dicts and lists at any depth."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
 
-    def refuse_inputs_inside(self, inputs: Iterable[str]) -> None:
-        DailyOutput.refuse_inputs_inside(self, inputs)  # type: ignore[arg-type]  # reads root only
 
-    @property
-    def owned(self) -> tuple[str, ...]:
-        return self._owned
+def strict_json(value: Any) -> str:
+    """JSON that every parser reads: a non-finite number is ``null`` (:func:`finite`), never ``NaN``."""
+    return json.dumps(finite(value), indent=2, allow_nan=False)
 
-    def acquire(self) -> None:
-        """Nothing to take: Connect has no atomic create."""
 
-    def staged_path(self, table: str) -> str:
-        return f"{self.root}/{table}/{self.partition}"
-
-    def stage(self, table: str, df: DataFrame) -> str:
-        path = self.staged_path(table)
-        df.write.mode("overwrite").parquet(path)
-        self.tables.append(table)
-        return path
-
-    def stage_rows(self, table: str, rows: Iterable[Sequence[Any]], ddl: str) -> str:
-        return self.stage(table, self.spark.createDataFrame([tuple(r) for r in rows], ddl).coalesce(1))
-
-    def stage_text(self, table: str, filename: str, text: str) -> str:
-        path = self.staged_path(table)
-        self.spark.createDataFrame([(text,)], "value string").coalesce(1).write.mode("overwrite").text(path)
-        self.tables.append(table)
-        return path
-
-    def commit(self) -> None:
-        """Nothing to move: every table is in place once staged."""
-
-    def abort(self) -> None:
-        """Nothing to undo (see the class docstring)."""
+def commit_summary(out: Output, layout: Layout, summary: Mapping[str, Any]) -> None:
+    """Stage ``summary`` as strict JSON in the layout's marker table (``summary/.../summary.json``; a gate's
+    ``verdict.json``) and commit every staged table; ``_SUCCESS`` last."""
+    out.stage_text(layout.marker_table, layout.summary_file, strict_json(summary))
+    out.commit()
 
 
 def complete_days(spark: SparkSession, output_root: str) -> list[str]:
@@ -540,77 +140,8 @@ def complete_days(spark: SparkSession, output_root: str) -> list[str]:
     The reading contract as a list, for readers that take every day at once (Spark SQL over a table's
     root); Spark's own listing hides ``_SUCCESS``, so it is listed here through the file system.
     """
-    root = f"{output_root.rstrip('/')}/{SUMMARY}"
+    root = f"{DAILY.root_of(output_root)}/{SUMMARY}"
     if not fs.exists(spark, root):
         return []
     days = [n[len("dt=") :] for n, is_dir in fs.entries(spark, root) if is_dir and n.startswith("dt=")]
-    return [d for d in sorted(days) if fs.exists(spark, f"{root}/dt={d}/_SUCCESS")]
-
-
-class _Heartbeat(threading.Thread):
-    """Refreshes the lock's modification time every ``seconds`` while the run holds it."""
-
-    def __init__(self, spark: SparkSession, lock: str, seconds: float) -> None:
-        super().__init__(name="recsys-spark-lock-heartbeat", daemon=True)
-        self.spark, self.lock, self.seconds = spark, lock, seconds
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopped.wait(self.seconds):
-            try:
-                fs.touch(self.spark, self.lock)
-            except Exception:  # noqa: BLE001 - a missed beat; four in a row make the lock stale
-                pass
-
-    def stop(self) -> None:
-        self.stopped.set()
-        self.join(timeout=10)
-
-
-def _normal(location: str) -> str:
-    """A location compared as a path: a local one made absolute, ``file:`` dropped, no trailing slash."""
-    local = fs.local_path(location)
-    return os.path.abspath(local) if local is not None else location.rstrip("/")
-
-
-_ARROW_TYPES = {
-    "string": pa.string(),
-    "int": pa.int32(),
-    "bigint": pa.int64(),
-    "double": pa.float64(),
-    "boolean": pa.bool_(),
-}
-
-
-def arrow_type(spark_type: DataType) -> pa.DataType:
-    """The Arrow type Spark's Parquet writer would give a column of ``spark_type`` (the types of the small tables)."""
-    if isinstance(spark_type, ArrayType):
-        return pa.list_(arrow_type(spark_type.elementType))
-    name = spark_type.simpleString()
-    if name not in _ARROW_TYPES:
-        raise ValueError(f"no Arrow type for a small table's column of type {name}")
-    return _ARROW_TYPES[name]
-
-
-def write_small_table(spark: SparkSession, path: str, rows: Iterable[Sequence[Any]], ddl: str) -> None:
-    """Replace the directory ``path`` with one Parquet file of ``rows`` (:func:`small_parquet`), no Spark job."""
-    data = small_parquet(rows, spark.createDataFrame([], ddl).schema)  # the DDL parsed by Spark; no job runs
-    fs.delete(spark, path)  # only once the rows are known to convert
-    fs.write_bytes(spark, f"{path}/part-00000-{uuid.uuid4()}.snappy.parquet", data)
-
-
-def small_parquet(rows: Iterable[Sequence[Any]], schema: StructType) -> bytes:
-    """The bytes of one Parquet file (snappy, as Spark writes) of ``rows``, tuples in ``schema``'s order.
-
-    For the tables of a few hundred rows the driver computes (metrics, Lorenz points, rule checks,
-    experiment results), where a Spark job per table is mostly fixed cost (docs/performance.md).  Spark
-    reads the file back with ``schema``'s types; NaN stays NaN, None is null.
-    """
-    columns = list(zip(*rows, strict=True)) or [() for _ in schema.fields]
-    table = pa.Table.from_arrays(
-        [pa.array(list(values), type=arrow_type(f.dataType)) for values, f in zip(columns, schema.fields, strict=True)],
-        schema=pa.schema([pa.field(f.name, arrow_type(f.dataType)) for f in schema.fields]),
-    )
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="snappy")
-    return sink.getvalue().to_pybytes()
+    return [d for d in sorted(days) if fs.exists(spark, DAILY.marker(output_root, dt=d))]

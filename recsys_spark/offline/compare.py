@@ -8,7 +8,7 @@ together (:func:`kernels.stats.adjust_p`, ``offline.multiple_testing``).  One
 aggregation over the joined per-user tables: the driver receives sums only.
 
 Output: ``{output_root}/offline/comparison/base=A/candidate=B/`` and its summary
-``offline/summary/base=A/candidate=B/summary.json`` (:mod:`recsys_spark.offline.output`).  A comparison
+``offline/summary/base=A/candidate=B/summary.json`` (:data:`recsys_spark.tables.OFFLINE_COMPARISON`).  A comparison
 without a single paired value (no user in both runs, no metric in both, or no user with a value of any
 metric in both) is refused before anything is written: :class:`errors.EmptyInputError` (exit 7).
 """
@@ -24,12 +24,13 @@ from pyspark.sql import types as T
 
 from recsys_spark.config import Config
 from recsys_spark.errors import EmptyInputError, MissingInputError
+from recsys_spark.io.output import commit_summary, open_wing, writing
 from recsys_spark.io.read import read_parquet
 from recsys_spark.kernels.stats import MeanStats, adjust_p, paired_t
-from recsys_spark.offline import output
 from recsys_spark.offline.aggregate import defined
 from recsys_spark.runtime import fs
 from recsys_spark.schema import USER
+from recsys_spark.tables import OFFLINE_COMPARISON, OFFLINE_RUN
 
 COMPARISON_SCHEMA = (
     "column string, metric string, k int, n long, base_mean double, candidate_mean double, "
@@ -56,10 +57,10 @@ def split_column(column: str) -> tuple[str, int | None]:
     return (m.group(1), int(m.group(2))) if m else (column, None)
 
 
-def _refuse_empty(row: Row, columns: list[str], base: str, candidate: str, root: str) -> None:
+def _refuse_empty(row: Row, columns: list[str], base: str, candidate: str, root: str) -> None:  # root: the output root
     """Raise :class:`EmptyInputError` (exit 7) when the comparison would hold no paired value: no user in
     both runs, no per-user metric in both, or no user with a value of any metric in both runs."""
-    tables = f"{root}/user_metrics/run={base} and {root}/user_metrics/run={candidate}"
+    tables = " and ".join(OFFLINE_RUN.path(root, "user_metrics", run=run) for run in (base, candidate))
     if not row["users"]:
         raise EmptyInputError(f"offline-compare: runs {base!r} and {candidate!r} have no user in common ({tables})")
     if not columns:
@@ -75,13 +76,13 @@ def _refuse_empty(row: Row, columns: list[str], base: str, candidate: str, root:
 
 
 def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, candidate: str) -> dict:
-    root = output.root_of(output_root)
     frames = {}
     for run in (base, candidate):
-        marker = output.run_complete(output_root, run)
+        marker = OFFLINE_RUN.marker(output_root, run=run)
         if not fs.exists(spark, marker):
             raise MissingInputError(f"offline run {run!r} not found (no {marker})")
-        frames[run] = read_parquet(spark, f"{root}/user_metrics/run={run}", f"user_metrics of run {run}")
+        path = OFFLINE_RUN.path(output_root, "user_metrics", run=run)
+        frames[run] = read_parquet(spark, path, f"user_metrics of run {run}")
     a, b = frames[base], frames[candidate]
     columns = metric_columns(a, b)
     joined = a.select(USER, *[F.col(c).alias(f"a_{i}") for i, c in enumerate(columns)]).join(
@@ -100,7 +101,7 @@ def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, 
             F.sum(x * x).alias(f"saa{i}"),
         ]
     row = joined.agg(F.count("*").alias("users"), *exprs).collect()[0]  # no grouping: one row
-    _refuse_empty(row, columns, base, candidate, root)
+    _refuse_empty(row, columns, base, candidate, output_root)
     results = []
     for i, col in enumerate(columns):
         n = float(row[f"n{i}"] or 0)
@@ -148,12 +149,9 @@ def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, 
             r[0] for r in rows if r[14] is not None and r[14] < 1 - cfg.offline.confidence
         ],
     }
-    out = output.open_comparison(spark, cfg, output_root, base, candidate)
-    try:
+    out = open_wing(spark, OFFLINE_COMPARISON, output_root, cfg.output, base=base, candidate=candidate)
+    with writing(out):  # one comparison of a pair at a time
         out.stage_rows("comparison", rows, COMPARISON_SCHEMA)
-        output.commit(out, summary)
-    except BaseException:
-        out.abort()
-        raise
+        commit_summary(out, OFFLINE_COMPARISON, summary)
     summary["rows"] = rows
     return summary

@@ -32,18 +32,19 @@ from pyspark.sql import types as T
 from recsys_spark import registry
 from recsys_spark.config import Config, parse_distortion, parse_range
 from recsys_spark.errors import ConfigError, SchemaError
+from recsys_spark.io.output import commit_summary, open_wing, writing
 from recsys_spark.io.read import ColumnSpec, conform, read_parquet
 from recsys_spark.kernels import health
 from recsys_spark.kernels import offline as K
 from recsys_spark.kernels import sampled as S
 from recsys_spark.kernels.ranking import Gain
-from recsys_spark.offline import output
 from recsys_spark.offline.aggregate import Mean, Ratio, aggregate, point
 from recsys_spark.per_user.pooled_auc import exact_auc
 from recsys_spark.runtime import log
 from recsys_spark.runtime.session import apply_time_zone
 from recsys_spark.schema import CATEGORY, ITEM, METRICS_DDL, RELEVANCE, SCORE, SLICE, USER
 from recsys_spark.steps.validate import Check, count_rows, split_rows, tag_rows
+from recsys_spark.tables import OFFLINE_RUN
 
 RANK = "rank"
 LABEL = "label"
@@ -567,7 +568,7 @@ def _stage(name: str, timings: dict[str, float], active: bool) -> contextlib.Abs
 
 def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) -> dict:
     """Evaluate one offline run and write its partition ``run=NAME`` of ``{output_root}/offline/{table}``
-    (:mod:`recsys_spark.offline.output`); return the summary."""
+    (:data:`recsys_spark.tables.OFFLINE_RUN`); return the summary."""
     check_evaluable(cfg)
     apply_time_zone(spark, cfg.validation.time_zone)
     timings: dict[str, float] = {}
@@ -749,8 +750,8 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
         )
 
     with log.stage("write", timings):
-        out = output.open_run(spark, cfg, output_root, run)  # the run's lock: one run of a name at a time
-        try:
+        out = open_wing(spark, OFFLINE_RUN, output_root, cfg.output, run=run)
+        with writing(out):  # the run's lock: one run of a name at a time
             merged = _merge_users(user_frames)
             path = out.stage("user_metrics", merged)
             users = spark.read.schema(merged.schema).parquet(path)  # read back as written: no inference job
@@ -768,10 +769,7 @@ def run_offline(spark: SparkSession, cfg: Config, run: str, output_root: str) ->
                     out.stage(name, spark.createDataFrame(frame).coalesce(1))
             summary["headline"] = _headline(metric_rows, ks)
             summary["tables"] = sorted(out.tables) + ["summary"]
-            output.commit(out, summary)
-        except BaseException:
-            out.abort()
-            raise
+            commit_summary(out, OFFLINE_RUN, summary)
     return summary
 
 

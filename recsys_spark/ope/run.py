@@ -32,7 +32,6 @@ journalled commit, ``_SUCCESS`` last, as the offline runs do; on Spark Connect p
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -40,9 +39,9 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsys_spark.config import Config, check_name, templates
+from recsys_spark.config import Config, templates
 from recsys_spark.errors import ConfigError, EmptyInputError, HardRuleViolation, SchemaError
-from recsys_spark.io.output import SUMMARY, open_output
+from recsys_spark.io.output import commit_summary, open_wing
 from recsys_spark.kernels import ope as K
 from recsys_spark.ope.inputs import (
     DAY,
@@ -75,22 +74,7 @@ from recsys_spark.schema import (
     REQUEST,
     USER,
 )
-
-#: the tables of an OPE run, each ``ope/{table}/run=NAME``
-OPE_TABLES = ("estimates", "diagnostics", SUMMARY)
-
-
-def root_of(output_root: str) -> str:
-    return f"{output_root.rstrip('/')}/ope"
-
-
-def run_partition(run: str) -> str:
-    return f"run={check_name(run, 'ope run')}"
-
-
-def run_complete(output_root: str, run: str) -> str:
-    """The marker of a complete run: ``ope/summary/run=NAME/_SUCCESS``."""
-    return f"{root_of(output_root)}/{SUMMARY}/{run_partition(run)}/_SUCCESS"
+from recsys_spark.tables import OPE, check_name
 
 
 def target_location(cfg: Config, input_root: str, run: str) -> str:
@@ -333,9 +317,7 @@ def run_ope(
     location = target_location(cfg, input_root, run)
     days = [start + dt.timedelta(days=i) for i in range((end - start).days + 1)]
     settings = cfg.ope
-    out = open_output(
-        spark, root_of(output_root), f"run {run}", cfg.output, partition=run_partition(run), owned=OPE_TABLES
-    )
+    out = open_wing(spark, OPE, output_root, cfg.output, run=run)
     out.refuse_inputs_inside([location])
     timings: dict[str, float] = {}
     notes: list[str] = []
@@ -435,8 +417,7 @@ def run_ope(
                 "seconds": dict(timings),
                 "config_hash": cfg.fingerprint(),
             }
-            out.stage_text(SUMMARY, "summary.json", json.dumps(_finite(summary), indent=2, allow_nan=False))
-            out.commit()
+            commit_summary(out, OPE, summary)
     except BaseException:
         out.abort()
         raise
@@ -477,17 +458,6 @@ def diagnostic_notes(diagnostics: dict[str, float | None]) -> list[str]:
 
 def _number(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
-
-
-def _finite(value: Any) -> Any:
-    """NaN and infinities as null: the summary is strict JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
 
 
 def estimate_tuples(estimates: Sequence[K.Estimate], clip: float, tau: float, cfg: Config) -> list[tuple]:

@@ -35,6 +35,7 @@ from recsys_spark.report.data import (
     read_part,
 )
 from recsys_spark.report.decisions import read_verdicts, with_decisions
+from recsys_spark.tables import DAILY
 
 __all__ = ["default_path", "load_range", "render_html", "trim_leading", "write_report"]
 
@@ -58,7 +59,7 @@ def _context_metrics(reader: Reader, data: RunData) -> pd.DataFrame:
     for back in (1, 7):
         other = (dt.date.fromisoformat(day) - dt.timedelta(days=back)).isoformat()
         if other < data.days[0] and complete(reader, other):
-            frame = read_part(reader, f"metrics/dt={other}", f"metrics of {other}", data.unreadable)
+            frame = read_part(reader, DAILY.relative("metrics", dt=other), f"metrics of {other}", data.unreadable)
             if frame is not None:
                 parts.append(frame.assign(dt=other))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()

@@ -29,21 +29,19 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from recsys_spark import tables
 from recsys_spark.errors import MissingInputError, SchemaError, is_unreadable_input, root_cause
+from recsys_spark.tables import SUMMARY
 
-TABLES = ("metrics", "lorenz", "rule_checks", "experiments", "experiment_checks", "experiment_decisions")
-#: the experiment window's tables: one partition ``experiment=NAME/window=S_E`` each (``recsys-spark experiment``);
-#: the ``experiments`` and ``experiment_checks`` columns without ``experiment``, which the path carries
-WINDOW_TABLES = ("experiment_window", "experiment_window_checks")
-#: the offline runs and their comparisons, under ``{output_root}/offline``: ``metrics/run=NAME``,
-#: ``comparison/base=A/candidate=B``, and for each ``summary/run=NAME`` or ``summary/base=A/candidate=B``
-#: holding ``summary.json`` and ``_SUCCESS`` (a run or comparison is read only when its marker exists)
-OFFLINE = "offline"
-#: the OPE runs (``recsys-spark ope``) under ``{output_root}/ope``: ``estimates/run=NAME``,
-#: ``diagnostics/run=NAME``, ``summary/run=NAME`` (``summary.json`` and ``_SUCCESS``); and the simulated days
-#: (``recsys-spark simulate``) under ``{output_root}/simulation``: ``{metrics,rule_checks,summary}/run=NAME/dt=D``
-OPE = "ope"
-SIMULATION = "simulation"
+#: the daily tables the report draws (:data:`recsys_spark.tables.DAILY`; not the per-user tables, the set-aside
+#: rows, nor the summary, read on its own)
+TABLES = tuple(t for t in tables.DAILY.tables if t not in ("user_metrics", "experiment_users", "rejected", SUMMARY))
+#: the offline runs and their comparisons (:data:`recsys_spark.tables.OFFLINE_RUN`, ``OFFLINE_COMPARISON``), the
+#: OPE runs (:data:`recsys_spark.tables.OPE`) and the simulated days (:data:`recsys_spark.tables.SIMULATION`):
+#: each read only when its summary's ``_SUCCESS`` exists
+OFFLINE = tables.OFFLINE_RUN.root
+OPE = tables.OPE.root
+SIMULATION = tables.SIMULATION.root
 #: sort keys per table (columns absent from a frame are skipped)
 KEYS = {
     "metrics": ["dt", "slice", "metric", "k", "aggregation"],
@@ -70,7 +68,7 @@ KEYS = {
 
 
 #: the reading contract: a day's tables are complete, and from one run, only when this file exists
-SUCCESS = "summary/dt={day}/_SUCCESS"
+SUCCESS = f"{SUMMARY}/dt={{day}}/{tables.SUCCESS}"
 
 
 class UnreadableFile(Exception):
@@ -165,7 +163,7 @@ class LocalReader:
         return UnreadableFile(path, _first_line(str(exc)))
 
     def table(self, name: str, day: str) -> pd.DataFrame | None:
-        return self.frame(f"{name}/dt={day}")
+        return self.frame(tables.DAILY.relative(name, dt=day))
 
     def text(self, path: str) -> str | None:
         path = f"{self.root}/{path}"
@@ -206,7 +204,7 @@ class SparkReader:
             raise
 
     def table(self, name: str, day: str) -> pd.DataFrame | None:
-        return self.frame(f"{name}/dt={day}")
+        return self.frame(tables.DAILY.relative(name, dt=day))
 
     def text(self, path: str) -> str | None:
         from recsys_spark.runtime import fs
@@ -332,6 +330,11 @@ def day_range(start: dt.date, end: dt.date) -> list[str]:
     return [(start + dt.timedelta(days=i)).isoformat() for i in range((end - start).days + 1)]
 
 
+def written(reader: Reader, day: str) -> bool:
+    """Whether any table the report reads holds ``day`` (complete or not)."""
+    return any(reader.exists(tables.DAILY.relative(t, dt=day)) for t in (SUMMARY, *TABLES))
+
+
 def complete(reader: Reader, day: str) -> bool:
     """Whether ``day``'s tables may be read: its ``summary/dt=D/_SUCCESS`` exists."""
     return reader.exists(SUCCESS.format(day=day))
@@ -342,25 +345,25 @@ def load(reader: Reader, start: dt.date, end: dt.date, offline_auc: pd.DataFrame
     a day with output but no ``_SUCCESS`` is left out and listed in ``skipped``)."""
     days = day_range(start, end)
     readable = [d for d in days if complete(reader, d)]
-    skipped = [d for d in days if d not in readable and any(reader.exists(f"{t}/dt={d}") for t in ("summary", *TABLES))]
+    skipped = [d for d in days if d not in readable and written(reader, d)]
     unreadable: list[Unreadable] = []
     summaries: dict[str, dict[str, Any]] = {}
     for day in readable:
         try:
-            summary = parse_json(reader, f"summary/dt={day}/summary.json")
+            summary = parse_json(reader, f"{tables.DAILY.relative(SUMMARY, dt=day)}/{tables.DAILY.summary_file}")
         except UnreadableFile as exc:
             unreadable.append(Unreadable(f"the summary of {day}", exc.path, exc.reason))
             continue
         if summary is not None:
             summaries[day] = summary
-    tables: dict[str, pd.DataFrame] = {}
+    frames: dict[str, pd.DataFrame] = {}
     for name in TABLES:
         parts = []
         for day in readable:
-            frame = read_part(reader, f"{name}/dt={day}", f"{name} of {day}", unreadable)
+            frame = read_part(reader, tables.DAILY.relative(name, dt=day), f"{name} of {day}", unreadable)
             if frame is not None:
                 parts.append(frame.assign(dt=day))
-        tables[name] = _joined(parts, name)
+        frames[name] = _joined(parts, name)
     if offline_auc is not None:
         offline_auc = _sorted(offline_auc[offline_auc["dt"].isin(days)], "offline_auc")
     windows, window_checks = load_windows(reader, days[0], days[-1], unreadable)
@@ -372,7 +375,7 @@ def load(reader: Reader, start: dt.date, end: dt.date, offline_auc: pd.DataFrame
         end,
         days,
         summaries,
-        tables,
+        frames,
         offline_auc,
         skipped,
         windows,
@@ -427,7 +430,7 @@ def load_windows(
     """
     results, checks = [], []
     lost = [] if unreadable is None else unreadable
-    table, checks_table = WINDOW_TABLES
+    table, checks_table, _ = tables.WINDOW.tables  # the decisions: report/decisions.py
     for entry in reader.dirs(table):
         experiment = _partition(entry, "experiment")
         if experiment is None:

@@ -17,7 +17,8 @@ from recsys_spark import registry
 from recsys_spark.report import svg
 from recsys_spark.report.build import Chart, Section, _day_labels, _num, _tick_every, metric_label, slug
 from recsys_spark.report.data import Reader, RunData, Unreadable, UnreadableFile, parse_json
-from recsys_spark.schema import ALL, GATE_TABLE, VERDICT
+from recsys_spark.schema import ALL
+from recsys_spark.tables import GATE
 
 
 def _names(reader: Reader, path: str) -> list[str]:
@@ -37,9 +38,10 @@ def read_verdicts(reader: Reader, unreadable: list[Unreadable] | None = None) ->
     """Every gate's verdict under the output root, by name (a name whose verdict is being replaced is skipped;
     one that is not valid JSON is left out and added to ``unreadable``)."""
     out = []
-    for name in _names(reader, GATE_TABLE):
+    (table,) = GATE.tables
+    for name in _names(reader, table):
         try:
-            verdict = parse_json(reader, f"{GATE_TABLE}/{name}/{VERDICT}")
+            verdict = parse_json(reader, f"{table}/{name}/{GATE.summary_file}")
         except UnreadableFile as exc:
             if unreadable is not None:
                 unreadable.append(Unreadable(f"gate verdict {name}", exc.path, exc.reason))

@@ -70,6 +70,7 @@ from recsys_spark.schema import (
 )
 from recsys_spark.steps.rules import BUILT_IN_RULES, N_EXAMPLES, RuleResult, hard, soft
 from recsys_spark.steps.slices import ITEM_FIRST_SEEN
+from recsys_spark.tables import DAILY
 
 #: the columns of a rule's rows: the labelled exposure's, then the helpers (docs/operations.md has the table)
 COLUMNS = (USER, SESSION, REQUEST, ITEM, POSITION, SCORE, TS, RELEVANCE, CLICKED, N_EVENTS, N_CLICKS, COPIES)
@@ -385,7 +386,7 @@ def earlier_rates(
     wanted = set(names)
     for back in range(days, 0, -1):
         day = (date - dt.timedelta(days=back)).isoformat()
-        path = f"{root}/rule_checks/dt={day}"
+        path = DAILY.path(root, "rule_checks", dt=day)
         rows: list[tuple[str, float | None]] = []
         if engine.is_connect(spark):
             try:
@@ -393,7 +394,7 @@ def earlier_rates(
             except AnalysisException:  # no such day
                 continue
         else:
-            if not fs.exists(spark, f"{root}/summary/dt={day}/_SUCCESS") or not fs.exists(spark, path):
+            if not fs.exists(spark, DAILY.marker(root, dt=day)) or not fs.exists(spark, path):
                 continue
             for name, is_dir in fs.entries(spark, path):
                 if is_dir or not name.endswith(".parquet"):

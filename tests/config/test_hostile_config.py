@@ -110,7 +110,7 @@ def test_the_largest_accepted_values_and_portable_zones_load():
 
 
 def test_summary_is_strict_json():
-    from recsys_spark.daily.summary import summary_json
+    from recsys_spark.io.output import strict_json as summary_json
 
     text = summary_json({"headline": {"ndcg": float("nan"), "auc": float("inf"), "map": 0.5}, "n": [1.0, -math.inf]})
     assert json.loads(text) == {"headline": {"ndcg": None, "auc": None, "map": 0.5}, "n": [1.0, None]}
@@ -309,18 +309,16 @@ def test_a_gate_key_that_becomes_a_path_is_checked_as_a_name_exit_3(key, name, t
 
 def test_the_library_checks_names_where_they_become_paths():
     """A caller from Python (a notebook, a DAG) that skips the command line meets the same check."""
-    from recsys_spark.config import check_name
     from recsys_spark.daily.day import Simulation
     from recsys_spark.experiments.window import run_window
     from recsys_spark.gate import run_gate, verdict_path
-    from recsys_spark.offline.output import compare_partition, run_partition
-    from recsys_spark.ope.run import run_partition as ope_partition
+    from recsys_spark.tables import OFFLINE_COMPARISON, OFFLINE_RUN, OPE, check_name
 
     cfg = load_config(None, ['simulation.lists="{input_root}/lists/{run}/dt={date}"'])
     for call in (
-        lambda: run_partition("../x"),
-        lambda: compare_partition("a", "../x"),
-        lambda: ope_partition("../x"),
+        lambda: OFFLINE_RUN.spell(run="../x"),
+        lambda: OFFLINE_COMPARISON.spell(base="a", candidate="../x"),
+        lambda: OPE.spell(run="../x"),
         lambda: verdict_path("o", "../x"),
         lambda: Simulation.resolve(cfg, "../x", "i", "2026-11-20"),
         lambda: run_window(None, cfg, "../x", dt.date(2026, 11, 14), dt.date(2026, 11, 20), "o"),  # type: ignore

@@ -29,7 +29,7 @@ from recsys_spark.experiments.stage import (
     user_variants,
 )
 from recsys_spark.experiments.window import run_window
-from recsys_spark.io.output import DailyOutput
+from recsys_spark.io.staged import DailyOutput
 from recsys_spark.kernels.experiments import parse_metric
 from recsys_spark.registry import LIST_METRICS
 from recsys_spark.schema import SLICE, USER, USER_METRICS_DDL

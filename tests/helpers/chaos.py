@@ -28,7 +28,7 @@ import threading
 import time
 
 from recsys_spark import cli
-from recsys_spark.io import output as write
+from recsys_spark.io import staged as write
 from recsys_spark.runtime import fs
 
 OPERATIONS = ("delete", "rename", "write_text", "write_bytes", "mkdirs", "delete_if_empty", "exists", "touch")

@@ -9,9 +9,10 @@ import pytest
 from chispa import assert_df_equality
 
 from recsys_spark.experiments.stage import CHECKS_SCHEMA, DECISIONS_SCHEMA, RESULTS_SCHEMA
-from recsys_spark.io.output import SUMMARY, DailyOutput
+from recsys_spark.io.staged import DailyOutput
 from recsys_spark.runtime import fs
 from recsys_spark.schema import LORENZ_DDL, METRICS_DDL, RULE_CHECKS_DDL
+from recsys_spark.tables import SUMMARY
 
 pytestmark = pytest.mark.spark
 

@@ -131,7 +131,7 @@ def test_a_lock_whose_heartbeat_stopped_is_taken_over(spark, tmp_path):
 
 
 def test_a_running_job_refreshes_its_lock(spark, tmp_path):
-    from recsys_spark.io.output import DailyOutput
+    from recsys_spark.io.staged import DailyOutput
 
     out = DailyOutput(spark, str(tmp_path), str(DAY), heartbeat_seconds=0.2)
     out.acquire()

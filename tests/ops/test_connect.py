@@ -6,7 +6,7 @@ server in a JVM of its own and talks to it over gRPC, as it would to a remote on
 subprocess (a process holding a classic SparkContext, as this suite's does, cannot start one), and
 its numbers are compared with the classic run of the same day, on the
 suite's session.  The same orchestrator runs on both (:func:`recsys_spark.daily.evaluate_day`); on
-Connect it writes through :class:`recsys_spark.io.output.ScratchOutput` (docs/catalog.md, "Spark Connect").
+Connect it writes through :class:`recsys_spark.io.scratch.ScratchOutput` (docs/catalog.md, "Spark Connect").
 """
 
 from __future__ import annotations
