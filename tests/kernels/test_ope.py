@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 from helpers import obp_golden as G
+from helpers.ope_hand import HAND
 
 from recsys_spark import registry
 from recsys_spark.kernels import ope as K
@@ -103,17 +104,6 @@ def test_the_slate_estimators_equal_obps_on_a_synthetic_slate_log():
 
 
 # --------------------------------------------------------------------------- a slate log by hand
-
-#: two lists of one user and one list of another; columns: user, request, position, reward, propensity,
-#: list propensity, prefix propensity, the candidate's probability e of the logged row
-HAND = [
-    ("a", "r1", 1, 1.0, 0.5, 0.1, 0.5, 0.5),
-    ("a", "r1", 2, 0.0, 0.25, 0.1, 0.1, 1.0),
-    ("a", "r2", 1, 0.0, 0.5, 0.2, 0.5, 0.0),
-    ("a", "r2", 2, 1.0, 0.4, 0.2, 0.2, 0.5),
-    ("b", "r3", 1, 1.0, 0.2, 0.05, 0.2, 0.4),
-    ("b", "r3", 2, 1.0, 0.5, 0.05, 0.05, 0.5),
-]
 
 
 def hand_run(clip: float = 0.0) -> K.RunSums:

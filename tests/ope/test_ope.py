@@ -371,7 +371,7 @@ def test_an_empty_target_setting_is_a_config_error_before_anything_runs(spark, t
 
 def test_the_hand_computed_slate_log_through_spark(spark, tmp_path):
     """tests/kernels/test_ope.py's slate log by hand, end to end: the same values."""
-    from test_ope_kernels import HAND
+    from helpers.ope_hand import HAND
 
     t0 = int(T0.timestamp() * 1e6)
     exposures = pd.DataFrame(

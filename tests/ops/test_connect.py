@@ -272,7 +272,7 @@ def test_ope_on_spark_connect_equals_the_classic_run(spark, tmp_path):
     run's estimates: two days of request ids that restart each day, a candidate with a ``dt`` column, a day
     left out for want of feedback (the checks' jobs, the keys by day, the one query of sums)."""
     import pandas as pd
-    from test_ope_inputs import DAY1, DAY2, day_log, empty_clicks, target_rows, write_day, write_target
+    from helpers.ope_days import DAY1, DAY2, day_log, empty_clicks, target_rows, write_day, write_target
 
     from recsys_spark.config import load_config
     from recsys_spark.ope.run import run_ope
