@@ -12,8 +12,9 @@ interpreter): two days of 200 users with three slices, CUPED over one earlier da
 replicates, so the daily tables, the experiment window, the offline runs and their comparison, the
 off-policy estimates, the simulated day and the gates' verdicts are all written; then it reads every Parquet
 table and JSON file under the output root into one ``golden.json`` (rows sorted, volatile keys such as
-seconds, paths and run ids left out).  ``compare`` says, table by table, what differs: a missing table or
-row, or a value whose difference exceeds ``--tolerance`` (relative and absolute, default 1e-12).
+seconds, run ids and the config's fingerprint left out, the tour's folder written as ``<tour>``).
+``compare`` says, table by table, what differs: a missing table or row, or a value whose difference exceeds
+``--tolerance`` (relative and absolute, default 1e-12).
 """
 
 from __future__ import annotations
@@ -50,7 +51,12 @@ VOLATILE = {
     "spark_version",
     "generated_at",
     "config",
+    "config_hash",
+    "config_fingerprint",
+    "fingerprint",
 }
+#: what the tour's folder is replaced by in every string, so that two runs in two folders compare
+ROOT = "<tour>"
 
 
 def _run(tree: Path, out: Path, users: int) -> None:
@@ -62,35 +68,38 @@ def _run(tree: Path, out: Path, users: int) -> None:
     subprocess.run(cmd, cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
 
 
-def _clean(value: Any) -> Any:
+def _clean(value: Any, tour: str) -> Any:
+    """``value`` without its volatile keys, its non-finite floats as text, the tour's folder as :data:`ROOT`."""
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in sorted(value.items()) if k not in VOLATILE}
+        return {k: _clean(v, tour) for k, v in sorted(value.items()) if k not in VOLATILE}
     if isinstance(value, list):
-        return [_clean(v) for v in value]
+        return [_clean(v, tour) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)
+    if isinstance(value, str):
+        return value.replace(tour, ROOT)
     return value
 
 
-def _tables(root: Path) -> Iterator[tuple[str, Any]]:
+def _tables(root: Path, tour: str) -> Iterator[tuple[str, Any]]:
     """(relative folder, its rows sorted) for every folder of Parquet files; (relative file, content) for JSON."""
     for folder in sorted({p.parent for p in root.rglob("*.parquet")}):
         rows = []
         for part in sorted(folder.glob("*.parquet")):
             rows += pq.read_table(part).to_pylist()
-        rows = [_clean(r) for r in rows]
+        rows = [_clean(r, tour) for r in rows]
         rows.sort(key=lambda r: json.dumps(r, sort_keys=True, default=str))
         yield folder.relative_to(root).as_posix(), rows
     for file in sorted(root.rglob("*.json")):
         if "_staging" in file.parts or "_locks" in file.parts:
             continue
-        yield file.relative_to(root).as_posix(), _clean(json.loads(file.read_text()))
+        yield file.relative_to(root).as_posix(), _clean(json.loads(file.read_text()), tour)
 
 
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     _run(Path(args.tree).resolve(), out, args.users)
-    dump = dict(_tables(out / "tour" / "output"))
+    dump = dict(_tables(out / "tour" / "output", str(out / "tour")))
     (out / "golden.json").write_text(json.dumps(dump, sort_keys=True, default=str))
     print(f"{len(dump)} tables and files -> {out / 'golden.json'}")
     return 0

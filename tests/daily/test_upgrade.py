@@ -35,7 +35,7 @@ from recsys_spark.report import write_report
 from recsys_spark.steps.custom_rules import earlier_rates
 from recsys_spark.synthetic import generate
 
-FIXTURE = Path(__file__).parent / "fixtures" / "previous_release"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "previous_release"
 OLD = (dt.date(2026, 11, 19), dt.date(2026, 11, 20))  # written by the previous release
 NEW = (dt.date(2026, 11, 21), dt.date(2026, 11, 22))  # written here, by today's code
 #: what the previous release's experiment_users lack (added with the value metrics)
