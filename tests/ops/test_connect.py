@@ -41,7 +41,7 @@ CONNECT_RUN = textwrap.dedent(
     """
     import datetime as dt, json, sys
     from pyspark.sql import SparkSession
-    from recsys_spark import engine, log
+    from recsys_spark.runtime import engine, log
     from recsys_spark.daily import evaluate_day
     from recsys_spark.config import load_config
     from recsys_spark.runtime.session import LOCAL_LOG4J_OPTION
@@ -242,7 +242,7 @@ OPE_CONNECT_RUN = textwrap.dedent(
     """
     import datetime as dt, json, sys
     from pyspark.sql import SparkSession
-    from recsys_spark import engine, log
+    from recsys_spark.runtime import engine, log
     from recsys_spark.config import load_config
     from recsys_spark.ope.run import run_ope
     from recsys_spark.runtime.session import LOCAL_LOG4J_OPTION

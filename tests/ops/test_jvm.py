@@ -159,7 +159,7 @@ def test_warm_up_records_an_archive_that_a_jvm_maps(tmp_path):
     # a session started with it loads Spark's classes from the archive (HotSpot logs each class's source)
     loaded = tmp_path / "classes.log"
     probe = (
-        "from recsys_spark import session\n"
+        "from recsys_spark.runtime import session\n"
         "s = session.build_session('probe', 'local[1]', {session.JAVA_OPTIONS: "
         f"session.local_java_options(True) + ' -Xlog:class+load=info:file={loaded}'}}, 'ERROR')\n"
         "print(s.range(3).count())\n"
