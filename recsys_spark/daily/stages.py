@@ -19,6 +19,7 @@ from recsys_spark.daily.inputs import SEVERAL_CATEGORIES, catalog_conflicts, cat
 from recsys_spark.errors import EmptyInputError
 from recsys_spark.experiments.stage import user_day_sums, user_values
 from recsys_spark.io.output import Output
+from recsys_spark.kernels.rules import THRESHOLD_KEYS
 from recsys_spark.per_user.aggregate import aggregate_users
 from recsys_spark.per_user.bootstrap import auc_bootstrap
 from recsys_spark.per_user.pooled_auc import pooled_auc
@@ -390,4 +391,5 @@ def rules_stage(labelled: Labelled, day: Day, cfg: Config, output_root: str = ""
 
 
 def threshold_settings(cfg: Config) -> dict[str, float]:
-    return {name: value for name, value in cfg.to_dict()["rules"].items() if name.startswith("max_")}
+    """The built-in soft rules' thresholds, by the config keys their table names (:data:`kernels.rules.BUILT_IN`)."""
+    return {key: getattr(cfg.rules, key) for key in THRESHOLD_KEYS}
