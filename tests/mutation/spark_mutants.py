@@ -51,7 +51,7 @@ POOLED = "recsys_spark/per_user/pooled_auc.py"
 RULES = "recsys_spark/steps/rules.py"
 RULE_TABLE = "recsys_spark/kernels/rules.py"  # the rules' table and verdicts (the step counts)
 SLICES = "recsys_spark/steps/slices.py"
-HEALTH = "recsys_spark/steps/health.py"
+HEALTH = "recsys_spark/steps/health_sums.py"  # the health sums' Spark branches
 STATS = "recsys_spark/kernels/stats.py"
 EXPERIMENTS = "recsys_spark/experiments/stage.py"
 BOOTSTRAP = "recsys_spark/per_user/bootstrap.py"
@@ -461,7 +461,7 @@ MUTANTS = [
         ("tests/steps/test_health.py::test_popularity_cutoffs_count_items_not_rows",),
         "histogram counts rows as items",
     ),
-    # --- health.py: the sufficient statistics of the health kernels ----------------------------------------
+    # --- health_sums.py: the sufficient statistics of the health kernels ----------------------------------
     Mutant(
         "health-category-entropy",
         HEALTH,
