@@ -19,6 +19,7 @@ from recsys_spark.daily.inputs import SEVERAL_CATEGORIES, catalog_conflicts, cat
 from recsys_spark.errors import EmptyInputError
 from recsys_spark.experiments.stage import user_day_sums, user_values
 from recsys_spark.io.output import Output
+from recsys_spark.kernels.rules import THRESHOLD_KEYS
 from recsys_spark.per_user.aggregate import aggregate_users
 from recsys_spark.per_user.bootstrap import auc_bootstrap
 from recsys_spark.per_user.pooled_auc import pooled_auc
@@ -28,7 +29,7 @@ from recsys_spark.runtime.engine import default_parallelism
 from recsys_spark.runtime.session import CACHE_LEVEL, fixed_shuffles
 from recsys_spark.schema import ALL, DWELL, EVENT, TS, USER, VALUE
 from recsys_spark.steps.custom_rules import check_rules, evaluate_rules, rule_rows
-from recsys_spark.steps.health import HealthResult, evaluate_health
+from recsys_spark.steps.health import HealthInputs, HealthResult, HealthSettings, evaluate_health
 from recsys_spark.steps.label import by_user, deduplicate_exposures, join_feedback, label_counts
 from recsys_spark.steps.rules import RuleResult, scan_rules
 from recsys_spark.steps.slices import (
@@ -273,26 +274,18 @@ def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config,
         if history.popularity is not None
         else click_events([day.valid.clicks], cfg.labels.click_event)
     )
-    health = evaluate_health(
-        spark,
-        labelled.by_user,
+    inputs = HealthInputs(
         day.inputs.slices.dims,
         day.inputs.slices.catalog,
-        min_list_length=cfg.health.min_list_length,
-        lorenz_points=cfg.health.lorenz_points,
+        items_path=day.paths.items,
         popularity=popularity,
         previous=history.previous,
-        cutoffs=labelled.cutoffs,
-        items_path=day.paths.items,
-        confidence=cfg.stats.confidence,
-        bootstrap_replicates=cfg.stats.bootstrap_replicates,
-        seed=cfg.stats.seed,
-        keyed=labelled.keyed,
         seen=history.popularity,  # the earlier days' clicks only: the same day's are not "before"
+        cutoffs=labelled.cutoffs,
+        keyed=labelled.keyed,
         user_pass=metrics.user_pass,
-        max_user_rows=cfg.execution.max_user_rows,
-        rows_per_bucket=cfg.execution.rows_per_bucket,
     )
+    health = evaluate_health(labelled.by_user, inputs, health_settings(cfg))
     if history.popularity is None:
         health.notes.append("novel_item_share and novel_category_share skipped: no clicks of earlier days")
     clicks = day.valid.clicks.columns
@@ -307,6 +300,19 @@ def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config,
         health.info.update(popularity_head_min=labelled.cutoffs.head_min, popularity_tail_max=labelled.cutoffs.tail_max)
     health.notes += list(history.notes)
     return health
+
+
+def health_settings(cfg: Config) -> HealthSettings:
+    """The health stage's settings from the config (``health.*``, ``stats.*``, ``execution.*``)."""
+    return HealthSettings(
+        min_list_length=cfg.health.min_list_length,
+        lorenz_points=cfg.health.lorenz_points,
+        confidence=cfg.stats.confidence,
+        bootstrap_replicates=cfg.stats.bootstrap_replicates,
+        seed=cfg.stats.seed,
+        max_user_rows=cfg.execution.max_user_rows,
+        rows_per_bucket=cfg.execution.rows_per_bucket,
+    )
 
 
 def rule_columns(inputs: Inputs, cfg: Config) -> list[str]:
@@ -390,4 +396,5 @@ def rules_stage(labelled: Labelled, day: Day, cfg: Config, output_root: str = ""
 
 
 def threshold_settings(cfg: Config) -> dict[str, float]:
-    return {name: value for name, value in cfg.to_dict()["rules"].items() if name.startswith("max_")}
+    """The built-in soft rules' thresholds, by the config keys their table names (:data:`kernels.rules.BUILT_IN`)."""
+    return {key: getattr(cfg.rules, key) for key in THRESHOLD_KEYS}

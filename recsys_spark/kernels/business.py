@@ -5,7 +5,11 @@ attributed event named ``labels.click_event``; a *click* is one such event
 (an exposure clicked twice is one clicked exposure and two clicks).  With E
 exposures, C clicked exposures, K clicks, PV requests (empty responses
 included), UV users with a request, UE users with an exposure and UC users
-with at least one clicked exposure:
+with at least one clicked exposure; with a ``value`` on the events (V = Σ
+value of the events attributed to an exposure of the day, UV_V = users with
+such an event that carries a value), a ``dwell_seconds`` (D = Σ of it over
+the same events) and conversion events (X_e = exposures with an attributed
+event e, UX_e = users with one):
 
 =============================  ==============  =========================
 metric                         formula         n
@@ -18,18 +22,6 @@ metric                         formula         n
 ``clicks_per_request``         K / PV          PV
 ``clicks_per_user``            K / UV          UV
 ``clicks_per_clicking_user``   K / UC          UC
-=============================  ==============  =========================
-
-The CTRs count clicked exposures (a share of exposures, as offline's
-``observed_rate`` on the same day); the ``clicks_per_*`` rows count clicks,
-the seed's 点击量 (docs/metrics.md, "The seed's definitions").
-
-With a ``value`` on the events (V = Σ value of the events attributed to an
-exposure of the day, UV_V = users with such an event that carries a value), a
-``dwell_seconds`` (D = Σ of it over the same events) and conversion events
-(X_e = exposures with an attributed event e, UX_e = users with one):
-
-=============================  ==============  =========================
 ``gmv_per_exposure``           V / E           E
 ``gmv_per_request``            V / PV          PV
 ``gmv_per_user``               V / UE          UE
@@ -40,13 +32,21 @@ exposure of the day, UV_V = users with such an event that carries a value), a
 ``<e>_user_rate``              UX_e / UE       UE
 =============================  ==============  =========================
 
+The CTRs count clicked exposures (a share of exposures, as offline's
+``observed_rate`` on the same day); the ``clicks_per_*`` rows count clicks,
+the seed's 点击量 (docs/metrics.md, "The seed's definitions").  The value,
+dwell and event rows are there when the labelled rows carry them
+(:class:`Measured`).
+
 A rate whose denominator is 0 is undefined (None), never 0.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from recsys_spark.schema import DWELL, EVENT_FLAG_PREFIX, N_CLICKS, VALUE
 
 #: rows: (metric, aggregation, value, n, se)
 Row = tuple[str, str, float | None, int, float | None]
@@ -67,6 +67,17 @@ class Measured:
 CLICKS_ONLY = Measured()
 
 
+def measured_of(columns: Sequence[str]) -> Measured:
+    """Which business rows labelled rows with these columns give: the clicks with ``n_clicks``, the value with
+    ``value``, the dwell with ``dwell_seconds`` and an event per ``_ev_<event>`` flag."""
+    return Measured(
+        clicks=N_CLICKS in columns,
+        value=VALUE in columns,
+        dwell=DWELL in columns,
+        events=tuple(c[len(EVENT_FLAG_PREFIX) :] for c in columns if c.startswith(EVENT_FLAG_PREFIX)),
+    )
+
+
 def event_rate_names(event: str) -> tuple[str, str]:
     """(users rate, exposures rate) of a conversion event: ``purchase_user_rate``, ``purchase_exposure_rate``."""
     return f"{event}_user_rate", f"{event}_exposure_rate"
@@ -75,6 +86,29 @@ def event_rate_names(event: str) -> tuple[str, str]:
 def event_sum(event: str) -> str:
     """The name of an event's per-user sum in the health pass (its measure): ``ev_purchase``."""
     return f"ev_{event}"
+
+
+#: (metric, numerator, denominator) of the rows every day has: the counts of ``stats`` (see the module docstring)
+CTR_ROWS = (
+    ("exposure_ctr", "clicked", "exposures"),
+    ("pv_ctr", "clicked", "pv"),
+    ("uv_ctr", "clicked", "uv"),
+    ("uv_conversion", "uv_clicked", "uv"),
+)
+#: the rows of the clicks (``n_clicks``)
+CLICK_ROWS = (
+    ("clicks_per_exposure", "click_events", "exposures"),
+    ("clicks_per_request", "click_events", "pv"),
+    ("clicks_per_user", "click_events", "uv"),
+    ("clicks_per_clicking_user", "click_events", "uv_clicked"),
+)
+#: the rows of the events' value
+VALUE_ROWS = (
+    ("gmv_per_exposure", "value", "exposures"),
+    ("gmv_per_request", "value", "pv"),
+    ("gmv_per_user", "value", "users_exposed"),
+    ("value_per_converting_user", "value", "uv_valued"),
+)
 
 
 def business_values(stats: Mapping[str, float], measured: Measured = CLICKS_ONLY) -> list[Row]:
@@ -100,42 +134,21 @@ def business_values(stats: Mapping[str, float], measured: Measured = CLICKS_ONLY
     def count(name: str) -> float:
         return float(stats.get(name) or 0)
 
-    def rate(num: float, den: float) -> float | None:
-        return num / den if den else None
+    def ratio(metric: str, numerator: str, denominator: str) -> Row:
+        num, den = count(numerator), count(denominator)
+        return (metric, "global", num / den if den else None, int(den), None)
 
-    e, c, pv, uv, uc, ue = (count(k) for k in ("exposures", "clicked", "pv", "uv", "uv_clicked", "users_exposed"))
-    rows: list[Row] = [
-        ("exposure_ctr", "global", rate(c, e), int(e), None),
-        ("pv_ctr", "global", rate(c, pv), int(pv), None),
-        ("uv_ctr", "global", rate(c, uv), int(uv), None),
-        ("uv_conversion", "global", rate(uc, uv), int(uv), None),
-    ]
-    k = count("click_events")
+    rows = [ratio(*r) for r in CTR_ROWS]
     if measured.clicks:
-        rows += [
-            ("clicks_per_exposure", "global", rate(k, e), int(e), None),
-            ("clicks_per_request", "global", rate(k, pv), int(pv), None),
-            ("clicks_per_user", "global", rate(k, uv), int(uv), None),
-            ("clicks_per_clicking_user", "global", rate(k, uc), int(uc), None),
-        ]
+        rows += [ratio(*r) for r in CLICK_ROWS]
     if measured.value:
-        v, converting = count("value"), count("uv_valued")
-        rows += [
-            ("gmv_per_exposure", "global", rate(v, e), int(e), None),
-            ("gmv_per_request", "global", rate(v, pv), int(pv), None),
-            ("gmv_per_user", "global", rate(v, ue), int(ue), None),
-            ("value_per_converting_user", "global", rate(v, converting), int(converting), None),
-        ]
+        rows += [ratio(*r) for r in VALUE_ROWS]
     if measured.dwell:
-        d = count("dwell")
         if measured.clicks:
-            rows.append(("dwell_per_click", "global", rate(d, k), int(k), None))
-        rows.append(("dwell_per_user", "global", rate(d, ue), int(ue), None))
+            rows.append(ratio("dwell_per_click", "dwell", "click_events"))
+        rows.append(ratio("dwell_per_user", "dwell", "users_exposed"))
     for event in measured.events:
         users, exposures = event_rate_names(event)
         name = event_sum(event)
-        rows += [
-            (users, "global", rate(count(f"uv_{name}"), ue), int(ue), None),
-            (exposures, "global", rate(count(name), e), int(e), None),
-        ]
+        rows += [ratio(users, f"uv_{name}", "users_exposed"), ratio(exposures, name, "exposures")]
     return rows

@@ -124,12 +124,7 @@ def _one(check: GateCheck, threshold: str, value: float, row: Row | None, slices
         guardrail=check.guardrail,
     )
     if row is None:
-        if check.slice not in slices:
-            found = ", ".join(sorted(slices)) or "none"
-            why = f"slice {check.slice} is missing from the results (slices found: {found})"
-        else:
-            why = f"{check.key} is missing from the results on slice {check.slice}"
-        return CheckResult(passed=False, why=why, **base)  # type: ignore[arg-type]
+        return CheckResult(passed=False, why=_missing(check, slices), **base)  # type: ignore[arg-type]
     change = threshold.startswith("min_")
     relative = threshold == "min_relative_change"
     point, low, high = (
@@ -152,56 +147,90 @@ def _one(check: GateCheck, threshold: str, value: float, row: Row | None, slices
             value=point,
             **base,  # type: ignore[arg-type]
         )
-    if change:
-        higher = metric(check.metric).higher_is_better  # the config refused a change threshold without one
-        sign = 1.0 if higher else -1.0
-        # as a gain (positive = better): the least favourable end of the interval is its worse end
-        gain_point = sign * point
-        gain_bound = min(sign * low, sign * high) if interval is not None else None  # type: ignore[operator]
-        limit = -value if check.guardrail else value
-        checked = gain_bound if check.on == "bound" else gain_point
-        assert checked is not None
-        passed = checked >= limit
-        bound = (low if higher else high) if interval is not None else None
-        better = "higher" if higher else "lower"
-        if check.guardrail:
-            rule = f"may be worse ({better} is better) by at most {_fmt(value, relative)}"
-        else:
-            rule = f"must gain at least {_fmt(value, relative)} ({better} is better)"
-        subject = "the interval's worse end" if check.on == "bound" else "the point"
-        seen = bound if check.on == "bound" else point
-        assert seen is not None
-        why = f"{what} {rule}: {subject} is {_fmt(seen, relative)}" + (
-            f" (point {_fmt(point, relative)})" if check.on == "bound" else ""
-        )
-        return CheckResult(
-            passed=passed,
-            why=why,
-            value=point,
-            bound=bound,
-            interval=interval,
-            checked=seen,
-            limit=sign * limit,
-            **base,  # type: ignore[arg-type]
-        )
-    at_least = threshold == "lower_bound"
-    bound = (low if at_least else high) if interval is not None else None
-    seen = bound if check.on == "bound" else point
+    verdict = (
+        _on_change(check, value, relative, point, interval)
+        if change
+        else _on_value(check, threshold, value, point, interval)
+    )
+    seen = verdict.bound if check.on == "bound" else point
     assert seen is not None
-    passed = seen >= value if at_least else seen <= value
-    subject = f"the interval's {'low' if at_least else 'high'} end" if check.on == "bound" else "the point"
-    why = f"value must be {'at least' if at_least else 'at most'} {_fmt(value)}: {subject} is {_fmt(seen)}" + (
-        f" (point {_fmt(point)})" if check.on == "bound" else ""
+    why = f"{what} {verdict.rule}: {verdict.subject} is {_fmt(seen, relative)}" + (
+        f" (point {_fmt(point, relative)})" if check.on == "bound" else ""
     )
     return CheckResult(
-        passed=passed,
+        passed=verdict.passed,
         why=why,
         value=point,
-        bound=bound,
+        bound=verdict.bound,
         interval=interval,
         checked=seen,
-        limit=value,
+        limit=verdict.limit,
         **base,  # type: ignore[arg-type]
+    )
+
+
+def _missing(check: GateCheck, slices: Sequence[str]) -> str:
+    """Why a check's row is missing from the results: its slice is, or its metric on that slice."""
+    if check.slice not in slices:
+        found = ", ".join(sorted(slices)) or "none"
+        return f"slice {check.slice} is missing from the results (slices found: {found})"
+    return f"{check.key} is missing from the results on slice {check.slice}"
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """One threshold's judgement: whether it ``passed``, the ``rule`` and the ``subject`` of the why (the number
+    seen is the interval's ``bound`` with ``on = "bound"``, else the point) and the threshold as a ``limit`` in
+    the seen number's terms."""
+
+    passed: bool
+    rule: str
+    subject: str
+    bound: float | None
+    limit: float
+
+
+def _on_change(
+    check: GateCheck, value: float, relative: bool, point: float, interval: tuple[float, float] | None
+) -> _Verdict:
+    """A change threshold, as a gain in the metric's better direction (the registry's): the least favourable
+    end of the interval is its worse end; a guardrail's threshold is the worsening it may show."""
+    higher = metric(check.metric).higher_is_better  # the config refused a change threshold without one
+    sign = 1.0 if higher else -1.0
+    gain_point = sign * point
+    gain_bound = min(sign * interval[0], sign * interval[1]) if interval is not None else None
+    limit = -value if check.guardrail else value
+    checked = gain_bound if check.on == "bound" else gain_point
+    assert checked is not None
+    better = "higher" if higher else "lower"
+    if check.guardrail:
+        rule = f"may be worse ({better} is better) by at most {_fmt(value, relative)}"
+    else:
+        rule = f"must gain at least {_fmt(value, relative)} ({better} is better)"
+    return _Verdict(
+        passed=checked >= limit,
+        rule=rule,
+        subject="the interval's worse end" if check.on == "bound" else "the point",
+        bound=(interval[0] if higher else interval[1]) if interval is not None else None,
+        limit=sign * limit,
+    )
+
+
+def _on_value(
+    check: GateCheck, threshold: str, value: float, point: float, interval: tuple[float, float] | None
+) -> _Verdict:
+    """A bound on the value: ``lower_bound`` checked on the interval's low end, ``upper_bound`` on its high
+    end (or both on the point)."""
+    at_least = threshold == "lower_bound"
+    bound = (interval[0] if at_least else interval[1]) if interval is not None else None
+    seen = bound if check.on == "bound" else point
+    assert seen is not None
+    return _Verdict(
+        passed=seen >= value if at_least else seen <= value,
+        rule=f"must be {'at least' if at_least else 'at most'} {_fmt(value)}",
+        subject=f"the interval's {'low' if at_least else 'high'} end" if check.on == "bound" else "the point",
+        bound=bound,
+        limit=value,
     )
 
 

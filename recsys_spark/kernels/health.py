@@ -16,7 +16,7 @@ distinct counts, at most sqrt(2 * exposures) (the distinct positive counts
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -315,9 +315,8 @@ def health_values(
     def get(name: str) -> float:
         return s.get(name, 0)
 
-    rows: list[Row] = []
     pv, uv = int(get("pv")), int(get("uv"))
-    rows += [
+    rows: list[Row] = [
         ("pv", "global", float(pv), pv, None),
         ("uv", "global", float(uv), uv, None),
         ("pv_coverage", "global", _ratio(get("pv_covered"), pv), pv, None),
@@ -325,11 +324,35 @@ def health_values(
         ("pv_failure_rate", "global", _ratio(get("pv_empty"), pv), pv, None),
         ("uv_failure_rate", "global", _ratio(get("uv_empty"), uv), uv, None),
     ]
+    exposure_rows, curve = _exposure_rows(hist, catalog_items, lorenz_points)
+    rows += exposure_rows
+    if n_categories is not None:
+        rows += _diversity_rows(get, n_categories)
+    if n_clickers is not None:
+        exposures = get("exposures")
+        mean_information = _nan_to_none(novelty(get("novelty_log"), exposures, n_clickers))
+        rows.append(("novelty", "global", mean_information, int(exposures), None))
+    users = int(get("users_exposed"))
+    overlap = personalization(get("user_overlap"), get("user_items"), users)
+    rows.append(("personalization", "global", _nan_to_none(overlap), users, None))
+    if has_previous_day:
+        rows += _update_rows(get)
+    if has_novel:
+        rows += _novel_rows(get, n_categories is not None)
+    return rows, curve
+
+
+def _exposure_rows(
+    hist: Mapping[tuple[float, bool], float], catalog_items: int | None, lorenz_points: int
+) -> tuple[list[Row], tuple[np.ndarray, np.ndarray]]:
+    """Gini over the exposed items and, with a catalog, item coverage and Gini over the catalog (its items never
+    exposed count 0); the Lorenz curve over the catalog's items when there is one, else over the exposed."""
     exposed_values = np.array([c for (c, _), m in hist.items() if m > 0], dtype=np.float64)
     exposed_items = np.array([m for (c, _), m in hist.items() if m > 0], dtype=np.float64)
     in_catalog = int(sum(m for (_, cat), m in hist.items() if cat))
     n_exposed = int(exposed_items.sum())
-    rows.append(("gini", "exposed", _nan_to_none(gini_from_histogram(exposed_values, exposed_items)), n_exposed, None))
+    gini = _nan_to_none(gini_from_histogram(exposed_values, exposed_items))
+    rows: list[Row] = [("gini", "exposed", gini, n_exposed, None)]
     if catalog_items is not None:
         zeros = max(int(catalog_items) - in_catalog, 0)
         values = np.r_[exposed_values, 0.0]
@@ -339,71 +362,50 @@ def health_values(
         rows.append(("gini", "catalog", _nan_to_none(gini_from_histogram(values, items)), population, None))
     else:
         values, items = exposed_values, exposed_items
-    curve = lorenz_curve(values, items, lorenz_points)
+    return rows, lorenz_curve(values, items, lorenz_points)
 
-    if n_categories is not None:
-        cat_n = get("cat_n")
-        rows.append(
-            (
-                "category_diversity",
-                "global",
-                _nan_to_none(category_diversity(cat_n, get("cat_s"), n_categories)),
-                int(cat_n),
-                None,
-            )
-        )
-        # the per-list and per-user entropies H come summed from Spark (sum H, sum H^2): their mean and
-        # standard error, divided by ln K; K <= 1 makes every diversity 0 (see category_diversity)
-        log_k = math.log(n_categories) if n_categories > 1 else 0.0
-        for agg, n_key, sum_key in (("list_avg", "lists", "list_h"), ("user_avg", "users_exposed", "user_h")):
-            n = int(get(n_key))
-            if log_k:
-                mean, se = _mean_se(get(sum_key), get(sum_key + "2"), n, log_k)
-            else:
-                mean, se = (0.0 if n else None), (0.0 if n > 1 else None)
-            rows.append(("category_diversity", agg, mean, n, se))
 
-    if n_clickers is not None:
-        exposures = get("exposures")
-        rows.append(
-            (
-                "novelty",
-                "global",
-                _nan_to_none(novelty(get("novelty_log"), exposures, n_clickers)),
-                int(exposures),
-                None,
-            )
-        )
+def _diversity_rows(get: Callable[[str], float], n_categories: int) -> list[Row]:
+    """Category diversity: global (from cat_n, cat_s), and the mean per list and per user with its standard
+    error (the entropies H come summed from Spark, sum H and sum H^2, divided by ln K); K <= 1 makes every
+    diversity 0 (see :func:`category_diversity`)."""
+    cat_n = get("cat_n")
+    diversity = _nan_to_none(category_diversity(cat_n, get("cat_s"), n_categories))
+    rows: list[Row] = [("category_diversity", "global", diversity, int(cat_n), None)]
+    log_k = math.log(n_categories) if n_categories > 1 else 0.0
+    for agg, n_key, sum_key in (("list_avg", "lists", "list_h"), ("user_avg", "users_exposed", "user_h")):
+        n = int(get(n_key))
+        if log_k:
+            mean, se = _mean_se(get(sum_key), get(sum_key + "2"), n, log_k)
+        else:
+            mean, se = (0.0 if n else None), (0.0 if n > 1 else None)
+        rows.append(("category_diversity", agg, mean, n, se))
+    return rows
 
-    users = int(get("users_exposed"))
-    rows.append(
-        (
-            "personalization",
-            "global",
-            _nan_to_none(personalization(get("user_overlap"), get("user_items"), users)),
-            users,
-            None,
-        )
-    )
 
-    if has_previous_day:
-        returning = int(get("returning"))
-        mean, se = _mean_se(get("update_sum"), get("update_sum2"), returning)
-        rows.append(("update_rate", "user_avg", mean, returning, se))
-        rows.append(
-            ("update_rate", "global", _ratio(get("update_new"), get("update_items")), int(get("update_items")), None)
-        )
-        # the seed's UPDATE = dN_diff / N_last: the new items over the previous day's items (docs/metrics.md)
-        mean, se = _mean_se(get("update_prev_sum"), get("update_prev_sum2"), returning)
-        rows.append(("update_rate_previous", "user_avg", mean, returning, se))
-        prev = get("update_prev")
-        rows.append(("update_rate_previous", "global", _ratio(get("update_new"), prev), int(prev), None))
-    if has_novel:
-        users, items = int(get("novel_users")), get("novel_items")
-        for metric, part in (("novel_item_share", "novel_item"), ("novel_category_share", "novel_category")):
-            if part == "novel_category" and n_categories is None:
-                continue
-            mean, se = _mean_se(get(f"{part}_sum"), get(f"{part}_sum2"), users)
-            rows.append((metric, "user_avg", mean, users, se))
-            rows.append((metric, "global", _ratio(get(f"{part}_new"), items), int(items), None))
-    return rows, curve
+def _update_rows(get: Callable[[str], float]) -> list[Row]:
+    """update_rate (new items over today's, per returning user and global) and update_rate_previous (the seed's
+    UPDATE = dN_diff / N_last: the new items over the previous day's items, docs/metrics.md)."""
+    returning = int(get("returning"))
+    mean, se = _mean_se(get("update_sum"), get("update_sum2"), returning)
+    rows: list[Row] = [("update_rate", "user_avg", mean, returning, se)]
+    items = get("update_items")
+    rows.append(("update_rate", "global", _ratio(get("update_new"), items), int(items), None))
+    mean, se = _mean_se(get("update_prev_sum"), get("update_prev_sum2"), returning)
+    rows.append(("update_rate_previous", "user_avg", mean, returning, se))
+    prev = get("update_prev")
+    rows.append(("update_rate_previous", "global", _ratio(get("update_new"), prev), int(prev), None))
+    return rows
+
+
+def _novel_rows(get: Callable[[str], float], with_categories: bool) -> list[Row]:
+    """novel_item_share (and, ``with_categories``, novel_category_share): per user and global."""
+    rows: list[Row] = []
+    users, items = int(get("novel_users")), get("novel_items")
+    for metric, part in (("novel_item_share", "novel_item"), ("novel_category_share", "novel_category")):
+        if part == "novel_category" and not with_categories:
+            continue
+        mean, se = _mean_se(get(f"{part}_sum"), get(f"{part}_sum2"), users)
+        rows.append((metric, "user_avg", mean, users, se))
+        rows.append((metric, "global", _ratio(get(f"{part}_new"), items), int(items), None))
+    return rows

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -174,7 +175,14 @@ def unit_sums(
     min_list_length: int,
     measures: Mapping[str, np.ndarray] | None = None,
 ) -> UnitSums:
-    """The rows of one partition reduced to units (:class:`UnitSums`); arguments as :func:`partition_sums`."""
+    """The rows of one partition reduced to units (:class:`UnitSums`).
+
+    Codes are integers, -1 for null (only ``item_code`` and ``category_code``
+    may be null; a null category of an exposed item is a category of its own);
+    ``clicked`` and ``in_catalog`` booleans (null as false).  ``measures``:
+    name -> a number per row (finite; counted on the rows with an item only),
+    summed per user.
+    """
     names = tuple(measures or ())
     if len(slice_code) == 0:
         return _no_units(names)
@@ -303,30 +311,10 @@ def slice_sums(units: UnitSums) -> Columns:
     return _columns(rows, parts)
 
 
-def partition_sums(
-    slice_code: np.ndarray,
-    user_code: np.ndarray,
-    request_code: np.ndarray,
-    item_code: np.ndarray,
-    category_code: np.ndarray,
-    clicked: np.ndarray,
-    in_catalog: np.ndarray,
-    min_list_length: int,
-    measures: Mapping[str, np.ndarray] | None = None,
-) -> Columns:
-    """The long rows of one partition (see the module docstring), as columns:
-    :func:`slice_sums` of :func:`unit_sums`.
-
-    Codes are integers, -1 for null (only ``item_code`` and ``category_code``
-    may be null; a null category of an exposed item is a category of its own);
-    ``clicked`` and ``in_catalog`` booleans (null as false).  ``item`` rows
-    carry ``flag``: the item is in the catalog.  ``measures``: name -> a number
-    per row (finite; counted on the rows with an item only), summed per user.
-    """
-    units = unit_sums(
-        slice_code, user_code, request_code, item_code, category_code, clicked, in_catalog, min_list_length, measures
-    )
-    return slice_sums(units)
+def partition_sums(*args: Any, **kwargs: Any) -> Columns:
+    """The long rows of one partition (see the module docstring), as columns: :func:`slice_sums` of
+    :func:`unit_sums`, whose arguments these are.  ``item`` rows carry ``flag``: the item is in the catalog."""
+    return slice_sums(unit_sums(*args, **kwargs))
 
 
 def _measure_sums(per_user: Mapping[str, np.ndarray], exposures: np.ndarray, pv: np.ndarray) -> dict[str, float]:

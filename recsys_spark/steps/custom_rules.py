@@ -48,6 +48,7 @@ from pyspark.sql import types as T
 from recsys_spark.config import CustomRule
 from recsys_spark.config.sql_guard import UnsafeSql, check_expression
 from recsys_spark.errors import ConfigError
+from recsys_spark.kernels.rules import BUILT_IN_RULES, N_EXAMPLES, RuleResult, hard, soft
 from recsys_spark.runtime import engine, fs, plan_guard
 from recsys_spark.schema import (
     CLICKED,
@@ -68,7 +69,6 @@ from recsys_spark.schema import (
     USER,
     VALUE,
 )
-from recsys_spark.steps.rules import BUILT_IN_RULES, N_EXAMPLES, RuleResult, hard, soft
 from recsys_spark.steps.slices import ITEM_FIRST_SEEN
 from recsys_spark.tables import DAILY
 

@@ -2,79 +2,60 @@
 
 Hard rules must never be violated; soft rules are rates with a threshold.
 Results are data (one row per rule in the ``rule_checks`` table), not log
-lines, so a scheduler can alert on them.  Most counts come from what earlier
-stages already counted; the rest from one query over the labelled exposures
-(which already carry the catalog's ``_category`` and ``_in_catalog``, joined
-once by the label stage): summed per user where the user partitions hold
-them, then over users (:func:`row_counts`).  Examples of violations cost a
-further small query each, and only when there are violations.
+lines, so a scheduler can alert on them.
 
-Each rule, its severity, what it counts and the denominator of its rate are
-in the table of docs/operations.md ("Business-rule scanning"), the only copy;
-:func:`scan_rules` below computes them in the same order.
+The rules are declared once, as a table in :mod:`recsys_spark.kernels.rules` (name, severity, the counts of the
+rate, the threshold's config key, when it applies), in the order of the ``rule_checks`` rows; that module
+turns counts into verdicts.  This one counts: most counts come from what earlier stages already counted; the
+rest from one query over the labelled exposures (which already carry the catalog's ``_category`` and
+``_in_catalog``, joined once by the label stage): summed per user where the user partitions hold them, then
+over users (:func:`row_counts`).  Examples of violations cost a further small query, and only when there are
+violations.  docs/operations.md ("Business-rule scanning") describes each rule.
 
-A hard rule passes when it has no violation; a soft rule passes when its rate
-is at most its threshold.  Hard rules are what must never happen (blacklists, a
-day without feedback); duplicates and uncatalogued items happen in real logs at
-a baseline rate, so they are soft, with a rate threshold.  Rules that cannot be evaluated (no catalog, no
-score column, no previous day, empty blacklist) are left out.
+Rules that cannot be evaluated (no catalog, no score column, no previous day, empty blacklist) are left out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from recsys_spark.kernels.rules import (
+    BUILT_IN,
+    BUILT_IN_RULES,
+    FEEDBACK_RULES,
+    N_EXAMPLES,
+    RuleResult,
+    day_counts,
+    hard,
+    no_feedback_reason,
+    rule_results,
+    rule_tuples,
+    soft,
+    top_counts,
+)
 from recsys_spark.schema import COPIES, IN_CATALOG, ITEM, ITEM_CATEGORY, REQUEST, RULE_CHECKS_DDL, SCORE, USER
 
-N_EXAMPLES = 5
-#: the names of the built-in rules (a custom rule may not take one; the experiments' are ``experiment_*:NAME``)
-BUILT_IN_RULES = (
-    "blacklisted_item",
-    "blacklisted_category",
-    "non_finite_score",
-    "no_feedback",
-    "duplicate_item_in_request",
-    "item_missing_from_catalog",
-    "rejected_exposure_rate",
-    "rejected_click_rate",
-    "unweighted_event_rate",
-    "duplicate_exposure_rate",
-    "orphan_event_rate",
-    "empty_response_rate",
-    "score_out_of_range_rate",
-    "bot_user_rate",
-    "exposure_change",
-)
-#: the rules about the day's feedback events: a simulation (no feedback by design) leaves them out
-FEEDBACK_RULES = ("no_feedback", "rejected_click_rate", "unweighted_event_rate", "orphan_event_rate")
+# the rule vocabulary, declared in the kernel, as the day's and the experiments' modules import it from here
+__all__ = [
+    "BUILT_IN_RULES",
+    "FEEDBACK_RULES",
+    "N_EXAMPLES",
+    "RuleResult",
+    "as_dicts",
+    "hard",
+    "row_counts",
+    "rule_tuples",
+    "rules_frame",
+    "scan_rules",
+    "soft",
+]
 
-
-@dataclass(frozen=True)
-class RuleResult:
-    rule: str
-    severity: str  # "hard" | "soft"
-    violations: int
-    rate: float | None
-    threshold: float | None
-    passed: bool
-    examples: list[str] = field(default_factory=list)
-
-
-def _rate(num: float, den: float) -> float | None:
-    return num / den if den else None
-
-
-def hard(rule: str, violations: int, total: int, examples: list[str] | None = None) -> RuleResult:
-    return RuleResult(rule, "hard", int(violations), _rate(violations, total), 0.0, violations == 0, examples or [])
-
-
-def soft(rule: str, violations: int, total: int, threshold: float, examples: list[str] | None = None) -> RuleResult:
-    rate = _rate(violations, total)
-    return RuleResult(rule, "soft", int(violations), rate, threshold, rate is None or rate <= threshold, examples or [])
+#: counts the earlier stages may leave out: none of them counted
+_ABSENT_IS_ZERO = {"bad_score": 0, "rejected_exposures": 0, "rejected_clicks": 0, "click_rows": 0}
 
 
 def _examples(wanted: Mapping[str, tuple[DataFrame, Column, Column]]) -> dict[str, list[str]]:
@@ -99,36 +80,13 @@ def _examples(wanted: Mapping[str, tuple[DataFrame, Column, Column]]) -> dict[st
     return {rule: sorted(keys)[:N_EXAMPLES] for rule, keys in found.items()}
 
 
-def scan_rules(
-    exposures: DataFrame,
-    counts: Mapping[str, int],
-    *,
-    has_catalog: bool,
-    has_score: bool,
-    blacklist_items: Sequence[str],
-    blacklist_categories: Sequence[str],
-    bot_requests_per_user: int,
-    thresholds: dict[str, float],
-    previous_exposure_rows: int | None,
-    rejected_exposures: DataFrame | None = None,
-    exposure_reasons: Mapping[str, int] | None = None,
-    click_reasons: Mapping[str, int] | None = None,
-    unweighted_events: Mapping[str, int] | None = None,
-) -> list[RuleResult]:
-    """Evaluate every rule that applies; see the module docstring for the definitions.
-
-    ``exposures`` are the labelled, deduplicated exposures (empty responses
-    included, with ``copies``, ``_category`` and ``_in_catalog``); ``counts``
-    holds what earlier stages counted: ``exposure_rows``, ``bad_score``,
-    ``duplicate_exposures``, ``orphan_events``, ``valid_events``,
-    ``empty_responses``.  ``has_catalog``: the items table exists (else the
-    catalog rules are left out).  ``exposure_reasons`` / ``click_reasons``:
-    set-aside rows per reject reason; ``unweighted_events``: valid events per
-    event name without a weight (each None: nothing counted).
-    """
-    exposure_reasons = exposure_reasons or {}
-    click_reasons = click_reasons or {}
-    unweighted_events = unweighted_events or {}
+def row_flags(
+    has_catalog: bool, has_score: bool, blacklist_items: Sequence[str], blacklist_categories: Sequence[str]
+) -> dict[str, Column]:
+    """The conditions on a labelled exposure row that the rules count (:func:`row_counts`), by count name:
+    ``exposures`` (rows with an item), ``blacklisted``, ``out_of_range`` (a score outside [0, 1]),
+    ``duplicated_pairs`` (a (request, item) shown more than once), ``missing`` (not in the catalog),
+    ``banned`` (a blacklisted category); a condition that cannot hold on the day is false."""
     item_row = F.col(ITEM).isNotNull()
     blacklisted = F.col(ITEM).isin(list(blacklist_items)) if blacklist_items else F.lit(False)
     out_of_range = (F.col(SCORE) < 0) | (F.col(SCORE) > 1) if has_score else F.lit(False)
@@ -139,169 +97,96 @@ def scan_rules(
         if has_catalog and blacklist_categories
         else F.lit(False)
     )
-    agg = row_counts(
-        exposures,
-        {
-            "exposures": item_row,
-            "blacklisted": item_row & blacklisted,
-            "out_of_range": item_row & out_of_range,
-            "duplicated_pairs": duplicated,
-            "missing": missing,
-            "banned": banned,
-        },
-        bot_requests_per_user,
-    ).collect()[0]  # an aggregation without grouping: always one row
-    n_exp = agg["exposures"] or 0
-    bots = agg["bots"] or 0
-    bad = counts.get("bad_score", 0) if has_score else 0
-    pair = F.concat_ws(":", REQUEST, ITEM)
-    candidates = {
-        "blacklisted_item": (
-            bool(blacklist_items and agg["blacklisted"]),
-            exposures,
-            item_row & blacklisted,
-            F.col(ITEM),
-        ),
-        "duplicate_item_in_request": (bool(agg["duplicated_pairs"]), exposures, duplicated, pair),
-        "item_missing_from_catalog": (bool(has_catalog and agg["missing"]), exposures, missing, F.col(ITEM)),
-        "blacklisted_category": (
-            bool(has_catalog and blacklist_categories and agg["banned"]),
-            exposures,
-            banned,
-            F.concat_ws(":", ITEM_CATEGORY, ITEM),
-        ),
-        "non_finite_score": (
-            bool(bad and rejected_exposures is not None),
-            rejected_exposures,
-            F.col("reject_reason") == "bad_score",
-            pair,
-        ),
-        "score_out_of_range_rate": (bool(has_score and agg["out_of_range"]), exposures, item_row & out_of_range, pair),
-        "bot_user_rate": (
-            bool(bots),
-            _requests_per_user(exposures),
-            F.col("requests") > bot_requests_per_user,
-            F.col(USER),
-        ),
+    return {
+        "exposures": item_row,
+        "blacklisted": item_row & blacklisted,
+        "out_of_range": item_row & out_of_range,
+        "duplicated_pairs": duplicated,
+        "missing": missing,
+        "banned": banned,
     }
+
+
+def _example_rows(
+    exposures: DataFrame,
+    flags: Mapping[str, Column],
+    rejected_exposures: DataFrame | None,
+    bot_requests_per_user: int,
+) -> dict[str, tuple[DataFrame | None, Column, Column]]:
+    """Where each rule with examples finds them: (rows, condition, key), by rule name."""
+    pair = F.concat_ws(":", REQUEST, ITEM)
+    return {
+        "blacklisted_item": (exposures, flags["blacklisted"], F.col(ITEM)),
+        "duplicate_item_in_request": (exposures, flags["duplicated_pairs"], pair),
+        "item_missing_from_catalog": (exposures, flags["missing"], F.col(ITEM)),
+        "blacklisted_category": (exposures, flags["banned"], F.concat_ws(":", ITEM_CATEGORY, ITEM)),
+        "non_finite_score": (rejected_exposures, F.col("reject_reason") == "bad_score", pair),
+        "score_out_of_range_rate": (exposures, flags["out_of_range"], pair),
+        "bot_user_rate": (_requests_per_user(exposures), F.col("requests") > bot_requests_per_user, F.col(USER)),
+    }
+
+
+def scan_rules(
+    exposures: DataFrame,
+    counts: Mapping[str, int],
+    *,
+    has_catalog: bool,
+    has_score: bool,
+    blacklist_items: Sequence[str],
+    blacklist_categories: Sequence[str],
+    bot_requests_per_user: int,
+    thresholds: Mapping[str, float],
+    previous_exposure_rows: int | None,
+    rejected_exposures: DataFrame | None = None,
+    exposure_reasons: Mapping[str, int] | None = None,
+    click_reasons: Mapping[str, int] | None = None,
+    unweighted_events: Mapping[str, int] | None = None,
+) -> list[RuleResult]:
+    """Evaluate every built-in rule that applies (:data:`kernels.rules.BUILT_IN`), in its table's order.
+
+    ``exposures`` are the labelled, deduplicated exposures (empty responses
+    included, with ``copies``, ``_category`` and ``_in_catalog``); ``counts``
+    holds what earlier stages counted: ``exposure_rows``, ``bad_score``,
+    ``duplicate_exposures``, ``orphan_events``, ``valid_events``,
+    ``empty_responses``.  ``has_catalog``: the items table exists (else the
+    catalog rules are left out).  ``thresholds``: the soft rules' thresholds by
+    config key (:data:`kernels.rules.THRESHOLD_KEYS`).  ``exposure_reasons`` /
+    ``click_reasons``: set-aside rows per reject reason; ``unweighted_events``:
+    valid events per event name without a weight (each None: nothing counted).
+    """
+    unweighted_events = unweighted_events or {}
+    facts = {
+        fact
+        for fact, holds in (
+            ("blacklist_items", bool(blacklist_items)),
+            ("blacklist_categories", bool(blacklist_categories)),
+            ("catalog", has_catalog),
+            ("score", has_score),
+            ("previous_day", previous_exposure_rows is not None),
+        )
+        if holds
+    }
+    flags = row_flags(has_catalog, has_score, blacklist_items, blacklist_categories)
+    agg = row_counts(exposures, flags, bot_requests_per_user).collect()[0]  # no grouping: always one row
+    # the query's counts over the earlier stages' (its ``exposures`` is the rows with an item it just counted)
+    day = {**_ABSENT_IS_ZERO, **counts, **{name: agg[name] or 0 for name in (*flags, "users", "requests", "bots")}}
+    day |= day_counts(counts, unweighted_events, previous_exposure_rows)
+    rows = _example_rows(exposures, flags, rejected_exposures, bot_requests_per_user)
+    by_name = {rule.name: rule for rule in BUILT_IN}
     examples = _examples(
-        {rule: (df, cond, key) for rule, (ask, df, cond, key) in candidates.items() if ask and df is not None}
+        {
+            name: (df, condition, key)
+            for name, (df, condition, key) in rows.items()
+            if df is not None and by_name[name].applies(facts) and day[by_name[name].numerator]
+        }
     )
-    results: list[RuleResult] = []
-
-    if blacklist_items:
-        results.append(hard("blacklisted_item", agg["blacklisted"] or 0, n_exp, examples.get("blacklisted_item")))
-    results.append(
-        soft(
-            "duplicate_item_in_request",
-            agg["duplicated_pairs"] or 0,
-            n_exp,
-            thresholds["max_duplicate_item_rate"],
-            examples.get("duplicate_item_in_request"),
-        )
-    )
-    if has_catalog:
-        results.append(
-            soft(
-                "item_missing_from_catalog",
-                agg["missing"] or 0,
-                n_exp,
-                thresholds["max_missing_item_rate"],
-                examples.get("item_missing_from_catalog"),
-            )
-        )
-        if blacklist_categories:
-            results.append(
-                hard("blacklisted_category", agg["banned"] or 0, n_exp, examples.get("blacklisted_category"))
-            )
-    if has_score:
-        results.append(hard("non_finite_score", bad, counts["exposure_rows"], examples.get("non_finite_score")))
-
-    results.append(feedback_rule(counts, unweighted_events))
-    results.append(
-        soft(
-            "rejected_exposure_rate",
-            counts.get("rejected_exposures", 0),
-            counts["exposure_rows"],
-            thresholds["max_rejected_rate"],
-            _reasons(exposure_reasons),
-        )
-    )
-    results.append(
-        soft(
-            "rejected_click_rate",
-            counts.get("rejected_clicks", 0),
-            counts.get("click_rows", 0),
-            thresholds["max_rejected_rate"],
-            _reasons(click_reasons),
-        )
-    )
-    results.append(
-        soft(
-            "unweighted_event_rate",
-            sum(unweighted_events.values()),
-            counts["valid_events"],
-            thresholds["max_unweighted_event_rate"],
-            _reasons(unweighted_events),
-        )
-    )
-    results.append(
-        soft(
-            "duplicate_exposure_rate",
-            counts["duplicate_exposures"],
-            counts["exposure_rows"],
-            thresholds["max_duplicate_rate"],
-        )
-    )
-    results.append(
-        soft("orphan_event_rate", counts["orphan_events"], counts["valid_events"], thresholds["max_orphan_rate"])
-    )
-    requests = int(agg["requests"] or 0)
-    results.append(
-        soft("empty_response_rate", counts["empty_responses"], requests, thresholds["max_empty_response_rate"])
-    )
-    if has_score:
-        results.append(
-            soft(
-                "score_out_of_range_rate",
-                agg["out_of_range"] or 0,
-                n_exp,
-                thresholds["max_score_out_of_range_rate"],
-                examples.get("score_out_of_range_rate"),
-            )
-        )
-    results.append(
-        soft("bot_user_rate", bots, agg["users"] or 0, thresholds["max_bot_user_rate"], examples.get("bot_user_rate"))
-    )
-    if previous_exposure_rows is not None:
-        change = abs(counts["exposure_rows"] - previous_exposure_rows)
-        results.append(soft("exposure_change", change, previous_exposure_rows, thresholds["max_exposure_change"]))
-    return results
-
-
-def _reasons(counts: Mapping[str, int]) -> list[str]:
-    """The largest counts as "name: n" examples."""
-    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:N_EXAMPLES]
-    return [f"{name}: {n}" for name, n in top]
-
-
-def feedback_rule(counts: Mapping[str, int], unweighted_events: Mapping[str, int]) -> RuleResult:
-    """Hard: at least one exposure got feedback (relevance > 0).  Without it CTR is 0 and every ranking
-    metric null -- a broken feed, not a day to report as ok.  The example says which case it is."""
-    if counts.get("relevant_exposures", 0) > 0:
-        return hard("no_feedback", 0, 1)
-    events = counts.get("valid_events", 0) + counts.get("late_events", 0)
-    unweighted = sum(unweighted_events.values())
-    if counts.get("click_rows", 0) == 0:
-        why = "no feedback events in the clicks partition"
-    elif events == 0:
-        why = "every feedback event was set aside by validation"
-    elif unweighted >= counts.get("valid_events", 0):
-        names = ", ".join(sorted(unweighted_events)[:N_EXAMPLES])
-        why = f"no event name has a weight in labels.event_weights (names seen: {names})"
-    else:
-        why = "no event matched an exposure"
-    return hard("no_feedback", 1, 1, [why])
+    examples["rejected_exposure_rate"] = top_counts(exposure_reasons or {})
+    examples["rejected_click_rate"] = top_counts(click_reasons or {})
+    examples["unweighted_event_rate"] = top_counts(unweighted_events)
+    reason = no_feedback_reason(counts, unweighted_events)
+    if reason is not None:
+        examples["no_feedback"] = [reason]
+    return rule_results(day, thresholds, facts, examples)
 
 
 def _requests_per_user(exposures: DataFrame) -> DataFrame:
@@ -326,11 +211,6 @@ def row_counts(exposures: DataFrame, flags: Mapping[str, Column], max_requests: 
         F.sum("requests").alias("requests"),
         F.sum((F.col("requests") > max_requests).cast("long")).alias("bots"),
     )
-
-
-def rule_tuples(results: Sequence[RuleResult]) -> list[tuple]:
-    """The ``rule_checks`` rows, in :data:`schema.RULE_CHECKS_DDL`'s column order."""
-    return [(r.rule, r.severity, r.violations, r.rate, r.threshold, r.passed, r.examples) for r in results]
 
 
 def rules_frame(spark: SparkSession, results: Sequence[RuleResult]) -> DataFrame:

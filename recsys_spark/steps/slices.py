@@ -110,32 +110,46 @@ def resolve_slices(
     exist.  An unknown name raises :class:`SchemaError` naming it and what was
     looked at; an id column raises :class:`ConfigError`.
     """
-    exposure, item, user = [], [], []
+    found: dict[str, list[str]] = {"exposure": [], "item": [], "user": []}
     for name in names:
         if name in _ID_COLUMNS or name == SLICE:
             raise ConfigError(f"config key slices.names: {name!r} is an id column, not a dimension")
         if name == "user_type":
             if user_columns is None or FIRST_SEEN not in user_columns:
                 raise SchemaError(f"slice 'user_type' needs a users table with a {FIRST_SEEN!r} column")
-        elif name in DERIVED_SLICES:
             continue
-        elif name in exposure_columns:
-            exposure.append(name)
-        elif item_columns is not None and name in item_columns:
-            item.append(name)
-        elif user_columns is not None and name in user_columns:
-            user.append(name)
-        else:
-            looked = (
-                ["exposures"]
-                + (["items table"] if item_columns is not None else [])
-                + (["users table"] if user_columns is not None else [])
-            )
+        if name in DERIVED_SLICES:
+            continue
+        table = _table_of(name, exposure_columns, item_columns, user_columns)
+        if table is None:
             raise SchemaError(
                 f"slice {name!r} is not a derived slice ({', '.join(DERIVED_SLICES)}) "
-                f"nor a column of the {', '.join(looked)}"
+                f"nor a column of the {_looked_at(item_columns, user_columns)}"
             )
-    return SliceDims(tuple(names), tuple(exposure), tuple(item), tuple(user))
+        found[table].append(name)
+    return SliceDims(tuple(names), tuple(found["exposure"]), tuple(found["item"]), tuple(found["user"]))
+
+
+def _table_of(
+    name: str, exposure_columns: Sequence[str], item_columns: Sequence[str] | None, user_columns: Sequence[str] | None
+) -> str | None:
+    """The first table with a column ``name``, looked up in the exposures, then the items and users tables
+    (None: a table that does not exist): ``exposure``, ``item`` or ``user``; None when none has it."""
+    for table, columns in (("exposure", exposure_columns), ("item", item_columns), ("user", user_columns)):
+        if columns is not None and name in columns:
+            return table
+    return None
+
+
+def _looked_at(item_columns: Sequence[str] | None, user_columns: Sequence[str] | None) -> str:
+    """The tables a column was looked up in, for the error: the exposures, and the items and users tables
+    when they exist (``exposures, items table, users table``)."""
+    looked = (
+        ["exposures"]
+        + (["items table"] if item_columns is not None else [])
+        + (["users table"] if user_columns is not None else [])
+    )
+    return ", ".join(looked)
 
 
 @dataclass(frozen=True)
@@ -171,25 +185,18 @@ def resolve_kept(
 ) -> KeptColumns:
     """Sort the custom rules' input columns (``rules.columns``) into exposures / items / users columns,
     looked up in that order; an unknown name raises :class:`SchemaError` naming it and what was looked at."""
-    exposure, item, user = [], [], []
+    found: dict[str, list[str]] = {"exposure": [], "item": [], "user": []}
     for name in names:
-        if name in exposure_columns:
-            exposure.append(name)
-        elif name == CATEGORY and item_columns is not None:  # the catalog's category: every rule reads it
-            continue
-        elif item_columns is not None and name in item_columns:
-            item.append(name)
-        elif user_columns is not None and name in user_columns:
-            user.append(name)
-        else:
-            looked = (
-                ["exposures"]
-                + (["items table"] if item_columns is not None else [])
-                + (["users table"] if user_columns is not None else [])
+        if name == CATEGORY and item_columns is not None and name not in exposure_columns:
+            continue  # the catalog's category: every rule reads it
+        table = _table_of(name, exposure_columns, item_columns, user_columns)
+        if table is None:
+            raise SchemaError(
+                f"config key rules.columns: {name!r} is not a column of the {_looked_at(item_columns, user_columns)}"
             )
-            raise SchemaError(f"config key rules.columns: {name!r} is not a column of the {', '.join(looked)}")
+        found[table].append(name)
     first_seen = item_first_seen and item_columns is not None and FIRST_SEEN in item_columns
-    return KeptColumns(tuple(exposure), tuple(item), tuple(user), first_seen)
+    return KeptColumns(tuple(found["exposure"]), tuple(found["item"]), tuple(found["user"]), first_seen)
 
 
 @dataclass(frozen=True)

@@ -415,20 +415,20 @@ EQUIVALENT = [
         r"np\.array\(.*, (dtype=None)?\)$",
         r"np\.array\(.*, dtype=np\.float64\)$",
         "the list holds Python floats (histogram keys and counts): numpy makes it float64 without being told",
-        r"x_gini_replicates|x_health_values",
+        r"x_gini_replicates|x_health_values|x__exposure_rows",
     ),
     (
         r"if m >= 0\]",
         r"if m > 0\]",
         "the histogram has no entry with 0 items (Spark's groupBy counts only items that exist)",
-        r"x_health_values",
+        r"x_health_values|x__exposure_rows",
     ),
     (
         r"n_categories >= 1 else 0\.0|n_categories > 1 else 1\.0",
         r"n_categories > 1 else 0\.0",
         "K = 1: log 1 = 0 takes the same branch; and with one category every entropy sum is 0, so dividing by 1"
         " gives the same 0 mean and 0 se as the K <= 1 branch",
-        r"x_health_values",
+        r"x_health_values|x__diversity_rows",
     ),
     (r"^rows = \[$", r"^rows \+= \[$", "rows is the empty list there: = and += give the same list", r"x_health_values"),
     (

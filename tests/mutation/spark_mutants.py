@@ -49,8 +49,9 @@ AGG = "recsys_spark/per_user/aggregate.py"
 LABEL = "recsys_spark/steps/label.py"
 POOLED = "recsys_spark/per_user/pooled_auc.py"
 RULES = "recsys_spark/steps/rules.py"
+RULE_TABLE = "recsys_spark/kernels/rules.py"  # the rules' table and verdicts (the step counts)
 SLICES = "recsys_spark/steps/slices.py"
-HEALTH = "recsys_spark/steps/health.py"
+HEALTH = "recsys_spark/steps/health_sums.py"  # the health sums' Spark branches
 STATS = "recsys_spark/kernels/stats.py"
 EXPERIMENTS = "recsys_spark/experiments/stage.py"
 BOOTSTRAP = "recsys_spark/per_user/bootstrap.py"
@@ -381,7 +382,7 @@ MUTANTS = [
     # --- rules.py --------------------------------------------------------------------------------------------
     Mutant(
         "rules-soft-threshold-strict",
-        RULES,
+        RULE_TABLE,
         "rate is None or rate <= threshold",
         "rate is None or rate < threshold",
         ("tests/daily/test_operations.py::test_rule_verdicts_at_their_boundaries",),
@@ -413,25 +414,25 @@ MUTANTS = [
     ),
     Mutant(
         "rules-exposure-change-signed",
-        RULES,
-        'change = abs(counts["exposure_rows"] - previous_exposure_rows)',
-        'change = counts["exposure_rows"] - previous_exposure_rows',
+        RULE_TABLE,
+        'out["exposure_change"] = abs(counts["exposure_rows"] - previous_exposure_rows)',
+        'out["exposure_change"] = counts["exposure_rows"] - previous_exposure_rows',
         T_OPS,
         "a drop in rows gives a negative rate",
     ),
     Mutant(
         "rules-empty-rate-denominator",
-        RULES,
-        'counts["empty_responses"], requests,',
-        'counts["empty_responses"], counts["exposure_rows"],',
+        RULE_TABLE,
+        '"empty_responses", "requests",',
+        '"empty_responses", "exposure_rows",',
         T_OPS,
         "empty responses / rows, not requests",
     ),
     Mutant(
         "rules-orphan-rate-denominator",
-        RULES,
-        'counts["orphan_events"], counts["valid_events"],',
-        'counts["orphan_events"], counts["exposure_rows"],',
+        RULE_TABLE,
+        '"orphan_events", "valid_events",',
+        '"orphan_events", "exposure_rows",',
         T_OPS,
         "orphans / rows, not events",
     ),
@@ -460,7 +461,7 @@ MUTANTS = [
         ("tests/steps/test_health.py::test_popularity_cutoffs_count_items_not_rows",),
         "histogram counts rows as items",
     ),
-    # --- health.py: the sufficient statistics of the health kernels ----------------------------------------
+    # --- health_sums.py: the sufficient statistics of the health kernels ----------------------------------
     Mutant(
         "health-category-entropy",
         HEALTH,

@@ -16,7 +16,8 @@ from recsys_spark.daily import evaluate_day
 from recsys_spark.per_user.table import persist_user_rows
 from recsys_spark.runtime.session import fixed_shuffles
 from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS, input_ddl
-from recsys_spark.steps.health import evaluate_health, item_pass, partition_pass, request_rows
+from recsys_spark.steps.health import HealthInputs, HealthSettings, evaluate_health, partition_pass
+from recsys_spark.steps.health_sums import item_pass, request_rows
 from recsys_spark.steps.label import by_user as partitioned_by_user
 from recsys_spark.steps.label import deduplicate_exposures, join_feedback
 from recsys_spark.steps.slices import (
@@ -75,16 +76,16 @@ def health(spark, request):
         rows = persist_user_rows(partitioned_by_user(labelled, 4), slice_input_columns(dims))
         prepared, keyed = explode_slices(rows, dims, cutoffs), with_slice_keys(rows, dims, cutoffs)
     result = evaluate_health(
-        spark,
         prepared,
-        dims,
-        catalog,
-        min_list_length=5,
-        lorenz_points=101,
-        popularity=spark.createDataFrame(golden.POPULARITY, PAIRS_DDL),
-        previous=spark.createDataFrame(golden.PREVIOUS, PAIRS_DDL),
-        cutoffs=cutoffs,
-        keyed=keyed,
+        HealthInputs(
+            dims,
+            catalog,
+            popularity=spark.createDataFrame(golden.POPULARITY, PAIRS_DDL),
+            previous=spark.createDataFrame(golden.PREVIOUS, PAIRS_DDL),
+            cutoffs=cutoffs,
+            keyed=keyed,
+        ),
+        HealthSettings(min_list_length=5, lorenz_points=101),
     )
     return result, sliced, cutoffs
 
@@ -280,7 +281,7 @@ def test_k_counts_unknown_only_when_an_exposed_item_is_missing_from_the_catalog(
     dims = resolve_slices([], ["user_id", "item_id"], catalog.columns, None)
     prepared = persist_user_rows(partitioned_by_user(rows, 2))
     try:
-        result = evaluate_health(spark, prepared, dims, catalog, min_list_length=1, lorenz_points=11)
+        result = evaluate_health(prepared, HealthInputs(dims, catalog), HealthSettings(1, lorenz_points=11))
     finally:
         prepared.unpersist()
     got = {(r.metric, r.aggregation): r.value for r in result.rows if r.slice == "all"}
@@ -314,10 +315,9 @@ def test_novel_shares_against_the_items_and_categories_each_user_clicked_before(
     prepared = persist_user_rows(partitioned_by_user(rows, 2))
     try:
         previous = spark.createDataFrame([("u1", "a"), ("u1", "z")], PAIRS_DDL)  # only u1 returns
-        result = evaluate_health(
-            spark, prepared, dims, catalog, min_list_length=1, lorenz_points=11, seen=seen, previous=previous
-        )
-        without = evaluate_health(spark, prepared, dims, None, min_list_length=1, lorenz_points=11, seen=seen)
+        settings = HealthSettings(min_list_length=1, lorenz_points=11)
+        result = evaluate_health(prepared, HealthInputs(dims, catalog, seen=seen, previous=previous), settings)
+        without = evaluate_health(prepared, HealthInputs(dims, None, seen=seen), settings)
     finally:
         prepared.unpersist()
     got = {(r.metric, r.aggregation): r for r in result.rows if r.slice == "all"}
@@ -354,18 +354,17 @@ def test_users_past_the_row_bound_give_the_same_health_rows(spark, bound):
     cutoffs = popularity_cutoffs(counts, 0.2, 0.2)
     rows = persist_user_rows(partitioned_by_user(with_item_exposures(joined, counts), 3), slice_input_columns(dims))
     prepared, keyed = explode_slices(rows, dims, cutoffs), with_slice_keys(rows, dims, cutoffs)
-    common = dict(
-        min_list_length=2,
-        lorenz_points=11,
+    sides = HealthInputs(
+        dims,
+        catalog,
         popularity=spark.createDataFrame(golden.POPULARITY, PAIRS_DDL),
         previous=spark.createDataFrame(golden.PREVIOUS, PAIRS_DDL),
         cutoffs=cutoffs,
         keyed=keyed,
-        rows_per_bucket=3,
     )
     try:
-        whole = evaluate_health(spark, prepared, dims, catalog, **common)
-        bounded = evaluate_health(spark, prepared, dims, catalog, max_user_rows=bound, **common)
+        whole = evaluate_health(prepared, sides, HealthSettings(2, 11, rows_per_bucket=3))
+        bounded = evaluate_health(prepared, sides, HealthSettings(2, 11, max_user_rows=bound, rows_per_bucket=3))
     finally:
         rows.unpersist()
     key = [(r.metric, r.aggregation, r.slice) for r in whole.rows]
