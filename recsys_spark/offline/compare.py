@@ -81,7 +81,7 @@ def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, 
         marker = output.run_complete(output_root, run)
         if not fs.exists(spark, marker):
             raise MissingInputError(f"offline run {run!r} not found (no {marker})")
-        frames[run] = read_parquet(spark, f"{root}/user_metrics/run={run}", f"user_metrics of run {run}")
+        frames[run] = read_parquet(spark, f"{root}/user_metrics/run={run}", f"user_metrics of run {run}", {})
     a, b = frames[base], frames[candidate]
     columns = metric_columns(a, b)
     joined = a.select(USER, *[F.col(c).alias(f"a_{i}") for i, c in enumerate(columns)]).join(
