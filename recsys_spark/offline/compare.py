@@ -2,9 +2,9 @@
 
 For every per-user metric column the two runs share, over the users where both
 runs have a value: d_u = candidate_u - base_u, the paired t
-(:func:`kernels.stats.paired_t`: mean of d, its t interval, p-value) and the
+(:func:`kernels.comparisons.paired_t`: mean of d, its t interval, p-value) and the
 relative lift against the base mean; the p-values of all metrics are adjusted
-together (:func:`kernels.stats.adjust_p`, ``offline.multiple_testing``).  One
+together (:func:`kernels.comparisons.adjust_p`, ``offline.multiple_testing``).  One
 aggregation over the joined per-user tables: the driver receives sums only.
 
 Output: ``{output_root}/offline/comparison/base=A/candidate=B/`` and its summary
@@ -25,7 +25,8 @@ from pyspark.sql import types as T
 from recsys_spark.config import Config
 from recsys_spark.errors import EmptyInputError, MissingInputError
 from recsys_spark.io.read import read_parquet
-from recsys_spark.kernels.stats import MeanStats, adjust_p, paired_t
+from recsys_spark.kernels.comparisons import adjust_p, paired_t
+from recsys_spark.kernels.sums import MeanStats
 from recsys_spark.offline import output
 from recsys_spark.offline.aggregate import defined
 from recsys_spark.runtime import fs

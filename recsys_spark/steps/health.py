@@ -61,10 +61,10 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from recsys_spark.kernels.business import Measured, business_values
+from recsys_spark.kernels.estimates import Interval
 from recsys_spark.kernels.health import health_values
 from recsys_spark.kernels.health_pass import USER_SUMS, UnitSums, slice_sums, unit_sums
 from recsys_spark.kernels.intervals import business_intervals, health_intervals, overflow_notes
-from recsys_spark.kernels.stats import Interval
 from recsys_spark.per_user.aggregate import MetricRow
 from recsys_spark.per_user.bootstrap import bootstrap_sums, health_bootstrap_intervals
 from recsys_spark.per_user.user_pass import KIND, SUM_COLUMNS, UserPass, codes, flags, measures, pass_rows
