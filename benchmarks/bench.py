@@ -199,10 +199,9 @@ class Day:
 
     def read(self) -> tuple[DataFrame, DataFrame]:
         paths = {t: f"{self.input_root}/{t}/dt={DATE.isoformat()}" for t in ("exposures", "clicks")}
-        exposures = conform(
-            read_parquet(self.spark, paths["exposures"], "exposures partition"), EXPOSURE_COLUMNS, paths["exposures"]
-        )
-        clicks = conform(read_parquet(self.spark, paths["clicks"], "clicks partition"), CLICK_COLUMNS, paths["clicks"])
+        raw = {t: read_parquet(self.spark, paths[t], f"{t} partition", {}) for t in ("exposures", "clicks")}
+        exposures = conform(raw["exposures"], EXPOSURE_COLUMNS, paths["exposures"])
+        clicks = conform(raw["clicks"], CLICK_COLUMNS, paths["clicks"])
         return exposures, clicks
 
     def partitions(self, rows: int) -> int:

@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     from recsys_spark.runtime.session import job_session  # pyspark: only once a command runs
 
     # one small day: a short process, where the optimizing compiler costs more than it gives (a backfill runs on)
-    first = templates.resolve(cfg.input.exposures, args.input_root, dates[0])
+    options = templates.InputSettings.of(cfg.input)
+    first = templates.resolve(cfg.input.exposures, args.input_root, dates[0], "exposures", options)
     size = None if len(dates) > 1 else jvm.input_bytes([first])
     meanwhile = import_meanwhile("recsys_spark.daily", "scipy.stats")  # while the JVM starts
     try:

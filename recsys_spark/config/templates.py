@@ -25,7 +25,10 @@ TABLE_SPEC = re.compile(r"^table:(?P<name>[^\[\]\s]+)(?:\[(?P<column>[A-Za-z_][A
 
 @dataclass(frozen=True)
 class InputSettings:
-    """The part of ``[input]`` this module reads (kept apart so callers can pass plain values)."""
+    """The part of ``[input]`` the readers need (kept apart so callers can pass plain values): the partition
+    column and format of ``table:`` inputs (:func:`resolve`) and the input's column names (``columns``:
+    contract name -> the input's, for :func:`recsys_spark.io.catalog.read_input`).  Each orchestrator builds
+    it from its config (:meth:`of`) and hands it down; nothing keeps it between runs."""
 
     partition_column: str = "dt"
     partition_format: str = "%Y-%m-%d"
@@ -81,30 +84,16 @@ def partitioned_template(template: str, kind: str, settings: InputSettings) -> s
     return template
 
 
-def resolve(
-    template: str, input_root: str, date: dt.date | str, kind: str = "exposures", options: InputSettings | None = None
-) -> str:
-    """The input location of ``date``: a path, or ``table:NAME[col=value]`` (``options``: the run's settings).
+def resolve(template: str, input_root: str, date: dt.date | str, kind: str, options: InputSettings) -> str:
+    """The input location of ``date``: a path, or ``table:NAME[col=value]`` (``options``: the run's settings,
+    :meth:`InputSettings.of` its config's ``[input]``).
 
-    >>> resolve("{input_root}/exposures/ds={date:%Y%m%d}", "/lake/", dt.date(2026, 11, 20))
+    >>> resolve("{input_root}/exposures/ds={date:%Y%m%d}", "/lake/", dt.date(2026, 11, 20), "clicks", InputSettings())
     '/lake/exposures/ds=20261120'
-    >>> resolve("table:logs.exp", "/lake", "2026-11-20")
-    'table:logs.exp[dt=2026-11-20]'
+    >>> resolve("table:logs.exp", "/lake", "2026-11-20", "exposures", InputSettings("ds", "%Y%m%d"))
+    'table:logs.exp[ds=20261120]'
     """
     day = dt.date.fromisoformat(date) if isinstance(date, str) else date
     check_template(template, f"input.{kind}")
-    filled = partitioned_template(template, kind, options or settings())
+    filled = partitioned_template(template, kind, options)
     return filled.format(input_root=input_root.rstrip("/"), date=day)
-
-
-_settings: list[InputSettings] = [InputSettings()]
-
-
-def configure(settings: InputSettings) -> None:
-    """Set the run's input settings (partition column/format, column names) for every read."""
-    _settings[0] = settings
-
-
-def settings() -> InputSettings:
-    """The run's input settings (defaults until :func:`configure`)."""
-    return _settings[0]

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from recsys_spark.config import Config, templates
-from recsys_spark.config.templates import is_table
+from recsys_spark.config.templates import InputSettings, is_table
 from recsys_spark.daily.day import Day, History, InputPaths, Inputs, Simulation
 from recsys_spark.errors import EmptyInputError, JobError, root_cause
 from recsys_spark.io.read import conform, empty_frame, exists, footer_rows, read_parquet
@@ -53,7 +53,8 @@ def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
     A clicks partition without files is a day without feedback, like one with a zero-row file: an
     empty frame, left to the ``no_feedback`` rule.
     """
-    raw_exposures = read_parquet(spark, paths.exposures, "exposures partition")
+    columns = cfg.input.columns
+    raw_exposures = read_parquet(spark, paths.exposures, "exposures partition", columns)
     custom = bool(cfg.rules.custom)  # the custom rules' input columns, and the items' first_seen, when there are any
     slice_inputs = read_slice_inputs(
         spark,
@@ -61,6 +62,7 @@ def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
         raw_exposures.columns,
         paths.items,
         paths.users,
+        columns,
         cfg.rules.columns if custom else (),
         item_first_seen=custom,
     )
@@ -72,13 +74,13 @@ def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
         typed=slice_inputs.kept.exposure,
     )
     try:
-        raw_clicks = read_parquet(spark, paths.clicks, "clicks partition")
+        raw_clicks = read_parquet(spark, paths.clicks, "clicks partition", columns)
     except EmptyInputError:  # no file: the required columns and the event (no value or dwell to speak of)
         raw_clicks = empty_frame(spark, [c for c in CLICK_COLUMNS if c.required or c.name == EVENT])
     clicks = conform(raw_clicks, CLICK_COLUMNS, paths.clicks)
     items = None
     if slice_inputs.catalog is not None:
-        items = conform(read_parquet(spark, paths.items, "items table"), ITEM_COLUMNS, paths.items)
+        items = conform(read_parquet(spark, paths.items, "items table", columns), ITEM_COLUMNS, paths.items)
     return Inputs(exposures, clicks, slice_inputs, SCORE in exposures.columns, items)
 
 
@@ -91,11 +93,13 @@ def read_simulated_inputs(spark: SparkSession, cfg: Config, paths: InputPaths, s
     logged request the candidate has no row for is an empty response, a failure as a logged one would be;
     the candidate's rows for requests the day never logged are left out and counted (one job).
     """
-    raw_logged = read_parquet(spark, paths.exposures, "exposures partition")
-    slice_inputs = read_slice_inputs(spark, cfg.slices.names, raw_logged.columns, paths.items, paths.users)
+    columns = cfg.input.columns
+    raw_logged = read_parquet(spark, paths.exposures, "exposures partition", columns)
+    slice_inputs = read_slice_inputs(spark, cfg.slices.names, raw_logged.columns, paths.items, paths.users, columns)
     dims = list(slice_inputs.dims.exposure)
     logged = conform(raw_logged, EXPOSURE_COLUMNS, paths.exposures, keep=dims)
-    lists = conform(read_parquet(spark, simulation.lists, "simulation.lists"), SIMULATED_LIST_COLUMNS, simulation.lists)
+    raw_lists = read_parquet(spark, simulation.lists, "simulation.lists", columns)
+    lists = conform(raw_lists, SIMULATED_LIST_COLUMNS, simulation.lists)
     kept = (TS, USER, SESSION, *dims)
     requests = (
         logged.where(F.col(REQUEST).isNotNull())
@@ -124,17 +128,17 @@ def read_simulated_inputs(spark: SparkSession, cfg: Config, paths: InputPaths, s
     counts = {k: int(v or 0) for k, v in row.asDict().items()}
     items = None
     if slice_inputs.catalog is not None:
-        items = conform(read_parquet(spark, paths.items, "items table"), ITEM_COLUMNS, paths.items)
+        items = conform(read_parquet(spark, paths.items, "items table", columns), ITEM_COLUMNS, paths.items)
     return Inputs(exposures, empty_frame(spark, CLICK_COLUMNS), slice_inputs, has_score, items, counts)
 
 
 def history_paths(
-    template: str, input_root: str, date: dt.date, days: int, kind: str = "exposures"
+    template: str, input_root: str, date: dt.date, days: int, kind: str, options: InputSettings
 ) -> list[tuple[dt.date, str]]:
     """(date, location) of the ``days`` days before ``date``, most recent first (date formats and
-    ``table:`` inputs as for the day itself, :func:`templates.resolve`)."""
+    ``table:`` inputs as for the day itself, :func:`templates.resolve` with the run's ``options``)."""
     days_before = [date - dt.timedelta(days=back) for back in range(1, days + 1)]
-    return [(day, templates.resolve(template, input_root, day, kind)) for day in days_before]
+    return [(day, templates.resolve(template, input_root, day, kind, options)) for day in days_before]
 
 
 def _problem(exc: BaseException) -> str:
@@ -160,12 +164,13 @@ def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.dat
     earlier day's columns once more to rule that out would cost a full pass per day.
     """
     tolerance, zone = cfg.validation.ts_tolerance_minutes, cfg.validation.time_zone
+    options, columns = InputSettings.of(cfg.input), cfg.input.columns
     notes: list[str] = []
-    ((prev_day, prev_path),) = history_paths(cfg.input.exposures, input_root, date, 1)
+    ((prev_day, prev_path),) = history_paths(cfg.input.exposures, input_root, date, 1, "exposures", options)
     previous, previous_rows = None, None
     if exists(spark, prev_path):
         try:
-            raw = read_parquet(spark, prev_path, "previous exposures partition")
+            raw = read_parquet(spark, prev_path, "previous exposures partition", columns)
             previous_rows = _rows(spark, raw, prev_path)  # a corrupt or truncated file fails here
             conformed = conform(raw, EXPOSURE_COLUMNS, prev_path)
             tagged = tag_rows(
@@ -181,13 +186,13 @@ def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.dat
     else:
         notes.append(f"update_rate skipped: no exposures partition for the previous day {prev_day} ({prev_path})")
 
-    click_paths = history_paths(cfg.input.clicks, input_root, date, cfg.health.novelty_days, "clicks")
+    click_paths = history_paths(cfg.input.clicks, input_root, date, cfg.health.novelty_days, "clicks", options)
     frames, used = [], []
     for day, path in click_paths:
         if not exists(spark, path):
             continue
         try:
-            raw = read_parquet(spark, path, "clicks partition")
+            raw = read_parquet(spark, path, "clicks partition", columns)
             if is_table(path) or is_connect(spark):  # files: their footers were read (a corrupt one failed)
                 raw.count()
             tagged = tag_rows(conform(raw, CLICK_COLUMNS, path), click_checks(day_bounds(day, tolerance, zone)))
@@ -222,7 +227,7 @@ def read_late_clicks(
     or cannot be read: a rerun once it exists completes the day)."""
     window = cfg.attribution.window_minutes
     next_day = date + dt.timedelta(days=1)
-    path = templates.resolve(cfg.input.clicks, input_root, next_day, "clicks")
+    path = templates.resolve(cfg.input.clicks, input_root, next_day, "clicks", InputSettings.of(cfg.input))
     if window <= 0:
         return None, False
     if not exists(spark, path):
@@ -232,7 +237,8 @@ def read_late_clicks(
         )
         return None, True
     try:
-        clicks = conform(read_parquet(spark, path, "next day's clicks partition"), CLICK_COLUMNS, path)
+        raw = read_parquet(spark, path, "next day's clicks partition", cfg.input.columns)
+        clicks = conform(raw, CLICK_COLUMNS, path)
     except Exception as exc:  # noqa: BLE001 - the next day is an optional input
         notes.append(
             f"provisional: the clicks of {next_day} cannot be read ({_problem(exc)}); feedback after "

@@ -18,7 +18,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from recsys_spark.config import Config, templates
+from recsys_spark.config import Config
 from recsys_spark.daily.day import Day, InputPaths, Metrics, Simulation
 from recsys_spark.daily.inputs import read_history, read_inputs, read_simulated_inputs, rejected_rows
 from recsys_spark.daily.stages import (
@@ -69,7 +69,6 @@ def evaluate_day(
     (``rules.fail_on_hard``).
     """
     iso = date.isoformat()
-    templates.configure(templates.InputSettings.of(cfg.input))  # input.columns, partition formats
     apply_time_zone(spark, cfg.validation.time_zone)
     paths = InputPaths.resolve(cfg, input_root, iso)
     simulation = None if simulation_run is None else Simulation.resolve(cfg, simulation_run, input_root, iso)

@@ -177,9 +177,10 @@ def specs_with_columns(specs: Sequence[MetricSpec], columns: Sequence[str]) -> t
     return kept, [note] if left else []
 
 
-def read_assignments(spark: SparkSession, path: str) -> DataFrame:
-    """The assignments table, conformed (ids as strings); rows with a null id, experiment or variant dropped."""
-    df = conform(read_parquet(spark, path, "assignments"), ASSIGNMENT_COLUMNS, path)
+def read_assignments(spark: SparkSession, path: str, columns: Mapping[str, str]) -> DataFrame:
+    """The assignments table, its columns renamed by ``columns`` (``input.columns``) and conformed (ids as
+    strings); rows with a null id, experiment or variant dropped."""
+    df = conform(read_parquet(spark, path, "assignments", columns), ASSIGNMENT_COLUMNS, path)
     return df.where(F.col(USER).isNotNull() & F.col(EXPERIMENT).isNotNull() & F.col(VARIANT).isNotNull())
 
 
@@ -799,14 +800,14 @@ def experiment_stage(
     says so and stages nothing.
     """
     ex = cfg.experiments
-    path = templates.resolve(ex.assignments, input_root, date, "assignments")
+    path = templates.resolve(ex.assignments, input_root, date, "assignments", templates.InputSettings.of(cfg.input))
     if not exists(spark, path):
         note = f"no assignments table at {path}: experiments skipped"
         return ExperimentResult(
             {"status": "skipped", "assignments": path, "note": note}, notes=[note], info={"skipped": True}
         )
     specs, notes = metric_specs(cfg, cfg.metrics.k)
-    assignments = read_assignments(spark, path)
+    assignments = read_assignments(spark, path, cfg.input.columns)
     # one aggregation of the assignments: each experiment's distinct ids and one of them (named when
     # none matches an exposure), and its layer (the greatest, should an experiment name several)
     has_layer = LAYER in assignments.columns

@@ -44,17 +44,7 @@ from pyspark.sql import types as T
 
 from recsys_spark._version import __version__
 from recsys_spark.config import OutputConfig
-from recsys_spark.config.templates import (  # noqa: F401
-    TABLE_PREFIX,
-    TABLE_SPEC,
-    InputSettings,
-    check_template,
-    configure,
-    is_table,
-    partitioned_template,
-    resolve,
-    settings,
-)
+from recsys_spark.config.templates import TABLE_SPEC, is_table
 from recsys_spark.errors import ConfigError, EmptyInputError, MissingInputError, SchemaError
 from recsys_spark.runtime import log
 
@@ -111,11 +101,12 @@ def exists(spark: SparkSession, location: str) -> bool:
     return bool(table_frame(spark, location).limit(1).count())
 
 
-def read_input(spark: SparkSession, location: str, what: str, read_files) -> DataFrame:
+def read_input(spark: SparkSession, location: str, what: str, read_files, columns: Mapping[str, str]) -> DataFrame:
     """Any input: a ``table:`` location or files (``read_files(spark, location, what)``), its columns
-    renamed by the run's ``input.columns`` (:func:`recsys_spark.config.templates.configure`)."""
+    renamed by ``columns`` (the run's ``input.columns``, handed down by its orchestrator; ``{}``: as they are,
+    :func:`rename_columns`)."""
     df = read_table(spark, location, what) if is_table(location) else read_files(spark, location, what)
-    return rename_columns(df, settings().columns)
+    return rename_columns(df, columns)
 
 
 def read_table(spark: SparkSession, location: str, what: str) -> DataFrame:

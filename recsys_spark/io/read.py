@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,8 +57,10 @@ NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
 NANOS = "recsys_nanos"
 
 
-def read_parquet(spark: SparkSession, path: str, what: str) -> DataFrame:
-    """Read a Parquet directory, or raise a one-line error naming ``what`` and ``path``.
+def read_parquet(spark: SparkSession, path: str, what: str, columns: Mapping[str, str]) -> DataFrame:
+    """Read a Parquet directory (or a ``table:`` location), or raise a one-line error naming ``what`` and
+    ``path``; its columns renamed by ``columns`` (contract name -> the input's: the run's ``input.columns``,
+    ``{}`` for files read as they are, :func:`recsys_spark.io.catalog.read_input`).
 
     The partition's files are known before Spark reads them: their footers are read on the driver
     (:func:`footers`, pyarrow, no Spark job), so that a partition whose files disagree is read file
@@ -82,7 +84,7 @@ def read_parquet(spark: SparkSession, path: str, what: str) -> DataFrame:
     A Spark Connect session has no file-system API: it reads the directory as Spark does, and
     marks nanosecond columns (column metadata ``recsys_nanos``) for :func:`conform`.
     """
-    return catalog.read_input(spark, path, what, _read_parquet_files)  # table:NAME inputs, input.columns
+    return catalog.read_input(spark, path, what, _read_parquet_files, columns)  # table:NAME inputs, input.columns
 
 
 def exists(spark: SparkSession, location: str) -> bool:

@@ -1,7 +1,7 @@
 """Poisson bootstrap keyed by user for the item-level health metrics (pure numpy, no Spark).
 
 Each user u carries, in replicate r, the weight w_ur = Poisson(1) of
-:func:`kernels.stats.poisson_weights` (a hash of user id, replicate, seed), the
+:func:`kernels.bootstrap_weights.poisson_weights` (a hash of user id, replicate, seed), the
 same in every slice and on every executor.  An item's statistics in a
 replicate are the weighted sums over the users it was shown to:
 

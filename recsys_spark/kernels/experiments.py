@@ -1,5 +1,6 @@
-"""A/B experiment statistics on top of :mod:`recsys_spark.kernels.stats` (pure numpy + scipy, imported lazily; no
-Spark).
+"""A/B experiment statistics on top of the statistics kernels (:mod:`~recsys_spark.kernels.sums`,
+:mod:`~recsys_spark.kernels.comparisons`, :mod:`~recsys_spark.kernels.sequential`; pure numpy + scipy, imported
+lazily; no Spark).
 
 The Spark side (:mod:`recsys_spark.experiments.stage`) reduces per-user values to
 small named sums per (experiment, variant, slice); everything here works on
@@ -30,21 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from recsys_spark.kernels.stats import (
-    INFERENCES,
-    SEQUENTIAL_TUNING,
-    Comparison,
-    MeanStats,
-    RatioStats,
-    adjust_p,
-    compare_estimates,
-    non_finite,
-    p_value_z,
-    ratio_difference,
-    sequential,
-    welch,
-    z_quantile,
-)
+from recsys_spark.kernels.comparisons import Comparison, adjust_p, compare_estimates, ratio_difference, welch
+from recsys_spark.kernels.quantiles import p_value_z, z_quantile
+from recsys_spark.kernels.sequential import INFERENCES, SEQUENTIAL_TUNING, sequential
+from recsys_spark.kernels.sums import MeanStats, RatioStats, non_finite
 from recsys_spark.kernels.user_day import event_columns, user_sum_column
 from recsys_spark.registry import LIST_METRICS, event_rate, parse_key
 
@@ -550,7 +540,7 @@ def compare(
 
     ``inference = "sequential"``: the same estimates and variances, with the asymptotic confidence
     sequence at N = both arms' users as the intervals and its always-valid p-value
-    (:func:`~recsys_spark.kernels.stats.sequential`, gbstats' ``SequentialTwoSidedTTest`` tuned at
+    (:func:`~recsys_spark.kernels.sequential.sequential`, gbstats' ``SequentialTwoSidedTTest`` tuned at
     ``tuning`` users); ``"fixed"``: the fixed-horizon test above.  ``ci_method`` says which; ``mde`` stays
     the fixed-horizon one.
     """
@@ -653,7 +643,7 @@ def overflow_notes(
 ) -> list[str]:
     """One note per metric of ``experiment`` whose per-user sums overflowed a double in some arm (values
     whose squares pass 1.8e308): its comparisons have no interval and no p-value (never a standard error
-    of 0: :func:`kernels.stats.non_finite`), and the note names the sum and the value it sums.
+    of 0: :func:`kernels.sums.non_finite`), and the note names the sum and the value it sums.
 
     >>> spec = parse_metric("gmv_per_user_global")
     >>> overflow_notes("shop", {("control", "all"): {"gmv_per_user_global|xx": math.inf}}, [spec])

@@ -5,7 +5,7 @@ the sums that give the values (``pv``, ``clicked``, ...), its per-user
 aggregation adds the sums of squares and cross products of the per-user
 numerators and denominators (names below), so every ratio of sums gets a
 delta-method interval with the **user** as the unit
-(:func:`kernels.stats.delta_interval`) and every mean over users a t interval.
+(:func:`kernels.estimates.delta_interval`) and every mean over users a t interval.
 
 Per user u (``uv`` users: those with a request in the slice): pv_u requests,
 covered_u requests with at least ``min_list_length`` items, empty_u empty
@@ -57,7 +57,8 @@ import math
 from collections.abc import Mapping
 
 from recsys_spark.kernels.business import CLICKS_ONLY, Measured, event_rate_names, event_sum
-from recsys_spark.kernels.stats import Interval, MeanStats, RatioStats, delta_interval, t_interval
+from recsys_spark.kernels.estimates import Interval, delta_interval, t_interval
+from recsys_spark.kernels.sums import MeanStats, RatioStats
 
 Key = tuple[str, str]  # (metric, aggregation)
 
@@ -170,6 +171,18 @@ def business_intervals(
     def delta(n: str, x: str, y: str | None, **kw: bool) -> Interval:
         return delta_interval(ratio_stats(stats, n, x, y, **kw), confidence, (x, y or "1"))
 
+    def per_unit(x: str, names: tuple[str, str, str, str], user_n: str, flag: str) -> dict[Key, Interval]:
+        """``x`` per exposure, per request, per user (over ``user_n`` users) and per user with ``flag``, the
+        indicator of x_u > 0 (so x_u 1[flag_u] = x_u: a user with a click has a clicked exposure and back, a
+        user's value is 0 unless an event of it has one)."""
+        per_exposure, per_request, per_user, per_flagged = names
+        return {
+            (per_exposure, "global"): delta("uv", x, "exposures"),
+            (per_request, "global"): delta("uv", x, "pv"),
+            (per_user, "global"): delta(user_n, x, None),
+            (per_flagged, "global"): delta("uv", x, flag, y_indicator=True),
+        }
+
     out = {
         ("exposure_ctr", "global"): delta("uv", "clicked", "exposures"),
         ("pv_ctr", "global"): delta("uv", "clicked", "pv"),
@@ -177,21 +190,11 @@ def business_intervals(
         ("uv_conversion", "global"): delta("uv", "uv_clicked", None, x_indicator=True),
     }
     if measured.clicks:
-        out |= {
-            ("clicks_per_exposure", "global"): delta("uv", "click_events", "exposures"),
-            ("clicks_per_request", "global"): delta("uv", "click_events", "pv"),
-            ("clicks_per_user", "global"): delta("uv", "click_events", None),
-            # a user with a click has a clicked exposure and back: k_u 1[c_u > 0] = k_u
-            ("clicks_per_clicking_user", "global"): delta("uv", "click_events", "uv_clicked", y_indicator=True),
-        }
+        clicks = ("clicks_per_exposure", "clicks_per_request", "clicks_per_user", "clicks_per_clicking_user")
+        out |= per_unit("click_events", clicks, "uv", "uv_clicked")
     if measured.value:
-        out |= {
-            ("gmv_per_exposure", "global"): delta("uv", "value", "exposures"),
-            ("gmv_per_request", "global"): delta("uv", "value", "pv"),
-            ("gmv_per_user", "global"): delta("users_exposed", "value", None),
-            # a user's value is 0 unless it has an event with a value: v_u 1[a value] = v_u
-            ("value_per_converting_user", "global"): delta("uv", "value", "uv_valued", y_indicator=True),
-        }
+        value = ("gmv_per_exposure", "gmv_per_request", "gmv_per_user", "value_per_converting_user")
+        out |= per_unit("value", value, "users_exposed", "uv_valued")
     if measured.dwell:
         if measured.clicks:
             out[("dwell_per_click", "global")] = delta("uv", "dwell", "click_events")
@@ -205,7 +208,7 @@ def business_intervals(
 
 
 def overflow_notes(by_slice: Mapping[str, Mapping[Key, Interval]]) -> list[str]:
-    """One note per sum that overflowed a double (:attr:`kernels.stats.Interval.note`), naming the rows and
+    """One note per sum that overflowed a double (:attr:`kernels.estimates.Interval.note`), naming the rows and
     slices left without an interval by it: never a standard error of 0 (docs/statistics.md).
 
     >>> row = {("gmv_per_user", "global"): Interval.none(None, "Σ value = inf")}

@@ -48,7 +48,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from recsys_spark.kernels.stats import Interval, non_finite, z_quantile
+from recsys_spark.kernels.estimates import Interval
+from recsys_spark.kernels.quantiles import z_quantile
+from recsys_spark.kernels.sums import non_finite
 
 #: what each per-user sum holds (the Spark layer writes one column per name, in this order)
 SUMS: dict[str, str] = {
@@ -231,11 +233,11 @@ def ratio_sum(terms: Sequence[tuple[float, str, str]], s: RunSums, confidence: f
 
         Var(V) ≈ gᵀ Σ g / n,    gᵀ Σ g = (Σ_jk g_j g_k P_jk − (Σ_j g_j S_j)² / n) / (n − 1)
 
-    (P_jk = Σ_u x_ju x_ku).  For one ratio this is :attr:`kernels.stats.RatioStats.var_ratio`.  A term
+    (P_jk = Σ_u x_ju x_ku).  For one ratio this is :attr:`kernels.sums.RatioStats.var_ratio`.  A term
     whose denominator is 0 makes V null; n < 2 gives the value without an interval; a quadratic form
     within the raw sums' rounding is 0.  A sum S_j, a product P_jk or the variance that is not finite (a
     weight of 1e156 squared) gives no interval and a :attr:`Interval.note` naming it, never se 0
-    (:func:`kernels.stats.non_finite`); a value that is not finite is null.
+    (:func:`kernels.sums.non_finite`); a value that is not finite is null.
 
     >>> s = RunSums(2.0, {"w_reward": 3e156, "rows_p": 2.0}, {("w_reward", "w_reward"): math.inf})
     >>> i = ratio_sum([(1.0, "w_reward", "rows_p")], s)

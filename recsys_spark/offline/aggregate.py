@@ -2,9 +2,9 @@
 
 A :class:`Mean` is a user average: its sufficient statistics (n, Σx, Σx²) over
 the users whose value is defined (not null, not NaN) give a Student t interval
-(:func:`kernels.stats.t_interval`).  A :class:`Ratio` is a pooled ratio of
+(:func:`kernels.estimates.t_interval`).  A :class:`Ratio` is a pooled ratio of
 per-user sums R = Σx / Σy: (n, Σx, Σy, Σx², Σy², Σxy) give the delta-method
-interval (:func:`kernels.stats.delta_interval`).  Every statistic of every spec
+interval (:func:`kernels.estimates.delta_interval`).  Every statistic of every spec
 is one expression of a single ``agg``: one pass, one small row to the driver.
 """
 
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from recsys_spark.kernels.stats import Interval, MeanStats, RatioStats, delta_interval, t_interval
+from recsys_spark.kernels.estimates import Interval, delta_interval, t_interval
+from recsys_spark.kernels.sums import MeanStats, RatioStats
 
 ALL = "all"
 

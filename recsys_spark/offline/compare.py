@@ -2,9 +2,9 @@
 
 For every per-user metric column the two runs share, over the users where both
 runs have a value: d_u = candidate_u - base_u, the paired t
-(:func:`kernels.stats.paired_t`: mean of d, its t interval, p-value) and the
+(:func:`kernels.comparisons.paired_t`: mean of d, its t interval, p-value) and the
 relative lift against the base mean; the p-values of all metrics are adjusted
-together (:func:`kernels.stats.adjust_p`, ``offline.multiple_testing``).  One
+together (:func:`kernels.comparisons.adjust_p`, ``offline.multiple_testing``).  One
 aggregation over the joined per-user tables: the driver receives sums only.
 
 Output: ``{output_root}/offline/comparison/base=A/candidate=B/`` and its summary
@@ -26,7 +26,8 @@ from recsys_spark.config import Config
 from recsys_spark.errors import EmptyInputError, MissingInputError
 from recsys_spark.io.output import commit_summary, open_wing, writing
 from recsys_spark.io.read import read_parquet
-from recsys_spark.kernels.stats import MeanStats, adjust_p, paired_t
+from recsys_spark.kernels.comparisons import adjust_p, paired_t
+from recsys_spark.kernels.sums import MeanStats
 from recsys_spark.offline.aggregate import defined
 from recsys_spark.runtime import fs
 from recsys_spark.schema import USER
@@ -82,7 +83,7 @@ def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, 
         if not fs.exists(spark, marker):
             raise MissingInputError(f"offline run {run!r} not found (no {marker})")
         path = OFFLINE_RUN.path(output_root, "user_metrics", run=run)
-        frames[run] = read_parquet(spark, path, f"user_metrics of run {run}")
+        frames[run] = read_parquet(spark, path, f"user_metrics of run {run}", {})
     a, b = frames[base], frames[candidate]
     columns = metric_columns(a, b)
     joined = a.select(USER, *[F.col(c).alias(f"a_{i}") for i, c in enumerate(columns)]).join(

@@ -86,7 +86,7 @@ def read_inputs(spark: SparkSession, cfg: Config, run: str) -> dict[str, DataFra
         if not template:
             continue
         path = template.replace("{run}", run)
-        raw = read_parquet(spark, path, f"offline.{key}")
+        raw = read_parquet(spark, path, f"offline.{key}", {})  # its own contract (docs/offline.md): no input.columns
         df = conform(raw, columns, path, keep=(IS_TARGET,) if key == "sampled" else ())
         if key == "recommendations" and SCORE not in df.columns and RANK not in df.columns:
             raise SchemaError(f"offline.recommendations {path}: needs a 'score' or a 'rank' column")

@@ -20,7 +20,7 @@ The rules, each one line and a documented exit when it fails (docs/ope.md, "What
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +94,7 @@ def read_logged(spark: SparkSession, cfg: Config, input_root: str, days: Sequenc
     valid clicks, plus the next day's clicks of its first ``attribution.window_minutes`` (late feedback, as
     the daily job).  A day without an exposures partition, or without feedback (:func:`feedback_per_day`),
     is left out with a note; no exposures partition at all is exit 4, no feedback at all exit 8."""
-    options = templates.InputSettings.of(cfg.input)
+    options, columns = templates.InputSettings.of(cfg.input), cfg.input.columns
     tolerance, zone = cfg.validation.ts_tolerance_minutes, cfg.validation.time_zone
     exposures: dict[dt.date, tuple[DataFrame, str]] = {}
     clicks: dict[dt.date, DataFrame] = {}
@@ -104,7 +104,7 @@ def read_logged(spark: SparkSession, cfg: Config, input_root: str, days: Sequenc
         if not exists(spark, path):
             notes.append(f"{day}: no exposures partition ({path}); the day is left out")
             continue
-        raw = conform(read_parquet(spark, path, "exposures partition"), OPE_EXPOSURE_COLUMNS, path)
+        raw = conform(read_parquet(spark, path, "exposures partition", columns), OPE_EXPOSURE_COLUMNS, path)
         for name in PROPENSITIES:
             if name not in raw.columns:
                 raw = raw.withColumn(name, F.lit(None).cast("double"))
@@ -116,7 +116,8 @@ def read_logged(spark: SparkSession, cfg: Config, input_root: str, days: Sequenc
             why[day] = f"no clicks partition ({click_path})"
             continue
         try:
-            raw_clicks = conform(read_parquet(spark, click_path, "clicks partition"), CLICK_COLUMNS, click_path)
+            raw_clicks = read_parquet(spark, click_path, "clicks partition", columns)
+            raw_clicks = conform(raw_clicks, CLICK_COLUMNS, click_path)
         except EmptyInputError:  # no file, or zero-row files without types: no row, as a typed empty file
             why[day] = f"0 rows in its clicks partition ({click_path})"
             continue
@@ -181,7 +182,7 @@ def late_clicks(
         notes.append(f"provisional: no clicks partition for {late_day} yet; {missing}")
         return None
     try:
-        late = conform(read_parquet(spark, path, "next day's clicks partition"), CLICK_COLUMNS, path)
+        late = conform(read_parquet(spark, path, "next day's clicks partition", cfg.input.columns), CLICK_COLUMNS, path)
     except EmptyInputError:  # no file, or zero-row untyped files: as absent
         notes.append(f"provisional: the clicks partition for {late_day} is empty; {missing}")
         return None
@@ -251,11 +252,12 @@ def keyed_clicks(logged: Logged, by_day: bool, window_minutes: float, time_zone:
 # --------------------------------------------------------------------------- the candidate
 
 
-def read_target(spark: SparkSession, location: str) -> tuple[DataFrame, bool]:
-    """The candidate (``ope.target``) and whether it names the day each row answers (a ``dt`` column: a date,
-    a ``YYYY-MM-DD`` string or a timestamp; a ``dt=D`` folder gives one); with it, the request ids are
-    :func:`day_request` ids, as the logged rows' will be."""
-    raw = read_parquet(spark, location, "ope.target")
+def read_target(spark: SparkSession, location: str, columns: Mapping[str, str]) -> tuple[DataFrame, bool]:
+    """The candidate (``ope.target``, its columns renamed by ``columns``: ``input.columns``) and whether it
+    names the day each row answers (a ``dt`` column: a date, a ``YYYY-MM-DD`` string or a timestamp; a
+    ``dt=D`` folder gives one); with it, the request ids are :func:`day_request` ids, as the logged rows'
+    will be."""
+    raw = read_parquet(spark, location, "ope.target", columns)
     if DAY not in raw.columns:
         return conform(raw, TARGET_COLUMNS, location), False
     target = conform(raw, TARGET_COLUMNS, location, typed=[DAY])

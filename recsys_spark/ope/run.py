@@ -39,7 +39,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsys_spark.config import Config, templates
+from recsys_spark.config import Config
 from recsys_spark.errors import ConfigError, EmptyInputError, HardRuleViolation, SchemaError
 from recsys_spark.io.output import commit_summary, open_wing
 from recsys_spark.kernels import ope as K
@@ -312,7 +312,6 @@ def run_ope(
     On a classic session the output is the path output (lock, staging, commit, ``_SUCCESS``); on Spark
     Connect, which has no file-system API, the scratch output (plain overwrites, no ``_SUCCESS``:
     :func:`recsys_spark.io.output.open_output`), as the daily job's ``evaluate_day``."""
-    templates.configure(templates.InputSettings.of(cfg.input))
     apply_time_zone(spark, cfg.validation.time_zone)
     location = target_location(cfg, input_root, run)
     days = [start + dt.timedelta(days=i) for i in range((end - start).days + 1)]
@@ -329,7 +328,7 @@ def run_ope(
             counts = check_logged(logged.exposures, logged.paths)
             if counts["exposures"] == 0:
                 raise EmptyInputError(f"no valid logged exposure with an item between {start} and {end}")
-            target, by_day = read_target(spark, location)
+            target, by_day = read_target(spark, location, cfg.input.columns)
             has_q = Q_HAT in target.columns
             partitions = bucket_count(counts["exposures"], cfg.execution.rows_per_bucket, default_parallelism(spark))
             candidate = target_rows(target, partitions)

@@ -32,8 +32,9 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 
 from recsys_spark.kernels.auc import UPartial
+from recsys_spark.kernels.estimates import Interval, bootstrap_interval, delta_interval, t_interval
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
-from recsys_spark.kernels.stats import Interval, MeanStats, RatioStats, bootstrap_interval, delta_interval, t_interval
+from recsys_spark.kernels.sums import MeanStats, RatioStats
 from recsys_spark.registry import LIST_METRICS, metric_name
 from recsys_spark.schema import METRICS_DDL, SLICE
 

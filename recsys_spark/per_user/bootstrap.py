@@ -4,7 +4,7 @@ For the health metrics with no closed-form interval over per-user sums --
 Gini (exposed, catalog), personalization, novelty, item coverage and the
 global category diversity -- each replicate
 reweights every *user* by w_ur = Poisson(1) from a hash of (user_id, r,
-``stats.seed``) (:func:`kernels.stats.poisson_weights`): the same weight in
+``stats.seed``) (:func:`kernels.bootstrap_weights.poisson_weights`): the same weight in
 every slice, on every executor, whatever the partitioning.  Two passes over
 the (slice, user, item) pairs of :func:`health.user_items`:
 
@@ -19,7 +19,7 @@ the (slice, user, item) pairs of :func:`health.user_items`:
 One collect of those sums: slices × replicates × (a few sums + the distinct
 counts), never a row per user or per item.  The driver turns them into one
 value per replicate with the health formulas, and the interval is the value ±
-z · sd(replicates) (:func:`kernels.stats.bootstrap_interval`).
+z · sd(replicates) (:func:`kernels.estimates.bootstrap_interval`).
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ from recsys_spark.kernels.bootstrap import (
     novelty_replicates,
     personalization_replicates,
 )
+from recsys_spark.kernels.bootstrap_weights import poisson_weights
+from recsys_spark.kernels.estimates import Interval, bootstrap_interval
 from recsys_spark.kernels.health import category_diversity
-from recsys_spark.kernels.stats import Interval, bootstrap_interval, poisson_weights
 from recsys_spark.schema import ITEM, RELEVANCE, SCORE, SLICE, USER
 
 _SCHEMA = "slice string, name string, replicate int, key double, flag boolean, value double"

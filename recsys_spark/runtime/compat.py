@@ -8,7 +8,7 @@ What the code calls that is newer than 3.5, and where it comes from:
 | ``F.try_to_timestamp``, ``F.try_divide`` | 3.5 | used as is |
 | ``DataFrame.unpivot`` | 3.4 | used as is |
 | ``DataFrame.mapInArrow`` | 3.3 | used as is |
-| ``tomllib`` (Python) | 3.11 | ``tomli`` on 3.10 (recsys_spark/config.py) |
+| ``tomllib`` (Python) | 3.11 | ``tomli`` on 3.10 (recsys_spark/config/load.py) |
 """
 
 from __future__ import annotations

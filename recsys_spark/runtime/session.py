@@ -137,7 +137,9 @@ def build_session(
 def apply_time_zone(spark: SparkSession, zone: str) -> None:
     """Read the day in ``zone`` (``validation.time_zone``): Spark's timestamps without zone, the hour and
     weekday slices and every date function follow the session's zone.  The one place it is set; every
-    orchestrator calls it before it reads."""
+    orchestrator calls it before it reads, with the zone it also hands as an argument to what computes on
+    the driver (the day's bounds, :func:`recsys_spark.steps.validate.day_start`): the library never reads
+    the zone back from the session, nor assumes one where an argument is missing."""
     spark.conf.set("spark.sql.session.timeZone", zone)
 
 

@@ -54,9 +54,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from recsys_spark.kernels.business import Measured, business_values, measured_of
+from recsys_spark.kernels.estimates import Interval
 from recsys_spark.kernels.health import health_values
 from recsys_spark.kernels.intervals import business_intervals, health_intervals, overflow_notes
-from recsys_spark.kernels.stats import Interval
 from recsys_spark.per_user.aggregate import MetricRow
 from recsys_spark.per_user.bootstrap import BootstrapSums, bootstrap_sums, health_bootstrap_intervals
 from recsys_spark.per_user.user_pass import KIND, SUM_COLUMNS, UserPass, pass_rows

@@ -37,7 +37,7 @@ it appears under ``all`` and the other dimensions only.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -211,8 +211,8 @@ class SliceInputs:
     kept: KeptColumns = KeptColumns()  # the custom rules' input columns
 
 
-def _optional(spark: SparkSession, path: str, what: str) -> DataFrame | None:
-    return read_parquet(spark, path, what) if exists(spark, path) else None
+def _optional(spark: SparkSession, path: str, what: str, columns: Mapping[str, str]) -> DataFrame | None:
+    return read_parquet(spark, path, what, columns) if exists(spark, path) else None
 
 
 def _one_row_per(df: DataFrame, key: str) -> DataFrame:
@@ -237,15 +237,18 @@ def read_slice_inputs(
     exposure_columns: Sequence[str],
     items_path: str,
     users_path: str,
+    input_columns: Mapping[str, str],
     kept_names: Sequence[str] = (),
     item_first_seen: bool = False,
 ) -> SliceInputs:
     """Read the items table (always, when it exists) and the users table (when a slice or a custom rule's
-    column needs it).  ``kept_names``: the custom rules' input columns (``rules.columns``);
-    ``item_first_seen``: keep the items table's ``first_seen`` when it has one (custom rules)."""
-    raw_items = _optional(spark, items_path, "items table")
+    column needs it), their columns renamed by ``input_columns`` (``input.columns``).  ``kept_names``: the
+    custom rules' input columns (``rules.columns``); ``item_first_seen``: keep the items table's
+    ``first_seen`` when it has one (custom rules)."""
+    raw_items = _optional(spark, items_path, "items table", input_columns)
     wanted = [*names, *kept_names]
-    raw_users = _optional(spark, users_path, "users table") if _may_need_users(wanted, exposure_columns) else None
+    needs_users = _may_need_users(wanted, exposure_columns)
+    raw_users = _optional(spark, users_path, "users table", input_columns) if needs_users else None
     item_columns = None if raw_items is None else raw_items.columns
     user_columns = None if raw_users is None else raw_users.columns
     dims = resolve_slices(names, exposure_columns, item_columns, user_columns)

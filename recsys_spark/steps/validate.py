@@ -24,12 +24,16 @@ Check = tuple[str, Column]
 TsBounds = tuple[dt.datetime, dt.datetime]
 
 
-def day_start(day: dt.date, time_zone: str = "UTC") -> dt.datetime:
+def day_start(day: dt.date, time_zone: str) -> dt.datetime:
     """Midnight starting ``day`` in ``time_zone``, as a zone-aware instant (in UTC).
 
     Zone-aware on purpose: PySpark turns a naive datetime into a timestamp in the *driver's*
     local zone (the process's ``TZ``), so a naive bound moves with the machine.  An aware one
     is an instant.  A day across a DST change lasts 23 or 25 hours.
+
+    ``time_zone`` is the run's ``validation.time_zone``, handed down by its orchestrator, which also sets
+    it on the session (:func:`recsys_spark.runtime.session.apply_time_zone`); it has no default, so that
+    a caller that forgets it fails rather than reading the day in UTC.
 
     >>> day_start(dt.date(2026, 11, 20), "Asia/Shanghai").isoformat()
     '2026-11-19T16:00:00+00:00'
@@ -38,9 +42,9 @@ def day_start(day: dt.date, time_zone: str = "UTC") -> dt.datetime:
     return local.astimezone(dt.timezone.utc)
 
 
-def day_bounds(day: dt.date, tolerance_minutes: float, time_zone: str = "UTC") -> TsBounds:
-    """[start, end) of the partition's day in ``time_zone``, widened by the tolerance on both sides,
-    as zone-aware instants."""
+def day_bounds(day: dt.date, tolerance_minutes: float, time_zone: str) -> TsBounds:
+    """[start, end) of the partition's day in ``time_zone`` (:func:`day_start`), widened by the tolerance on
+    both sides, as zone-aware instants."""
     widen = dt.timedelta(minutes=tolerance_minutes)
     return day_start(day, time_zone) - widen, day_start(day + dt.timedelta(days=1), time_zone) + widen
 

@@ -135,7 +135,7 @@ def _pandas_exposures(rows, naive: bool):
 
 
 def _exposure_times(spark, path) -> list[int]:
-    df = conform(read_parquet(spark, str(path), "exposures partition"), EXPOSURE_COLUMNS, str(path))
+    df = conform(read_parquet(spark, str(path), "exposures partition", {}), EXPOSURE_COLUMNS, str(path))
     return sorted(r[0] for r in df.select(F.unix_micros("ts")).collect())
 
 

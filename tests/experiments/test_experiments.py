@@ -522,7 +522,7 @@ def test_a_line_of_an_uncompared_experiment_keeps_a_failed_srm_and_never_says_ok
 def test_the_default_rows_are_the_sequence_around_the_fixed_estimates(spark, golden):
     """The window with the default config: the same Δ and se as the fixed-horizon golden, the confidence
     sequence at N = both arms' users around it, its p-value, ci_method = sequential."""
-    from recsys_spark.kernels.stats import sequential_half_width, sequential_p_value
+    from recsys_spark.kernels.sequential import sequential_half_width, sequential_p_value
 
     root, _ = golden
     cfg = load_config(None, SETTINGS[:2] + ['experiments.metrics=["exposure_ctr_global"]'])

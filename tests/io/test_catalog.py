@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from recsys_spark.config import templates
 from recsys_spark.config.templates import InputSettings, resolve
 from recsys_spark.errors import ConfigError
 
@@ -54,18 +53,18 @@ def test_resolve_fills_dates_and_table_partitions(template, kind, options, expec
 )
 def test_bad_templates_are_config_errors_naming_the_key(template, needle):
     with pytest.raises(ConfigError, match="config key input.exposures") as err:
-        resolve(template, "/lake", DAY, "exposures")
+        resolve(template, "/lake", DAY, "exposures", InputSettings())
     assert needle in str(err.value)
     assert err.value.exit_code == 3
 
 
-def test_resolve_uses_the_run_settings_when_none_are_given():
-    try:
-        templates.configure(InputSettings("ds", "%Y%m%d", {"user_id": "uid"}))
-        assert resolve("table:l.e", "/r", DAY) == "table:l.e[ds=20261120]"
-    finally:
-        templates.configure(InputSettings())
-    assert resolve("table:l.e", "/r", DAY) == "table:l.e[dt=2026-11-20]"
+def test_resolve_uses_the_settings_it_is_given_and_keeps_none():
+    # the settings once lived in a module global (templates.configure) read when none were given: now they are
+    # an argument, one channel from the run's config down to every reader, and nothing stays between two calls
+    assert resolve("table:l.e", "/r", DAY, "exposures", InputSettings("ds", "%Y%m%d")) == "table:l.e[ds=20261120]"
+    assert resolve("table:l.e", "/r", DAY, "exposures", InputSettings()) == "table:l.e[dt=2026-11-20]"
+    with pytest.raises(TypeError):
+        resolve("table:l.e", "/r", DAY, "exposures")
 
 
 def test_config_keys_load(tmp_path):
@@ -155,6 +154,26 @@ def test_input_columns_are_renamed_and_the_mapping_wins(spark):
     out = catalog.rename_columns(df, {"user_id": "uid", "item_id": "iid", "category": "cat"})
     assert out.columns == ["user_id", "item_id"]  # cat is absent: left to conform to report
     assert out.collect()[0].asDict() == {"user_id": "u1", "item_id": "i1"}
+
+
+@pytest.mark.spark
+def test_a_day_with_input_columns_leaves_no_mapping_behind_for_the_next_reader(spark, tmp_path):
+    # input.columns travelled in a module global the day (and OPE) set and every reader read: offline's inputs,
+    # read later in the same process, lost their own item_id to the day's {item_id = "iid"}.  Each reader is
+    # now handed the mapping of its own run (offline's inputs: none)
+    import pyarrow as pa
+    from helpers.days import day_input, run_day, write
+
+    from recsys_spark.config import load_config
+    from recsys_spark.offline.run import read_inputs
+
+    day_input(tmp_path)
+    run_day(spark, tmp_path, 'input.columns={item_id = "iid"}')  # the day's files have no iid: nothing renamed
+    schema = pa.schema([("user_id", pa.string()), ("item_id", pa.string()), ("iid", pa.string()), ("rank", pa.int32())])
+    write(tmp_path / "recs", [("u1", "a", "other", 1), ("u1", "b", "other", 2)], schema)
+    cfg = load_config(None, [f"offline.recommendations={tmp_path / 'recs'}"])
+    recommendations = read_inputs(spark, cfg, "r")["recommendations"]
+    assert sorted(r.item_id for r in recommendations.collect()) == ["a", "b"]
 
 
 @pytest.mark.spark

@@ -51,12 +51,12 @@ def test_a_missing_optional_column_is_left_out_and_a_missing_kept_column_is_name
 
 def test_read_parquet_names_a_missing_or_empty_path(spark, tmp_path):
     with pytest.raises(MissingInputError, match=f"missing input exposures partition: {tmp_path}/nope"):
-        read_parquet(spark, f"{tmp_path}/nope", "exposures partition")
+        read_parquet(spark, f"{tmp_path}/nope", "exposures partition", {})
     (tmp_path / "empty").mkdir()
     with pytest.raises(EmptyInputError, match="no Parquet files"):
-        read_parquet(spark, f"{tmp_path}/empty", "exposures partition")
+        read_parquet(spark, f"{tmp_path}/empty", "exposures partition", {})
     spark.createDataFrame(CLICKS, CLICK_DDL).write.parquet(f"{tmp_path}/ok")
-    assert read_parquet(spark, f"{tmp_path}/ok", "clicks").count() == 1
+    assert read_parquet(spark, f"{tmp_path}/ok", "clicks", {}).count() == 1
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from recsys_spark.kernels.comparisons import ratio_difference, welch
 from recsys_spark.kernels.experiments import (
     COVARIATE_PARTS,
     ChiSquare,
@@ -32,7 +33,7 @@ from recsys_spark.kernels.experiments import (
     srm_test,
     why_not_compared,
 )
-from recsys_spark.kernels.stats import MeanStats, RatioStats, ratio_difference, welch
+from recsys_spark.kernels.sums import MeanStats, RatioStats
 from recsys_spark.registry import EXPERIMENT_METRICS as DEFAULT_METRICS
 
 

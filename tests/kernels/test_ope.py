@@ -13,7 +13,7 @@ from helpers.ope_hand import HAND
 
 from recsys_spark import registry
 from recsys_spark.kernels import ope as K
-from recsys_spark.kernels.stats import RatioStats
+from recsys_spark.kernels.sums import RatioStats
 
 
 def _run(user, request, position, reward, p, lp, pp, e, q, d, clip=0.0, tau=10.0) -> K.RunSums:

@@ -18,7 +18,7 @@ import pytest
 from scipy import stats
 
 from recsys_spark.kernels.experiments import MetricSpec, compare
-from recsys_spark.kernels.stats import sequential_p_value
+from recsys_spark.kernels.sequential import sequential_p_value
 
 EXPERIMENTS, DAYS, USERS_PER_DAY, SEED = 1000, 14, 150, 11  # users per arm and day
 ALPHA, TUNING = 0.05, 5000.0
@@ -49,7 +49,7 @@ def arm_sums(rng: np.random.Generator, experiments: int, days: int, users: int, 
 def fixed_and_sequential(c: dict[str, np.ndarray], t: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
     """p-values of every experiment and night: {metric: {"fixed": p, "sequential": p, "delta": Δ, "var": se²}}.
 
-    The formulas of ``kernels.stats.welch`` (Satterthwaite t) and ``ratio_difference`` (normal), vectorised;
+    The formulas of ``kernels.comparisons.welch`` (Satterthwaite t) and ``ratio_difference`` (normal), vectorised;
     the sequence's p-value is the kernel's own (``sequential_p_value``, element-wise).
     """
     n = c["n"] + t["n"]

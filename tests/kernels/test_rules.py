@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from recsys_spark.config import RulesConfig, load_config
+from recsys_spark.config import load_config
+from recsys_spark.config.rules import RulesConfig
 from recsys_spark.kernels.rules import (
     BUILT_IN,
     BUILT_IN_RULES,

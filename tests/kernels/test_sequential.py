@@ -13,18 +13,11 @@ import math
 import numpy as np
 import pytest
 
+from recsys_spark.kernels.comparisons import ratio_difference, welch
 from recsys_spark.kernels.experiments import MetricSpec, compare
-from recsys_spark.kernels.stats import (
-    MeanStats,
-    RatioStats,
-    ratio_difference,
-    sequential,
-    sequential_half_width,
-    sequential_p_value,
-    sequential_rho,
-    welch,
-    z_quantile,
-)
+from recsys_spark.kernels.quantiles import z_quantile
+from recsys_spark.kernels.sequential import sequential, sequential_half_width, sequential_p_value, sequential_rho
+from recsys_spark.kernels.sums import MeanStats, RatioStats
 
 #: the version of gbstats that computed GOLDEN (pip install gbstats; python tests/golden/gbstats_sequential.py)
 GBSTATS_VERSION = "0.8.0"

@@ -11,20 +11,10 @@ import pytest
 from scipy import stats as st
 from statsmodels.stats.multitest import multipletests
 
-from recsys_spark.kernels.stats import (
-    Interval,
-    MeanStats,
-    RatioStats,
-    adjust_p,
-    bootstrap_interval,
-    delta_interval,
-    hash_units,
-    paired_t,
-    poisson_weights,
-    ratio_difference,
-    t_interval,
-    welch,
-)
+from recsys_spark.kernels.bootstrap_weights import hash_units, poisson_weights
+from recsys_spark.kernels.comparisons import adjust_p, paired_t, ratio_difference, welch
+from recsys_spark.kernels.estimates import Interval, bootstrap_interval, delta_interval, t_interval
+from recsys_spark.kernels.sums import MeanStats, RatioStats
 
 # REFERENCES.md, "Statistics for decisions": delta method CTR example
 C_IMPR, C_CLICKS = [10, 5, 8, 12, 3, 7], [1, 0, 2, 1, 0, 1]
@@ -32,8 +22,10 @@ T_IMPR, T_CLICKS = [9, 6, 11, 4, 10, 8], [2, 1, 2, 0, 3, 1]
 
 
 def test_kernels_stats_does_not_import_pyspark_or_scipy_at_import():
+    # the statistics kernels, one module per concept (kernels/stats.py until it was split)
+    modules = ("quantiles", "sums", "estimates", "comparisons", "sequential", "bootstrap_weights")
     code = (
-        "import sys; import recsys_spark.kernels.stats; "
+        f"import sys; import {', '.join(f'recsys_spark.kernels.{m}' for m in modules)}; "
         "sys.exit(1 if 'pyspark' in sys.modules or 'scipy' in sys.modules else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
@@ -549,7 +541,7 @@ def test_a_sum_that_overflows_gives_no_interval_and_a_note_never_se_0():
     summed = delta_interval(RatioStats(2.0, math.inf, 2.0, math.inf, 2.0, math.inf), names=("value", "1"))
     assert (summed.value, summed.se, summed.note) == (None, None, "Σ value = inf")  # inf is not a value
     assert Interval.none(1.0, "why") == Interval.none(1.0)  # the note is not part of the numbers
-    from recsys_spark.kernels.stats import _above_rounding, non_finite
+    from recsys_spark.kernels.sums import _above_rounding, non_finite
 
     assert math.isnan(_above_rounding(math.nan, math.inf, 2.0)) and _above_rounding(1e-20, 1.0, 2.0) == 0.0
     assert non_finite({"Σx": 1.0, "Σx²": math.inf}) == "Σx² = inf" and non_finite({"a": None, "b": 2.0}) is None

@@ -76,11 +76,12 @@ EQUIVALENT = [
     (
         r"if s\.n < 0:",
         r"if s\.n <= 0:",
-        "with n = 0 every sum is 0 and MeanStats.mean / RatioStats.ratio are NaN (their _div), which _clean"
+        "with n = 0 every sum is 0 and MeanStats.mean / RatioStats.ratio are NaN (their nan_divide), which _clean"
         " makes None: the early return only says so",
         r"x__value",
     ),
-    # kernels/stats.py hashing and the Poisson weights, _p_z (reviewed 24 Nov, fifth session)
+    # kernels/stats.py (since split: bootstrap_weights.py, quantiles.py) hashing and the Poisson weights, _p_z
+    # (reviewed 24 Nov, fifth session)
     (
         r"if \(math\.isnan\(stat\)\) and False else",
         r"if math\.isnan\(stat\) else",
@@ -286,11 +287,13 @@ EQUIVALENT = [
         " result: the empty-input branches only avoid that (the empty-input test runs them)",
         r"x_grouped_auc",
     ),
-    # kernels/stats.py (reviewed 24 Nov, fourth session: each mutant read, the doubtful ones run by hand)
+    # kernels/stats.py (reviewed 24 Nov, fourth session: each mutant read, the doubtful ones run by hand; since
+    # split into quantiles, sums, estimates, comparisons, sequential and bootstrap_weights, _tq and _p_t renamed
+    # t_quantile and p_value_t, _div nan_divide)
     (
         r"if \(rel_se\) or True else math\.nan",
         r"if rel_se else math\.nan",
-        "_div(rel, 0) is already NaN: the guard is redundant",
+        "nan_divide(rel, 0) is already NaN: the guard is redundant",
         r"x_compare_estimates",
     ),
     (
@@ -305,7 +308,7 @@ EQUIVALENT = [
         r"if math\.isfinite\(df\) else",
         "scipy's Student t with df = inf is the normal distribution (t.sf(1.5, inf) and norm.sf(1.5) differ in"
         " the last bit, t.ppf(0.975, inf) = norm.ppf(0.975)): the normal branch only says so explicitly",
-        r"x__p_t|x__tq",
+        r"x_p_value_t|x_t_quantile",
     ),
     (
         r"if nc < 2 or nt < 2 or math\.isnan\(vc\) and math\.isnan\(vt\):"
@@ -438,9 +441,9 @@ EQUIVALENT = [
         r"MeanStats.merge",
     ),
     (
-        r"_div\(se, abs\(mc\)\) if \(mc\) or True else",
-        r"_div\(se, abs\(mc\)\) if mc else",
-        "_div(a, 0) is already NaN: the guard is redundant",
+        r"nan_divide\(se, abs\(mc\)\) if \(mc\) or True else",
+        r"nan_divide\(se, abs\(mc\)\) if mc else",
+        "nan_divide(a, 0) is already NaN: the guard is redundant",
         r"x_paired_t",
     ),
     (

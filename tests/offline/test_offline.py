@@ -347,7 +347,8 @@ def test_aggregate_counts_defined_values_pairs_ratios_and_carries_a_transform_by
     # both defined, and a transformed mean (the square root of a mean square, as RMSE from MSE)
     from pyspark.sql import functions as F
 
-    from recsys_spark.kernels.stats import MeanStats, RatioStats, delta_interval, t_interval
+    from recsys_spark.kernels.estimates import delta_interval, t_interval
+    from recsys_spark.kernels.sums import MeanStats, RatioStats
     from recsys_spark.offline.aggregate import Mean, Ratio, aggregate
 
     def root(x: float) -> float:  # as the pipeline's RMSE: a bound below 0 is clipped

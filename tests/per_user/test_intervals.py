@@ -11,9 +11,10 @@ from helpers.input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 from scipy import stats as st
 
 from recsys_spark.kernels.business import Measured, business_values
+from recsys_spark.kernels.estimates import delta_interval
 from recsys_spark.kernels.intervals import business_intervals, health_intervals, ratio_stats
 from recsys_spark.kernels.moments import user_table_moments
-from recsys_spark.kernels.stats import RatioStats, delta_interval
+from recsys_spark.kernels.sums import RatioStats
 from recsys_spark.per_user.aggregate import aggregate_users
 
 Z95 = 1.959963984540054
@@ -310,7 +311,7 @@ def _brute_force_replicates(replicates: int, seed: int):
     from helpers.health_reference import novelty_per_item as novelty
     from helpers.health_reference import personalization_pairs
 
-    from recsys_spark.kernels.stats import poisson_weights
+    from recsys_spark.kernels.bootstrap_weights import poisson_weights
 
     users = sorted({u for u, *_ in PAIRS})
     w = dict(zip(users, poisson_weights(np.array(users), replicates, seed), strict=True))
@@ -335,7 +336,7 @@ def test_bootstrap_kernels_equal_copying_users():
         novelty_replicates,
         personalization_replicates,
     )
-    from recsys_spark.kernels.stats import poisson_weights
+    from recsys_spark.kernels.bootstrap_weights import poisson_weights
 
     reps, seed = 30, 5
     items = sorted(CLICKERS)
@@ -411,7 +412,7 @@ def test_bootstrap_category_diversity_weights_each_users_category_counts():
     import pyarrow as pa
     from helpers.health_reference import normalised_entropy
 
-    from recsys_spark.kernels.stats import poisson_weights
+    from recsys_spark.kernels.bootstrap_weights import poisson_weights
     from recsys_spark.per_user.bootstrap import BootstrapSums, _categories_fn, health_bootstrap_intervals
 
     # (slice, user, category, exposures); K = 3 categories
@@ -445,7 +446,7 @@ def test_weighted_u_equals_sklearn_weighted_auc_whatever_the_batches():
     from sklearn.metrics import roc_auc_score
 
     from recsys_spark.kernels.bootstrap import WeightedU, merge_weighted_u
-    from recsys_spark.kernels.stats import poisson_weights
+    from recsys_spark.kernels.bootstrap_weights import poisson_weights
 
     rng = np.random.default_rng(4)
     n = 300
@@ -473,7 +474,7 @@ def test_weighted_u_equals_sklearn_weighted_auc_whatever_the_batches():
 def test_spark_auc_bootstrap_matches_sklearn(spark):
     from sklearn.metrics import roc_auc_score
 
-    from recsys_spark.kernels.stats import poisson_weights
+    from recsys_spark.kernels.bootstrap_weights import poisson_weights
     from recsys_spark.per_user.bootstrap import auc_bootstrap
 
     rng = np.random.default_rng(8)

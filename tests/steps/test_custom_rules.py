@@ -308,7 +308,6 @@ def test_a_hard_custom_rule_exits_8_after_every_output_is_written(spark, tmp_pat
     ],
 )
 def test_a_rule_spark_cannot_evaluate_fails_before_a_row_is_read(spark, tmp_path, rule, message):
-    from recsys_spark.config import templates
     from recsys_spark.daily.day import InputPaths
     from recsys_spark.daily.inputs import read_inputs
     from recsys_spark.daily.stages import check_custom_rules
@@ -321,7 +320,6 @@ def test_a_rule_spark_cannot_evaluate_fails_before_a_row_is_read(spark, tmp_path
     assert not (tmp_path / "out").exists()  # no lock taken, nothing staged
     # the check itself runs no Spark job: it analyses the expression against the day's columns, which the
     # read stage knows from the Parquet footers
-    templates.configure(templates.InputSettings.of(cfg.input))
     inputs = read_inputs(spark, cfg, InputPaths.resolve(cfg, str(tmp_path / "in"), DAY.isoformat()))
     group = f"custom-rules-{tmp_path.name}"
     spark.sparkContext.setJobGroup(group, "the check must not run a job")

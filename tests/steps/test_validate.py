@@ -9,20 +9,37 @@ from chispa import assert_df_equality
 from helpers.input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
 from pyspark.sql import functions as F
 
-from recsys_spark.steps.validate import click_checks, count_rows, day_bounds, exposure_checks, split_rows, tag_rows
+from recsys_spark.steps.validate import (
+    click_checks,
+    count_rows,
+    day_bounds,
+    day_start,
+    exposure_checks,
+    split_rows,
+    tag_rows,
+)
 
-BOUNDS = day_bounds(DAY, 60)
+BOUNDS = day_bounds(DAY, 60, "UTC")
 
 
 def test_day_bounds_widen_the_day_by_the_tolerance():
     utc = dt.timezone.utc
-    start, end = day_bounds(dt.date(2026, 11, 20), 30)
+    start, end = day_bounds(dt.date(2026, 11, 20), 30, "UTC")
     assert start == dt.datetime(2026, 11, 19, 23, 30, tzinfo=utc)
     assert end == dt.datetime(2026, 11, 21, 0, 30, tzinfo=utc)
-    assert day_bounds(dt.date(2026, 11, 20), 0) == (
+    assert day_bounds(dt.date(2026, 11, 20), 0, "UTC") == (
         dt.datetime(2026, 11, 20, tzinfo=utc),
         dt.datetime(2026, 11, 21, tzinfo=utc),
     )
+
+
+def test_the_day_has_no_default_time_zone():
+    # the zone travels one way, the run's validation.time_zone as an argument: a caller that left it out was
+    # read in UTC whatever the config said (a second channel, beside the session's zone the orchestrator sets)
+    with pytest.raises(TypeError):
+        day_bounds(dt.date(2026, 11, 20), 30)
+    with pytest.raises(TypeError):
+        day_start(dt.date(2026, 11, 20))
 
 
 @pytest.mark.spark

@@ -1,0 +1,27 @@
+"""``[report]``: the HTML report's window, gaps and regression (docs/report.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from recsys_spark.config.checks import in_open_unit, parsed
+from recsys_spark.registry import parse_key
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """The HTML report (:mod:`recsys_spark.report`); see docs/report.md."""
+
+    offline_auc: str = ""
+    window_days: int = 30
+    overfit_gap: float = 0.05
+    offline_online_gap: float = 0.05
+    regression_x: str = "auc_impression_weighted"
+    regression_y: str = "uv_ctr_global"
+    min_regression_days: int = 7
+    regression_level: float = 0.95
+
+    def __post_init__(self) -> None:
+        in_open_unit("report.regression_level", self.regression_level)
+        for key in ("regression_x", "regression_y"):
+            parsed(f"report.{key}", parse_key, getattr(self, key))
