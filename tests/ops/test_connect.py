@@ -153,7 +153,8 @@ CONNECT_RULES = textwrap.dedent(
     """
     import json, sys
     from pyspark.sql import SparkSession
-    from recsys_spark import custom_rules, engine
+    from recsys_spark.runtime import engine
+    from recsys_spark.steps import custom_rules
     from recsys_spark.config import CustomRule
     from recsys_spark.errors import ConfigError
     from recsys_spark.runtime.session import LOCAL_LOG4J_OPTION
