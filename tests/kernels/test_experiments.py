@@ -12,27 +12,19 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from recsys_spark.kernels.assignment_checks import ChiSquare, independence_test, srm_test, why_not_compared
 from recsys_spark.kernels.comparisons import ratio_difference, welch
-from recsys_spark.kernels.experiments import (
-    COVARIATE_PARTS,
-    ChiSquare,
+from recsys_spark.kernels.cuped import (
     CovariateStats,
-    MetricSpec,
     RatioCovariateStats,
-    analyse_experiment,
-    compare,
     cuped_compare,
     cuped_ratio_compare,
     cuped_theta,
     fill_covariate,
-    independence_test,
-    is_indicator,
-    mde,
-    parse_metric,
-    sample_size_per_arm,
-    srm_test,
-    why_not_compared,
 )
+from recsys_spark.kernels.experiments import COVARIATE_PARTS, analyse_experiment, compare
+from recsys_spark.kernels.metric_specs import MetricSpec, is_indicator, parse_metric
+from recsys_spark.kernels.power import mde, sample_size_per_arm
 from recsys_spark.kernels.sums import MeanStats, RatioStats
 from recsys_spark.registry import EXPERIMENT_METRICS as DEFAULT_METRICS
 
@@ -306,7 +298,7 @@ def test_cuped_theta_needs_two_users_and_a_varying_covariate():
 
 
 def test_cuped_compare_uses_the_confidence_it_is_given():
-    from recsys_spark.kernels.experiments import cuped_adjusted
+    from recsys_spark.kernels.cuped import cuped_adjusted
 
     c, t = CovariateStats.from_values(YC, XC), CovariateStats.from_values(YT, XT)
     comp, theta = cuped_compare(c, t, confidence=0.8)
@@ -419,7 +411,8 @@ def test_a_slice_without_control_has_no_rows():
 
 
 def test_kernels_do_not_import_pyspark():
-    code = "import sys, recsys_spark.kernels.experiments; sys.exit(1 if 'pyspark' in sys.modules else 0)"
+    modules = ", ".join(f"recsys_spark.kernels.{m}" for m in ("experiments", "assignment_checks", "cuped", "power"))
+    code = f"import sys, {modules}, recsys_spark.kernels.metric_specs; sys.exit(1 if 'pyspark' in sys.modules else 0)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
