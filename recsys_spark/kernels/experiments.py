@@ -32,6 +32,7 @@ from recsys_spark.kernels.cuped import (
     cuped_ratio_compare,
     fill_covariate,
 )
+from recsys_spark.kernels.estimates import MetricValue
 from recsys_spark.kernels.metric_specs import MetricSpec
 from recsys_spark.kernels.power import mde
 from recsys_spark.kernels.sequential import INFERENCES, SEQUENTIAL_TUNING, sequential
@@ -74,15 +75,22 @@ RESULT_COLUMNS = (
 
 
 @dataclass(frozen=True)
-class ResultRow:
+class Arm:
+    """Which experiment and which of its variants a result row compares with the control."""
+
     experiment: str
     variant: str
-    metric: str
-    k: int | None
-    aggregation: str
-    slice: str
-    value: float | None
-    n: int
+
+
+@dataclass(frozen=True)
+class ResultRow(MetricValue, Arm):
+    """One ``experiments`` row: a variant (:class:`Arm`) against its control on a metric in a slice
+    (:class:`~recsys_spark.kernels.estimates.MetricValue`: the variant's value and users), then the comparison.
+
+    Its fields are :data:`RESULT_COLUMNS` in order: a dataclass takes its bases' fields from the last base to the
+    first, so the :class:`Arm`'s come first, then the :class:`MetricValue`'s, then these.
+    """
+
     control_value: float | None
     control_n: int
     delta: float | None

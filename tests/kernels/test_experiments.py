@@ -316,6 +316,17 @@ def test_result_row_as_tuple_follows_result_columns():
     assert row.as_tuple() == tuple(f"v{i}" for i in range(len(names)))
 
 
+def test_result_row_positional_fields_are_the_result_columns_in_order():
+    # ResultRow takes its first fields from its bases (Arm, then MetricValue): positionally too, as the table
+    import dataclasses
+
+    from recsys_spark.kernels.experiments import RESULT_COLUMNS, ResultRow
+
+    assert [f.name for f in dataclasses.fields(ResultRow)] == [name for name, _ in RESULT_COLUMNS]
+    row = ResultRow(*[f"v{i}" for i in range(len(RESULT_COLUMNS))])
+    assert (row.experiment, row.variant, row.metric, row.n, row.ci_method) == ("v0", "v1", "v2", "v7", "v22")
+
+
 # --- power: golden (REFERENCES.md) ----------------------------------------------------------------
 def test_sample_size_and_mde_golden():
     n = sample_size_per_arm(0.10 * 0.90, 0.11 * 0.89, 0.01)
