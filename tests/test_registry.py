@@ -74,11 +74,11 @@ def test_the_summary_headline_and_the_experiments_follow_the_registry(monkeypatc
     # a metric added to the registry's headline reaches the summary's keys; the experiments parse their metric
     # names with the registry's parser
     from recsys_spark.config import load_config
-    from recsys_spark.kernels import experiments
+    from recsys_spark.kernels import metric_specs
 
     seen = []
-    real = experiments.parse_key
-    monkeypatch.setattr(experiments, "parse_key", lambda text: seen.append(text) or real(text))
+    real = metric_specs.parse_key
+    monkeypatch.setattr(metric_specs, "parse_key", lambda text: seen.append(text) or real(text))
     load_config(None, ['experiments.metrics=["ndcg@10_user_avg", "exposure_ctr_global"]'])
     # the metrics, then the decisions' goals and guardrails (the registry's defaults)
     guardrails = [g[0] for g in registry.EXPERIMENT_GUARDRAILS]

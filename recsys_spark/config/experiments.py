@@ -58,7 +58,8 @@ class ExperimentsConfig:
     per_experiment: Mapping[str, DecisionConfig] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
-        from recsys_spark.kernels.experiments import CORRECTIONS, parse_metric
+        from recsys_spark.kernels.experiments import CORRECTIONS
+        from recsys_spark.kernels.metric_specs import parse_metric
 
         if self.correction not in CORRECTIONS:
             raise ConfigError(
@@ -113,7 +114,7 @@ def _check_roles(
 ) -> None:
     """Each goal, guardrail and secondary metric is a key with a per-user form (an interval in an experiment);
     goals and guardrails have a better direction; a guardrail has one margin."""
-    from recsys_spark.kernels.experiments import parse_metric
+    from recsys_spark.kernels.metric_specs import parse_metric
 
     def testable(name: str, role: str) -> None:
         try:

@@ -17,7 +17,7 @@ from recsys_spark.config import Config
 from recsys_spark.daily.day import Day, InputPaths, Inputs, Labelled, Metrics, Validated
 from recsys_spark.daily.inputs import SEVERAL_CATEGORIES, catalog_conflicts, catalog_tags, click_events, late_events
 from recsys_spark.errors import EmptyInputError
-from recsys_spark.experiments.stage import user_day_sums, user_values
+from recsys_spark.experiments.user_sums import user_day_sums, user_values
 from recsys_spark.io.output import Output
 from recsys_spark.kernels.rules import THRESHOLD_KEYS
 from recsys_spark.per_user.aggregate import aggregate_users

@@ -1,8 +1,9 @@
 """The experiment window: one experiment analysed over a range of days already evaluated.
 
 ``recsys-spark experiment`` runs :func:`run_window`: it reads the daily ``experiment_users`` tables of the
-complete days (:func:`recsys_spark.experiments.stage.read_user_tables`), counts each user once over the window,
-analyses it as the daily stage does, and writes ``experiment_window/experiment=NAME/window=S_E`` and
+complete days (:func:`recsys_spark.experiments.user_sums.read_user_tables`), counts each user once over the window
+(:func:`window_users`), analyses it as the daily stage does (:mod:`.covariates`, :mod:`.analysis`,
+:mod:`.decisions`), and writes ``experiment_window/experiment=NAME/window=S_E`` and
 ``experiment_window_checks/...`` through the same staged commit as the daily tables
 (:func:`recsys_spark.io.output.open_wing`, :data:`recsys_spark.tables.WINDOW`).  docs/experiments.md.
 """
@@ -10,42 +11,36 @@ analyses it as the daily stage does, and writes ``experiment_window/experiment=N
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from recsys_spark.config import Config
 from recsys_spark.errors import MissingInputError
-from recsys_spark.experiments.stage import (
-    CHECKS_SCHEMA,
+from recsys_spark.experiments.analysis import Analysis, analyse, metric_specs, specs_with_columns, status_and_notes
+from recsys_spark.experiments.assignments import explode_variants
+from recsys_spark.experiments.covariates import add_pre_period
+from recsys_spark.experiments.decisions import decisions
+from recsys_spark.experiments.tables import (
+    EXPERIMENT,
     USERS_TABLE,
-    analyse,
+    VARIANT,
+    WINDOW_CHECKS_SCHEMA,
+    WINDOW_DECISIONS_SCHEMA,
+    WINDOW_RESULTS_SCHEMA,
     check_tuples,
-    covariate_notes,
     decision_tuples,
-    decisions,
-    metric_specs,
-    previous_days,
-    read_user_tables,
     result_tuples,
-    skipped_note,
-    specs_with_columns,
-    status_and_notes,
-    window_users,
-    with_covariates,
 )
-from recsys_spark.io.output import open_wing, writing
-from recsys_spark.kernels.decisions import DECISION_COLUMNS
-from recsys_spark.kernels.experiments import RESULT_COLUMNS
+from recsys_spark.experiments.user_sums import read_user_tables, skipped_note
+from recsys_spark.io.output import Output, open_wing, writing
+from recsys_spark.kernels.decisions import Decision
+from recsys_spark.kernels.metric_specs import is_indicator
 from recsys_spark.runtime.session import apply_time_zone
+from recsys_spark.schema import SLICE, USER
 from recsys_spark.tables import WINDOW, check_name, window_span
-
-#: the tables the window writes, one partition ``experiment=NAME/window=S_E`` each; their files hold the
-#: ``experiments`` / ``experiment_checks`` columns but ``experiment``, which the path carries (a column in both
-#: would make the table unreadable at its root: pandas, pyarrow and DuckDB refuse a duplicate field)
-WINDOW_RESULTS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in RESULT_COLUMNS if name != "experiment")
-WINDOW_CHECKS_SCHEMA = CHECKS_SCHEMA.split(", ", 1)[1]
-WINDOW_DECISIONS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in DECISION_COLUMNS if name != "experiment")
 
 
 def run_window(
@@ -56,7 +51,7 @@ def run_window(
     Writes ``{output_root}/experiment_window/experiment=NAME/window=S_E/`` (the
     ``experiments`` table's columns but ``experiment``), ``experiment_window_checks/...`` (srm,
     multiple_assignment, compared) and ``experiment_window_decisions/...`` (the ship decision of each
-    variant over the window, :func:`recsys_spark.experiments.stage.decisions`); returns the summary section.
+    variant over the window, :func:`recsys_spark.experiments.decisions.decisions`); returns the summary section.
     """
     check_name(experiment, "experiment")  # experiment=NAME: a directory of the window's tables
     apply_time_zone(spark, cfg.validation.time_zone)
@@ -77,37 +72,29 @@ def run_window(
     cuped = cfg.experiments.cuped_days > 0
     notes.append(f"{len(found)} of {len(days)} day(s) found{skipped_note(incomplete)}")
     if cuped:
-        pre_incomplete: list[dt.date] = []
-        previous, pre_found = read_user_tables(
-            spark, output_root, previous_days(start, cfg.experiments.cuped_days), pre_incomplete
-        )
+        rows, pre = add_pre_period(spark, output_root, rows, specs, start, cfg.experiments.cuped_days)
         notes.append(
-            f"CUPED covariate from {len(pre_found)} of the {cfg.experiments.cuped_days} day(s) before {start}"
-            + skipped_note(pre_incomplete)
+            f"CUPED covariate from {len(pre.found)} of the {cfg.experiments.cuped_days} day(s) before {start}"
+            + skipped_note(pre.incomplete)
         )
-        notes += covariate_notes(previous, specs)
-        rows = with_covariates(rows, previous, specs)
+        notes += pre.notes
     rows = rows.persist()
     try:
-        results, checks, section = analyse(rows, cfg, specs, cuped)
+        analysis = analyse(rows, cfg, specs, cuped)
     finally:
         rows.unpersist()
-    if experiment not in section:
+    if experiment not in analysis.section:
         raise MissingInputError(
             f"experiment {experiment!r} has no assigned user with an exposure between "
             f"{start} and {end} in {output_root}/{USERS_TABLE} (a daily run whose assignment ids matched no exposure "
             f"names both sides' ids in the experiment_checks row 'compared')"
         )
-    decided = [d for d in decisions(results, checks, section, cfg) if d.experiment == experiment]
-    results_table, checks_table, decisions_table = WINDOW.tables
+    decided = [d for d in decisions(analysis, cfg) if d.experiment == experiment]
     span = window_span(start, end)
     with writing(open_wing(spark, WINDOW, output_root, cfg.output, experiment=experiment, window=span)) as out:
-        own = [r[1:] for r in result_tuples(results) if r[0] == experiment]
-        out.stage_rows(results_table, own, WINDOW_RESULTS_SCHEMA)
-        out.stage_rows(checks_table, [c[1:] for c in check_tuples(checks) if c[0] == experiment], WINDOW_CHECKS_SCHEMA)
-        out.stage_rows(decisions_table, [d[1:] for d in decision_tuples(decided)], WINDOW_DECISIONS_SCHEMA)
+        stage_window(out, experiment, analysis, decided)
         out.commit()  # no summary: the decisions table, written last, says the window is complete
-    status, _, more = status_and_notes(section, checks)
+    status, _, more = status_and_notes(analysis.section, analysis.checks)
     notes += more
     return {
         "status": status,
@@ -116,6 +103,39 @@ def run_window(
         "end": end.isoformat(),
         "days_found": [d.isoformat() for d in found],
         "notes": notes,
-        "experiments": section,
-        "rows": len(results),
+        "experiments": analysis.section,
+        "rows": len(analysis.results),
     }
+
+
+def stage_window(out: Output, experiment: str, analysis: Analysis, decided: Sequence[Decision]) -> None:
+    """Stage ``experiment``'s rows of the window's three tables in ``out``, without their ``experiment`` column
+    (the partition's path carries it)."""
+    results_table, checks_table, decisions_table = WINDOW.tables
+    own = [r[1:] for r in result_tuples(analysis.results) if r[0] == experiment]
+    checks = [c[1:] for c in check_tuples(analysis.checks) if c[0] == experiment]
+    out.stage_rows(results_table, own, WINDOW_RESULTS_SCHEMA)
+    out.stage_rows(checks_table, checks, WINDOW_CHECKS_SCHEMA)
+    out.stage_rows(decisions_table, [d[1:] for d in decision_tuples(decided)], WINDOW_DECISIONS_SCHEMA)
+
+
+def window_users(users: DataFrame, experiment: str) -> DataFrame:
+    """Each (slice, user) of ``experiment`` once over the window: sums added over days; ``variant``
+    null when the user had several variants (or several on one day) within the window."""
+    rows = explode_variants(users, experiment)
+    sums = [c for c in rows.columns if c not in (SLICE, USER, EXPERIMENT, VARIANT)]
+    return (
+        rows.groupBy(EXPERIMENT, SLICE, USER)
+        .agg(
+            F.array_distinct(F.collect_list(VARIANT)).alias("vs"),
+            F.max(F.col(VARIANT).isNull().cast("int")).alias("several"),
+            *[(F.max(c) if is_indicator(c) else F.sum(c)).alias(c) for c in sums],  # a user is a user once
+        )
+        .select(
+            EXPERIMENT,
+            SLICE,
+            USER,
+            F.when((F.size("vs") == 1) & (F.col("several") == 0), F.col("vs")[0]).alias(VARIANT),
+            *sums,
+        )
+    )

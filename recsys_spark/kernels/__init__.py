@@ -8,5 +8,7 @@ the statistics, one module per concept as gbstats splits them: ``sums``
 ``comparisons`` (Welch, ratio, paired t, Holm/BH), ``sequential`` (the
 confidence sequence), ``bootstrap_weights`` (user-keyed Poisson weights),
 ``quantiles`` (scipy's t and normal); ``intervals``: the health and business
-rows' intervals from per-user sums; ``bootstrap``: per-replicate health metrics.
+rows' intervals from per-user sums; ``bootstrap``: per-replicate health metrics;
+the experiments' ``experiments`` (the result rows from the arms' sums),
+``assignment_checks`` (SRM, layers), ``cuped``, ``power`` and ``metric_specs``.
 """

@@ -45,6 +45,20 @@ class Interval:
         return cls(_finite(value), None, None, None, NONE, note)
 
 
+@dataclass(frozen=True)
+class MetricValue:
+    """A metric's value in a slice over ``n`` units: the columns that a ``metrics`` row
+    (``per_user.aggregate.MetricRow``) and an ``experiments`` row (:class:`~recsys_spark.kernels.experiments.ResultRow`)
+    share, in that order, so that the two tables name a metric and its value alike."""
+
+    metric: str
+    k: int | None
+    aggregation: str
+    slice: str
+    value: float | None
+    n: int
+
+
 def _sigma(a: str, b: str | None = None) -> str:
     """The label of a sum in a note: Σx, Σx², Σxy for letters; Σ value, Σ value², Σ value·exposures for names."""
     if b is None:

@@ -32,7 +32,7 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 
 from recsys_spark.kernels.auc import UPartial
-from recsys_spark.kernels.estimates import Interval, bootstrap_interval, delta_interval, t_interval
+from recsys_spark.kernels.estimates import Interval, MetricValue, bootstrap_interval, delta_interval, t_interval
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
 from recsys_spark.kernels.sums import MeanStats, RatioStats
 from recsys_spark.registry import LIST_METRICS, metric_name
@@ -40,13 +40,9 @@ from recsys_spark.schema import METRICS_DDL, SLICE
 
 
 @dataclass(frozen=True)
-class MetricRow:
-    metric: str
-    k: int | None
-    aggregation: str
-    slice: str
-    value: float | None
-    n: int
+class MetricRow(MetricValue):
+    """One ``metrics`` row: the metric's value in a slice (:class:`MetricValue`), then its interval."""
+
     se: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None

@@ -96,4 +96,5 @@ def test_loading_the_config_imports_no_scipy_pandas_or_pyspark():
     # a command checks its config before the JVM starts: scipy's half second belongs after it (evaluate
     # imports it while the JVM starts, cli.common.import_meanwhile)
     assert _imports_after("from recsys_spark.config import load_config; load_config(None)") == set()
-    assert _imports_after("import recsys_spark.kernels.experiments as k; k.srm_test([5, 6], [1, 1])") == {"scipy"}
+    kernels = "import recsys_spark.kernels.experiments, recsys_spark.kernels.assignment_checks as k"
+    assert _imports_after(f"{kernels}; k.srm_test([5, 6], [1, 1])") == {"scipy"}

@@ -27,7 +27,7 @@ from helpers.report_page import parse
 from recsys_spark.cli.demo import DEMO_METRICS, EXPERIMENT, EXPERIMENT_GATE, OFFLINE_GATE
 from recsys_spark.config import load_config
 from recsys_spark.daily import evaluate_day
-from recsys_spark.experiments.stage import read_user_tables
+from recsys_spark.experiments.user_sums import read_user_tables
 from recsys_spark.experiments.window import run_window
 from recsys_spark.gate import run_gate
 from recsys_spark.registry import key

@@ -19,18 +19,14 @@ from scipy import stats
 from recsys_spark.cli.lines import experiment_lines
 from recsys_spark.config import load_config
 from recsys_spark.daily import evaluate_day
-from recsys_spark.experiments.stage import (
-    EXPERIMENT,
-    VARIANT,
-    arm_sums,
-    srm_check,
-    user_business_sums,
-    user_values,
-    user_variants,
-)
+from recsys_spark.experiments.arm_sums import arm_sums
+from recsys_spark.experiments.assignments import user_variants
+from recsys_spark.experiments.checks import srm_check
+from recsys_spark.experiments.tables import EXPERIMENT, VARIANT
+from recsys_spark.experiments.user_sums import user_business_sums, user_values
 from recsys_spark.experiments.window import run_window
 from recsys_spark.io.staged import DailyOutput
-from recsys_spark.kernels.experiments import parse_metric
+from recsys_spark.kernels.metric_specs import parse_metric
 from recsys_spark.registry import LIST_METRICS
 from recsys_spark.schema import SLICE, USER, USER_METRICS_DDL
 
@@ -300,7 +296,8 @@ def test_experiment_command_parses_and_checks_its_window(capsys):
 
 
 def test_srm_severity_is_a_setting():
-    from recsys_spark.experiments.stage import Check, srm_rules
+    from recsys_spark.experiments.checks import srm_rules
+    from recsys_spark.experiments.tables import Check
 
     checks = [
         Check("e", "srm", 40.0, 2.5e-10, False, "users control=600, treatment=400"),
@@ -461,7 +458,8 @@ def test_assignment_ids_in_another_format_than_the_exposures_are_reported_not_lo
 
 
 def test_an_uncompared_experiment_is_a_rule_with_the_srm_severity():
-    from recsys_spark.experiments.stage import Check, srm_rules
+    from recsys_spark.experiments.checks import srm_rules
+    from recsys_spark.experiments.tables import Check
 
     checks = [
         Check("e", "srm", None, None, False, "not tested: users none; planned equal"),

@@ -2,7 +2,7 @@
 
 ``make golden-gbstats`` runs it in a throwaway venv with gbstats from PyPI (``GBSTATS_VENV``, default
 /tmp/gbvenv); it prints the ``GOLDEN`` literal that ``tests/kernels/test_sequential.py`` holds, with the gbstats
-version.  Each case is a pair of arms' sufficient statistics (the sums ``recsys_spark.experiments.stage.arm_sums``
+version.  Each case is a pair of arms' sufficient statistics (the sums ``recsys_spark.experiments.arm_sums.arm_sums``
 gathers), generated here from a seeded numpy generator, and gbstats' ``SequentialTwoSidedTTest`` on the same
 sums: absolute and relative differences, its interval and p-value.
 
@@ -11,7 +11,7 @@ sums: absolute and relative differences, its interval and p-value.
 * ``cuped_mean``: ``RegressionAdjustedStatistic`` (post, pre, Σ post·pre; θ pooled by gbstats), absolute and
   relative (the adjusted difference over the unadjusted control mean, as ours since issue 40);
 * ``cuped_ratio``: gbstats 0.8 has no regression-adjusted ratio; its sequence is applied to our per-arm CUPED
-  ratio estimates (``kernels.experiments.cuped_ratio_compare``): a ``SampleMeanStatistic`` with that mean and
+  ratio estimates (``kernels.cuped.cuped_ratio_compare``): a ``SampleMeanStatistic`` with that mean and
   that variance × n stands in for each arm (gbstats reads only n, the mean and the variance), so the case checks
   the sequence, not the CUPED variance (tested against an independent computation in test_experiments_kernels).
 
@@ -30,7 +30,7 @@ from gbstats.frequentist.tests import SequentialConfig, SequentialTwoSidedTTest
 from gbstats.models.statistics import RatioStatistic, RegressionAdjustedStatistic, SampleMeanStatistic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo's kernels: numpy and scipy only
-from recsys_spark.kernels.experiments import RatioCovariateStats, cuped_ratio_compare  # noqa: E402
+from recsys_spark.kernels.cuped import RatioCovariateStats, cuped_ratio_compare  # noqa: E402
 
 
 def mean_sums(x: np.ndarray) -> dict[str, float]:

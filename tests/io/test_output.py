@@ -8,7 +8,7 @@ import time
 import pytest
 from chispa import assert_df_equality
 
-from recsys_spark.experiments.stage import CHECKS_SCHEMA, DECISIONS_SCHEMA, RESULTS_SCHEMA
+from recsys_spark.experiments.tables import CHECKS_SCHEMA, DECISIONS_SCHEMA, RESULTS_SCHEMA
 from recsys_spark.io.staged import DailyOutput
 from recsys_spark.runtime import fs
 from recsys_spark.schema import LORENZ_DDL, METRICS_DDL, RULE_CHECKS_DDL

@@ -12,27 +12,19 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from recsys_spark.kernels.assignment_checks import ChiSquare, independence_test, srm_test, why_not_compared
 from recsys_spark.kernels.comparisons import ratio_difference, welch
-from recsys_spark.kernels.experiments import (
-    COVARIATE_PARTS,
-    ChiSquare,
+from recsys_spark.kernels.cuped import (
     CovariateStats,
-    MetricSpec,
     RatioCovariateStats,
-    analyse_experiment,
-    compare,
     cuped_compare,
     cuped_ratio_compare,
     cuped_theta,
     fill_covariate,
-    independence_test,
-    is_indicator,
-    mde,
-    parse_metric,
-    sample_size_per_arm,
-    srm_test,
-    why_not_compared,
 )
+from recsys_spark.kernels.experiments import COVARIATE_PARTS, analyse_experiment, compare
+from recsys_spark.kernels.metric_specs import MetricSpec, is_indicator, parse_metric
+from recsys_spark.kernels.power import mde, sample_size_per_arm
 from recsys_spark.kernels.sums import MeanStats, RatioStats
 from recsys_spark.registry import EXPERIMENT_METRICS as DEFAULT_METRICS
 
@@ -306,7 +298,7 @@ def test_cuped_theta_needs_two_users_and_a_varying_covariate():
 
 
 def test_cuped_compare_uses_the_confidence_it_is_given():
-    from recsys_spark.kernels.experiments import cuped_adjusted
+    from recsys_spark.kernels.cuped import cuped_adjusted
 
     c, t = CovariateStats.from_values(YC, XC), CovariateStats.from_values(YT, XT)
     comp, theta = cuped_compare(c, t, confidence=0.8)
@@ -322,6 +314,17 @@ def test_result_row_as_tuple_follows_result_columns():
     names = [name for name, _ in RESULT_COLUMNS]
     row = ResultRow(**{name: f"v{i}" for i, name in enumerate(names)})
     assert row.as_tuple() == tuple(f"v{i}" for i in range(len(names)))
+
+
+def test_result_row_positional_fields_are_the_result_columns_in_order():
+    # ResultRow takes its first fields from its bases (Arm, then MetricValue): positionally too, as the table
+    import dataclasses
+
+    from recsys_spark.kernels.experiments import RESULT_COLUMNS, ResultRow
+
+    assert [f.name for f in dataclasses.fields(ResultRow)] == [name for name, _ in RESULT_COLUMNS]
+    row = ResultRow(*[f"v{i}" for i in range(len(RESULT_COLUMNS))])
+    assert (row.experiment, row.variant, row.metric, row.n, row.ci_method) == ("v0", "v1", "v2", "v7", "v22")
 
 
 # --- power: golden (REFERENCES.md) ----------------------------------------------------------------
@@ -419,7 +422,8 @@ def test_a_slice_without_control_has_no_rows():
 
 
 def test_kernels_do_not_import_pyspark():
-    code = "import sys, recsys_spark.kernels.experiments; sys.exit(1 if 'pyspark' in sys.modules else 0)"
+    modules = ", ".join(f"recsys_spark.kernels.{m}" for m in ("experiments", "assignment_checks", "cuped", "power"))
+    code = f"import sys, {modules}, recsys_spark.kernels.metric_specs; sys.exit(1 if 'pyspark' in sys.modules else 0)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 

@@ -12,7 +12,8 @@ import numpy as np
 import pyarrow.compute as pc
 import pytest
 
-from recsys_spark.kernels.experiments import MetricSpec, compare, parse_metric
+from recsys_spark.kernels.experiments import compare
+from recsys_spark.kernels.metric_specs import MetricSpec, parse_metric
 from recsys_spark.synthetic import generate as gen
 
 USERS, EXPOSURES, DAYS, SPLITS, SEED = 1500, 30_000, 20, 20, 5

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from recsys_spark.kernels.experiments import MetricSpec, compare
+from recsys_spark.kernels.experiments import compare
+from recsys_spark.kernels.metric_specs import MetricSpec
 from recsys_spark.kernels.sequential import sequential_p_value
 
 EXPERIMENTS, DAYS, USERS_PER_DAY, SEED = 1000, 14, 150, 11  # users per arm and day

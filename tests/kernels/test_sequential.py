@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from recsys_spark.kernels.comparisons import ratio_difference, welch
-from recsys_spark.kernels.experiments import MetricSpec, compare
+from recsys_spark.kernels.experiments import compare
+from recsys_spark.kernels.metric_specs import MetricSpec
 from recsys_spark.kernels.quantiles import z_quantile
 from recsys_spark.kernels.sequential import sequential, sequential_half_width, sequential_p_value, sequential_rho
 from recsys_spark.kernels.sums import MeanStats, RatioStats

@@ -25,7 +25,7 @@ OUT = REPO / "build" / "mutation" / "kernels.md"
 #: (regex on the mutated line, regex on the original line, reason[, regex on the mutant's function]): reviewed
 #: equivalences
 EQUIVALENT = [
-    # kernels/experiments.py parse_metric (reviewed 24 Nov, fourth session)
+    # kernels/metric_specs.py (kernels/experiments.py until it was split) parse_metric (reviewed 24 Nov, fourth session)
     (
         r"float\(k or 2\)\)$|MetricSpec\(name, metric, None, agg, \"(mean|ratio)\", (\"auc_sum\"|num)",
         r"float\(k or 1\)\)$|MetricSpec\(name, metric, k, agg, \"(mean|ratio)\", (\"auc_sum\"|num)",

@@ -53,7 +53,8 @@ RULE_TABLE = "recsys_spark/kernels/rules.py"  # the rules' table and verdicts (t
 SLICES = "recsys_spark/steps/slices.py"
 HEALTH = "recsys_spark/steps/health_sums.py"  # the health sums' Spark branches
 STATS = "recsys_spark/kernels/sums.py"  # MeanStats (kernels/stats.py until it was split)
-EXPERIMENTS = "recsys_spark/experiments/stage.py"
+ARM_SUMS = "recsys_spark/experiments/arm_sums.py"  # experiments/stage.py until it was split
+USER_SUMS = "recsys_spark/experiments/user_sums.py"
 BOOTSTRAP = "recsys_spark/per_user/bootstrap.py"
 OFFLINE = "recsys_spark/offline/aggregate.py"
 
@@ -223,26 +224,26 @@ MUTANTS = [
         T_LABEL,
         "another user's event on the same (request, item) labels this user's exposure",
     ),
-    # --- experiments.py: the per-user sums and the arms' sufficient statistics ------------------------------
+    # --- experiments/: the per-user sums and the arms' sufficient statistics (SQL expressions since 3a99260) ----
     Mutant(
         "exp-ratio-cross-product",
-        EXPERIMENTS,
-        's(num * den, "xy")',
-        's(num * num, "xy")',
+        ARM_SUMS,
+        's(f"{num} * {den}", "xy")',
+        's(f"{num} * {num}", "xy")',
         T_EXP,
         "delta-method variance of a ratio metric with the wrong covariance",
     ),
     Mutant(
         "exp-mean-users-without-lists",
-        EXPERIMENTS,
-        "has = den > 0",
-        "has = den >= 0",
+        ARM_SUMS,
+        'has = f"{den} > 0"',
+        'has = f"{den} >= 0"',
         T_EXP,
         "users without a ranked list counted in a per-user mean",
     ),
     Mutant(
         "exp-user-values-not-weighted",
-        EXPERIMENTS,
+        USER_SUMS,
         "F.when((lists > 0) & value.isNotNull() & ~F.isnan(value), value * lists)",
         "F.when((lists > 0) & value.isNotNull() & ~F.isnan(value), value)",
         T_DAY_SUMS,
@@ -250,7 +251,7 @@ MUTANTS = [
     ),
     Mutant(
         "exp-empty-requests",
-        EXPERIMENTS,
+        USER_SUMS,
         'F.count(F.when(F.col("n") == 0, 1)).cast("double").alias("empty_requests")',
         'F.count(F.when(F.col("n") <= 1, 1)).cast("double").alias("empty_requests")',
         T_DAY_SUMS,
@@ -258,9 +259,9 @@ MUTANTS = [
     ),
     Mutant(
         "exp-cuped-ratio-users-with-pre-period",
-        EXPERIMENTS,
-        's(F.when(v > 0, 1.0).otherwise(0.0), "cn")',
-        's(F.when(v >= 0, 1.0).otherwise(0.0), "cn")',
+        ARM_SUMS,
+        's(f"if({v} > 0, 1D, 0D)", "cn")',
+        's(f"if({v} >= 0, 1D, 0D)", "cn")',
         T_EXP,
         "every user counted as having pre-period data",
     ),

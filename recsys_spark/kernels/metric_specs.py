@@ -1,0 +1,89 @@
+"""What each testable metric is as per-user sums: :class:`MetricSpec` (a numerator and a denominator, additive
+per-user columns of the ``experiment_users`` table) and :func:`parse_metric` (a metric key -> its spec).
+
+The experiments compare arms on these sums, so that a user's sums add up over days (the window) and every
+metric's statistics come from one aggregation by arm.  No scipy and no Spark: a config check parses the metric
+names before the JVM starts.  docs/experiments.md, "Which metrics".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from recsys_spark.kernels.user_day import event_columns, user_sum_column
+from recsys_spark.registry import LIST_METRICS, event_rate, parse_key
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A testable metric as per-user sums: the user contributes ``num`` and ``den``.
+
+    ``kind = "mean"``: the user's value is num / den (users with den > 0), and
+    the metric is the mean over users (Welch).  ``kind = "ratio"``: the metric
+    is sum num / (den_factor * sum den) over users with den > 0 (delta method).
+    ``num`` and ``den`` name additive per-user columns of the
+    ``experiment_users`` table, so that a user's sums add up over days.
+    """
+
+    name: str
+    metric: str
+    k: int | None
+    aggregation: str
+    kind: str
+    num: str
+    den: str
+    den_factor: float = 1.0
+
+
+_RATIOS = {  # metric -> (numerator, denominator) of the business ratios, aggregation global
+    "exposure_ctr": ("clicked", "exposures"),
+    "pv_ctr": ("clicked", "requests"),
+    "pv_failure_rate": ("empty_requests", "requests"),
+    "clicks_per_exposure": ("click_events", "exposures"),
+    "clicks_per_request": ("click_events", "requests"),
+    "gmv_per_exposure": ("value", "exposures"),
+    "gmv_per_request": ("value", "requests"),
+    "value_per_converting_user": ("value", "valued"),  # over the users with a value (valued: 1 for them)
+    "dwell_per_click": ("dwell", "click_events"),
+}
+#: metric -> the per-user sum averaged over the users with exposures (``exposed``: 1 for them), aggregation global
+_USER_MEANS = {"gmv_per_user": "value", "dwell_per_user": "dwell"}
+#: per-user indicators (0 or 1): over a window a user's is the largest of its days', not their sum
+INDICATORS = ("exposed", "valued")
+
+
+def is_indicator(column: str) -> bool:
+    """Whether a per-user column is an indicator (:data:`INDICATORS`, an event's user column)."""
+    return column in INDICATORS or (column.startswith("ev_") and column.endswith("_user"))
+
+
+def parse_metric(name: str) -> MetricSpec:
+    """A metric key (:func:`recsys_spark.registry.parse_key`: ``ndcg@10_user_avg``) -> its :class:`MetricSpec`.
+
+    Raises ValueError naming the metric when the key is malformed or the metric has no per-user form.
+    """
+    metric, k, agg = parse_key(name)
+    if metric in LIST_METRICS or metric == "mrr":
+        if agg == "user_avg":
+            return MetricSpec(name, metric, k, agg, "mean", user_sum_column(metric, k), "lists_ranked")
+        if agg == "list_avg":
+            return MetricSpec(name, metric, k, agg, "ratio", user_sum_column(metric, k), "lists_ranked")
+        if agg == "global" and metric == "precision":
+            return MetricSpec(name, metric, k, agg, "ratio", f"hits_at_{k}", "lists_ranked", float(k or 1))
+        if agg == "global" and metric == "recall":
+            return MetricSpec(name, metric, k, agg, "ratio", f"hits_at_{k}", "relevant")
+    if metric == "auc" and agg == "user_avg":
+        return MetricSpec(name, metric, k, agg, "mean", "auc_sum", "auc_exposures")
+    if metric == "auc" and agg == "impression_weighted":
+        return MetricSpec(name, metric, k, agg, "ratio", "auc_sum", "auc_exposures")
+    if metric in _RATIOS and agg == "global":
+        num, den = _RATIOS[metric]
+        return MetricSpec(name, metric, k, agg, "ratio", num, den)
+    if metric in _USER_MEANS and agg == "global":
+        return MetricSpec(name, metric, k, agg, "mean", _USER_MEANS[metric], "exposed")
+    for suffix, kind in (("_user_rate", "mean"), ("_exposure_rate", "ratio")):
+        if agg == "global" and metric.endswith(suffix) and event_rate(metric) is not None:
+            users, exposures = event_columns(metric[: -len(suffix)])
+            num, den = (users, "exposed") if kind == "mean" else (exposures, "exposures")
+            return MetricSpec(name, metric, k, agg, kind, num, den)
+    raise ValueError(f"metric {name!r} has no per-user form to test (pooled AUC, Gini, diversity... have none)")
