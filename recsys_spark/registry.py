@@ -125,8 +125,12 @@ METRICS: dict[str, Metric] = {
     )
 }
 
-#: the metrics that need feedback (a click or another weighted event): a simulation has none, and writes none
+#: the metrics that need feedback (a click, a label, another event or its value and dwell time): a simulation has
+#: none, and writes none of them (not a zero: no row).  Every name of :data:`METRICS` is either here or measured
+#: from the lists alone (:data:`EXPOSURE_METRICS`); the conversion-event rates (``<event>_user_rate``,
+#: ``<event>_exposure_rate``) need feedback too: :func:`needs_feedback` answers for every name.
 FEEDBACK_METRICS = (
+    # ranking: scored against the clicked (relevant) items
     "ndcg",
     "map",
     "precision",
@@ -135,12 +139,38 @@ FEEDBACK_METRICS = (
     "f1",
     "mrr",
     "auc",
+    # business: clicked exposures, clicks, value and dwell of the events
     "exposure_ctr",
     "pv_ctr",
     "uv_ctr",
     "uv_conversion",
     "clicks_per_clicking_user",
+    "clicks_per_exposure",
+    "clicks_per_request",
+    "clicks_per_user",
+    "gmv_per_exposure",
+    "gmv_per_request",
+    "gmv_per_user",
+    "value_per_converting_user",
+    "dwell_per_click",
+    "dwell_per_user",
+    # offline: held-out truth, labels and ratings
+    "serendipity",
+    "logloss",
+    "ece",
+    "pcoc",
+    "observed_rate",
+    "mae",
+    "rmse",
+    "nmae",
+    "nrmse",
+    "distortion",
 )
+
+#: the metrics measured without feedback (from the lists, the catalog, the days before, a model's predictions): what
+#: a simulated day writes
+EXPOSURE_METRICS = tuple(name for name in METRICS if name not in FEEDBACK_METRICS)
+
 
 #: off-policy estimators (docs/ope.md): a policy's expected reward per logged row (``item``) or per list
 #: (``list``); ``logged`` and ``logged_list`` are the logging policy's observed reward, the baseline
@@ -212,6 +242,15 @@ def event_rate(name: str) -> Metric | None:
 def find(name: str) -> Metric | None:
     """The metric called ``name`` (a conversion-event rate included), or None when there is none."""
     return METRICS.get(name) or event_rate(name)
+
+
+def needs_feedback(name: str) -> bool:
+    """Whether the metric ``name`` needs feedback: a name of :data:`FEEDBACK_METRICS` or a conversion-event rate.
+
+    >>> needs_feedback("gmv_per_user"), needs_feedback("purchase_user_rate"), needs_feedback("gini")
+    (True, True, False)
+    """
+    return name in FEEDBACK_METRICS or (name not in METRICS and event_rate(name) is not None)
 
 
 def metric(name: str) -> Metric:

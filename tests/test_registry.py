@@ -141,3 +141,32 @@ def test_a_conversion_event_names_two_metrics_of_its_own():
     assert registry.find("purchase_rate") is None
     with pytest.raises(ValueError, match="unknown metric 'Purchase_user_rate'"):
         metric("Purchase_user_rate")
+
+
+#: what a simulated day can measure without feedback (docs/ope.md, "The simulation"): the lists, the catalog, the
+#: days before and a model's predictions; every other metric of the registry needs feedback
+MEASURED_WITHOUT_FEEDBACK = {
+    *("pv", "uv", "pv_coverage", "uv_coverage", "pv_failure_rate", "uv_failure_rate", "item_coverage", "gini"),
+    *("category_diversity", "intra_list_diversity", "novelty", "personalization", "update_rate"),
+    *("update_rate_previous", "novel_item_share", "novel_category_share", "mean_predicted"),
+}
+
+
+def test_every_metric_either_needs_feedback_or_is_measured_without_it():
+    # a new metric must take a side, or a simulated day would write it as a measured zero (issue 42)
+    assert set(registry.FEEDBACK_METRICS) <= set(METRICS) and len(set(registry.FEEDBACK_METRICS)) == len(
+        registry.FEEDBACK_METRICS
+    )
+    assert set(registry.EXPOSURE_METRICS) == MEASURED_WITHOUT_FEEDBACK
+    assert set(registry.FEEDBACK_METRICS) == set(METRICS) - MEASURED_WITHOUT_FEEDBACK
+    assert all(registry.needs_feedback(n) for n in registry.FEEDBACK_METRICS)
+    assert not any(registry.needs_feedback(n) for n in MEASURED_WITHOUT_FEEDBACK)
+
+
+def test_every_business_row_needs_feedback_conversion_events_included():
+    from recsys_spark.kernels.business import Measured, business_values
+
+    rows = business_values({}, Measured(clicks=True, value=True, dwell=True, events=("purchase", "add_to_cart")))
+    names = [m for m, *_ in rows]
+    assert {"clicks_per_exposure", "gmv_per_user", "dwell_per_click", "purchase_user_rate"} <= set(names)
+    assert [n for n in names if not registry.needs_feedback(n)] == []

@@ -37,7 +37,7 @@ from recsys_spark.experiments.stage import ExperimentResult, experiment_stage
 from recsys_spark.io import catalog
 from recsys_spark.io.output import commit_summary, open_wing
 from recsys_spark.per_user.aggregate import metric_tuples
-from recsys_spark.registry import FEEDBACK_METRICS
+from recsys_spark.registry import needs_feedback
 from recsys_spark.runtime import log
 from recsys_spark.runtime.engine import default_parallelism
 from recsys_spark.runtime.session import apply_time_zone
@@ -119,7 +119,7 @@ def evaluate_day(
                 health = health_stage(spark, labelled, day, cfg, metrics)
                 rows = metrics.rows + health.rows
                 if simulation is not None:  # no feedback metric, rather than a zero CTR
-                    rows = [r for r in rows if r.metric not in FEEDBACK_METRICS]
+                    rows = [r for r in rows if not needs_feedback(r.metric)]
                 out.stage_rows("lorenz", health.lorenz, LORENZ_DDL)  # small tables: one file each, no job
                 out.stage_rows("metrics", metric_tuples(rows), METRICS_DDL)
                 info.update(health.info)

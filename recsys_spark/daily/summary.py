@@ -12,7 +12,7 @@ from recsys_spark.config import Config
 from recsys_spark.daily.day import Day, Labelled, Metrics, Simulation
 from recsys_spark.io.output import Output
 from recsys_spark.per_user.aggregate import MetricRow
-from recsys_spark.registry import FEEDBACK_METRICS, HEADLINE, key
+from recsys_spark.registry import HEADLINE, key, needs_feedback
 from recsys_spark.runtime import fs
 from recsys_spark.schema import ALL
 from recsys_spark.steps.rules import RuleResult, as_dicts
@@ -87,7 +87,7 @@ def build_summary(
         "experiments": dict(experiments),
     }
     if simulation is not None:
-        summary["headline"] = {key(m, k, a): by_key.get((m, k, a)) for m, k, a in HEADLINE if m not in FEEDBACK_METRICS}
+        summary["headline"] = {key(m, k, a): by_key.get((m, k, a)) for m, k, a in HEADLINE if not needs_feedback(m)}
         summary["inputs"] = {"exposures": day.paths.exposures, "lists": simulation.lists}
         summary["input_rows"] = {"exposures": valid.exposure_counts["rows"]}
         quality = summary["data_quality"]

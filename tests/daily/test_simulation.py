@@ -12,7 +12,7 @@ import pytest
 
 from recsys_spark.config import load_config
 from recsys_spark.daily import evaluate_day
-from recsys_spark.registry import FEEDBACK_METRICS
+from recsys_spark.registry import FEEDBACK_METRICS, needs_feedback
 from recsys_spark.steps.rules import FEEDBACK_RULES
 from recsys_spark.synthetic import generate
 
@@ -68,6 +68,10 @@ def test_a_full_candidate_is_ok_and_writes_health_and_rules_but_no_feedback_metr
     assert {"pv_coverage", "pv_failure_rate", "item_coverage", "gini", "category_diversity"} <= names
     assert {"personalization", "novelty", "update_rate"} <= names  # update rate against the logged day before
     assert not names & set(FEEDBACK_METRICS)  # no CTR of 0, no NDCG of null: not written at all
+    # nor clicks, GMV, dwell or a conversion rate of 0 with a [0, 0] interval (issue 42): nothing needs feedback
+    assert not names & {"clicks_per_exposure", "gmv_per_user", "dwell_per_user", "purchase_user_rate"}
+    assert [n for n in sorted(names) if needs_feedback(n)] == []
+    assert {"novel_item_share", "uv_failure_rate", "pv", "uv"} <= names  # measured without feedback
     rules = pd.read_parquet(root / "out" / "simulation" / "rule_checks" / f"run=full/dt={DAY}")
     assert not set(rules["rule"]) & set(FEEDBACK_RULES) and "duplicate_item_in_request" in set(rules["rule"])
     assert not any(k.startswith(m) for k in summary["headline"] for m in ("auc", "ndcg", "exposure_ctr"))
