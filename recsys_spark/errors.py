@@ -63,6 +63,13 @@ class GateFailed(JobError):
     exit_code = 12
 
 
+class GateInconclusive(JobError):
+    """``recsys-spark gate``: no check failed but one is inconclusive, its interval straddling the threshold: not
+    enough evidence yet (the verdict is written; not a failure, not an error)."""
+
+    exit_code = 13
+
+
 BACKFILL_FAILED = 9
 
 _PATH = re.compile(r"((?:file|hdfs|s3a?|gs|abfss?|wasbs?):/[^\s,;'\"\]\)]+|/[^\s,;'\"\]\)]*\.(?:parquet|crc|json))")

@@ -9,7 +9,8 @@ threshold with :func:`recsys_spark.kernels.gate.evaluate`, and writes the verdic
 (:func:`recsys_spark.io.output.open_wing`: the gate's lock, staging, the journalled commit), so that a rerun
 replaces it whole and a reader never sees half of one.  A config that names nothing checkable (no source, no
 check, a run, comparison or window that is not there) is a :class:`~recsys_spark.errors.ConfigError` (exit 3);
-a failed check is the verdict's business (the command exits 12).
+the checks' outcome is the verdict's business: its ``state``, ``passed``, ``inconclusive`` or ``failed``
+(:func:`recsys_spark.kernels.gate.gate_state`; the command exits 0, 13 or 12).
 """
 
 from __future__ import annotations
@@ -22,11 +23,24 @@ from pyspark.sql import SparkSession
 from recsys_spark.config import Config, GateConfig
 from recsys_spark.errors import ConfigError
 from recsys_spark.io.output import commit_summary, open_wing, writing
-from recsys_spark.kernels.gate import GateCheck, Row, evaluate, summary_line
+from recsys_spark.kernels.gate import PASSED, GateCheck, Row, evaluate, gate_state, summary_line
 from recsys_spark.registry import key
 from recsys_spark.runtime import fs
 from recsys_spark.tables import GATE, OFFLINE_COMPARISON, OFFLINE_RUN, WINDOW, window_span
 from recsys_spark.tables import check_name as check_path_name
+
+#: decision codes written by earlier releases, read as today's (the tables' compatibility promise, docs/operations.md
+#: "Output tables across upgrades"): a window that kept running had not enough evidence yet
+LEGACY_DECISIONS = {"keep_running": "not_enough_evidence"}
+
+
+def decision_code(code: str | None) -> str | None:
+    """A window decision's code as this release names it (``keep_running`` -> ``not_enough_evidence``).
+
+    >>> decision_code("keep_running"), decision_code("ship"), decision_code(None)
+    ('not_enough_evidence', 'ship', None)
+    """
+    return None if code is None else LEGACY_DECISIONS.get(code, code)
 
 
 def verdict_path(output_root: str, name: str) -> str:
@@ -129,11 +143,14 @@ def experiment_rows(
     decisions = WINDOW.path(output_root, "experiment_window_decisions", **window)
     invalid: list[str] = []
     read = [results]
+    decision = None
     if fs.exists(spark, decisions):
         read.append(decisions)
         for d in _rows(spark, decisions):
             # the variant's own decision; with no variant compared, the window's one row (variant null)
             mine = d["variant"] == gate.variant or (d["variant"] is None and gate.variant not in variants)
+            if mine:
+                decision = decision_code(d["decision"])
             if mine and d["decision"] == "invalid":
                 invalid += [f"experiment invalid: {reason}" for reason in d["reasons"]]
     if gate.variant not in variants:
@@ -148,6 +165,7 @@ def experiment_rows(
         "variant": gate.variant,
         "start": start.isoformat(),
         "end": end.isoformat(),
+        "decision": decision,  # the window's decision for the variant (None: no decision written)
         "read": read,
     }
     return rows, info, invalid
@@ -174,8 +192,9 @@ def validate(gate: GateConfig) -> list[GateCheck]:
 
 
 def run_gate(spark: SparkSession, cfg: Config, name: str, output_root: str) -> dict[str, Any]:
-    """Check ``cfg.gate`` and write ``{output_root}/gate/NAME/verdict.json``; return the verdict (``passed``,
-    ``summary``, ``checks``: one entry per threshold with its value, bound, threshold and why)."""
+    """Check ``cfg.gate`` and write ``{output_root}/gate/NAME/verdict.json``; return the verdict (``state``:
+    passed, inconclusive or failed; ``passed``: true only when passed; ``summary``; ``checks``: one entry per
+    threshold with its state, value, interval, bound, threshold, unit and why)."""
     check_name(name)
     gate = cfg.gate
     checks = validate(gate)
@@ -187,10 +206,11 @@ def run_gate(spark: SparkSession, cfg: Config, name: str, output_root: str) -> d
     else:
         rows, info, extra = experiment_rows(spark, output_root, gate, cfg.experiments.control)
     results = evaluate(checks, rows)
-    passed = not extra and all(r.passed for r in results)
+    state = gate_state(results, extra)
     verdict = {
         "name": name,
-        "passed": passed,
+        "state": state,
+        "passed": state == PASSED,
         "summary": summary_line(name, results, extra),
         "source": gate.source,
         **info,

@@ -19,8 +19,8 @@ import pytest
 
 from recsys_spark.cli import run
 from recsys_spark.config import load_config
-from recsys_spark.errors import ConfigError, GateFailed
-from recsys_spark.kernels.gate import GateCheck, Row, evaluate, summary_line
+from recsys_spark.errors import ConfigError, GateFailed, GateInconclusive
+from recsys_spark.kernels.gate import GateCheck, Row, evaluate, gate_state, summary_line
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -95,6 +95,119 @@ def test_a_missing_slice_or_metric_fails_by_name_and_a_bound_needs_an_interval()
     assert summary_line("g", [r for r in evaluate(checks[2:3], [NDCG, FAILURES]) if r.passed]) == (
         "gate g: PASSED 0 of 0 checks"
     )
+
+
+# --- the three states: passed, failed, inconclusive (issue 42) -------------------------------------------------
+def _states(checks: list[GateCheck], rows: list[Row]) -> list[str]:
+    return [r.state for r in evaluate(checks, rows)]
+
+
+@pytest.mark.parametrize(
+    "check, row, state",
+    [
+        # a gain of at least m on ndcg +0.004 [−0.001, +0.009]: the interval straddles 0, lies below 0.01
+        (GateCheck("ndcg", 10, "user_avg", min_absolute_change=0.0), NDCG, "inconclusive"),
+        (GateCheck("ndcg", 10, "user_avg", min_absolute_change=0.01), NDCG, "failed"),
+        (GateCheck("ndcg", 10, "user_avg", min_absolute_change=0.002, guardrail=True), NDCG, "passed"),
+        # relative: +1.3 % [−0.3 %, +2.9 %]
+        (GateCheck("ndcg", 10, "user_avg", min_relative_change=0.01), NDCG, "inconclusive"),
+        (GateCheck("ndcg", 10, "user_avg", min_relative_change=0.03), NDCG, "failed"),
+        # the value 0.31 [0.30, 0.32]: a lower bound faces the low end, an upper bound the high end
+        (GateCheck("ndcg", 10, "user_avg", lower_bound=0.29), NDCG, "passed"),
+        (GateCheck("ndcg", 10, "user_avg", lower_bound=0.305), NDCG, "inconclusive"),
+        (GateCheck("ndcg", 10, "user_avg", lower_bound=0.33), NDCG, "failed"),
+        (GateCheck("ndcg", 10, "user_avg", upper_bound=0.31), NDCG, "inconclusive"),
+        (GateCheck("ndcg", 10, "user_avg", upper_bound=0.29), NDCG, "failed"),
+        # lower is better: the failure rate +0.002 [−0.001, +0.004] may rise by 0.003: maybe; [+0.006, +0.010]: no
+        (
+            GateCheck("pv_failure_rate", None, "global", min_absolute_change=0.003, guardrail=True),
+            FAILURES,
+            "inconclusive",
+        ),
+        (
+            GateCheck("pv_failure_rate", None, "global", "platform=ios", min_absolute_change=0.005, guardrail=True),
+            WORSE,
+            "failed",
+        ),
+        (GateCheck("pv_failure_rate", None, "global", min_absolute_change=0.005, guardrail=True), FAILURES, "passed"),
+        # on the point there is no interval to straddle: passed or failed
+        (GateCheck("ndcg", 10, "user_avg", min_absolute_change=0.0, on="point"), NDCG, "passed"),
+        (GateCheck("ndcg", 10, "user_avg", min_absolute_change=0.005, on="point"), NDCG, "failed"),
+        # what cannot be checked fails: a missing slice, a bound without an interval
+        (GateCheck("ndcg", 10, "user_avg", "platform=android", min_absolute_change=0.0), NDCG, "failed"),
+        (GateCheck("pv_failure_rate", None, "global", upper_bound=0.05), FAILURES, "failed"),
+    ],
+)
+def test_a_check_passes_fails_or_is_inconclusive_as_its_interval_sits_against_the_threshold(check, row, state):
+    (result,) = evaluate([check], [row])
+    assert result.state == state and result.passed is (state == "passed")
+    assert result.as_dict()["state"] == state and result.as_dict()["passed"] is (state == "passed")
+
+
+def test_an_inconclusive_check_says_both_ends_and_a_failed_one_its_better_end():
+    (open_,) = evaluate([GateCheck("ndcg", 10, "user_avg", min_absolute_change=0.0)], [NDCG])
+    assert open_.favourable == 0.009 and open_.bound == -0.001
+    assert open_.why.endswith("its better end is 0.009: the interval straddles the threshold"), open_.why
+    (failed,) = evaluate([GateCheck("pv_failure_rate", None, "global", "platform=ios", min_absolute_change=0.005,
+                                    guardrail=True)], [WORSE])  # fmt: skip
+    assert failed.favourable == 0.006 and failed.why.endswith("even its better end is 0.006"), failed.why
+
+
+def test_the_gate_takes_the_worst_state_and_words_it_never_inconclusive_as_failed():
+    passed, open_, failed = (
+        evaluate([GateCheck("ndcg", 10, "user_avg", min_absolute_change=m)], [NDCG])[0] for m in (-1.0, 0.0, 0.01)
+    )
+    assert passed.state == "passed" and open_.state == "inconclusive" and failed.state == "failed"
+    assert gate_state([passed, passed]) == "passed"
+    assert gate_state([passed, open_]) == "inconclusive"
+    assert gate_state([passed, open_, failed]) == "failed"
+    assert gate_state([passed], ["experiment invalid: sample-ratio mismatch"]) == "failed"
+    assert summary_line("g", [passed, passed]) == "gate g: PASSED 2 of 2 checks"
+    line = summary_line("g", [passed, open_, open_])
+    assert line.startswith("gate g: NOT ENOUGH EVIDENCE YET: 2 of 3 checks inconclusive: ndcg@10_user_avg on all")
+    assert "FAIL" not in line.upper().replace("FAILURE", "")
+    line = summary_line("g", [passed, open_, failed])
+    assert line.startswith("gate g: FAILED 1 of 3 checks: ndcg@10_user_avg on all min_absolute_change")
+    assert line.endswith("(and 1 inconclusive: ndcg@10_user_avg on all min_absolute_change: change must gain at "
+                         "least 0 (higher is better): the interval's worse end is -0.001 (point 0.004); its better "
+                         "end is 0.009: the interval straddles the threshold)")  # fmt: skip
+
+
+def test_each_check_states_its_unit_a_relative_change_as_a_percentage():
+    relative, absolute, value = evaluate(
+        [
+            GateCheck("ndcg", 10, "user_avg", min_relative_change=0.01),
+            GateCheck("ndcg", 10, "user_avg", min_absolute_change=0.0),
+            GateCheck("ndcg", 10, "user_avg", lower_bound=0.3),
+        ],
+        [NDCG],
+    )
+    assert relative.unit == "percent" and relative.shown() == {
+        "value": "+1.3 %", "interval": "[-0.3 %, +2.9 %]", "threshold": "1 %", "unit": "%",
+    }  # fmt: skip
+    assert "must gain at least +1 %" in relative.why and "the interval's worse end is -0.3 %" in relative.why
+    assert absolute.as_dict()["unit"] == "metric" and absolute.as_dict()["shown"] == {
+        "value": "+0.004", "interval": "[-0.001, +0.009]", "threshold": "0", "unit": "metric units",
+    }  # fmt: skip
+    assert value.shown() == {"value": "0.31", "interval": "[0.3, 0.32]", "threshold": "0.3", "unit": "metric units"}
+
+
+def test_the_exit_code_says_the_state_unless_the_scheduler_reads_the_verdict():
+    from recsys_spark.cli.gate import exit_code
+
+    assert (GateInconclusive.exit_code, GateFailed.exit_code) == (13, 12)
+    assert [exit_code(s) for s in ("passed", "inconclusive", "failed")] == [0, 13, 12]
+    assert [exit_code(s, fail_on_verdict=False) for s in ("passed", "inconclusive", "failed")] == [0, 0, 0]
+    assert load_config(None, ["gate.fail_on_verdict=false"]).gate.fail_on_verdict is False
+
+
+def test_a_window_decision_of_an_earlier_release_is_read_in_todays_words():
+    from recsys_spark.gate import decision_code
+
+    assert decision_code("keep_running") == "not_enough_evidence"
+    assert [decision_code(c) for c in ("ship", "do_not_ship", "not_enough_evidence", "invalid")] == [
+        "ship", "do_not_ship", "not_enough_evidence", "invalid",
+    ]  # fmt: skip
 
 
 # --- the config: bad threshold files are one line and exit 3, before Spark starts -------------------------------
@@ -324,17 +437,26 @@ def test_the_offline_gate_writes_its_verdict_and_a_rerun_replaces_it(spark, tmp_
     assert path == out / "gate" / "cand" / "verdict.json"
     written = json.loads(path.read_text())
     assert written["passed"] is False and verdict["passed"] is False
+    assert written["state"] == verdict["state"] == "failed"  # the missing slice; the ndcg gain is inconclusive
     by = {(c["key"], c["slice"]): c for c in written["checks"]}
     ndcg = by[("ndcg@10_user_avg", "all")]
     assert (ndcg["passed"], ndcg["value"], ndcg["bound"], ndcg["threshold_value"]) == (False, 0.004, -0.001, 0.0)
+    assert (ndcg["state"], ndcg["favourable"], ndcg["unit"]) == ("inconclusive", 0.009, "metric")
     assert by[("mrr_user_avg", "all")]["passed"] and by[("item_coverage_global", "all")]["passed"]
+    assert by[("mrr_user_avg", "all")]["shown"]["interval"] == "[+2 %, +6 %]"
     assert "slice platform=ios is missing" in by[("ndcg@10_user_avg", "platform=ios")]["why"]
-    assert written["summary"].startswith("gate cand: FAILED 2 of 4 checks")
+    assert by[("ndcg@10_user_avg", "platform=ios")]["state"] == "failed"
+    assert written["summary"].startswith("gate cand: FAILED 1 of 4 checks")
+    assert written["summary"].endswith("the interval straddles the threshold)")
     assert (written["base"], written["candidate"], written["source"]) == ("base", "candidate", "offline")
     # the same name again, on the point: it passes, and replaces the verdict whole (no lock or staging left)
     cfg = load_config(_config(tmp_path, OFFLINE, [NDCG_GAIN + '\non = "point"']))
     assert run_gate(spark, cfg, "cand", str(out))["passed"]
-    assert json.loads(path.read_text())["passed"] is True
+    assert json.loads(path.read_text())["passed"] is True and json.loads(path.read_text())["state"] == "passed"
+    # on the bound alone, the ndcg gain is not enough evidence yet: inconclusive, not failed
+    verdict = run_gate(spark, load_config(_config(tmp_path, OFFLINE, [NDCG_GAIN])), "cand", str(out))
+    assert (verdict["state"], verdict["passed"]) == ("inconclusive", False)
+    assert verdict["summary"].startswith("gate cand: NOT ENOUGH EVIDENCE YET: 1 of 1 checks inconclusive: ")
     assert sorted(p.name for p in (out / "gate" / "cand").iterdir() if not p.name.startswith(".")) == ["verdict.json"]
     assert not (out / "_locks").exists() and not (out / "_staging").exists()
 
@@ -420,15 +542,20 @@ def test_the_experiment_gate_checks_the_variant_against_the_control_and_its_vali
     verdict = run_gate(spark, cfg, "ranker_v2", str(out))
     assert verdict["passed"] and verdict["summary"] == "gate ranker_v2: PASSED 2 of 2 checks"
     assert (verdict["experiment"], verdict["variant"], verdict["end"]) == ("ranker_v2", "treatment", "2026-11-20")
+    assert verdict["decision"] == "not_enough_evidence"  # the window's keep_running, an earlier release's code
     ios = load_config(_config(tmp_path, EXPERIMENT, [CTR_GAIN + '\nslice = "platform=ios"']))
-    assert not run_gate(spark, ios, "ranker_v2", str(out))["passed"]  # its interval reaches below 0
+    ios_verdict = run_gate(spark, ios, "ranker_v2", str(out))  # its interval reaches below 0: not enough evidence
+    assert not ios_verdict["passed"] and ios_verdict["state"] == "inconclusive"
     # an invalid window (SRM) fails the gate whatever its checks say
     invalid = tmp_path / "invalid"
     window_outputs(invalid, "invalid", ("sample-ratio mismatch (p=1e-05): the split is not the planned one",))
     verdict = run_gate(spark, cfg, "ranker_v2", str(invalid))
-    assert not verdict["passed"] and verdict["invalid"] == [
-        "experiment invalid: sample-ratio mismatch (p=1e-05): the split is not the planned one"
-    ]
+    assert (
+        not verdict["passed"]
+        and verdict["state"] == "failed"
+        and verdict["invalid"]
+        == ["experiment invalid: sample-ratio mismatch (p=1e-05): the split is not the planned one"]
+    )
     assert verdict["summary"].startswith("gate ranker_v2: FAILED 1 of 3 checks: experiment invalid: sample-ratio")
     with pytest.raises(ConfigError, match="'control' is not a variant of the window"):
         run_gate(
@@ -511,12 +638,16 @@ def test_the_command_exits_12_with_its_line_on_a_window_with_one_arm(spark, tmp_
 
 
 @pytest.mark.spark
-def test_the_command_prints_one_line_and_exits_0_or_12(tmp_path):
+def test_the_command_prints_one_line_and_exits_0_13_or_12(tmp_path):
     out = tmp_path / "out"
     offline_outputs(out)
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONWARNINGS": "ignore"}
-    for on, code, word in (("bound", 12, "FAILED 1 of 1"), ("point", 0, "PASSED 1 of 1")):
-        config = _config(tmp_path, OFFLINE, [NDCG_GAIN + f'\non = "{on}"'])
+    for check, code, word in (
+        (NDCG_GAIN, 13, "NOT ENOUGH EVIDENCE YET: 1 of 1"),  # +0.004 [−0.001, +0.009] against 0: inconclusive
+        (NDCG_GAIN.replace("0.0", "0.01"), 12, "FAILED 1 of 1"),  # even +0.009 is below 0.01
+        (NDCG_GAIN + '\non = "point"', 0, "PASSED 1 of 1"),
+    ):
+        config = _config(tmp_path, OFFLINE, [check])
         done = subprocess.run(
             [sys.executable, "-m", "recsys_spark.cli", "gate", "--name", "cand", "--output-root", str(out)]
             + ["--config", config, "--master", "local[1]", "--log-format", "json"],
@@ -529,7 +660,10 @@ def test_the_command_prints_one_line_and_exits_0_or_12(tmp_path):
         assert done.returncode == code, done.stderr[-2000:]
         (line,) = done.stdout.splitlines()
         assert line.startswith(f"gate cand: {word} checks") and line.endswith(f"-> {out}/gate/cand/verdict.json")
-        assert json.loads((out / "gate" / "cand" / "verdict.json").read_text())["passed"] is (code == 0)
+        written = json.loads((out / "gate" / "cand" / "verdict.json").read_text())
+        assert written["passed"] is (code == 0) and written["state"] == {0: "passed", 13: "inconclusive"}.get(
+            code, "failed"
+        )
 
 
 @pytest.mark.parametrize("example", ["gate-offline.toml", "gate-experiment.toml"])

@@ -5,15 +5,17 @@ from __future__ import annotations
 import argparse
 
 from recsys_spark.cli.common import Command, load, start_logging
-from recsys_spark.errors import GateFailed
+from recsys_spark.errors import GateFailed, GateInconclusive
 
-HELP = "check a candidate model against thresholds on its interval bounds (exit 12 when a check fails)"
+HELP = "check a candidate model against thresholds on its interval bounds (exit 12 failed, 13 not enough evidence)"
 DESCRIPTION = (
     "Read an offline comparison (offline-compare: candidate against base, paired over users) or an experiment "
     "window (recsys-spark experiment: a variant against the control), check each [[gate.checks]] threshold of "
     'the config on the interval\'s least favourable bound (or on the point with on = "point"), write the '
-    "verdict to OUT/gate/NAME/verdict.json and print one line. Exit 0: every check passed; 12: a check failed "
-    "(a missing slice or metric fails by name); 3: a bad config (docs/gate.md)."
+    "verdict to OUT/gate/NAME/verdict.json and print one line. Exit 0: every check passed; 13: not enough evidence "
+    "yet (no check failed, an interval straddles its threshold); 12: a check failed (a missing slice or metric "
+    "fails by name); 3: a bad config. With --set gate.fail_on_verdict=false: 0 once the verdict is written "
+    "(docs/gate.md)."
 )
 EXAMPLE = "recsys-spark gate --name ranker_v2 --output-root /data/eval --config gate.toml --set gate.end=2026-11-20"
 
@@ -26,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load the [gate] config, check it, write the verdict, print its one line; 12 when a check failed."""
+    """Load the [gate] config, check it, write the verdict, print its one line; exit as its state says."""
     from recsys_spark.gate import check_name, run_gate, validate
 
     check_name(args.name)
@@ -41,7 +43,16 @@ def run(args: argparse.Namespace) -> int:
     finally:
         spark.stop()
     print(f"{verdict['summary']} -> {verdict['path']}")
-    return 0 if verdict["passed"] else GateFailed.exit_code
+    return exit_code(verdict["state"], cfg.gate.fail_on_verdict)
+
+
+#: the command's exit code per verdict state (docs/operations.md, "Exit codes")
+EXIT_CODES = {"passed": 0, "inconclusive": GateInconclusive.exit_code, "failed": GateFailed.exit_code}
+
+
+def exit_code(state: str, fail_on_verdict: bool = True) -> int:
+    """0 passed, 13 inconclusive, 12 failed; 0 whatever the state with ``gate.fail_on_verdict = false``."""
+    return EXIT_CODES[state] if fail_on_verdict else 0
 
 
 COMMAND = Command("gate", HELP, DESCRIPTION, EXAMPLE, add_arguments, run)

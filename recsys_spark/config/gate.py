@@ -32,6 +32,9 @@ class GateConfig:
     start: str = ""
     end: str = ""
     checks: tuple[GateCheck, ...] = ()  # [[gate.checks]], docs/gate.md
+    #: true: the command's exit code says the verdict (0 passed, 13 inconclusive, 12 failed); false: exit 0 once
+    #: the verdict is written, whatever its state, for a scheduler that reads verdict.json (the Airflow DAG)
+    fail_on_verdict: bool = True
 
     def __post_init__(self) -> None:
         if self.source and self.source not in GATE_SOURCES:

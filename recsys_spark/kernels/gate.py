@@ -9,14 +9,21 @@ A check is a threshold on one (metric, k, aggregation, slice) of the candidate (
 
 Each is checked on the interval's bound that is least favourable to the candidate (``on = "bound"``, the
 default: a noisy run cannot pass on luck) or on the point estimate (``on = "point"``, what TFMA's and MLflow's
-thresholds do).  A (metric, slice) missing from the results fails by name, as does a bound asked of a row
-without an interval.
+thresholds do).  A check has one of three states (:data:`STATES`, docs/gate.md):
+
+* ``passed``: the least favourable end of the interval clears the threshold (with ``on = "point"``: the point);
+* ``failed``: even the most favourable end does not clear it (with ``on = "point"``: the point does not);
+* ``inconclusive``: the interval straddles the threshold: not enough evidence yet, either way.
+
+A (metric, slice) missing from the results fails by name, as does a bound asked of a row without an interval.
+The gate's state (:func:`gate_state`) is ``failed`` when a check failed, else ``inconclusive`` when one is, else
+``passed``.
 
 >>> from dataclasses import replace
 >>> row = Row("ndcg@10_user_avg", "all", value=0.31, delta=0.004, delta_low=-0.001, delta_high=0.009)
 >>> check = GateCheck("ndcg", 10, "user_avg", min_absolute_change=0.0)
->>> [r.passed for r in evaluate([check], [row])], [r.passed for r in evaluate([replace(check, on="point")], [row])]
-([False], [True])
+>>> [r.state for r in evaluate([check], [row])], [r.state for r in evaluate([replace(check, on="point")], [row])]
+(['inconclusive'], ['passed'])
 """
 
 from __future__ import annotations
@@ -26,6 +33,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from recsys_spark.registry import key, metric
+
+#: the states of a check and of a gate, in the order a gate takes the worst of (docs/gate.md)
+PASSED, INCONCLUSIVE, FAILED = "passed", "inconclusive", "failed"
+STATES = (PASSED, INCONCLUSIVE, FAILED)
+#: how the terminal and the report word a gate's state (the decisions' words: a gate that cannot tell is not
+#: a failure, ISSUE 42's contract)
+STATE_WORDS = {PASSED: "PASSED", INCONCLUSIVE: "NOT ENOUGH EVIDENCE YET", FAILED: "FAILED"}
 
 
 @dataclass(frozen=True)
@@ -88,18 +102,60 @@ class CheckResult:
     threshold_value: float
     on: str
     guardrail: bool
-    passed: bool
+    state: str  # passed, failed or inconclusive (STATES)
     why: str
     value: float | None = None  # the point: the candidate's value, or its change
     bound: float | None = None  # the interval's bound the threshold was checked on (with on = "bound")
     interval: tuple[float, float] | None = None
     checked: float | None = None  # the number compared with the threshold (the bound, or the point)
     limit: float | None = None  # the threshold in the compared number's terms (−margin for a guardrail)
+    favourable: float | None = None  # the interval's other end, the most favourable (with on = "bound")
+
+    @property
+    def passed(self) -> bool:
+        """Whether the check passed (the verdict's old boolean: an inconclusive check has not)."""
+        return self.state == PASSED
+
+    @property
+    def unit(self) -> str:
+        """The unit of ``value``, ``interval``, ``bound``, ``checked``, ``limit`` and ``threshold_value``:
+        ``percent`` for a relative change (a fraction: 0.012 is +1.2 %), ``metric`` (the metric's own units)
+        otherwise."""
+        return "percent" if self.threshold == "min_relative_change" else "metric"
+
+    def shown(self) -> dict[str, str | None]:
+        """The numbers as a table shows them, with their unit: a relative change as a percentage (``+1.2 %``),
+        anything else in the metric's units (``0.0042``, a change signed: ``+0.0042``)."""
+        relative, change = self.unit == "percent", self.threshold.startswith("min_")
+        interval = self.interval
+        return {
+            "value": None if self.value is None else show(self.value, relative, signed=change),
+            "interval": None
+            if interval is None
+            else f"[{show(interval[0], relative, change)}, {show(interval[1], relative, change)}]",
+            "threshold": show(self.threshold_value, relative, signed=False),
+            "unit": "%" if relative else "metric units",
+        }
 
     def as_dict(self) -> dict[str, object]:
         out = dict(self.__dict__)
         out["interval"] = list(self.interval) if self.interval is not None else None
+        out["passed"] = self.passed
+        out["unit"] = self.unit
+        out["shown"] = self.shown()
         return out
+
+
+def show(v: float, relative: bool = False, signed: bool = True) -> str:
+    """A number with its unit: a relative change as a percentage (``+1.2 %``), else in the metric's units
+    (``+0.0042``; ``signed``: a change carries its sign).
+
+    >>> show(0.0123, relative=True), show(-0.001), show(0.31, signed=False)
+    ('+1.23 %', '-0.001', '0.31')
+    """
+    if relative:
+        return f"{100 * v:{'+' if signed else ''}.3g} %"
+    return f"{v:{'+' if signed else ''}.6g}"
 
 
 def _finite(v: float | None) -> float | None:
@@ -107,7 +163,7 @@ def _finite(v: float | None) -> float | None:
 
 
 def _fmt(v: float, relative: bool = False) -> str:
-    return f"{v:+.2%}" if relative else f"{v:.6g}"
+    return show(v, relative) if relative else f"{v:.6g}"
 
 
 def _one(check: GateCheck, threshold: str, value: float, row: Row | None, slices: Sequence[str]) -> CheckResult:
@@ -124,7 +180,7 @@ def _one(check: GateCheck, threshold: str, value: float, row: Row | None, slices
         guardrail=check.guardrail,
     )
     if row is None:
-        return CheckResult(passed=False, why=_missing(check, slices), **base)  # type: ignore[arg-type]
+        return CheckResult(state=FAILED, why=_missing(check, slices), **base)  # type: ignore[arg-type]
     change = threshold.startswith("min_")
     relative = threshold == "min_relative_change"
     point, low, high = (
@@ -138,10 +194,10 @@ def _one(check: GateCheck, threshold: str, value: float, row: Row | None, slices
     what = "relative change" if relative else "change" if change else "value"
     interval = (low, high) if low is not None and high is not None else None
     if point is None:
-        return CheckResult(passed=False, why=f"{check.key} has no {what} on slice {check.slice}", **base)  # type: ignore[arg-type]
+        return CheckResult(state=FAILED, why=f"{check.key} has no {what} on slice {check.slice}", **base)  # type: ignore[arg-type]
     if check.on == "bound" and interval is None:
         return CheckResult(
-            passed=False,
+            state=FAILED,
             why=f"{check.key} has no interval on its {what} (ci_method {row.ci_method or 'none'}): "
             'nothing to check the bound on; on = "point" checks the point estimate',
             value=point,
@@ -157,14 +213,21 @@ def _one(check: GateCheck, threshold: str, value: float, row: Row | None, slices
     why = f"{what} {verdict.rule}: {verdict.subject} is {_fmt(seen, relative)}" + (
         f" (point {_fmt(point, relative)})" if check.on == "bound" else ""
     )
+    if verdict.state == INCONCLUSIVE:
+        assert verdict.favourable is not None
+        why += f"; its better end is {_fmt(verdict.favourable, relative)}: the interval straddles the threshold"
+    elif verdict.state == FAILED and check.on == "bound":
+        assert verdict.favourable is not None
+        why += f"; even its better end is {_fmt(verdict.favourable, relative)}"
     return CheckResult(
-        passed=verdict.passed,
+        state=verdict.state,
         why=why,
         value=point,
         bound=verdict.bound,
         interval=interval,
         checked=seen,
         limit=verdict.limit,
+        favourable=verdict.favourable,
         **base,  # type: ignore[arg-type]
     )
 
@@ -179,15 +242,22 @@ def _missing(check: GateCheck, slices: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class _Verdict:
-    """One threshold's judgement: whether it ``passed``, the ``rule`` and the ``subject`` of the why (the number
-    seen is the interval's ``bound`` with ``on = "bound"``, else the point) and the threshold as a ``limit`` in
-    the seen number's terms."""
+    """One threshold's judgement: its ``state``, the ``rule`` and the ``subject`` of the why (the number seen is
+    the interval's ``bound`` with ``on = "bound"``, else the point), the threshold as a ``limit`` in the seen
+    number's terms, and the interval's ``favourable`` end (None with ``on = "point"``)."""
 
-    passed: bool
+    state: str
     rule: str
     subject: str
     bound: float | None
     limit: float
+    favourable: float | None = None
+
+
+def _state(worst_clears: bool, best_clears: bool) -> str:
+    """passed when the least favourable number clears the threshold, failed when even the most favourable does
+    not, inconclusive between (with ``on = "point"`` both are the point: passed or failed)."""
+    return PASSED if worst_clears else INCONCLUSIVE if best_clears else FAILED
 
 
 def _on_change(
@@ -199,20 +269,23 @@ def _on_change(
     sign = 1.0 if higher else -1.0
     gain_point = sign * point
     gain_bound = min(sign * interval[0], sign * interval[1]) if interval is not None else None
+    gain_best = max(sign * interval[0], sign * interval[1]) if interval is not None else None
     limit = -value if check.guardrail else value
     checked = gain_bound if check.on == "bound" else gain_point
-    assert checked is not None
+    best = gain_best if check.on == "bound" else gain_point
+    assert checked is not None and best is not None
     better = "higher" if higher else "lower"
     if check.guardrail:
         rule = f"may be worse ({better} is better) by at most {_fmt(value, relative)}"
     else:
         rule = f"must gain at least {_fmt(value, relative)} ({better} is better)"
     return _Verdict(
-        passed=checked >= limit,
+        state=_state(checked >= limit, best >= limit),
         rule=rule,
         subject="the interval's worse end" if check.on == "bound" else "the point",
         bound=(interval[0] if higher else interval[1]) if interval is not None else None,
         limit=sign * limit,
+        favourable=(interval[1] if higher else interval[0]) if check.on == "bound" and interval is not None else None,
     )
 
 
@@ -223,14 +296,21 @@ def _on_value(
     end (or both on the point)."""
     at_least = threshold == "lower_bound"
     bound = (interval[0] if at_least else interval[1]) if interval is not None else None
+    other = (interval[1] if at_least else interval[0]) if interval is not None else None
     seen = bound if check.on == "bound" else point
-    assert seen is not None
+    best = other if check.on == "bound" else point
+    assert seen is not None and best is not None
+
+    def clears(x: float) -> bool:
+        return x >= value if at_least else x <= value
+
     return _Verdict(
-        passed=seen >= value if at_least else seen <= value,
+        state=_state(clears(seen), clears(best)),
         rule=f"must be {'at least' if at_least else 'at most'} {_fmt(value)}",
         subject=f"the interval's {'low' if at_least else 'high'} end" if check.on == "bound" else "the point",
         bound=bound,
         limit=value,
+        favourable=other if check.on == "bound" else None,
     )
 
 
@@ -250,11 +330,37 @@ def evaluate(checks: Sequence[GateCheck], rows: Sequence[Row]) -> list[CheckResu
     return out
 
 
+def gate_state(results: Sequence[CheckResult], extra_failures: Sequence[str] = ()) -> str:
+    """The gate's state: failed when a check failed (or the experiment cannot be read: ``extra_failures``),
+    else inconclusive when a check is, else passed.
+
+    >>> gate_state([]), gate_state([], ["experiment invalid: ..."])
+    ('passed', 'failed')
+    """
+    states = {r.state for r in results} | ({FAILED} if extra_failures else set())
+    return FAILED if FAILED in states else INCONCLUSIVE if INCONCLUSIVE in states else PASSED
+
+
 def summary_line(name: str, results: Sequence[CheckResult], extra_failures: Sequence[str] = ()) -> str:
-    """The one line the command prints: PASSED or FAILED, how many, and the failures by name."""
-    failed = [r for r in results if not r.passed]
+    """The one line the command prints, in the state's words (:data:`STATE_WORDS`): PASSED and how many;
+    FAILED, how many and the failures by name (then the inconclusive ones); NOT ENOUGH EVIDENCE YET, how many
+    are inconclusive and why.  An inconclusive gate is never worded as a failure."""
     total = len(results) + len(extra_failures)
-    if not failed and not extra_failures:
-        return f"gate {name}: PASSED {total} of {total} checks"
-    named = [*extra_failures, *(f"{r.key} on {r.slice} {r.threshold}: {r.why}" for r in failed)]
-    return f"gate {name}: FAILED {len(failed) + len(extra_failures)} of {total} checks: " + "; ".join(named)
+    state = gate_state(results, extra_failures)
+    head = f"gate {name}: {STATE_WORDS[state]}"
+    if state == PASSED:
+        return f"{head} {total} of {total} checks"
+
+    def named(rs: Sequence[CheckResult]) -> list[str]:
+        return [f"{r.key} on {r.slice} {r.threshold}: {r.why}" for r in rs]
+
+    failed = [r for r in results if r.state == FAILED]
+    open_ = [r for r in results if r.state == INCONCLUSIVE]
+    if state == INCONCLUSIVE:
+        return f"{head}: {len(open_)} of {total} checks inconclusive: " + "; ".join(named(open_))
+    line = f"{head} {len(failed) + len(extra_failures)} of {total} checks: " + "; ".join(
+        [*extra_failures, *named(failed)]
+    )
+    if open_:
+        line += f" (and {len(open_)} inconclusive: " + "; ".join(named(open_)) + ")"
+    return line
