@@ -3,14 +3,17 @@
 Two DAGs with the same shape, one per platform (docs/airflow.md)::
 
     wait_exposures ┐
-    wait_clicks    ┴─> evaluate ──> quality_gate [──> experiment_window ──> model_gate]
-    (sensors)          (Spark job, exits 0,      (reads summary.json,  (recsys-spark     (recsys-spark gate
-                        outlets: the tables)      fails without retry   experiment: the   on the window's
-                                                  on a hard violation)  window to date)   interval bounds)
+    wait_clicks    ┴─> evaluate ──> quality_gate [──> experiment_window ──> model_gate ──> model_verdict]
+    (sensors)          (Spark job, exits 0,      (reads summary.json,  (recsys-spark     (recsys-spark   (reads
+                        outlets: the tables)      fails without retry   experiment: the   gate: writes    verdict.json)
+                                                  on a hard violation)  window to date)   its verdict)
 
-The bracketed tasks exist when ``experiment`` names one (and ``gate_config`` a gate TOML, for the last):
+The bracketed tasks exist when ``experiment`` names one (and ``gate_config`` a gate TOML, for the last two):
 every night the experiment's window from ``experiment_start`` to the evaluated day is analysed again
-(always-valid intervals by default: looking every night is what they are for) and gated.
+(always-valid intervals by default: looking every night is what they are for) and gated.  The verdict has three
+states (docs/gate.md); ``model_verdict`` succeeds on ``passed`` (and updates the Asset the promotion schedules
+on), is **skipped** with the reason on ``inconclusive`` (not enough evidence yet: do not promote, the run does
+not fail) and fails without retry on ``failed``.
 
 * ``recsys_eval_daily``: ``spark-submit`` to YARN (or any master) with SparkSubmitOperator.
 * ``recsys_eval_daily_k8s``: the Spark operator's ``SparkApplication``
@@ -54,6 +57,11 @@ Failures
     retry (AirflowFailException), when a hard rule is violated: retrying cannot fix the data.
     A scheduler without a second task keeps the old behaviour by leaving the override out
     (the job then exits 8 on a hard violation, see recsys_spark/errors.py).
+  * ``model_gate`` runs the gate with ``--set gate.fail_on_verdict=false``: it exits 0 once the verdict is
+    written, whatever it says (the command's own exit codes, 13 for an inconclusive gate and 12 for a failed
+    one, do not reach Airflow through spark-submit in YARN's cluster mode or the Spark operator, which report
+    a failed application, not its driver's code); ``model_verdict`` then reads ``gate/EXPERIMENT/verdict.json``:
+    its ``state`` decides, as ``quality_gate`` reads the summary.
 """
 
 from __future__ import annotations
@@ -74,9 +82,9 @@ except ImportError:  # Airflow releases whose SDK does not export timetables yet
     from airflow.timetables.trigger import CronTriggerTimetable
 
 try:
-    from airflow.sdk.exceptions import AirflowFailException
+    from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 except ImportError:  # older Airflow 3 releases
-    from airflow.exceptions import AirflowFailException
+    from airflow.exceptions import AirflowFailException, AirflowSkipException
 
 # --------------------------------------------------------------------------------------
 # Deployment settings: the one place to edit.
@@ -129,7 +137,8 @@ SETTINGS: dict[str, str] = {
 OUTPUT_TABLES = ("metrics", "user_metrics", "lorenz", "rule_checks", "summary")
 #: updated by the gate only when no hard rule is violated: schedule on it to see trusted days only
 GATE_ASSET = "recsys_eval/quality_gate_passed"
-#: updated by the model gate only when every check of the gate config passed (its verdict: gate/NAME/verdict.json)
+#: updated by the model gate's verdict task only when the verdict passed (gate/NAME/verdict.json, state "passed"):
+#: schedule the promotion on it; an inconclusive verdict (not enough evidence yet) skips the task: no update
 MODEL_GATE_ASSET = "recsys_eval/model_gate_passed"
 
 
@@ -214,7 +223,8 @@ def window_arguments() -> list[str]:
 
 def gate_arguments() -> list[str]:
     """``recsys-spark gate`` on the window just written: its name is the experiment's, its verdict
-    ``{output_root}/gate/EXPERIMENT/verdict.json``; the window's bounds come from the run."""
+    ``{output_root}/gate/EXPERIMENT/verdict.json``; the window's bounds come from the run.  It exits 0 once the
+    verdict is written (``gate.fail_on_verdict=false``): ``model_verdict`` reads its state."""
     return [
         "gate",
         "--name", EXPERIMENT,
@@ -224,6 +234,7 @@ def gate_arguments() -> list[str]:
         "--set", f"gate.experiment={json.dumps(EXPERIMENT)}",
         "--set", f"gate.start={EXPERIMENT_START}",
         "--set", f"gate.end={EVAL_DATE}",
+        "--set", "gate.fail_on_verdict=false",
     ]  # fmt: skip
 
 
@@ -338,6 +349,48 @@ def _gate():
         outlets=[Asset(name=GATE_ASSET)],
         doc_md="Fails without retry when the summary reports a hard rule violation.",
     )(check_summary)(output_root=OUTPUT_ROOT, date=EVAL_DATE)
+
+
+# --- the model gate's verdict ------------------------------------------------------------------
+def check_verdict(output_root: str, name: str, date: str) -> dict[str, Any]:
+    """Read ``gate/NAME/verdict.json`` (``recsys-spark gate``, docs/gate.md) and act on its ``state``:
+
+    * ``passed``: return its headline (the task succeeds and updates :data:`MODEL_GATE_ASSET`: promote);
+    * ``inconclusive``: skip the task with the verdict's line (not enough evidence yet: do not promote yet,
+      the run does not fail; the window is gated again tomorrow with one more day of users);
+    * ``failed``, or a verdict that is missing, unreadable or not of the evaluated day: fail without retry.
+
+    A verdict of an earlier release has no ``state``: its boolean ``passed`` says passed or failed.
+    """
+    location = f"{output_root.rstrip('/')}/gate/{name}/verdict.json"
+    try:
+        verdict = json.loads(read_text(location))
+    except FileNotFoundError as err:
+        raise AirflowFailException(f"no verdict at {location}: the model_gate task did not write it") from err
+    except ValueError as err:
+        raise AirflowFailException(f"the verdict at {location} is not JSON: {err}") from err
+    if verdict.get("end") != date:
+        raise AirflowFailException(
+            f"the verdict at {location} gates the window ending {verdict.get('end')}, not {date}: a stale verdict"
+        )
+    state = verdict.get("state") or ("passed" if verdict.get("passed") else "failed")
+    line = verdict.get("summary", f"gate {name}: {state}")
+    if state == "inconclusive":
+        raise AirflowSkipException(f"do not promote yet: {line} (see {location})")
+    if state != "passed":
+        raise AirflowFailException(f"{line} (see {location})")
+    print(line)
+    return {"date": date, "state": state, "summary": line}
+
+
+def _verdict():
+    return task(
+        task_id="model_verdict",
+        retries=0,
+        outlets=[Asset(name=MODEL_GATE_ASSET)],
+        doc_md="Reads the model gate's verdict: succeeds when it passed (the Asset the promotion schedules on), "
+        "is skipped when inconclusive (not enough evidence yet: do not promote yet), fails when it failed.",
+    )(check_verdict)(output_root=OUTPUT_ROOT, name=EXPERIMENT, date=EVAL_DATE)
 
 
 # --- what every DAG shares ---------------------------------------------------------------
@@ -474,15 +527,14 @@ def build_dag(platform: str) -> DAG:
             )
             quality_gate >> window
             if GATE_CONFIG:
-                # exit 12 (a check failed) or 3 (a bad gate config) is not transient: no retry
+                # exits 0 once the verdict is written; 3 (a bad gate config) is not transient: no retry
                 model_gate = spark_task(
                     "model_gate",
                     gate_arguments(),
                     retries=0,
-                    outlets=[Asset(name=MODEL_GATE_ASSET)],
-                    doc_md="Fails without retry when a check of the gate config fails on the window's interval bounds.",
+                    doc_md="Checks the gate config on the window's interval bounds and writes the verdict.",
                 )
-                window >> model_gate
+                window >> model_gate >> _verdict()
     return dag
 
 

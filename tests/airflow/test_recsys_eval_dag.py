@@ -12,6 +12,7 @@ import copy
 import inspect
 import json
 import os
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -349,7 +350,7 @@ def test_gate_fails_on_a_day_without_its_success_marker(bag, tmp_path):
 # --- one factory, two platforms (issue 40): the same tasks, tested alike -------------------------------
 DAG_IDS = {"yarn": DAG_ID, "kubernetes": "recsys_eval_daily_k8s"}
 BOTH = {"RECSYS_EVAL_PLATFORMS": "yarn,kubernetes"}
-#: every task the DAGs can have: an experiment and a gate config add the last two
+#: every task the DAGs can have: an experiment and a gate config add the last three
 FULL = {
     **BOTH,
     "RECSYS_EVAL_EXPERIMENT": "ranker_v2",
@@ -390,6 +391,7 @@ def test_both_dags_have_the_same_tasks_wiring_arguments_retries_and_trigger_rule
     yarn, k8s = full.dags[DAG_IDS["yarn"]], full.dags[DAG_IDS["kubernetes"]]
     assert set(yarn.task_ids) == set(k8s.task_ids) == {
         "wait_exposures", "wait_clicks", "evaluate", "quality_gate", "experiment_window", "model_gate",
+        "model_verdict",
     }  # fmt: skip
     for task_id in yarn.task_ids:
         a, b = yarn.get_task(task_id), k8s.get_task(task_id)
@@ -400,7 +402,7 @@ def test_both_dags_have_the_same_tasks_wiring_arguments_retries_and_trigger_rule
         if task_id in SPARK_TASKS:
             assert _arguments(a) == _arguments(b), task_id
         else:
-            assert type(a) is type(b), task_id  # the sensors and the quality gate are the very same tasks
+            assert type(a) is type(b), task_id  # the sensors, the quality gate and the verdict: the very same tasks
     from airflow.providers.cncf.kubernetes.operators.spark_kubernetes import SparkKubernetesOperator
 
     assert all(isinstance(yarn.get_task(t), SparkSubmitOperator) for t in SPARK_TASKS)
@@ -410,14 +412,15 @@ def test_both_dags_have_the_same_tasks_wiring_arguments_retries_and_trigger_rule
 
 
 def test_wiring_and_trigger_rules_on_each_platform(platform):
-    """sensors -> evaluate -> quality_gate -> experiment_window -> model_gate, each after all of its upstream
-    tasks succeeded; only the computations retry."""
+    """sensors -> evaluate -> quality_gate -> experiment_window -> model_gate -> model_verdict, each after all of
+    its upstream tasks succeeded; only the computations retry."""
     dag = _load(FULL).dags[DAG_IDS[platform]]
     chain = [("evaluate", {"wait_exposures", "wait_clicks"}), ("quality_gate", {"evaluate"})]
     chain += [("experiment_window", {"quality_gate"}), ("model_gate", {"experiment_window"})]
+    chain += [("model_verdict", {"model_gate"})]
     for task_id, upstream in chain:
         assert dag.get_task(task_id).upstream_task_ids == upstream, task_id
-    assert dag.get_task("model_gate").downstream_task_ids == set()
+    assert dag.get_task("model_verdict").downstream_task_ids == set()
     assert {t.trigger_rule for t in dag.tasks} == {"all_success"}
     retried = {t.task_id for t in dag.tasks if t.retries > 0}
     assert retried == {"evaluate", "experiment_window"}
@@ -479,8 +482,12 @@ def test_the_experiment_window_and_the_model_gate_follow_the_quality_gate(platfo
     dag = bag.dags[DAG_IDS[platform]]
     assert dag.get_task("quality_gate").downstream_task_ids == {"experiment_window"}
     assert dag.get_task("experiment_window").downstream_task_ids == {"model_gate"}
+    assert dag.get_task("model_gate").downstream_task_ids == {"model_verdict"}
     assert dag.get_task("model_gate").retries == 0 and dag.get_task("experiment_window").retries > 0
-    assert [a.name for a in dag.get_task("model_gate").outlets] == ["recsys_eval/model_gate_passed"]
+    assert dag.get_task("model_verdict").retries == 0
+    # the promotion's Asset is the verdict task's: updated only when the verdict passed, not when the gate ran
+    assert [a.name for a in dag.get_task("model_verdict").outlets] == ["recsys_eval/model_gate_passed"]
+    assert dag.get_task("model_gate").outlets == []
     assert [a.name for a in dag.get_task("experiment_window").outlets] == ["recsys_eval/experiment_window"]
     assert _arguments(dag.get_task("experiment_window")) == [
         "experiment",
@@ -499,4 +506,68 @@ def test_the_experiment_window_and_the_model_gate_follow_the_quality_gate(platfo
         "--set", 'gate.experiment="ranker_v2"',
         "--set", "gate.start=2026-11-14",
         "--set", "gate.end=2026-11-20",
+        "--set", "gate.fail_on_verdict=false",
     ]  # fmt: skip
+
+
+# --- the model gate's three states (issue 42): passed promotes, inconclusive waits, failed fails ------------------
+def _write_verdict(root: Path, state: str | None, end: str = "2026-11-20", passed: bool | None = None) -> None:
+    folder = root / "gate" / "ranker_v2"
+    folder.mkdir(parents=True, exist_ok=True)
+    words = {"passed": "PASSED 2 of 2 checks", "inconclusive": "NOT ENOUGH EVIDENCE YET: 1 of 2 checks inconclusive: "
+             "exposure_ctr_global on all min_absolute_change: ...", "failed": "FAILED 1 of 2 checks: ..."}  # fmt: skip
+    verdict = {"name": "ranker_v2", "source": "experiment", "experiment": "ranker_v2", "end": end,
+               "passed": state == "passed" if passed is None else passed,
+               "summary": f"gate ranker_v2: {words.get(state or '', '...')}"}  # fmt: skip
+    if state is not None:
+        verdict["state"] = state
+    (folder / "verdict.json").write_text(json.dumps(verdict))
+
+
+def _verdict_callable(platform: str):
+    return _load(FULL).dags[DAG_IDS[platform]].get_task("model_verdict").python_callable
+
+
+def test_a_passed_verdict_succeeds_and_promotes(platform, tmp_path):
+    _write_verdict(tmp_path, "passed")
+    result = _verdict_callable(platform)(output_root=f"file://{tmp_path}/", name="ranker_v2", date="2026-11-20")
+    assert result == {"date": "2026-11-20", "state": "passed", "summary": "gate ranker_v2: PASSED 2 of 2 checks"}
+
+
+def test_an_inconclusive_verdict_skips_with_its_reason_and_does_not_fail_the_run(platform, tmp_path):
+    """Not enough evidence yet: the task ends skipped (a skipped leaf leaves the run successful) and its Asset,
+    the promotion's trigger, is not updated; never a failure (nor retried: nothing is wrong)."""
+    from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+    _write_verdict(tmp_path, "inconclusive")
+    with pytest.raises(AirflowSkipException) as skipped:
+        _verdict_callable(platform)(output_root=str(tmp_path), name="ranker_v2", date="2026-11-20")
+    assert not isinstance(skipped.value, AirflowFailException)
+    message = str(skipped.value)
+    assert message.startswith("do not promote yet: gate ranker_v2: NOT ENOUGH EVIDENCE YET: 1 of 2 checks")
+    assert message.endswith(f"(see {tmp_path}/gate/ranker_v2/verdict.json)")
+
+
+@pytest.mark.parametrize(
+    "state, end, passed, match",
+    [
+        ("failed", "2026-11-20", None, "gate ranker_v2: FAILED 1 of 2 checks"),
+        (None, "2026-11-20", False, "gate ranker_v2: ..."),  # an earlier release's verdict: no state, passed false
+        ("passed", "2026-11-19", None, "gates the window ending 2026-11-19, not 2026-11-20: a stale verdict"),
+    ],
+    ids=["failed", "an old verdict that did not pass", "yesterday's verdict"],
+)
+def test_a_failed_or_stale_verdict_fails_without_retry(platform, tmp_path, state, end, passed, match):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    _write_verdict(tmp_path, state, end, passed)
+    with pytest.raises(AirflowFailException, match=re.escape(match)):
+        _verdict_callable(platform)(output_root=str(tmp_path), name="ranker_v2", date="2026-11-20")
+    with pytest.raises(AirflowFailException, match="no verdict at .*: the model_gate task did not write it"):
+        _verdict_callable(platform)(output_root=str(tmp_path / "elsewhere"), name="ranker_v2", date="2026-11-20")
+
+
+def test_an_old_verdict_that_passed_still_promotes(platform, tmp_path):
+    _write_verdict(tmp_path, None, passed=True)
+    result = _verdict_callable(platform)(output_root=str(tmp_path), name="ranker_v2", date="2026-11-20")
+    assert result["state"] == "passed"
