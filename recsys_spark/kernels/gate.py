@@ -150,12 +150,16 @@ def show(v: float, relative: bool = False, signed: bool = True) -> str:
     """A number with its unit: a relative change as a percentage (``+1.2 %``), else in the metric's units
     (``+0.0042``; ``signed``: a change carries its sign).
 
-    >>> show(0.0123, relative=True), show(-0.001), show(0.31, signed=False)
-    ('+1.23 %', '-0.001', '0.31')
+    >>> show(0.0123, relative=True), show(-3.46, relative=True), show(12.5, relative=True), show(-0.001)
+    ('+1.23 %', '-346 %', '+1250 %', '-0.001')
+    >>> show(0.31, signed=False)
+    '0.31'
     """
+    sign = "+" if signed else ""
     if relative:
-        return f"{100 * v:{'+' if signed else ''}.3g} %"
-    return f"{v:{'+' if signed else ''}.6g}"
+        pct = 100 * v
+        return f"{pct:{sign}.3g} %" if abs(pct) < 1000 else f"{pct:{sign}.0f} %"  # no exponent: 1250 %, not 1.25e+03
+    return f"{v:{sign}.6g}"
 
 
 def _finite(v: float | None) -> float | None:
