@@ -447,19 +447,36 @@ def user_sums(
     for i in range(len(y)):
         lists.setdefault((user[i], request[i]), []).append(i)
     for (u, _), rows in lists.items():
-        j = int(np.searchsorted(users, u))
-        rows = sorted(rows, key=lambda i: position[i])
-        per["lists"][j] += 1
-        per["list_reward"][j] += y[rows].sum()
-        if not np.isnan(lp[rows]).all():
-            per["lists_sips"][j] += 1
-            per["sips"][j] += min(np.prod(e[rows]) / np.nanmax(lp[rows]), cap) * y[rows].sum()
-        if has_p[rows].all():
-            per["lists_iips"][j] += 1
-            per["iips"][j] += float(np.dot(w[rows], y[rows]))
-        if not np.isnan(pp[rows]).any():
-            per["lists_rips"][j] += 1
-            cascade = np.minimum(np.cumprod(e[rows]) / pp[rows], cap)
-            per["rips"][j] += float(np.dot(cascade, y[rows]))
+        ordered = sorted(rows, key=lambda i: position[i])
+        _add_list(per, int(np.searchsorted(users, u)), ordered, y, e, w, has_p, lp, pp, cap)
     top = float(w[has_p].max()) if has_p.any() else None
     return users, per, top
+
+
+def _add_list(
+    per: dict[str, np.ndarray],
+    j: int,
+    rows: list[int],
+    y: np.ndarray,
+    e: np.ndarray,
+    w: np.ndarray,
+    has_p: np.ndarray,
+    lp: np.ndarray,
+    pp: np.ndarray,
+    cap: float,
+) -> None:
+    """Add one list's terms (its ``rows``, in position order) to user ``j``'s list-level sums: the list and
+    its reward; W Σ y with a list propensity; Σ w y when every row has a propensity; the cascade
+    Σ_k min(Π_{i≤k} e_i / prefix_propensity_k, M) y_k when every row has a prefix propensity."""
+    per["lists"][j] += 1
+    per["list_reward"][j] += y[rows].sum()
+    if not np.isnan(lp[rows]).all():
+        per["lists_sips"][j] += 1
+        per["sips"][j] += min(np.prod(e[rows]) / np.nanmax(lp[rows]), cap) * y[rows].sum()
+    if has_p[rows].all():
+        per["lists_iips"][j] += 1
+        per["iips"][j] += float(np.dot(w[rows], y[rows]))
+    if not np.isnan(pp[rows]).any():
+        per["lists_rips"][j] += 1
+        cascade = np.minimum(np.cumprod(e[rows]) / pp[rows], cap)
+        per["rips"][j] += float(np.dot(cascade, y[rows]))
