@@ -57,7 +57,7 @@ def _f(value: float | None) -> str:
 def run(args: argparse.Namespace) -> int:
     check_arguments(args)
     cfg = load(args)
-    from recsys_spark.ope.run import target_location
+    from recsys_spark.ope.candidate import target_location
 
     target_location(cfg, args.input_root, args.run)  # an empty ope.target fails before Spark starts
     start_logging(args)

@@ -1,18 +1,18 @@
-"""The inputs of ``recsys-spark ope``: the logged days and the candidate, read, keyed and checked (Spark wiring).
+"""The logged days of ``recsys-spark ope``: read, checked against their day, keyed and labelled (Spark wiring).
 
-The rules, each one line and a documented exit when it fails (docs/ope.md, "What the run does with odd input"):
+The first of the run's three steps (:mod:`recsys_spark.ope.run`); its rules, each one line and a documented exit
+when it fails (docs/ope.md, "What the run does with odd input"):
 
 * **feedback**: a logged day whose clicks partition is missing, holds no row (no file, a zero-row file
   with or without types) or no valid row has no feedback: a note, and the day is left out (its exposures
   would read as unclicked and pull every estimate towards 0).  When no day is left, the window fails as
   the daily job's hard ``no_feedback`` rule does (:class:`~recsys_spark.errors.HardRuleViolation`, exit 8);
-* **keys**: logged rows are keyed by day and request.  A candidate with a ``dt`` column answers
-  (day, request) pairs: both sides' request ids become ``D|request`` (:func:`day_request`).  Without it a
-  request id logged on two days is refused (exit 5) naming the id and the days: the candidate cannot say
-  which of them it answers;
-* **matches**: the candidate's requests are matched to the logged ones as strings, exactly (an integer
-  ``7`` is ``"7"``, which is not ``"007"``); none matched, or fewer than ``ope.min_matched_share`` of the
-  logged requests, fails (exit 7) naming an id of each side; below 1, a note counts the others;
+  so does a window whose clicks reach no logged exposure (:func:`check_feedback`);
+* **propensities**: a ``propensity``, ``list_propensity`` or ``prefix_propensity`` present but outside
+  (0, 1] is refused (exit 5) with an example (:func:`check_logged`);
+* **keys**: logged rows are keyed by day and request; when the candidate names the day each row answers,
+  both sides' request ids become ``D|request`` (:func:`day_request`, :func:`keyed_by_day`,
+  :func:`keyed_clicks`; the candidate's side: :mod:`recsys_spark.ope.candidate`);
 * **copies**: rows logged twice in a day are deduplicated as the daily job does and counted
   (``duplicate_logged_rows``); copies at one position that disagree on a propensity are refused (exit 5).
 """
@@ -20,13 +20,11 @@ The rules, each one line and a documented exit when it fails (docs/ope.md, "What
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from recsys_spark.config import Config, templates
 from recsys_spark.errors import EmptyInputError, HardRuleViolation, MissingInputError, SchemaError
@@ -41,15 +39,12 @@ from recsys_spark.schema import (
     OPE_EXPOSURE_COLUMNS,
     POSITION,
     PREFIX_PROPENSITY,
-    PROBABILITY,
     PROPENSITY,
-    Q_HAT,
     REASON,
     RELEVANCE,
     REQUEST,
     SCORE,
     SESSION,
-    TARGET_COLUMNS,
     TS,
     USER,
 )
@@ -71,6 +66,11 @@ def day_request(day: Column, request: Column) -> Column:
     return F.concat(day.cast("string"), F.lit("|"), request)
 
 
+def count_where(condition: Column) -> Column:
+    """The number of rows where ``condition`` holds (0 where it is false or null), as an aggregate."""
+    return F.sum(F.when(condition, 1).otherwise(0))
+
+
 # --------------------------------------------------------------------------- the logged days
 
 
@@ -87,6 +87,17 @@ class Logged:
     paths: list[str]  # their exposures partitions
     without_feedback: dict[str, str] = field(default_factory=dict)  # day -> why it was left out
     valid_clicks: int = 0
+    counts: dict[str, int] = field(default_factory=dict)  # the valid rows' counts (:func:`check_logged`)
+
+
+def logged_days(spark: SparkSession, cfg: Config, input_root: str, days: Sequence[dt.date], notes: list[str]) -> Logged:
+    """Step 1 of the run: the logged days of ``days`` (:func:`read_logged`) with their ``counts``
+    (:func:`check_logged`); an :class:`EmptyInputError` (exit 7) when no valid logged exposure has an item."""
+    logged = read_logged(spark, cfg, input_root, days, notes)
+    counts = check_logged(logged.exposures, logged.paths)
+    if counts["exposures"] == 0:
+        raise EmptyInputError(f"no valid logged exposure with an item between {days[0]} and {days[-1]}")
+    return replace(logged, counts=counts)
 
 
 def read_logged(spark: SparkSession, cfg: Config, input_root: str, days: Sequence[dt.date], notes: list[str]) -> Logged:
@@ -200,14 +211,10 @@ def check_logged(tagged: DataFrame, paths: Sequence[str]) -> dict[str, int]:
     """Counts of the logged rows in one job (rows, set aside per reason, exposures, rows with each
     propensity); a :class:`SchemaError` (one line, an example) when a propensity lies outside (0, 1]."""
     valid = F.col(REASON).isNull() & F.col(ITEM).isNotNull()
-
-    def n(condition: Column) -> Column:
-        return F.sum(F.when(condition, 1).otherwise(0))
-
-    aggs = [F.count(F.lit(1)).alias("rows"), n(valid).alias("exposures")]
+    aggs = [F.count(F.lit(1)).alias("rows"), count_where(valid).alias("exposures")]
     for name in PROPENSITIES:
-        aggs.append(n(valid & F.col(name).isNotNull()).alias(f"with_{name}"))
-        aggs.append(n(valid & _outside_unit(F.col(name))).alias(f"bad_{name}"))
+        aggs.append(count_where(valid & F.col(name).isNotNull()).alias(f"with_{name}"))
+        aggs.append(count_where(valid & _outside_unit(F.col(name))).alias(f"bad_{name}"))
     rows = tagged.groupBy(REASON).agg(*aggs).collect()
     counts: dict[str, int] = {}
     for row in rows:
@@ -244,172 +251,15 @@ def keyed_clicks(logged: Logged, by_day: bool, window_minutes: float, time_zone:
     union = frames[0]
     for frame in frames[1:]:
         union = union.unionByName(frame, allowMissingColumns=True)
-    if by_day:
-        union = union.withColumn(REQUEST, day_request(F.col(DAY), F.col(REQUEST)))
-    return union.drop(DAY)
+    return keyed_by_day(union, by_day).drop(DAY)
 
 
-# --------------------------------------------------------------------------- the candidate
-
-
-def read_target(spark: SparkSession, location: str, columns: Mapping[str, str]) -> tuple[DataFrame, bool]:
-    """The candidate (``ope.target``, its columns renamed by ``columns``: ``input.columns``) and whether it
-    names the day each row answers (a ``dt`` column: a date, a ``YYYY-MM-DD`` string or a timestamp; a
-    ``dt=D`` folder gives one); with it, the request ids are :func:`day_request` ids, as the logged rows'
-    will be."""
-    raw = read_parquet(spark, location, "ope.target", columns)
-    if DAY not in raw.columns:
-        return conform(raw, TARGET_COLUMNS, location), False
-    target = conform(raw, TARGET_COLUMNS, location, typed=[DAY])
-    return target.withColumn(REQUEST, day_request(_as_date(target, location), F.col(REQUEST))).drop(DAY), True
-
-
-def _as_date(target: DataFrame, location: str) -> Column:
-    kind = target.schema[DAY].dataType
-    if isinstance(kind, T.DateType):
-        return F.col(DAY)
-    if isinstance(kind, T.StringType):
-        return F.try_to_timestamp(F.col(DAY), F.lit("yyyy-MM-dd")).cast("date")
-    if isinstance(kind, (T.TimestampType, T.TimestampNTZType)):
-        return F.col(DAY).cast("date")
-    raise SchemaError(
-        f"column {DAY!r} in {location} has type {kind.simpleString()}: the day a candidate's row answers is a "
-        "date, a 'YYYY-MM-DD' string or a timestamp"
-    )
-
-
-def target_rows(target: DataFrame, partitions: int) -> DataFrame:
-    """The candidate's rows that show an item (probability e > 0, q = its q̂), hash-partitioned by request;
-    with ``bad``: the rows without a request (or a day, when it names one) or an item, or whose probability
-    is null, NaN or outside [0, 1]."""
-    prob = F.col(PROBABILITY)
-    q = F.col(Q_HAT) if Q_HAT in target.columns else F.lit(None).cast("double")
-    bad = F.col(REQUEST).isNull() | F.col(ITEM).isNull() | prob.isNull() | F.isnan(prob) | (prob < 0) | (prob > 1)
-    return target.repartition(partitions, REQUEST).select(
-        REQUEST, ITEM, POSITION, prob.alias("e"), q.alias("q"), bad.alias("bad")
-    )
-
-
-def target_positions(rows: DataFrame) -> DataFrame:
-    """Per (request, position) of the candidate (from :func:`target_rows`, partitioned by request): its
-    mass Σπ, its modelled reward d = Σ π q̂, and the checks' counts."""
-    e, q, bad = F.col("e"), F.col("q"), F.col("bad")
-    shown = ~bad & (e > 0)
-    return rows.groupBy(REQUEST, POSITION).agg(
-        F.sum(F.when(~bad, e)).alias("mass"),
-        F.sum(F.when(shown, e * q)).alias("d"),
-        F.count(F.lit(1)).alias("n_rows"),
-        F.sum(F.when(bad, 1).otherwise(0)).alias("bad"),
-        F.sum(F.when(shown & (q.isNull() | F.isnan(q)), 1).otherwise(0)).alias("q_missing"),
-        F.sum(F.when(shown & (e < 1), 1).otherwise(0)).alias("fractional"),
-    )
-
-
-#: a candidate's probabilities for one (request, position) may sum to 1 + this (rounding), no more
-MASS_TOLERANCE = 1e-9
-
-
-def check_target(positions: DataFrame, location: str, has_q: bool) -> dict[str, Any]:
-    """Counts over the candidate in one job; a :class:`SchemaError` (one line, an example) for a
-    probability outside [0, 1] or a (request, position) whose probabilities sum above 1 (a row listed
-    twice is caught where it matters, on a logged row: :func:`recsys_spark.ope.run.check_no_copies`)."""
-    over = F.col("mass") > 1 + MASS_TOLERANCE
-    row = positions.agg(
-        F.count(F.lit(1)).alias("positions"),
-        F.sum("n_rows").alias("rows"),
-        F.sum("bad").alias("bad"),
-        F.sum("q_missing").alias("q_missing"),
-        F.sum("fractional").alias("fractional"),
-        F.sum(F.when(over, 1).otherwise(0)).alias("over"),
-        F.max_by(F.struct(REQUEST, POSITION, "mass"), "mass").alias("heaviest"),
-    ).collect()[0]
-    counts = {k: row[k] for k in ("positions", "rows", "bad", "q_missing", "fractional", "over")}
-    counts = {k: int(v or 0) for k, v in counts.items()}
-    if counts["positions"] == 0:
-        raise EmptyInputError(f"empty input ope.target (0 rows): {location}")
-    if counts["bad"]:
-        raise SchemaError(
-            f"ope.target {location}: {counts['bad']} rows have no request_id (or no valid dt) or item, or a "
-            "probability that is null, NaN or outside [0, 1]"
-        )
-    if counts["over"]:
-        worst = row["heaviest"]
-        raise SchemaError(
-            f"ope.target {location}: the probabilities of {counts['over']} (request, position) pairs sum above 1 "
-            f"(e.g. request {worst[REQUEST]}, position {worst[POSITION]}: {worst['mass']:.6g})"
-        )
-    counts["has_q"] = has_q and counts["q_missing"] == 0
-    return counts
-
-
-# --------------------------------------------------------------------------- the two sides meet
-
-
-def match_requests(
-    exposures: DataFrame, positions: DataFrame, location: str, min_share: float, by_day: bool, notes: list[str]
-) -> dict[str, int]:
-    """How the candidate's requests meet the logged ones (valid, with an item), in one job: the logged
-    requests, the candidate's, those in both, and the logged request ids seen on several days.
-
-    Raises a :class:`SchemaError` when a request id repeats across days and the candidate names no day
-    (``by_day`` False: it cannot say which day it answers); an :class:`EmptyInputError` when no request
-    matched or fewer than ``min_share`` of the logged ones did, naming an id of each side (ids are
-    compared as strings, exactly).  Between ``min_share`` and 1: a note."""
-    valid = F.col(REASON).isNull() & F.col(ITEM).isNotNull() & F.col(REQUEST).isNotNull()
-    logged = (
-        exposures.where(valid)
-        .select(REQUEST, DAY)
-        .distinct()
-        .groupBy(REQUEST)
-        .agg(F.count(F.lit(1)).alias("_days"), F.min(DAY).alias("_first"), F.max(DAY).alias("_last"))
-    )
-    target = positions.select(REQUEST).distinct().withColumn("_target", F.lit(True))
-    on_log, on_target = F.col("_days").isNotNull(), F.col("_target").isNotNull()
-
-    def n(condition: Column) -> Column:
-        return F.sum(F.when(condition, 1).otherwise(0))
-
-    row = (
-        logged.join(target, REQUEST, "full")
-        .agg(
-            n(on_log).alias("logged_requests"),
-            n(on_target).alias("target_requests"),
-            n(on_log & on_target).alias("matched_requests"),
-            n(F.col("_days") > 1).alias("repeated_requests"),
-            F.min(F.when(F.col("_days") > 1, F.struct(REQUEST, "_days", "_first", "_last"))).alias("repeated"),
-            F.min(F.when(on_log & ~on_target, F.col(REQUEST))).alias("logged_only"),
-            F.min(F.when(on_target & ~on_log, F.col(REQUEST))).alias("target_only"),
-        )
-        .collect()[0]
-    )
-    counts = {k: int(row[k] or 0) for k in ("logged_requests", "target_requests", "matched_requests")}
-    repeated = int(row["repeated_requests"] or 0)
-    if repeated and not by_day:
-        r = row["repeated"]
-        others = f", and {repeated - 1} more ids repeat across days" if repeated > 1 else ""
-        raise SchemaError(
-            f"ope: request id {r[REQUEST]!r} is logged on {r['_days']} days ({r['_first']} to {r['_last']}){others}; "
-            f"the candidate ({location}) has no {DAY} column to say which day it answers: add the logged day "
-            f"as a {DAY} column (a date) to the candidate, or log ids unique across days"
-        )
-    logged_n, matched = counts["logged_requests"], counts["matched_requests"]
-    share = matched / logged_n if logged_n else 0.0
-    if share < min_share:
-        example = (
-            f"e.g. logged request id {row['logged_only']!r}, candidate request id {row['target_only']!r}; ids are "
-            "compared as strings, exactly (7 and '007' differ)"
-        )
-        raise EmptyInputError(
-            f"ope: the candidate ({location}) answers {matched} of {logged_n} logged requests ({share:.1%}; "
-            f"ope.min_matched_share is {min_share:g}): {counts['target_requests']} candidate request id(s), "
-            f"{matched} matched ({example})"
-        )
-    if matched < logged_n:
-        notes.append(
-            f"the candidate has no row for {logged_n - matched} of the {logged_n} logged requests (e.g. "
-            f"{row['logged_only']!r}): they count as lists it leaves empty (e = 0 on each of their rows)"
-        )
-    return counts
+def keyed_by_day(logged: DataFrame, by_day: bool) -> DataFrame:
+    """Logged rows (exposures or clicks, with ``dt``) keyed as the candidate answers: ``by_day``, a request
+    id becomes its day's (:func:`day_request`); otherwise unchanged."""
+    if not by_day:
+        return logged
+    return logged.withColumn(REQUEST, day_request(F.col(DAY), F.col(REQUEST)))
 
 
 # --------------------------------------------------------------------------- labelling
@@ -509,3 +359,40 @@ def check_labelled(labelled: DataFrame) -> dict[str, int]:
             "the copies of a row must agree"
         )
     return {"rows": int(row["rows"]), "duplicate_logged_rows": int(row["duplicates"] or 0)}
+
+
+def label_days(
+    cfg: Config,
+    logged: Logged,
+    exposures: DataFrame,
+    by_day: bool,
+    persist: Callable[[DataFrame], DataFrame],
+    notes: list[str],
+) -> tuple[DataFrame, dict[str, int]]:
+    """The labelled rows and their counts, once the candidate has said how rows are keyed (``by_day``):
+    ``exposures`` (the logged ones, keyed by :func:`keyed_by_day`) labelled with the keyed clicks
+    (:func:`keyed_clicks`, :func:`label_logged`), kept by ``persist`` (before any check, so that the run
+    releases them whatever happens), then checked (:func:`check_labelled`; a note counts the copies folded)."""
+    clicks = keyed_clicks(logged, by_day, cfg.attribution.window_minutes, cfg.validation.time_zone)
+    rows = logged.counts["exposures"]
+    labelled = persist(label_logged(cfg, exposures, clicks, rows))
+    counts = check_labelled(labelled)
+    duplicates = counts["duplicate_logged_rows"]
+    if duplicates:
+        notes.append(
+            f"{duplicates} logged rows repeat a (user, request, item) of their day: each counted once, at "
+            "its smallest position (the daily job's deduplication)"
+        )
+    return labelled, counts
+
+
+def check_feedback(reward: float, valid_clicks: int, start: dt.date, end: dt.date) -> None:
+    """A :class:`HardRuleViolation` (exit 8, the daily job's hard ``no_feedback``) when no logged exposure
+    got feedback (``reward``: Σ y over the labelled rows): every reward 0, every estimate 0 or the reward
+    model's alone."""
+    if reward == 0:
+        raise HardRuleViolation(
+            f"ope: no logged exposure between {start} and {end} got feedback ({valid_clicks} valid clicks in the "
+            "days read; none attributed to a logged exposure, or only events without a weight in "
+            "labels.event_weights): no logged reward to estimate from (the daily job's hard no_feedback rule)"
+        )
