@@ -27,6 +27,7 @@ from recsys_spark.report.data import RunData
 from recsys_spark.report.load import context_metrics, load, read_offline_auc, read_verdicts
 from recsys_spark.report.parts import iter_charts
 from recsys_spark.report.readers import LocalReader, Reader, SparkReader, is_local
+from recsys_spark.report.sections.offline import OnlineSettings
 from recsys_spark.report.svg import fmt
 
 __all__ = ["default_path", "load_range", "render_html", "trim_leading", "write_report"]
@@ -84,16 +85,7 @@ def render_html(data: RunData, context_metrics: pd.DataFrame, settings: ReportCo
         import jinja2
     except ImportError:  # pragma: no cover - jinja2 is a dependency
         raise UsageError("the report needs jinja2: pip install jinja2") from None
-    sections = build_sections(
-        data,
-        context_metrics,
-        overfit_gap=settings.overfit_gap,
-        online_gap=settings.offline_online_gap,
-        x_key=settings.regression_x,
-        y_key=settings.regression_y,
-        min_days=settings.min_regression_days,
-        level=settings.regression_level,
-    )
+    sections = build_sections(data, context_metrics, OnlineSettings.of(settings))
     template_text = resources.files("recsys_spark.report").joinpath("template.html.j2").read_text(encoding="utf-8")
     env = jinja2.Environment(
         autoescape=True,

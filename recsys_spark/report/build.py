@@ -35,7 +35,12 @@ from recsys_spark.report.sections.daily import (
 from recsys_spark.report.sections.decisions import decisions_section
 from recsys_spark.report.sections.experiments import experiments_section, windows_section
 from recsys_spark.report.sections.gate import gates_section
-from recsys_spark.report.sections.offline import comparison_section, offline_runs_section, offline_section
+from recsys_spark.report.sections.offline import (
+    OnlineSettings,
+    comparison_section,
+    offline_runs_section,
+    offline_section,
+)
 from recsys_spark.report.sections.ope import ope_section
 from recsys_spark.report.sections.simulation import simulation_section
 
@@ -43,18 +48,12 @@ from recsys_spark.report.sections.simulation import simulation_section
 def build_sections(
     data: RunData,
     context_metrics: pd.DataFrame,
-    *,
-    overfit_gap: float,
-    online_gap: float,
-    x_key: str,
-    y_key: str,
-    min_days: int,
-    level: float,
+    online: OnlineSettings,
 ) -> list[Section]:
     """The page's sections in order: the daily ones; the experiments, then the decisions and the gates'
     verdicts; the experiment windows, the offline runs, their comparisons, the OPE runs, the simulated days;
-    offline versus online last.  Without an experiments section the decisions and the gates come just before
-    offline versus online.  A section with nothing to show (None) is left out."""
+    offline versus online (``online``: its settings) last.  Without an experiments section the decisions and
+    the gates come just before offline versus online.  A section with nothing to show (None) is left out."""
     m = Metrics(data.tables.get("metrics", pd.DataFrame()))
     daily = [
         headline_section(data, m, Metrics(context_metrics)),
@@ -73,16 +72,7 @@ def build_sections(
         ope_section(data),
         simulation_section(data),
     ]
-    last = offline_section(
-        data,
-        m,
-        overfit_gap=overfit_gap,
-        online_gap=online_gap,
-        x_key=x_key,
-        y_key=y_key,
-        min_days=min_days,
-        level=level,
-    )
+    last = offline_section(data, m, online)
     if experiments is not None:
         ordered = [*daily, experiments, *decided, *others, last]
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +63,18 @@ def unreadable_note(data: RunData, prefix: str) -> list[str]:
     """The section's note naming what it left out because a file cannot be read (none when nothing was)."""
     lost = data.unreadable_of(prefix)
     return [f"Left out, unreadable: {'; '.join(u.line for u in lost)}."] if lost else []
+
+
+def runs_section(
+    data: RunData, section_id: str, title: str, found: Sequence[object], skipped: list[str], lost_prefix: str
+) -> Section | None:
+    """The section of a family of runs (offline runs, comparisons, OPE runs, simulated days): None when it has
+    nothing to show (no run ``found``, none left out as incomplete, ``skipped``, nor as unreadable, whose
+    ``what`` starts with ``lost_prefix``); else an empty section whose first note names the unreadable ones."""
+    lost = unreadable_note(data, lost_prefix)
+    if not found and not skipped and not lost:
+        return None
+    return Section(section_id, title, notes=lost)
 
 
 def incomplete_note(skipped: list[str], marker: str) -> list[str]:

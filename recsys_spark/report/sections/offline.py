@@ -4,9 +4,13 @@ regression."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Any
 
+import pandas as pd
+
 from recsys_spark import registry
+from recsys_spark.config import ReportConfig
 from recsys_spark.kernels.regression import fit_line
 from recsys_spark.registry import HEADLINE
 from recsys_spark.report import svg
@@ -14,7 +18,7 @@ from recsys_spark.report.colour_rule import verdict, verdict_fields
 from recsys_spark.report.data import RunData
 from recsys_spark.report.load import OFFLINE_VALUE
 from recsys_spark.report.metric_rows import Metrics
-from recsys_spark.report.parts import Chart, Section, incomplete_note, name_id, unreadable_note
+from recsys_spark.report.parts import Chart, Section, incomplete_note, name_id, runs_section
 from recsys_spark.report.values import (
     all_slice,
     as_float,
@@ -36,10 +40,9 @@ def offline_runs_section(data: RunData) -> Section | None:
     """The complete offline runs side by side: each run's headline (the registry's HEADLINE keys its metrics
     table has, slice ``all``) with its interval."""
     skipped = [s for s in data.offline_skipped if s.startswith("run ")]
-    lost = unreadable_note(data, "offline run ")
-    if not data.offline_runs and not skipped and not lost:
+    section = runs_section(data, "offline-runs", "Offline runs", data.offline_runs, skipped, "offline run ")
+    if section is None:
         return None
-    section = Section("offline-runs", "Offline runs", notes=lost)
     runs = data.offline_runs
     found: dict[tuple[str, str, int | None, str], dict[str, Any]] = {}
     for run in runs:
@@ -93,10 +96,11 @@ def comparison_section(data: RunData) -> Section | None:
     """Each complete offline comparison (``recsys-spark offline-compare``): a table of the paired differences per
     metric, coloured by the same rule as the experiments."""
     skipped = [s for s in data.offline_skipped if s.startswith("comparison ")]
-    lost = unreadable_note(data, "offline comparison ")
-    if not data.comparisons and not skipped and not lost:
+    section = runs_section(
+        data, "offline-comparison", "Offline comparison", data.comparisons, skipped, "offline comparison "
+    )
+    if section is None:
         return None
-    section = Section("offline-comparison", "Offline comparison", notes=lost)
     blocks = []
     for comp in data.comparisons:
         alpha = 1 - confidence_of(comp.summary, "confidence")
@@ -150,6 +154,26 @@ def comparison_section(data: RunData) -> Section | None:
     return section
 
 
+@dataclass(frozen=True)
+class OnlineSettings:
+    """What offline versus online reads of ``[report]`` (docs/report.md), named as there: the gaps that name a
+    diagnosis (train - test above ``overfit_gap``: overfitting; test - online above ``offline_online_gap``:
+    inconsistency or leakage), and the regression of ``regression_y`` on ``regression_x`` (metric keys) at
+    ``regression_level``, concluded from ``min_regression_days`` days."""
+
+    overfit_gap: float
+    offline_online_gap: float
+    regression_x: str
+    regression_y: str
+    min_regression_days: int
+    regression_level: float
+
+    @classmethod
+    def of(cls, settings: ReportConfig) -> OnlineSettings:
+        """The fields of the same names in ``settings``."""
+        return cls(**{f.name: getattr(settings, f.name) for f in fields(cls)})
+
+
 def _gap_diagnosis(
     train: float | None, test: float | None, online: float | None, overfit_gap: float, online_gap: float
 ) -> list[str]:
@@ -161,73 +185,78 @@ def _gap_diagnosis(
     return out
 
 
-def offline_section(
-    data: RunData,
-    m: Metrics,
-    *,
+def _auc_rows(
+    model: str,
+    days: list[str],
+    train: list[float | None],
+    test: list[float | None],
+    online: list[float | None],
     overfit_gap: float,
     online_gap: float,
-    x_key: str,
-    y_key: str,
-    min_days: int,
-    level: float,
-) -> Section:
-    """Offline (train/test) AUC beside the job's online AUC, and the business-on-offline regression."""
-    section = Section("offline", "Offline versus online")
+) -> list[dict[str, Any]]:
+    """One model's rows of the AUC table: the days with a train or test AUC, their gaps and diagnoses."""
+    table = []
+    for d, tr, te, on in zip(days, train, test, online, strict=True):
+        if tr is None and te is None:
+            continue
+        table.append(
+            {
+                "dt": d,
+                "model": model,
+                "train": tr,
+                "test": te,
+                "online": on,
+                "train_minus_test": tr - te if tr is not None and te is not None else None,
+                "test_minus_online": te - on if te is not None and on is not None else None,
+                "diagnosis": _gap_diagnosis(tr, te, on, overfit_gap, online_gap),
+            }
+        )
+    return table
+
+
+def auc_chart(
+    data: RunData, offline: pd.DataFrame, online: list[float | None], overfit_gap: float, online_gap: float
+) -> tuple[Chart, list[dict[str, Any]]]:
+    """Train and test AUC per model (the training pipeline's table) beside the job's online AUC per day, with
+    missing days as grey columns; and the table of their gaps, by day and model."""
     days = data.days
     missing = set(data.missing)
-    gaps = [i for i, d in enumerate(days) if d in missing]
-    online = [m.value(d, ALL, *ONLINE_AUC) for d in days]
+    series = [svg.Series("online (job, pooled)", online, color="#333333")]
+    payload: dict[str, Any] = {"dt": days, "online_auc": online, "models": {}}
     table: list[dict[str, Any]] = []
-    offline = data.offline_auc
-    section.body["auc_table_given"] = offline is not None  # without one, the template says how to give one
-    if offline is not None and offline.empty:
-        section.notes.append("The offline AUC table has no row in this range.")
-    elif offline is not None:
-        series = [svg.Series("online (job, pooled)", online, color="#333333")]
-        payload: dict[str, Any] = {"dt": days, "online_auc": online, "models": {}}
-        for i, model in enumerate(sorted(offline["model"].unique())):
-            rows = offline[offline["model"] == model]
-            by = {(r["dt"], r["split"]): float(r[OFFLINE_VALUE]) for r in rows.to_dict("records")}
-            train = [by.get((d, "train")) for d in days]
-            test = [by.get((d, "test")) for d in days]
-            color = svg.PALETTE[i % len(svg.PALETTE)]
-            series += [
-                svg.Series(f"{model} train", train, color=color, dashed=True),
-                svg.Series(f"{model} test", test, color=color),
-            ]
-            payload["models"][model] = {"train": train, "test": test}
-            for d, tr, te, on in zip(days, train, test, online, strict=True):
-                if tr is None and te is None:
-                    continue
-                table.append(
-                    {
-                        "dt": d,
-                        "model": model,
-                        "train": tr,
-                        "test": te,
-                        "online": on,
-                        "train_minus_test": tr - te if tr is not None and te is not None else None,
-                        "test_minus_online": te - on if te is not None and on is not None else None,
-                        "diagnosis": _gap_diagnosis(tr, te, on, overfit_gap, online_gap),
-                    }
-                )
-        table.sort(key=lambda r: (r["dt"], r["model"]))
-        payload["table"] = table
-        chart = svg.line_chart(
-            list(range(len(days))),
-            series,
-            title="Train, test and online AUC per day",
-            x_labels=day_labels(days),
-            tick_every=tick_every(len(days)),
-            gaps=gaps,
-            width=640,
-            height=240,
-        )
-        section.charts.append(Chart("offline-auc", "Train, test and online AUC", chart, payload, wide=True))
-    section.body["auc_table"] = table
-    section.body["thresholds"] = {"overfit_gap": overfit_gap, "offline_online_gap": online_gap}
+    for i, model in enumerate(sorted(offline["model"].unique())):
+        rows = offline[offline["model"] == model]
+        by = {(r["dt"], r["split"]): float(r[OFFLINE_VALUE]) for r in rows.to_dict("records")}
+        train = [by.get((d, "train")) for d in days]
+        test = [by.get((d, "test")) for d in days]
+        color = svg.PALETTE[i % len(svg.PALETTE)]
+        series += [
+            svg.Series(f"{model} train", train, color=color, dashed=True),
+            svg.Series(f"{model} test", test, color=color),
+        ]
+        payload["models"][model] = {"train": train, "test": test}
+        table += _auc_rows(model, days, train, test, online, overfit_gap, online_gap)
+    table.sort(key=lambda r: (r["dt"], r["model"]))
+    payload["table"] = table
+    chart = svg.line_chart(
+        list(range(len(days))),
+        series,
+        title="Train, test and online AUC per day",
+        x_labels=day_labels(days),
+        tick_every=tick_every(len(days)),
+        gaps=[i for i, d in enumerate(days) if d in missing],
+        width=640,
+        height=240,
+    )
+    return Chart("offline-auc", "Train, test and online AUC", chart, payload, wide=True), table
 
+
+def regression(data: RunData, m: Metrics, settings: OnlineSettings) -> tuple[dict[str, Any], Chart]:
+    """The regression of the business metric ``y_key`` on the offline metric ``x_key`` across the days with
+    both (slice ``all``): its fit, and the verdict "too few days" below ``min_days``; and its scatter chart."""
+    x_key, y_key = settings.regression_x, settings.regression_y
+    min_days, level = settings.min_regression_days, settings.regression_level
+    days = data.days
     xm, ym = registry.parse_key(x_key), registry.parse_key(y_key)
     xs_all = [m.value(d, ALL, *xm) for d in days]
     ys_all = [m.value(d, ALL, *ym) for d in days]
@@ -240,7 +269,7 @@ def offline_section(
         else f"Too few days to conclude: {fit.n} day(s) with both metrics, at least {min_days} needed "
         f"(report.min_regression_days)."
     )
-    section.body["regression"] = {
+    body = {
         "x": x_key,
         "y": y_key,
         "x_label": x_label,
@@ -259,19 +288,32 @@ def offline_section(
         x_label=x_label,
         y_label=y_label,
     )
-    section.charts.append(
-        Chart(
-            "regression",
-            f"{y_label} against {x_label}",
-            chart,
-            {
-                "x": x_key,
-                "y": y_key,
-                "dt": [p[0] for p in pairs],
-                "x_values": [p[1] for p in pairs],
-                "y_values": [p[2] for p in pairs],
-                "fit": fit.as_dict(),
-            },
-        )
-    )
+    payload = {
+        "x": x_key,
+        "y": y_key,
+        "dt": [p[0] for p in pairs],
+        "x_values": [p[1] for p in pairs],
+        "y_values": [p[2] for p in pairs],
+        "fit": fit.as_dict(),
+    }
+    return body, Chart("regression", f"{y_label} against {x_label}", chart, payload)
+
+
+def offline_section(data: RunData, m: Metrics, settings: OnlineSettings) -> Section:
+    """Offline (train/test) AUC beside the job's online AUC, and the business-on-offline regression."""
+    section = Section("offline", "Offline versus online")
+    overfit_gap, online_gap = settings.overfit_gap, settings.offline_online_gap
+    online = [m.value(d, ALL, *ONLINE_AUC) for d in data.days]
+    table: list[dict[str, Any]] = []
+    offline = data.offline_auc
+    section.body["auc_table_given"] = offline is not None  # without one, the template says how to give one
+    if offline is not None and offline.empty:
+        section.notes.append("The offline AUC table has no row in this range.")
+    elif offline is not None:
+        chart, table = auc_chart(data, offline, online, overfit_gap, online_gap)
+        section.charts.append(chart)
+    section.body["auc_table"] = table
+    section.body["thresholds"] = {"overfit_gap": overfit_gap, "offline_online_gap": online_gap}
+    section.body["regression"], chart = regression(data, m, settings)
+    section.charts.append(chart)
     return section

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from recsys_spark.report.data import RunData
-from recsys_spark.report.parts import Chart, Section, incomplete_note, name_id, unreadable_note
+from recsys_spark.report.parts import Chart, Section, incomplete_note, name_id, runs_section
 from recsys_spark.report.values import all_slice, as_float, as_int, is_percent, metric_key, metric_label
 
 
@@ -15,10 +15,9 @@ def simulation_section(data: RunData) -> Section | None:
     metric the simulation wrote (slice ``all``) with the logged day's value and the difference, and the
     rules of both."""
     skipped = [s for s in data.ope_skipped if s.startswith("simulation ")]
-    lost = unreadable_note(data, "simulation ")
-    if not data.simulations and not skipped and not lost:
+    section = runs_section(data, "simulation", "Simulated lists", data.simulations, skipped, "simulation ")
+    if section is None:
         return None
-    section = Section("simulation", "Simulated lists", notes=lost)
     logged_metrics = all_slice(data.tables.get("metrics", pd.DataFrame()))
     logged_rules = data.tables.get("rule_checks", pd.DataFrame())
     blocks = []
