@@ -86,23 +86,15 @@ def rules_of_day(data: RunData, day: str) -> list[dict[str, Any]]:
     return _rules_of(data, day) or list(data.summaries.get(day, {}).get("rules", []))
 
 
-def headline_section(data: RunData, m: Metrics, context: Metrics) -> Section:
-    """The last day's headline metrics with intervals, and the change from the day before and a week before,
-    each marked within or outside the day's interval.  Recall@k and hit rate@k take no row (1 by construction
-    on logged lists)."""
-    day = data.last_day
-    section = Section("headline", "Headline")
-    if day is None:
-        section.notes.append("No day of the range has outputs.")
-        return section
-    prev = (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
-    week = (dt.date.fromisoformat(day) - dt.timedelta(days=7)).isoformat()
+def headline_rows(m: Metrics, context: Metrics, day: str, prev: str, week: str) -> list[dict[str, Any]]:
+    """The headline's rows (:data:`HEADLINE_ROWS`) on ``day``: value, interval, ``se``, ``n``, and the change
+    from ``prev`` and ``week`` (read from ``context`` when outside the range), each marked within or outside
+    the day's interval (:func:`noise`)."""
     rows = []
     for metric, k, agg in HEADLINE_ROWS:
         row = m.get(day, ALL, metric, k, agg)
         value = as_float(row["value"]) if row else None
-        interval = m.interval(row)
-        low, high = interval or (None, None)
+        low, high = m.interval(row) or (None, None)
 
         def change(
             other: str,
@@ -132,6 +124,21 @@ def headline_section(data: RunData, m: Metrics, context: Metrics) -> Section:
                 "week_before": {"date": week, **change(week)},
             }
         )
+    return rows
+
+
+def headline_section(data: RunData, m: Metrics, context: Metrics) -> Section:
+    """The last day's headline metrics with intervals, and the change from the day before and a week before,
+    each marked within or outside the day's interval.  Recall@k and hit rate@k take no row (1 by construction
+    on logged lists)."""
+    day = data.last_day
+    section = Section("headline", "Headline")
+    if day is None:
+        section.notes.append("No day of the range has outputs.")
+        return section
+    prev = (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
+    week = (dt.date.fromisoformat(day) - dt.timedelta(days=7)).isoformat()
+    rows = headline_rows(m, context, day, prev, week)
     left_out = [{"key": metric_key(*h), "label": metric_label(*h)} for h in HEADLINE if h[0] in ONE_ON_LOGGED_LISTS]
     summary = data.summaries.get(day, {})
     rules = rules_of_day(data, day)
@@ -332,6 +339,59 @@ ITEM_LEVEL_NOTE = (
 SLICE_COLORS = (svg.PALETTE[0], svg.PALETTE[4], svg.PALETTE[6])
 
 
+def slice_chart(
+    m: Metrics, day: str, dim: str, slices: list[str], is_item: bool, key: tuple[str, int | None, str], color: str
+) -> Chart | None:
+    """One metric (``key``) over the ``slices`` of dimension ``dim`` on ``day``: a row per value with its ``n``
+    and interval, against the ``all`` value unless the dimension is item-level; None when no slice has it."""
+    metric, k, agg = key
+    reference = None if is_item else m.value(day, ALL, metric, k, agg)
+    rows, payload_rows = [], []
+    for s in slices:
+        row = m.get(day, s, metric, k, agg)
+        interval = m.interval(row)
+        value = as_float(row["value"]) if row else None
+        n = as_int(row["n"]) if row else None
+        label = s.split("=", 1)[1] + (f" (n={n})" if n is not None else "")
+        low, high = interval or (None, None)
+        rows.append(svg.Whisker(label, value, low, high, color=color))
+        payload_rows.append(
+            {
+                "slice": s,
+                "value": value,
+                "n": n,
+                "ci_low": interval[0] if interval else None,
+                "ci_high": interval[1] if interval else None,
+            }
+        )
+    if all(r.value is None for r in rows):
+        return None
+    title = metric_label(metric, k, agg)
+    chart = svg.dot_whisker(
+        rows,
+        title=f"{title} by {dim}",
+        reference=reference,
+        reference_label="" if is_item else f"all = {svg.fmt(reference)}",
+        label_width=130,
+        percent=False,
+    )
+    return Chart(
+        f"slice-{slug(dim)}-{slug(metric_key(metric, k, agg))}",
+        f"{title} by {dim}" + (" (item-level: no 'all' line)" if is_item else ""),
+        chart,
+        {
+            "dt": day,
+            "dimension": dim,
+            "item_level": is_item,
+            "metric": metric,
+            "k": k,
+            "aggregation": agg,
+            "all": reference,
+            "rows": payload_rows,
+        },
+    )
+
+
 def slices_section(data: RunData, m: Metrics) -> Section:
     """Per slice dimension, a dot-and-whisker chart per metric (last day): against the ``all`` value for a
     dimension that partitions the traffic, with no reference line for an item-level one."""
@@ -350,57 +410,12 @@ def slices_section(data: RunData, m: Metrics) -> Section:
     item_level = set(item_level_dimensions(m, day, order))
     dimensions = []
     for dim in order:
-        slices = by_dim[dim]
         is_item = dim in item_level
-        charts = []
-        for i, (metric, k, agg) in enumerate(SLICE_METRICS):
-            reference = None if is_item else m.value(day, ALL, metric, k, agg)
-            rows, payload_rows = [], []
-            for s in slices:
-                row = m.get(day, s, metric, k, agg)
-                interval = m.interval(row)
-                value = as_float(row["value"]) if row else None
-                n = as_int(row["n"]) if row else None
-                label = s.split("=", 1)[1] + (f" (n={n})" if n is not None else "")
-                low, high = interval or (None, None)
-                rows.append(svg.Whisker(label, value, low, high, color=SLICE_COLORS[i % len(SLICE_COLORS)]))
-                payload_rows.append(
-                    {
-                        "slice": s,
-                        "value": value,
-                        "n": n,
-                        "ci_low": interval[0] if interval else None,
-                        "ci_high": interval[1] if interval else None,
-                    }
-                )
-            if all(r.value is None for r in rows):
-                continue
-            title = metric_label(metric, k, agg)
-            chart = svg.dot_whisker(
-                rows,
-                title=f"{title} by {dim}",
-                reference=reference,
-                reference_label="" if is_item else f"all = {svg.fmt(reference)}",
-                label_width=130,
-                percent=False,
-            )
-            charts.append(
-                Chart(
-                    f"slice-{slug(dim)}-{slug(metric_key(metric, k, agg))}",
-                    f"{title} by {dim}" + (" (item-level: no 'all' line)" if is_item else ""),
-                    chart,
-                    {
-                        "dt": day,
-                        "dimension": dim,
-                        "item_level": is_item,
-                        "metric": metric,
-                        "k": k,
-                        "aggregation": agg,
-                        "all": reference,
-                        "rows": payload_rows,
-                    },
-                )
-            )
+        drawn = (
+            slice_chart(m, day, dim, by_dim[dim], is_item, key, SLICE_COLORS[i % len(SLICE_COLORS)])
+            for i, key in enumerate(SLICE_METRICS)
+        )
+        charts = [chart for chart in drawn if chart is not None]
         section.charts += charts
         dimensions.append({"name": dim, "item_level": is_item, "charts": charts})
     section.body = {"dimensions": dimensions, "item_level_note": ITEM_LEVEL_NOTE}
