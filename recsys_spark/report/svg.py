@@ -16,7 +16,7 @@ from html import escape
 
 PALETTE = ("#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2", "#9c755f", "#edc948")
 GREY = "#888"
-#: significant gain and loss (recsys_spark/report/build.py's colour rule); nothing else is drawn in them
+#: significant gain and loss (recsys_spark/report/colour_rule.py); nothing else is drawn in them
 GREEN, RED = "#1a7f37", "#cf222e"
 GAP_FILL = "#ececec"
 FONT = 11
