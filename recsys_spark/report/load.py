@@ -76,6 +76,7 @@ def _joined(parts: list[pd.DataFrame], name: str) -> pd.DataFrame:
 
 
 def day_range(start: dt.date, end: dt.date) -> list[str]:
+    """Every day of ``start`` .. ``end`` (inclusive) as ``YYYY-MM-DD``."""
     return [(start + dt.timedelta(days=i)).isoformat() for i in range((end - start).days + 1)]
 
 

@@ -15,6 +15,9 @@ from recsys_spark.report.data import RunData
 
 @dataclass
 class Chart:
+    """One figure: ``id`` (``chart-ID`` and ``data-ID`` on the page), its SVG (empty for a table-only block) and
+    the plain ``data`` it was drawn from, embedded beside it as JSON."""
+
     id: str
     title: str
     svg: str
@@ -25,6 +28,9 @@ class Chart:
 
 @dataclass
 class Section:
+    """One section of the page: ``id`` (the template's key), its charts, the numbers the template shows
+    (``body``) and its notes."""
+
     id: str
     title: str
     charts: list[Chart] = field(default_factory=list)

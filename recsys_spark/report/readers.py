@@ -45,6 +45,9 @@ def parse_json(reader: Reader, path: str) -> Any | None:
 
 
 class Reader(Protocol):
+    """What the loaders ask of a file system, paths relative to the output root (:class:`LocalReader`,
+    :class:`SparkReader`)."""
+
     def frame(self, path: str) -> pd.DataFrame | None: ...
 
     def text(self, path: str) -> str | None: ...

@@ -45,6 +45,7 @@ def metric_label(metric: str, k: int | None, aggregation: str) -> str:
 
 
 def is_percent(metric: str) -> bool:
+    """Whether the registry shows ``metric`` as a percentage."""
     found = registry.find(metric)
     return found is not None and found.percent
 
@@ -67,6 +68,7 @@ def as_float(v: Any) -> float | None:
 
 
 def as_int(v: Any) -> int | None:
+    """A JSON-safe int (:func:`as_float`, truncated); None for a missing value."""
     f = as_float(v)
     return None if f is None else int(f)
 
@@ -113,6 +115,7 @@ def day_labels(days: Sequence[str]) -> list[str]:
 
 
 def all_slice(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of slice ``all`` when the frame has them, else the frame as it is."""
     if "slice" in frame.columns and (frame["slice"] == ALL).any():
         return frame[frame["slice"] == ALL]
     return frame

@@ -276,6 +276,8 @@ def top_share(x: Sequence[float], y: Sequence[float], share: float) -> float | N
 
 
 def lorenz_section(data: RunData, m: Metrics) -> Section:
+    """The last day's Lorenz curve of exposures over items (slice ``all``), the Gini coefficients and the share
+    of exposures taken by the top 1 % and 10 % of items."""
     section = Section("lorenz", "Exposure concentration")
     day = data.last_day
     frame = data.tables.get("lorenz", pd.DataFrame())
