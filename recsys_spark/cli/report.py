@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """``recsys-spark report``: write the page, print its path.  A SparkSession only for a non-local root."""
     from recsys_spark.report import write_report
-    from recsys_spark.report.data import is_local
+    from recsys_spark.report.readers import is_local
 
     cfg = load(args)
     spark = None

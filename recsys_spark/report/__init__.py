@@ -22,20 +22,13 @@ import pandas as pd
 
 from recsys_spark.config import Config, ReportConfig
 from recsys_spark.errors import MissingInputError, UsageError
-from recsys_spark.report.build import build_sections, iter_charts
-from recsys_spark.report.data import (
-    LocalReader,
-    Reader,
-    RunData,
-    SparkReader,
-    complete,
-    is_local,
-    load,
-    read_offline_auc,
-    read_part,
-)
-from recsys_spark.report.decisions import read_verdicts, with_decisions
-from recsys_spark.tables import DAILY
+from recsys_spark.report.build import build_sections
+from recsys_spark.report.data import RunData
+from recsys_spark.report.load import context_metrics, load, read_offline_auc, read_verdicts
+from recsys_spark.report.parts import iter_charts
+from recsys_spark.report.readers import LocalReader, Reader, SparkReader, is_local
+from recsys_spark.report.sections.offline import OnlineSettings
+from recsys_spark.report.svg import fmt
 
 __all__ = ["default_path", "load_range", "render_html", "trim_leading", "write_report"]
 
@@ -48,21 +41,6 @@ def _json(value: Any) -> str:
     """JSON safe inside ``<script type="application/json">``: sorted keys, no NaN, ``<``, ``>``, ``&`` escaped."""
     text = json.dumps(value, sort_keys=True, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-def _context_metrics(reader: Reader, data: RunData) -> pd.DataFrame:
-    """Metrics of the days before and a week before the last day, when they fall outside the range."""
-    day = data.last_day
-    if day is None:
-        return pd.DataFrame()
-    parts = []
-    for back in (1, 7):
-        other = (dt.date.fromisoformat(day) - dt.timedelta(days=back)).isoformat()
-        if other < data.days[0] and complete(reader, other):
-            frame = read_part(reader, DAILY.relative("metrics", dt=other), f"metrics of {other}", data.unreadable)
-            if frame is not None:
-                parts.append(frame.assign(dt=other))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def trim_leading(data: RunData) -> RunData:
@@ -98,7 +76,7 @@ def load_range(
     offline = read_offline_auc(offline_auc, getattr(reader, "spark", spark)) if offline_auc else None
     data = load(reader, start, end, offline)
     data.verdicts = read_verdicts(reader, data.unreadable)
-    return data, _context_metrics(reader, data)
+    return data, context_metrics(reader, data)
 
 
 def render_html(data: RunData, context_metrics: pd.DataFrame, settings: ReportConfig) -> str:
@@ -107,17 +85,7 @@ def render_html(data: RunData, context_metrics: pd.DataFrame, settings: ReportCo
         import jinja2
     except ImportError:  # pragma: no cover - jinja2 is a dependency
         raise UsageError("the report needs jinja2: pip install jinja2") from None
-    sections = build_sections(
-        data,
-        context_metrics,
-        overfit_gap=settings.overfit_gap,
-        online_gap=settings.offline_online_gap,
-        x_key=settings.regression_x,
-        y_key=settings.regression_y,
-        min_days=settings.min_regression_days,
-        level=settings.regression_level,
-    )
-    sections = with_decisions(sections, data)
+    sections = build_sections(data, context_metrics, OnlineSettings.of(settings))
     template_text = resources.files("recsys_spark.report").joinpath("template.html.j2").read_text(encoding="utf-8")
     env = jinja2.Environment(
         autoescape=True,
@@ -142,8 +110,6 @@ def render_html(data: RunData, context_metrics: pd.DataFrame, settings: ReportCo
 
 
 def _num_text(v: Any, digits: int = 4) -> str:
-    from recsys_spark.report.svg import fmt
-
     return fmt(v, digits)
 
 

@@ -16,7 +16,7 @@ from html import escape
 
 PALETTE = ("#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2", "#9c755f", "#edc948")
 GREY = "#888"
-#: significant gain and loss (recsys_spark/report/build.py's colour rule); nothing else is drawn in them
+#: significant gain and loss (recsys_spark/report/colour_rule.py); nothing else is drawn in them
 GREEN, RED = "#1a7f37", "#cf222e"
 GAP_FILL = "#ececec"
 FONT = 11
@@ -227,6 +227,69 @@ def _legend(plot: Plot, series: Sequence[Series], extra: Sequence[tuple[str, str
         plot.add(f'<text class="legend" x="{_f(x + 20)}" y="{_f(y)}">{escape(name)}</text>')
 
 
+def _gap_columns(
+    plot: Plot, xs: Sequence[float], gaps: Sequence[int], step: float, lo: float, x_labels: Sequence[str] | None
+) -> None:
+    """A grey column marked "no data" at each index of ``gaps`` (``lo``: the y axis' floor)."""
+    for i in gaps:
+        x0, x1 = plot.x(xs[i] - step / 2), plot.x(xs[i] + step / 2)
+        plot.add(
+            f'<rect class="gap" x="{_f(x0)}" y="{_f(plot.top)}" width="{_f(x1 - x0)}" '
+            f'height="{_f(plot.y(lo) - plot.top)}" fill="{GAP_FILL}"><title>no data: '
+            f"{escape(x_labels[i] if x_labels else str(xs[i]))}</title></rect>"
+        )
+        xm, ym = _f((x0 + x1) / 2), _f((plot.top + plot.y(lo)) / 2)
+        plot.add(
+            f'<text class="gap-label" x="{xm}" y="{ym}" text-anchor="middle" dy="0.32em" '
+            f'transform="rotate(-90 {xm} {ym})">no data</text>'
+        )
+
+
+def _band(plot: Plot, xs: Sequence[float], s: Series) -> None:
+    """The series' interval band: a shaded polygon per run of days with an interval, a lone day's as a whisker."""
+    if not s.band:
+        return
+    for seg in _segments(list(range(len(xs))), [None if b is None else 0.0 for b in s.band]):
+        idx = [int(i) for i, _ in seg]
+        upper = " ".join(f"{_f(plot.x(xs[i]))},{_f(plot.y(s.band[i][1]))}" for i in idx)  # type: ignore[index]
+        lower = " ".join(
+            f"{_f(plot.x(xs[i]))},{_f(plot.y(s.band[i][0]))}"  # type: ignore[index]
+            for i in reversed(idx)
+        )
+        if len(idx) == 1:  # a lone day: its interval as a whisker
+            i = idx[0]
+            plot.add(
+                f'<line x1="{_f(plot.x(xs[i]))}" y1="{_f(plot.y(s.band[i][0]))}" '  # type: ignore[index]
+                f'x2="{_f(plot.x(xs[i]))}" y2="{_f(plot.y(s.band[i][1]))}" stroke="{s.color}" '  # type: ignore[index]
+                f'stroke-opacity="0.35" stroke-width="6"/>'
+            )
+        else:
+            plot.add(
+                f'<polygon class="band" points="{upper} {lower}" fill="{s.color}" fill-opacity="0.18" stroke="none"/>'
+            )
+
+
+def _markers(
+    plot: Plot,
+    xs: Sequence[float],
+    s: Series,
+    x_labels: Sequence[str] | None,
+    point_names: Sequence[str] | None,
+) -> None:
+    """A dot per point with a value, its exact value (and interval) as its hover title."""
+    for i, (x, y) in enumerate(zip(xs, s.ys, strict=True)):
+        if y is None or not math.isfinite(y):
+            continue
+        name = point_names[i] if point_names else (x_labels[i] if x_labels else fmt(x))
+        band = s.band[i] if s.band and s.band[i] is not None else None
+        interval = f" [{fmt(band[0])}, {fmt(band[1])}]" if band else ""
+        plot.add(
+            f'<circle class="point" cx="{_f(plot.x(x))}" cy="{_f(plot.y(y))}" r="2.6" '
+            f'fill="{s.color}"><title>{escape(s.name)} {escape(name)}: {fmt(y)}{interval}'
+            f"</title></circle>"
+        )
+
+
 def line_chart(
     xs: Sequence[float],
     series: Sequence[Series],
@@ -258,18 +321,7 @@ def line_chart(
     step = (xs[1] - xs[0]) if len(xs) > 1 else 1.0
     x_lo, x_hi = (xs[0] - step / 2, xs[-1] + step / 2) if x_labels is not None else (min(xs), max(xs))
     plot = Plot(width, height, (x_lo, x_hi), (lo, hi), top=36 if any(s.name for s in series) else 16)
-    for i in gaps:
-        x0, x1 = plot.x(xs[i] - step / 2), plot.x(xs[i] + step / 2)
-        plot.add(
-            f'<rect class="gap" x="{_f(x0)}" y="{_f(plot.top)}" width="{_f(x1 - x0)}" '
-            f'height="{_f(plot.y(lo) - plot.top)}" fill="{GAP_FILL}"><title>no data: '
-            f"{escape(x_labels[i] if x_labels else str(xs[i]))}</title></rect>"
-        )
-        xm, ym = _f((x0 + x1) / 2), _f((plot.top + plot.y(lo)) / 2)
-        plot.add(
-            f'<text class="gap-label" x="{xm}" y="{ym}" text-anchor="middle" dy="0.32em" '
-            f'transform="rotate(-90 {xm} {ym})">no data</text>'
-        )
+    _gap_columns(plot, xs, gaps, step, lo, x_labels)
     plot.y_axis(ticks, y_label, percent)
     if x_labels is not None:
         shown = [lab if i % tick_every == 0 else "" for i, lab in enumerate(x_labels)]
@@ -277,26 +329,7 @@ def line_chart(
     else:
         plot.x_axis(nice_ticks(min(xs), max(xs), 5) if len(xs) > 8 else list(xs), None, x_label)
     for s in series:
-        if s.band:
-            for seg in _segments(list(range(len(xs))), [None if b is None else 0.0 for b in s.band]):
-                idx = [int(i) for i, _ in seg]
-                upper = " ".join(f"{_f(plot.x(xs[i]))},{_f(plot.y(s.band[i][1]))}" for i in idx)  # type: ignore[index]
-                lower = " ".join(
-                    f"{_f(plot.x(xs[i]))},{_f(plot.y(s.band[i][0]))}"  # type: ignore[index]
-                    for i in reversed(idx)
-                )
-                if len(idx) == 1:  # a lone day: its interval as a whisker
-                    i = idx[0]
-                    plot.add(
-                        f'<line x1="{_f(plot.x(xs[i]))}" y1="{_f(plot.y(s.band[i][0]))}" '  # type: ignore[index]
-                        f'x2="{_f(plot.x(xs[i]))}" y2="{_f(plot.y(s.band[i][1]))}" stroke="{s.color}" '  # type: ignore[index]
-                        f'stroke-opacity="0.35" stroke-width="6"/>'
-                    )
-                else:
-                    plot.add(
-                        f'<polygon class="band" points="{upper} {lower}" fill="{s.color}" '
-                        f'fill-opacity="0.18" stroke="none"/>'
-                    )
+        _band(plot, xs, s)
         dash = ' stroke-dasharray="5 3"' if s.dashed else ""
         for seg in (seg for seg in _segments(xs, s.ys) if len(seg) > 1):  # a lone point is its marker
             points = " ".join(f"{_f(plot.x(x))},{_f(plot.y(y))}" for x, y in seg)
@@ -304,17 +337,7 @@ def line_chart(
                 f'<polyline class="line" points="{points}" fill="none" stroke="{s.color}" stroke-width="2"{dash}/>'
             )
         if markers:
-            for i, (x, y) in enumerate(zip(xs, s.ys, strict=True)):
-                if y is None or not math.isfinite(y):
-                    continue
-                name = point_names[i] if point_names else (x_labels[i] if x_labels else fmt(x))
-                band = s.band[i] if s.band and s.band[i] is not None else None
-                interval = f" [{fmt(band[0])}, {fmt(band[1])}]" if band else ""
-                plot.add(
-                    f'<circle class="point" cx="{_f(plot.x(x))}" cy="{_f(plot.y(y))}" r="2.6" '
-                    f'fill="{s.color}"><title>{escape(s.name)} {escape(name)}: {fmt(y)}{interval}'
-                    f"</title></circle>"
-                )
+            _markers(plot, xs, s, x_labels, point_names)
     if len(series) > 1 or (series and series[0].name):
         _legend(plot, series)
     return plot.svg(title)

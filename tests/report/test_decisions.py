@@ -1,6 +1,6 @@
 """The report's decision pages: each variant's decision with its reasons and the bands of the metrics it read
-over the days, and the gates' verdicts (report/decisions.py).  On the report fixture's output root, with an
-``experiment_decisions`` table and two verdicts added; no Spark."""
+over the days, and the gates' verdicts (report/sections/decisions.py, gate.py).  On the report fixture's output
+root, with an ``experiment_decisions`` table and two verdicts added; no Spark."""
 
 from __future__ import annotations
 

@@ -422,7 +422,8 @@ def test_item_level_slices_are_not_drawn_against_all(html, page):
 
 
 def test_item_level_rule():
-    from recsys_spark.report.build import Metrics, item_level_dimensions
+    from recsys_spark.report.metric_rows import Metrics
+    from recsys_spark.report.sections.daily import item_level_dimensions
 
     def frame(rows):
         return pd.DataFrame(

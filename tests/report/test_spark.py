@@ -131,13 +131,13 @@ def test_the_skipped_day_is_a_gap_and_reruns_are_identical(run, html):
 
 def test_the_spark_reader_gives_the_same_page(run, spark, html):
     """For non-local roots the tables are read through Spark: the page must not depend on the reader."""
-    from recsys_spark.report import _context_metrics
-    from recsys_spark.report.data import SparkReader, load
+    from recsys_spark.report.load import context_metrics, load
+    from recsys_spark.report.readers import SparkReader
 
     reader = SparkReader(spark, str(run / "out"))
     data = load(reader, DAYS[0], DAYS[-1])
     assert data.missing == [SKIPPED.isoformat()]
-    assert render_html(data, _context_metrics(reader, data), load_config(None, SETTINGS).report) == html
+    assert render_html(data, context_metrics(reader, data), load_config(None, SETTINGS).report) == html
 
 
 def test_evaluate_report_writes_the_days_report(run, spark, tmp_path):

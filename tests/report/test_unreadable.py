@@ -162,7 +162,8 @@ def test_run_names_that_differ_only_in_underscore_dot_or_dash_get_distinct_ids(t
 @pytest.mark.spark
 def test_the_spark_reader_leaves_out_a_truncated_file_the_same_way(root, spark):
     """A root on HDFS or S3 is read through Spark: its error names the file too, and the run is left out."""
-    from recsys_spark.report.data import SparkReader, load
+    from recsys_spark.report.load import load
+    from recsys_spark.report.readers import SparkReader
 
     bad = data_file(root / "ope" / "estimates" / "run=reranker")
     cut_short(bad)

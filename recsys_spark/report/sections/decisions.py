@@ -1,54 +1,19 @@
-"""The report's decision pages: each experiment's ship decision with its reasons and the bands of the metrics it
-read over the days, and the gates' verdicts (docs/report.md, "Decisions and gates").
-
-Two sections, added after the experiments section by :func:`with_decisions`: ``decisions`` (from the daily
-``experiment_decisions`` and ``experiments`` tables and the summary's ``decision_metrics``) and ``gates``
-(every ``gate/NAME/verdict.json`` under the output root, :func:`read_verdicts`).
-"""
+"""The experiments' decisions section: each experiment's ship decision with its reasons and the bands of the
+metrics it read over the days (docs/report.md, "Decisions and gates"), from the daily ``experiment_decisions``
+and ``experiments`` tables and the summary's ``decision_metrics``."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pandas as pd
 
 from recsys_spark import registry
 from recsys_spark.report import svg
-from recsys_spark.report.build import Chart, Section, _day_labels, _num, _tick_every, metric_label, slug
-from recsys_spark.report.data import Reader, RunData, Unreadable, UnreadableFile, parse_json
+from recsys_spark.report.data import RunData
+from recsys_spark.report.parts import Chart, Section, slug
+from recsys_spark.report.values import as_float, day_labels, metric_label, tick_every
 from recsys_spark.schema import ALL
-from recsys_spark.tables import GATE
-
-
-def _names(reader: Reader, path: str) -> list[str]:
-    """The entries of a directory under the reader's root (none when it does not exist)."""
-    root = str(getattr(reader, "root", "")).rstrip("/")
-    spark = getattr(reader, "spark", None)
-    if spark is not None:
-        from recsys_spark.runtime import fs
-
-        full = f"{root}/{path}"
-        return sorted(fs.children(spark, full)) if fs.exists(spark, full) else []
-    full = os.path.join(root, path)
-    return sorted(os.listdir(full)) if os.path.isdir(full) else []
-
-
-def read_verdicts(reader: Reader, unreadable: list[Unreadable] | None = None) -> list[dict[str, Any]]:
-    """Every gate's verdict under the output root, by name (a name whose verdict is being replaced is skipped;
-    one that is not valid JSON is left out and added to ``unreadable``)."""
-    out = []
-    (table,) = GATE.tables
-    for name in _names(reader, table):
-        try:
-            verdict = parse_json(reader, f"{table}/{name}/{GATE.summary_file}")
-        except UnreadableFile as exc:
-            if unreadable is not None:
-                unreadable.append(Unreadable(f"gate verdict {name}", exc.path, exc.reason))
-            continue
-        if verdict is not None:
-            out.append(verdict)
-    return out
 
 
 def _latest(frame: pd.DataFrame) -> tuple[str | None, pd.DataFrame]:
@@ -77,10 +42,10 @@ def _band(
         return None
     point, low, high = ("rel_delta", "rel_ci_low", "rel_ci_high") if relative else ("delta", "ci_low", "ci_high")
     days = data.days
-    ys = [_num(by_day[d][point]) if d in by_day else None for d in days]
+    ys = [as_float(by_day[d][point]) if d in by_day else None for d in days]
     band: list[tuple[float, float] | None] = []
     for d in days:
-        lo, hi = (_num(by_day[d][low]), _num(by_day[d][high])) if d in by_day else (None, None)
+        lo, hi = (as_float(by_day[d][low]), as_float(by_day[d][high])) if d in by_day else (None, None)
         band.append((lo, hi) if lo is not None and hi is not None else None)
     methods = sorted({str(r.get("ci_method") or "fixed") for r in by_day.values()})
     series = [
@@ -93,8 +58,8 @@ def _band(
         list(range(len(days))),
         series,
         title=f"{title} ({'/'.join(methods)} interval)",
-        x_labels=_day_labels(days),
-        tick_every=_tick_every(len(days)),
+        x_labels=day_labels(days),
+        tick_every=tick_every(len(days)),
         percent=relative,
         width=420,
     )
@@ -152,25 +117,3 @@ def decisions_section(data: RunData) -> Section | None:
             }
         )
     return section
-
-
-def gates_section(verdicts: list[dict[str, Any]]) -> Section | None:
-    """One block per gate verdict: passed or failed, its one line, and every check with value, bound, threshold
-    and why."""
-    if not verdicts:
-        return None
-    section = Section("gates", "Gate verdicts")
-    section.body = {"verdicts": sorted(verdicts, key=lambda v: str(v.get("name")))}
-    return section
-
-
-def with_decisions(sections: list[Section], data: RunData) -> list[Section]:
-    """``sections`` with the decisions after the experiments (or before the offline section) and the gates after
-    them, when there is something to show."""
-    extra = [s for s in (decisions_section(data), gates_section(getattr(data, "verdicts", []))) if s is not None]
-    ids = [s.id for s in sections]
-    if "experiments" in ids:
-        at = ids.index("experiments") + 1
-    else:
-        at = ids.index("offline") if "offline" in ids else len(ids)
-    return sections[:at] + extra + sections[at:]

@@ -1,0 +1,87 @@
+"""The colour rule (docs/report.md): a colour or a word that says "significant" follows the *adjusted* p-value
+and, for an always-valid interval, that interval; a significant result is a gain or a loss by the metric's
+better side (the registry), a change when the metric has none."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recsys_spark import registry
+from recsys_spark.report import svg
+
+GAIN, LOSS, CHANGE, NOT_SIGNIFICANT = "gain", "loss", "change", "none"
+
+#: the words beside a result, and its colour in the charts (the tables use the CSS classes)
+VERDICT_WORDS = {
+    GAIN: "significant gain",
+    LOSS: "significant loss",
+    CHANGE: "significant change",
+    NOT_SIGNIFICANT: "not significant",
+}
+
+VERDICT_COLORS = {GAIN: svg.GREEN, LOSS: svg.RED, CHANGE: svg.PALETTE[0], NOT_SIGNIFICANT: svg.GREY}
+
+VERDICT_CLASSES = {GAIN: "ok", LOSS: "bad", CHANGE: "changed", NOT_SIGNIFICANT: ""}
+
+
+def is_sequential(ci_method: Any) -> bool:
+    """Whether a row's interval is always valid (``ci_method`` starting with ``sequential`` or ``always``): then
+    that interval is the one to read, at any time.
+
+    >>> is_sequential("sequential_msprt"), is_sequential("Always-valid"), is_sequential("t"), is_sequential(None)
+    (True, True, False, False)
+    """
+    return isinstance(ci_method, str) and ci_method.strip().lower().startswith(("sequential", "always"))
+
+
+def verdict(
+    metric: str,
+    delta: float | None,
+    p_adjusted: float | None,
+    alpha: float,
+    low: float | None = None,
+    high: float | None = None,
+    ci_method: Any = None,
+) -> str:
+    """What a comparison's colour and words say: :data:`GAIN`, :data:`LOSS`, :data:`CHANGE` or :data:`NOT_SIGNIFICANT`.
+
+    Significant only when the **adjusted** p-value is below ``alpha`` (an unadjusted p or an unadjusted
+    interval never colours a result); when the row's ``ci_method`` says its interval is sequential (always
+    valid), that interval [low, high] must exclude 0 as well (with no adjusted p, the interval alone decides).
+    A significant result is a gain or a loss by the metric's better side (the registry: a lower failure rate is
+    a gain), a change when the metric has none.
+
+    >>> verdict("ndcg", 0.1, 0.002, 0.05), verdict("ndcg", 0.1, 0.495, 0.05, 0.01, 0.2)
+    ('gain', 'none')
+    >>> verdict("pv_failure_rate", -0.01, 0.01, 0.05), verdict("pv", 5.0, 0.01, 0.05)
+    ('gain', 'change')
+    >>> verdict("ndcg", 0.1, 0.01, 0.05, -0.02, 0.2, "sequential_msprt")
+    'none'
+    """
+    if is_sequential(ci_method):
+        significant = (
+            low is not None
+            and high is not None
+            and (low > 0 or high < 0)
+            and (p_adjusted is None or p_adjusted < alpha)
+        )
+    else:
+        significant = p_adjusted is not None and p_adjusted < alpha
+    if not significant or delta is None or delta == 0:
+        return NOT_SIGNIFICANT
+    better = registry.metric(metric).higher_is_better if metric in registry.METRICS else None
+    if better is None:
+        return CHANGE
+    return GAIN if (delta > 0) == better else LOSS
+
+
+def verdict_fields(found: str, ci_method: Any) -> dict[str, Any]:
+    """What a result row carries of its verdict ``found``: the verdict, its words and CSS class, whether its
+    interval is sequential and whether it is significant."""
+    return {
+        "verdict": found,
+        "verdict_words": VERDICT_WORDS[found],
+        "verdict_class": VERDICT_CLASSES[found],
+        "sequential": is_sequential(ci_method),
+        "significant": found != NOT_SIGNIFICANT,
+    }

@@ -1,0 +1,133 @@
+"""The off-policy estimates' section: each complete OPE run's estimates against the logging policy's observed
+value, its diagnostics and notes.  No colour says better or worse: an estimate is not a measurement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recsys_spark import registry
+from recsys_spark.report import svg
+from recsys_spark.report.data import OpeRun, RunData
+from recsys_spark.report.parts import Chart, Section, incomplete_note, name_id, runs_section
+from recsys_spark.report.values import as_float, as_int, as_text, confidence_of
+
+#: the levels of the OPE estimates: the logging policy's observed value each is drawn against
+OPE_LEVELS = {"item": ("logged", "per logged position"), "list": ("logged_list", "per list")}
+#: an estimate's numbers (recsys_spark/ope/)
+OPE_NUMBERS = ("value", "se", "ci_low", "ci_high", "delta", "delta_se", "delta_ci_low", "delta_ci_high")
+
+
+def estimate_rows(run: OpeRun) -> list[dict[str, Any]]:
+    """The run's estimates in the order it wrote them, each with its reader's name, level and numbers;
+    ``baseline`` marks the logging policy's observed value at its level."""
+    rows = []
+    for r in run.estimates.to_dict("records"):
+        name = str(r["estimator"])
+        known = registry.OPE_ESTIMATORS.get(name)
+        row: dict[str, Any] = {
+            "estimator": name,
+            "label": known.reader_name if known else name,
+            "level": as_text(r.get("level")) or "item",
+            **{c: as_float(r.get(c)) for c in OPE_NUMBERS},
+            "ci_method": as_text(r.get("ci_method")),
+            "n": as_int(r.get("n")),
+            "units": as_int(r.get("units")),
+            "clip": as_float(r.get("clip")),
+            "switch_tau": as_float(r.get("switch_tau")),
+        }
+        row["baseline"] = name == OPE_LEVELS.get(row["level"], ("",))[0]
+        rows.append(row)
+    return rows
+
+
+def level_charts(run: OpeRun, run_id: str, rows: list[dict[str, Any]]) -> list[Chart]:
+    """A dot-and-whisker chart per level with estimates: each estimate with its interval, a dashed line at the
+    logging policy's observed value (grey, as its own row)."""
+    charts = []
+    for level, (baseline, words) in OPE_LEVELS.items():
+        at_level = [row for row in rows if row["level"] == level]
+        if not at_level:
+            continue
+        logged = next((row["value"] for row in at_level if row["estimator"] == baseline), None)
+        whiskers = [
+            svg.Whisker(
+                row["label"],
+                row["value"],
+                row["ci_low"],
+                row["ci_high"],
+                color=svg.GREY if row["baseline"] else svg.PALETTE[0],
+                note=f" ({row['units']} units, {row['n']} users)",
+            )
+            for row in at_level
+        ]
+        width = svg.label_width([w.label for w in whiskers], 200)
+        chart = Chart(
+            f"ope-{run_id}-{level}",
+            f"{run.name}: reward {words}",
+            svg.dot_whisker(
+                whiskers,
+                title=f"{run.name}: estimated reward {words}",
+                reference=logged,
+                reference_label="logged policy" if logged is not None else "",
+                width=width + 380,
+                label_width=width,
+                x_label=f"expected reward {words}",
+            ),
+            {"run": run.name, "level": level, "rows": at_level},
+            wide=True,
+        )
+        charts.append(chart)
+    return charts
+
+
+def diagnostic_rows(run: OpeRun) -> list[dict[str, Any]]:
+    """The run's diagnostics in its order, each with its reader's name and whether it is a rate."""
+    diagnostics = []
+    for r in run.diagnostics.to_dict("records"):
+        name = str(r["diagnostic"])
+        known = registry.OPE_DIAGNOSTICS.get(name)
+        diagnostics.append(
+            {
+                "diagnostic": name,
+                "label": known.reader_name if known else name,
+                "value": as_float(r.get("value")),
+                "percent": bool(known and known.percent),
+            }
+        )
+    return diagnostics
+
+
+def run_block(run: OpeRun) -> dict[str, Any]:
+    """One run's part of the page: its window and target, charts, estimates, diagnostics and notes."""
+    run_id = name_id(run.name)
+    rows = estimate_rows(run)
+    summary = run.summary
+    return {
+        "run": run.name,
+        "id": run_id,
+        "start": summary.get("start"),
+        "end": summary.get("end"),
+        "target": summary.get("target"),
+        "parameters": summary.get("parameters", {}),
+        "charts": level_charts(run, run_id, rows),
+        "rows": rows,
+        "diagnostics": diagnostic_rows(run),
+        "notes": [str(n) for n in summary.get("notes", [])],
+        "confidence": confidence_of(summary, "parameters", "confidence"),
+    }
+
+
+def ope_section(data: RunData) -> Section | None:
+    """Each complete OPE run (``recsys-spark ope``): its estimates with their intervals against the logging
+    policy's observed value at the same level (a dot-whisker chart per level, the difference with its own
+    interval in the table), then its diagnostics and notes.  No colour says better or worse: an estimate
+    is not a measurement, and the diagnostics say how far to trust it."""
+    skipped = [s for s in data.ope_skipped if s.startswith("ope run ")]
+    section = runs_section(data, "ope", "Off-policy estimates", data.ope_runs, skipped, "ope run ")
+    if section is None:
+        return None
+    blocks = [run_block(run) for run in data.ope_runs]
+    section.charts = [chart for block in blocks for chart in block["charts"]]
+    section.body = {"runs": blocks}
+    section.notes += incomplete_note(skipped, "ope/summary/run=NAME/_SUCCESS")
+    return section
