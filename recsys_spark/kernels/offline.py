@@ -61,6 +61,16 @@ def list_columns(ks: Sequence[int]) -> list[tuple[str, str]]:
     return cols + [("serendipity_without_history", "long")]
 
 
+def empty_table(columns: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    """A table without rows with ``columns`` ((name, Spark type) pairs) and their pandas dtypes.
+
+    >>> empty_table([("user_id", "string"), ("n", "long"), ("x", "double")]).dtypes.astype(str).tolist()
+    ['object', 'int64', 'float64']
+    """
+    dtypes = {"string": object, "long": "int64", "double": "float64"}
+    return pd.DataFrame({name: pd.Series(dtype=dtypes[kind]) for name, kind in columns})
+
+
 def score_lists(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponential") -> pd.DataFrame:
     """One row per user: accuracy of the list against the truth, and beyond-accuracy values.
 
@@ -94,12 +104,7 @@ def score_lists(frame: pd.DataFrame, ks: Sequence[int], gain: Gain = "exponentia
     ks = tuple(ks)
     k_max = max(ks)
     if frame.empty:
-        return pd.DataFrame(
-            {
-                n: pd.Series(dtype={"string": object, "long": "int64", "double": "float64"}[t])
-                for n, t in list_columns(ks)
-            }
-        )
+        return empty_table(list_columns(ks))
     user_code, users = pd.factorize(frame["user_id"])
     rank = frame["rank"].to_numpy(dtype=np.float64, na_value=np.nan)
     rel = frame["relevance"].to_numpy(dtype=np.float64, na_value=0.0)
@@ -225,12 +230,7 @@ def score_predictions(frame: pd.DataFrame) -> pd.DataFrame:
     """
     names = [n for n, _ in PREDICTION_COLUMNS]
     if frame.empty:
-        return pd.DataFrame(
-            {
-                n: pd.Series(dtype={"string": object, "long": "int64", "double": "float64"}[t])
-                for n, t in PREDICTION_COLUMNS
-            }
-        )
+        return empty_table(PREDICTION_COLUMNS)
     code, users = pd.factorize(frame["user_id"])
     score = frame["score"].to_numpy(dtype=np.float64)
     label = frame["label"].to_numpy(dtype=np.float64) > 0
