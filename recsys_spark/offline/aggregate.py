@@ -108,20 +108,27 @@ def aggregate(
     return out
 
 
-def metric_row(metric: str, k: int | None, aggregation: str, iv: Interval, n: int, slice_value: str = ALL) -> tuple:
-    def clean(v):
-        return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else float(v)
+def finite_or_none(value: float | None) -> float | None:
+    """``value`` as a float, None when it is None, NaN or infinite (a table holds null, never NaN).
 
+    >>> finite_or_none(1), finite_or_none(float("nan")), finite_or_none(None)
+    (1.0, None, None)
+    """
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def metric_row(metric: str, k: int | None, aggregation: str, iv: Interval, n: int, slice_value: str = ALL) -> tuple:
+    """A row of the long metrics table (``schema.METRICS_DDL`` order) from an interval; non-finite values null."""
     return (
         metric,
         k,
         aggregation,
         slice_value,
-        clean(iv.value),
+        finite_or_none(iv.value),
         int(n),
-        clean(iv.se),
-        clean(iv.ci_low),
-        clean(iv.ci_high),
+        finite_or_none(iv.se),
+        finite_or_none(iv.ci_low),
+        finite_or_none(iv.ci_high),
         iv.method,
     )
 

@@ -15,7 +15,6 @@ metric in both) is refused before anything is written: :class:`errors.EmptyInput
 
 from __future__ import annotations
 
-import math
 import re
 
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -28,7 +27,7 @@ from recsys_spark.io.output import commit_summary, open_wing, writing
 from recsys_spark.io.read import read_parquet
 from recsys_spark.kernels.comparisons import adjust_p, paired_t
 from recsys_spark.kernels.sums import MeanStats
-from recsys_spark.offline.aggregate import defined
+from recsys_spark.offline.aggregate import defined, finite_or_none
 from recsys_spark.runtime import fs
 from recsys_spark.schema import USER
 from recsys_spark.tables import OFFLINE_COMPARISON, OFFLINE_RUN
@@ -77,17 +76,45 @@ def _refuse_empty(row: Row, columns: list[str], base: str, candidate: str, root:
 
 
 def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, candidate: str) -> dict:
-    frames = {}
-    for run in (base, candidate):
-        marker = OFFLINE_RUN.marker(output_root, run=run)
-        if not fs.exists(spark, marker):
-            raise MissingInputError(f"offline run {run!r} not found (no {marker})")
-        path = OFFLINE_RUN.path(output_root, "user_metrics", run=run)
-        frames[run] = read_parquet(spark, path, f"user_metrics of run {run}", {})
-    a, b = frames[base], frames[candidate]
+    """Compare the per-user tables of offline runs ``base`` and ``candidate`` and write the comparison
+    (:data:`recsys_spark.tables.OFFLINE_COMPARISON`); return its summary with the ``rows`` written."""
+    a, b = (read_user_metrics(spark, output_root, run) for run in (base, candidate))
     columns = metric_columns(a, b)
-    joined = a.select(USER, *[F.col(c).alias(f"a_{i}") for i, c in enumerate(columns)]).join(
-        b.select(USER, *[F.col(c).alias(f"b_{i}") for i, c in enumerate(columns)]), on=USER, how="inner"
+    sums = paired_sums(a, b, columns)
+    _refuse_empty(sums, columns, base, candidate, output_root)
+    method, confidence = cfg.offline.multiple_testing, cfg.offline.confidence
+    rows = comparison_rows(sums, columns, confidence, method)
+    summary = {
+        "base": base,
+        "candidate": candidate,
+        "users_in_both": int(sums["users"]),
+        "correction": method,
+        "confidence": confidence,
+        "metrics": len(rows),
+        "significant_after_correction": [r[0] for r in rows if r[14] is not None and r[14] < 1 - confidence],
+    }
+    out = open_wing(spark, OFFLINE_COMPARISON, output_root, cfg.output, base=base, candidate=candidate)
+    with writing(out):  # one comparison of a pair at a time
+        out.stage_rows("comparison", rows, COMPARISON_SCHEMA)
+        commit_summary(out, OFFLINE_COMPARISON, summary)
+    summary["rows"] = rows
+    return summary
+
+
+def read_user_metrics(spark: SparkSession, output_root: str, run: str) -> DataFrame:
+    """The per-user table of a complete offline run; :class:`MissingInputError` when its marker is absent."""
+    marker = OFFLINE_RUN.marker(output_root, run=run)
+    if not fs.exists(spark, marker):
+        raise MissingInputError(f"offline run {run!r} not found (no {marker})")
+    return read_parquet(spark, OFFLINE_RUN.path(output_root, "user_metrics", run=run), f"user_metrics of run {run}", {})
+
+
+def paired_sums(base: DataFrame, candidate: DataFrame, columns: list[str]) -> Row:
+    """One aggregation over the users in both runs: ``users``, and for the i-th column over the users where
+    both values are defined, d_u = candidate_u - base_u: ``n{i}``, Σd ``sd{i}``, Σd² ``sdd{i}``, Σbase
+    ``sa{i}``, Σbase² ``saa{i}``."""
+    joined = base.select(USER, *[F.col(c).alias(f"a_{i}") for i, c in enumerate(columns)]).join(
+        candidate.select(USER, *[F.col(c).alias(f"b_{i}") for i, c in enumerate(columns)]), on=USER, how="inner"
     )
     exprs = []
     for i in range(len(columns)):
@@ -101,20 +128,20 @@ def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, 
             F.sum(x).alias(f"sa{i}"),
             F.sum(x * x).alias(f"saa{i}"),
         ]
-    row = joined.agg(F.count("*").alias("users"), *exprs).collect()[0]  # no grouping: one row
-    _refuse_empty(row, columns, base, candidate, output_root)
+    return joined.agg(F.count("*").alias("users"), *exprs).collect()[0]  # no grouping: one row
+
+
+def comparison_rows(sums: Row, columns: list[str], confidence: float, method: str) -> list[tuple]:
+    """A row of :data:`COMPARISON_SCHEMA` per column: the paired t of its differences
+    (:func:`kernels.comparisons.paired_t`) and its p-value adjusted with all the others' by ``method``."""
     results = []
     for i, col in enumerate(columns):
-        n = float(row[f"n{i}"] or 0)
-        diff = MeanStats(n, float(row[f"sd{i}"] or 0.0), float(row[f"sdd{i}"] or 0.0))
-        ctrl = MeanStats(n, float(row[f"sa{i}"] or 0.0), float(row[f"saa{i}"] or 0.0))
-        results.append((col, n, ctrl, diff, paired_t(diff, ctrl, cfg.offline.confidence)))
-    method = cfg.offline.multiple_testing
+        n = float(sums[f"n{i}"] or 0)
+        diff = MeanStats(n, float(sums[f"sd{i}"] or 0.0), float(sums[f"sdd{i}"] or 0.0))
+        ctrl = MeanStats(n, float(sums[f"sa{i}"] or 0.0), float(sums[f"saa{i}"] or 0.0))
+        results.append((col, n, ctrl, diff, paired_t(diff, ctrl, confidence)))
     adjusted: list[float] = adjust_p([r[4].p_value for r in results], method).tolist() if results else []
-
-    def clean(v):
-        return None if v is None or not math.isfinite(v) else float(v)
-
+    clean = finite_or_none
     rows = []
     for (col, n, ctrl, diff, c), p_adj in zip(results, adjusted, strict=True):
         metric, k = split_column(col)
@@ -139,20 +166,4 @@ def compare_runs(spark: SparkSession, cfg: Config, output_root: str, base: str, 
                 method,
             )
         )
-    summary = {
-        "base": base,
-        "candidate": candidate,
-        "users_in_both": int(row["users"]),
-        "correction": method,
-        "confidence": cfg.offline.confidence,
-        "metrics": len(rows),
-        "significant_after_correction": [
-            r[0] for r in rows if r[14] is not None and r[14] < 1 - cfg.offline.confidence
-        ],
-    }
-    out = open_wing(spark, OFFLINE_COMPARISON, output_root, cfg.output, base=base, candidate=candidate)
-    with writing(out):  # one comparison of a pair at a time
-        out.stage_rows("comparison", rows, COMPARISON_SCHEMA)
-        commit_summary(out, OFFLINE_COMPARISON, summary)
-    summary["rows"] = rows
-    return summary
+    return rows
