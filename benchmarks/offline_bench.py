@@ -35,7 +35,8 @@ def main() -> None:
     from recsys_spark.config import load_config
     from recsys_spark.kernels import offline as K
     from recsys_spark.offline.aggregate import aggregate
-    from recsys_spark.offline.run import clean_lists, list_rows, list_specs, per_user
+    from recsys_spark.offline.evaluation import per_user
+    from recsys_spark.offline.lists import clean_lists, list_rows, list_specs
     from recsys_spark.runtime.session import build_session
 
     rng = np.random.default_rng(0)

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         check_name(name, flag, UsageError)
     cfg = load(args)
     if args.command == "offline":
-        from recsys_spark.offline.run import check_evaluable
+        from recsys_spark.offline.inputs import check_evaluable
 
         check_evaluable(cfg)  # before Spark starts: a config with nothing to evaluate fails in a second
     start_logging(args)

@@ -165,7 +165,7 @@ def test_a_day_with_input_columns_leaves_no_mapping_behind_for_the_next_reader(s
     from helpers.days import day_input, run_day, write
 
     from recsys_spark.config import load_config
-    from recsys_spark.offline.run import read_inputs
+    from recsys_spark.offline.inputs import read_inputs
 
     day_input(tmp_path)
     run_day(spark, tmp_path, 'input.columns={item_id = "iid"}')  # the day's files have no iid: nothing renamed

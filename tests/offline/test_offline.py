@@ -248,7 +248,7 @@ def test_every_row_is_named_by_the_registry(spark, fixture):
 
 
 def test_catalog_rows_are_the_daily_jobs_health_rows_an_item_outside_the_catalog_included(spark):
-    from recsys_spark.offline.run import catalog_rows
+    from recsys_spark.offline.lists import catalog_rows
 
     # u1 lists a, b, z (z is not in the catalog a..d), u2 lists a, c; d is never recommended
     ranked = spark.createDataFrame(
@@ -573,7 +573,7 @@ def test_non_finite_sampled_scores_are_set_aside_never_ranked(spark, hostile):
 
 
 def test_a_nan_score_and_a_null_score_are_set_aside_alike_and_beside_a_rank_a_null_score_is_kept(spark):
-    from recsys_spark.offline.run import clean_lists
+    from recsys_spark.offline.lists import clean_lists
 
     def ranked(rows, ddl="user_id string, item_id string, score double"):
         lists, counts = clean_lists(spark.createDataFrame(rows, ddl), None, False)

@@ -1,0 +1,113 @@
+"""The pointwise evaluation: predictions (score, label) -> AUC (exact pooled, per user, impression-weighted),
+log loss, PCOC, observed rate, mean predicted, and the reliability table with its ECE.
+
+A score outside [0, 1] is kept (the AUC needs only its order) and counted with a note: the log loss
+(clipped to [eps, 1 - eps]), calibration (clipped to [0, 1]), PCOC and mean_predicted read it as a
+probability.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from recsys_spark.kernels import offline as K
+from recsys_spark.offline.aggregate import Mean, Ratio, point
+from recsys_spark.offline.evaluation import Evaluation, RunContext, Spec, per_user
+from recsys_spark.offline.inputs import LABEL
+from recsys_spark.offline.set_aside import set_aside, set_aside_notes
+from recsys_spark.per_user.pooled_auc import exact_auc
+from recsys_spark.schema import RELEVANCE, SCORE, SLICE
+
+
+def evaluate_predictions(run: RunContext) -> Evaluation:
+    """The pointwise evaluation of ``offline.predictions`` (docs/offline.md, "Pointwise predictions")."""
+    outside = (F.col(SCORE) < 0) | (F.col(SCORE) > 1)
+    preds, read, counts, flagged = set_aside(
+        run.inputs["predictions"], "predictions", run.paths["predictions"], F.when(outside, F.lit("score_out_of_range"))
+    )
+    n_rows = read - sum(counts.values())
+    notes = set_aside_notes("predictions", counts)
+    out_of_range = flagged.get("score_out_of_range", 0)
+    counts["predictions_score_out_of_range"] = out_of_range
+    if out_of_range:
+        notes.append(
+            f"predictions: {out_of_range} of {n_rows} scores outside [0, 1] (kept): AUC uses only their "
+            "order, but log loss (clipped to [eps, 1 - eps]), calibration (clipped to [0, 1]), PCOC and "
+            "mean_predicted read them as probabilities"
+        )
+    users = per_user(preds, K.PREDICTION_INPUT, K.PREDICTION_COLUMNS, K.score_predictions, run.partitions(n_rows))
+    pooled = exact_auc(preds.select(F.lit("all").alias(SLICE), SCORE, F.col(LABEL).alias(RELEVANCE)), (SLICE,))
+    part = pooled.get(("all",))
+    auc = part.auc if part is not None else float("nan")
+    table, ece = calibration(preds, run.cfg.offline.calibration_bins)
+    counts["prediction_rows"] = n_rows
+    return Evaluation(
+        "predictions",
+        users,
+        specs=prediction_specs(),
+        rows=[
+            point("auc", None, "global", None if math.isnan(auc) else auc, n_rows),
+            point("ece", None, "global", ece, n_rows),
+        ],
+        tables={"calibration": table},
+        counts=counts,
+        notes=notes,
+        user_counts=[users_without_auc()],
+    )
+
+
+def users_without_auc() -> Column:
+    """Users with predictions and no AUC (one class only), over the merged per-user table."""
+    # the kernel's NaN AUC (one class) reaches the table as a null: Arrow writes pandas' NaN as null
+    no_auc = F.col("auc").isNull() | F.isnan("auc")
+    return F.sum(F.when(F.col("n_predictions").isNotNull() & no_auc, 1).otherwise(0)).alias("users_without_auc")
+
+
+def prediction_specs() -> list[Spec]:
+    """AUC per user and impression-weighted, log loss per user and global, PCOC, observed rate, mean predicted."""
+    n = F.col("n_predictions")
+    return [
+        Mean("auc", None, "user_avg", "auc"),
+        Ratio("auc", None, "impression_weighted", F.col("auc") * n, F.when(~F.isnan("auc"), n)),
+        Mean("logloss", None, "user_avg", "logloss"),
+        Ratio("logloss", None, "global", F.col("logloss_sum"), n),
+        Ratio("pcoc", None, "global", F.col("predicted_sum"), F.col("n_positive")),
+        Ratio("observed_rate", None, "global", F.col("n_positive"), n),
+        Ratio("mean_predicted", None, "global", F.col("predicted_sum"), n),
+    ]
+
+
+def calibration(predictions: DataFrame, bins: int) -> tuple[pd.DataFrame, float]:
+    """The reliability table over ``bins`` equal-width bins and its ECE (:func:`kernels.offline.calibration_table`):
+    one aggregation, at most ``bins`` rows to the driver."""
+
+    def bin_of(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for f in frames:
+            yield pd.DataFrame(
+                {
+                    "bin": K.calibration_bin(f[SCORE].to_numpy(), bins),
+                    SCORE: f[SCORE],
+                    LABEL: (f[LABEL] > 0).astype(np.float64),
+                }
+            )
+
+    per_bin = (
+        predictions.select(SCORE, LABEL)
+        .mapInPandas(bin_of, f"bin long, {SCORE} double, {LABEL} double")
+        .groupBy("bin")
+        .agg(F.count("*").alias("n"), F.sum(SCORE).alias("p"), F.sum(LABEL).alias("y"))
+        .collect()
+    )  # at most `bins` rows
+    return K.calibration_table(
+        np.array([r["bin"] for r in per_bin], dtype=np.int64),
+        np.array([r["n"] for r in per_bin], dtype=np.float64),
+        np.array([r["p"] for r in per_bin], dtype=np.float64),
+        np.array([r["y"] for r in per_bin], dtype=np.float64),
+        bins,
+    )
