@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 DATE ?= 2026-11-20
 DEMO_DIR ?= build/demo
 
-.PHONY: help setup test test-fast lint demo clean
+.PHONY: help setup test test-fast check lint demo clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -35,11 +35,15 @@ chaos: setup ## kill the driver at every file operation of the commit, every col
 test-fast: setup ## kernel-only tests (no Spark), seconds
 	$(BIN)/pytest -q -m "not spark"
 
-lint: setup ## ruff (lint and format check), mypy, and the import layers (import-linter) over the library
+check: setup ## the quick loop after a change: kernels and in-process Spark tests (no metastore, cluster, chaos, subprocess)
+	$(BIN)/pytest -q -m "not (process or hive or cluster or chaos)"
+
+lint: setup ## ruff (lint and format check), mypy, the import layers (import-linter), the size limits (.ci/limits.py)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python .ci/limits.py
 
 # Airflow gets its own venv: installed beside pyspark in .venv, the Spark provider
 # replaced pyspark 4.3's files with 4.2's without a warning. Pinned; after changing a

@@ -11,6 +11,14 @@ collect_ignore = [
 ]  # the DAG test runs in its own venv (make test-airflow); golden/: scripts run in throwaway venvs; fixtures/: data
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """tests/ops/ holds whole processes (a metastore, a cluster, chaos, the CLI, a Connect server): each of its
+    tests is marked ``process``, so that ``make check`` (the quick loop) leaves them to ``make test``."""
+    for item in items:
+        if "ops" in item.path.parts[-2:-1]:
+            item.add_marker(pytest.mark.process)
+
+
 @pytest.fixture(scope="session")
 def spark():
     from recsys_spark.runtime.session import build_session, job_settings

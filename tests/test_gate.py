@@ -638,6 +638,7 @@ def test_the_command_exits_12_with_its_line_on_a_window_with_one_arm(spark, tmp_
 
 
 @pytest.mark.spark
+@pytest.mark.process
 def test_the_command_prints_one_line_and_exits_0_13_or_12(tmp_path):
     out = tmp_path / "out"
     offline_outputs(out)

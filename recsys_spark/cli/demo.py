@@ -17,10 +17,16 @@ import datetime as dt
 import io
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from recsys_spark.cli.common import Command, load, start_logging
 from recsys_spark.cli.lines import experiment_lines, headline_lines
 from recsys_spark.registry import EXPERIMENT_METRICS, key
+
+if TYPE_CHECKING:  # pyspark is imported only once a command runs
+    from pyspark.sql import SparkSession
+
+    from recsys_spark.config import Config
 
 HELP = "the whole tour on generated sample data, in one Spark session (a few minutes)"
 DESCRIPTION = (
@@ -106,18 +112,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _tour(args: argparse.Namespace) -> int:
-    import json
-
-    from recsys_spark import daily
-    from recsys_spark.config import load_config
-    from recsys_spark.experiments.window import run_window
-    from recsys_spark.gate import run_gate
-    from recsys_spark.offline.compare import compare_runs
-    from recsys_spark.offline.run import run_offline
-    from recsys_spark.ope.run import run_ope
     from recsys_spark.report import write_report
     from recsys_spark.runtime.session import job_session  # pyspark: only once a command runs
-    from recsys_spark.synthetic import generate, generate_offline
 
     root = Path(args.root)
     inputs, offline_inputs, out = root / "input", root / "offline-input", root / "output"
@@ -132,65 +128,16 @@ def _tour(args: argparse.Namespace) -> int:
     args.set = [*args.set, DEMO_METRICS, OPE_TARGET, SLICES]
     cfg = load(args)
     start_logging(args)
-    with contextlib.redirect_stdout(io.StringIO()):  # the generators list what they wrote: not the tour's news
-        generate.main(
-            ["--date", END.isoformat(), "--output-root", str(inputs), "--users", str(args.users)]
-            + ["--days", str(days + 1), "--seed", "7", "--ope"]
-        )
-        generate_offline.main(["--output-root", str(offline_inputs), "--users", str(args.users), "--items", "600"])
-    _say(
-        f"sample data: {inputs} (logs with propensities, items, users, assignments, the candidate {CANDIDATE}), "
-        f"{offline_inputs} (a model's offline data)"
-    )
+    _generate(args, inputs, offline_inputs, days)
     spark = job_session(cfg, args.master, args.verbose, app_name="recsys-spark-demo")
     try:
-        for i in range(days):
-            day = start + dt.timedelta(days=i)
-            _say(f"day {i + 1} of {days}: {day}")
-            summary = daily.evaluate_day(spark, cfg, day, str(inputs), str(out))
-            for line in [*headline_lines(str(day), summary)[:1], *experiment_lines(str(day), summary["experiments"])]:
-                _say(f"  {line}")
-        _say(f"experiment {EXPERIMENT} over {start}..{END}")
-        section = run_window(spark, cfg, EXPERIMENT, start, END, str(out))
-        for line in experiment_lines(f"{start}..{END}", section):
-            _say(f"  {line}")
-        offline_cfg = load_config(offline_inputs / "offline.toml", args.set[:-1])
-        for run_name in ("base", "candidate"):
-            _say(f"offline run {run_name}")
-            headline = run_offline(spark, offline_cfg, run_name, str(out))["headline"]
-            _say("  " + "  ".join(f"{k}={v:.4f}" for k, v in list(headline.items())[:4] if v is not None))
-        compared = compare_runs(spark, offline_cfg, str(out), "base", "candidate")
-        _say(f"offline-compare: {compared['users_in_both']} users in both, {compared['metrics']} metrics")
-        gates = {
-            "candidate": OFFLINE_GATE,
-            EXPERIMENT: EXPERIMENT_GATE.format(experiment=EXPERIMENT, start=start, end=END),
-        }
-        for name, text in gates.items():
-            (root / f"gate-{name}.toml").write_text(text)
-            verdict = run_gate(spark, load_config(root / f"gate-{name}.toml"), name, str(out))
-            _say(f"{verdict['summary']} -> {verdict['path']}")
-        _say(f"ope: the candidate {CANDIDATE} estimated from the logs of {start}..{END}")
-        estimates = run_ope(spark, cfg, CANDIDATE, start, END, str(inputs), str(out))["estimates"]
-        truth = json.loads((inputs / "candidates" / CANDIDATE / "truth.json").read_text())
-        _say(
-            "  per logged position: "
-            + "  ".join(
-                f"{k}={estimates[k]:.4f}" for k in ("logged", "ips", "dm", "dr") if estimates.get(k) is not None
-            )
-            + f"  (true: logged {truth['logged_per_row']:.4f}, candidate {truth['candidate_per_row']:.4f}, known "
-            "because the data are made up)"
-        )
-        _say(f"simulate: the candidate's lists for the requests of {END}, without feedback")
-        simulated = daily.evaluate_day(spark, cfg, END, str(inputs), str(out), simulation_run=CANDIDATE)
-        _say(
-            f"  {simulated['status']}  "
-            + "  ".join(f"{k}={v:.4f}" for k, v in simulated["headline"].items() if v is not None)
-        )
+        _days_and_window(spark, cfg, inputs, out, start, days)
+        _offline_and_gates(spark, args, root, offline_inputs, out, start)
+        _candidate(spark, cfg, inputs, out, start)
         report = write_report(str(out), start, END, cfg, spark=spark)
     finally:
         spark.stop()
-    minutes = (time.monotonic() - began) / 60
-    _say(f"done in {minutes:.1f} min")
+    _say(f"done in {(time.monotonic() - began) / 60:.1f} min")
     _say(f"report: {report}  (open it in a browser)")
     _say(
         f"tables: {out}/{{metrics,user_metrics,lorenz,rule_checks,experiments,experiment_decisions,summary}}/dt=..., "
@@ -202,6 +149,89 @@ def _tour(args: argparse.Namespace) -> int:
         f"print(pd.read_parquet('{out}/metrics/dt={END}').query('slice == \\\"all\\\"').to_string())\""
     )
     return 0
+
+
+def _generate(args: argparse.Namespace, inputs: Path, offline_inputs: Path, days: int) -> None:
+    """The week of sample logs (one day more than evaluated: update rate, novelty, CUPED) and the offline data."""
+    from recsys_spark.synthetic import generate, generate_offline
+
+    with contextlib.redirect_stdout(io.StringIO()):  # the generators list what they wrote: not the tour's news
+        generate.main(
+            ["--date", END.isoformat(), "--output-root", str(inputs), "--users", str(args.users)]
+            + ["--days", str(days + 1), "--seed", "7", "--ope"]
+        )
+        generate_offline.main(["--output-root", str(offline_inputs), "--users", str(args.users), "--items", "600"])
+    _say(
+        f"sample data: {inputs} (logs with propensities, items, users, assignments, the candidate {CANDIDATE}), "
+        f"{offline_inputs} (a model's offline data)"
+    )
+
+
+def _days_and_window(spark: SparkSession, cfg: Config, inputs: Path, out: Path, start: dt.date, days: int) -> None:
+    """The daily job on each day, then the experiment over the week."""
+    from recsys_spark import daily
+    from recsys_spark.experiments.window import run_window
+
+    for i in range(days):
+        day = start + dt.timedelta(days=i)
+        _say(f"day {i + 1} of {days}: {day}")
+        summary = daily.evaluate_day(spark, cfg, day, str(inputs), str(out))
+        for line in [*headline_lines(str(day), summary)[:1], *experiment_lines(str(day), summary["experiments"])]:
+            _say(f"  {line}")
+    _say(f"experiment {EXPERIMENT} over {start}..{END}")
+    section = run_window(spark, cfg, EXPERIMENT, start, END, str(out))
+    for line in experiment_lines(f"{start}..{END}", section):
+        _say(f"  {line}")
+
+
+def _offline_and_gates(
+    spark: SparkSession, args: argparse.Namespace, root: Path, offline_inputs: Path, out: Path, start: dt.date
+) -> None:
+    """Two offline runs and their comparison, then the gates on the offline candidate and on the experiment."""
+    from recsys_spark.config import load_config
+    from recsys_spark.gate import run_gate
+    from recsys_spark.offline.compare import compare_runs
+    from recsys_spark.offline.run import run_offline
+
+    offline_cfg = load_config(offline_inputs / "offline.toml", args.set[:-1])
+    for run_name in ("base", "candidate"):
+        _say(f"offline run {run_name}")
+        headline = run_offline(spark, offline_cfg, run_name, str(out))["headline"]
+        _say("  " + "  ".join(f"{k}={v:.4f}" for k, v in list(headline.items())[:4] if v is not None))
+    compared = compare_runs(spark, offline_cfg, str(out), "base", "candidate")
+    _say(f"offline-compare: {compared['users_in_both']} users in both, {compared['metrics']} metrics")
+    gates = {
+        "candidate": OFFLINE_GATE,
+        EXPERIMENT: EXPERIMENT_GATE.format(experiment=EXPERIMENT, start=start, end=END),
+    }
+    for name, text in gates.items():
+        (root / f"gate-{name}.toml").write_text(text)
+        verdict = run_gate(spark, load_config(root / f"gate-{name}.toml"), name, str(out))
+        _say(f"{verdict['summary']} -> {verdict['path']}")
+
+
+def _candidate(spark: SparkSession, cfg: Config, inputs: Path, out: Path, start: dt.date) -> None:
+    """The candidate ranker judged off-policy over the week, then its lists of the last day simulated."""
+    import json
+
+    from recsys_spark import daily
+    from recsys_spark.ope.run import run_ope
+
+    _say(f"ope: the candidate {CANDIDATE} estimated from the logs of {start}..{END}")
+    estimates = run_ope(spark, cfg, CANDIDATE, start, END, str(inputs), str(out))["estimates"]
+    truth = json.loads((inputs / "candidates" / CANDIDATE / "truth.json").read_text())
+    _say(
+        "  per logged position: "
+        + "  ".join(f"{k}={estimates[k]:.4f}" for k in ("logged", "ips", "dm", "dr") if estimates.get(k) is not None)
+        + f"  (true: logged {truth['logged_per_row']:.4f}, candidate {truth['candidate_per_row']:.4f}, known "
+        "because the data are made up)"
+    )
+    _say(f"simulate: the candidate's lists for the requests of {END}, without feedback")
+    simulated = daily.evaluate_day(spark, cfg, END, str(inputs), str(out), simulation_run=CANDIDATE)
+    _say(
+        f"  {simulated['status']}  "
+        + "  ".join(f"{k}={v:.4f}" for k, v in simulated["headline"].items() if v is not None)
+    )
 
 
 COMMAND = Command("demo", HELP, DESCRIPTION, EXAMPLE, add_arguments, run)

@@ -198,6 +198,7 @@ def _orphans_by_hand(root: Path) -> int:
 
 
 @pytest.mark.spark
+@pytest.mark.process
 def test_cli_on_a_generated_day_writes_the_three_outputs(generated):
     out = generated / "out"
     proc = cli(
@@ -252,6 +253,7 @@ def test_cli_on_a_generated_day_writes_the_three_outputs(generated):
 
 
 @pytest.mark.spark
+@pytest.mark.process
 def test_missing_partition_is_one_line_and_exit_4_with_nothing_written(generated):
     out = generated / "out-missing"
     proc = cli(
@@ -270,6 +272,7 @@ def test_missing_partition_is_one_line_and_exit_4_with_nothing_written(generated
 
 
 @pytest.mark.spark
+@pytest.mark.process
 def test_backfill_runs_every_date_and_reports_the_failed_ones(generated):
     out = generated / "out-backfill"
     proc = cli(

@@ -40,6 +40,7 @@ pytestmark = pytest.mark.spark
 
 
 # --- silent wrong numbers -----------------------------------------------------------------------
+@pytest.mark.process
 def test_the_day_does_not_follow_the_machine_time_zone(tmp_path):
     """Same data and config under TZ=Asia/Shanghai and TZ=UTC: identical outputs (it set aside 28 %)."""
     subprocess.run(

@@ -645,6 +645,7 @@ def test_a_comparison_without_a_paired_value_fails_as_empty_input_and_writes_not
     assert sorted(p.name for p in (tmp_path / "offline").iterdir()) == ["summary", "user_metrics"]
 
 
+@pytest.mark.process
 def test_offline_compare_of_runs_without_a_user_in_common_exits_7_with_one_line(spark, tmp_path):
     import os
     import subprocess

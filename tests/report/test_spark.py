@@ -162,6 +162,7 @@ def test_chromium_renders_the_real_report(run, html, tmp_path):
     browser.check_page(path, html.count('<svg class="chart"'))
 
 
+@pytest.mark.process
 def test_cli_evaluate_report_fills_the_gap_last(run):
     """Runs last (it evaluates the skipped day): ``evaluate --report`` prints the report it wrote, gapless now."""
     import os

@@ -69,6 +69,7 @@ def test_a_long_stage_logs_progress_while_it_runs(lines):
 
 
 @pytest.mark.spark
+@pytest.mark.process
 def test_a_cli_run_logs_nothing_but_json_lines_spark_s_own_lines_included(tmp_path):
     """Issue 17: "Logs are JSON lines (nothing before the brace)": the job's lines and Spark's (log4j2,
     recsys_spark/runtime/log4j2-local.properties), at INFO (--verbose: hundreds of Spark lines), with Python's
