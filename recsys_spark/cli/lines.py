@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from recsys_spark.kernels.decisions import decision_words
 from recsys_spark.registry import HEADLINE, key
 
 
@@ -68,9 +69,20 @@ def experiment_lines(label: str, section: Mapping[str, Any] | None) -> list[str]
 
 
 def decision_lines(label: str, name: str, e: Mapping[str, Any]) -> list[str]:
-    """One line per variant: its decision in capitals and the reasons (docs/experiments.md, "Decisions")."""
+    """One line per variant: its decision's words (:data:`~recsys_spark.kernels.decisions.DECISION_WORDS`), the
+    sample it was made on when that is the accumulated one (``on 7 days since 2026-11-14``), and the reasons
+    (docs/experiments.md, "Decisions")."""
     return [
-        f"{label}: experiment {name}{' ' + variant if variant else ''}: {d['decision'].upper()}: "
+        f"{label}: experiment {name}{' ' + variant if variant else ''}: {decision_words(d['decision'])}"
+        + _basis(d)
+        + ": "
         + "; ".join(d["reasons"])
         for variant, d in sorted(e.get("decisions", {}).items())
     ]
+
+
+def _basis(d: Mapping[str, Any]) -> str:
+    """`` (on 7 days since 2026-11-14)`` for a decision on the accumulated users, else ""."""
+    if d.get("basis") != "cumulative":
+        return ""
+    return f" (on {d.get('days')} days since {d.get('first_day')})"

@@ -19,9 +19,11 @@ The decision, first match wins:
    has fewer than ``min_users`` users (the effects are not read);
 2. ``do_not_ship``: a goal is worse, or a guardrail is beyond its margin;
 3. ``ship``: a goal improved and every guardrail is within its margin;
-4. ``keep_running``: neither yet.
+4. ``not_enough_evidence``: neither yet (a state of its own, never drawn as a failure).
 
-Every decision lists its reasons, one line each (docs/experiments.md, "Decisions").
+Every decision lists its reasons, one line each (docs/experiments.md, "Decisions").  :data:`DECISION_WORDS` are the
+words the terminal and the report show for each code; releases before issue 42 wrote ``keep_running`` for
+``not_enough_evidence``: every reader passes a stored code through :func:`normalise_code`.
 """
 
 from __future__ import annotations
@@ -32,7 +34,16 @@ from dataclasses import dataclass, field
 
 from recsys_spark.registry import key, metric, parse_key
 
-DECISIONS = ("ship", "do_not_ship", "keep_running", "invalid")
+DECISIONS = ("ship", "do_not_ship", "not_enough_evidence", "invalid")
+#: what the terminal and the report say for each code (the report's colours: green, red, amber, red-bordered grey)
+DECISION_WORDS = {
+    "ship": "SHIP",
+    "do_not_ship": "DO NOT SHIP",
+    "not_enough_evidence": "NOT ENOUGH EVIDENCE YET",
+    "invalid": "INVALID EXPERIMENT",
+}
+#: codes earlier releases wrote, and what they are now (docs/operations.md, "Output tables across upgrades")
+OLD_CODES = {"keep_running": "not_enough_evidence"}
 #: the columns of ``experiment_decisions`` (the window's ``experiment_window_decisions``: all but experiment)
 DECISION_COLUMNS = (
     ("experiment", "string"),
@@ -43,6 +54,26 @@ DECISION_COLUMNS = (
     ("control_n", "long"),
     ("variant_n", "long"),
 )
+
+
+def normalise_code(code: str | None) -> str | None:
+    """A stored decision code as today's: ``keep_running`` (partitions written before issue 42) is
+    ``not_enough_evidence``; every other value (and None) unchanged.
+
+    >>> normalise_code("keep_running"), normalise_code("ship"), normalise_code(None)
+    ('not_enough_evidence', 'ship', None)
+    """
+    return OLD_CODES.get(code, code) if code is not None else None
+
+
+def decision_words(code: str | None) -> str:
+    """The words of a (stored) decision code, ``keep_running`` included; an unknown code in capitals.
+
+    >>> decision_words("keep_running"), decision_words("do_not_ship")
+    ('NOT ENOUGH EVIDENCE YET', 'DO NOT SHIP')
+    """
+    code = normalise_code(code) or ""
+    return DECISION_WORDS.get(code, code.upper().replace("_", " "))
 
 
 @dataclass(frozen=True)
@@ -105,6 +136,9 @@ class Decision:
     control_n: int = 0
     variant_n: int = 0
     states: dict[str, str] = field(default_factory=dict)  # metric key -> its state (goal/guardrail/secondary)
+    #: the sample decided on: ``day`` (the day's users), ``cumulative`` (every user since the experiment's first
+    #: day) or ``window`` (``recsys-spark experiment``); a column of ``experiment_decisions`` only
+    basis: str = "day"
 
     def as_tuple(self) -> tuple:
         return tuple(getattr(self, name) for name, _ in DECISION_COLUMNS)
@@ -267,7 +301,7 @@ def decide(
     elif any(s == "improved" for s in goals.values()) and all(s == "within" for s in guards.values()):
         decision = "ship"
     else:
-        decision = "keep_running"
+        decision = "not_enough_evidence"
         if not roles.goals:
             reasons.insert(0, "no goal metric (experiments.goals): nothing can ship")
     return Decision(decision=decision, reasons=reasons, states=states, **base)  # type: ignore[arg-type]

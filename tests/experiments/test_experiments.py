@@ -554,7 +554,10 @@ def test_the_day_writes_a_decision_per_experiment_and_variant_with_its_reasons(s
     assert set(rows) == {"ctr", "cup", "cupw", "srm", "lay"}
     assert all(r["variant"] == "treatment" or r["experiment"] == "lay" for r in rows.values())
     # ctr: +0.076 [−0.016, +0.169] (fixed, normal): not yet
-    assert rows["ctr"]["decision"] == "keep_running" and (rows["ctr"]["control_n"], rows["ctr"]["variant_n"]) == (6, 6)
+    assert rows["ctr"]["decision"] == "not_enough_evidence" and (
+        rows["ctr"]["control_n"],
+        rows["ctr"]["variant_n"],
+    ) == (6, 6)
     assert rows["ctr"]["reasons"][0].startswith("goal exposure_ctr_global inconclusive: +0.07639 [")
     assert rows["cup"]["decision"] == "invalid"  # cup-both is in both arms
     assert rows["cup"]["reasons"] == ["multiple assignment: 1 user(s) with several variants"]
@@ -562,9 +565,9 @@ def test_the_day_writes_a_decision_per_experiment_and_variant_with_its_reasons(s
         "sample-ratio mismatch (p=2.54e-10)"
     )
     section = summaries[DAY]["experiments"]["experiments"]
-    assert section["ctr"]["decisions"]["treatment"]["decision"] == "keep_running"
+    assert section["ctr"]["decisions"]["treatment"]["decision"] == "not_enough_evidence"
     lines = experiment_lines(str(DAY), summaries[DAY]["experiments"])
     assert (
-        f"{DAY}: experiment ctr treatment: KEEP_RUNNING: goal exposure_ctr_global inconclusive: +0.07639"
+        f"{DAY}: experiment ctr treatment: NOT ENOUGH EVIDENCE YET: goal exposure_ctr_global inconclusive: +0.07639"
         in "\n".join(lines)
     )

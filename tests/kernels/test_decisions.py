@@ -57,13 +57,18 @@ def test_a_goal_up_and_guardrails_within_their_margin_ship():
         # the failure rate up by +0.008 [+0.006, +0.010]: beyond its +0.005 margin
         ({"ndcg@10_user_avg": UP, "pv_failure_rate_global": Effect(0.008, 0.006, 0.010)}, "do_not_ship"),
         # up by +0.004 [0, +0.009]: it may or may not be within the margin yet
-        ({"ndcg@10_user_avg": UP, "pv_failure_rate_global": Effect(0.004, 0.0, 0.009)}, "keep_running"),
-        ({"ndcg@10_user_avg": FLAT, "exposure_ctr_global": FLAT, "pv_failure_rate_global": SAFE}, "keep_running"),
+        ({"ndcg@10_user_avg": UP, "pv_failure_rate_global": Effect(0.004, 0.0, 0.009)}, "not_enough_evidence"),
+        (
+            {"ndcg@10_user_avg": FLAT, "exposure_ctr_global": FLAT, "pv_failure_rate_global": SAFE},
+            "not_enough_evidence",
+        ),
         # a guardrail not measured never lets a variant ship
-        ({"ndcg@10_user_avg": UP}, "keep_running"),
+        ({"ndcg@10_user_avg": UP}, "not_enough_evidence"),
     ],
 )
-def test_worse_goals_or_guardrails_beyond_their_margin_do_not_ship_and_the_rest_keeps_running(effects, decision):
+def test_worse_goals_or_guardrails_beyond_their_margin_do_not_ship_and_the_rest_is_not_enough_evidence(
+    effects, decision
+):
     assert _decide(effects).decision == decision
 
 
@@ -110,7 +115,9 @@ def test_srm_multiple_assignment_and_too_few_users_are_invalid_and_say_why(valid
 
 def test_secondary_metrics_are_reported_never_deciding():
     d = _decide({"ndcg@10_user_avg": FLAT, "pv_failure_rate_global": SAFE, "mrr_user_avg": DOWN})
-    assert d.decision == "keep_running" and d.reasons[-1] == "secondary mrr_user_avg changed: -0.02 [-0.03, -0.01]"
+    assert (
+        d.decision == "not_enough_evidence" and d.reasons[-1] == "secondary mrr_user_avg changed: -0.02 [-0.03, -0.01]"
+    )
     assert _decide({}, roles=Roles()).reasons[0] == "no goal metric (experiments.goals): nothing can ship"
 
 
@@ -203,3 +210,29 @@ def test_an_effect_reads_every_interval_field_from_a_row_or_a_dict():
     assert Effect.of(row) == Effect(1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
     assert Effect.of(type("Row", (), row)()) == Effect(1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
     assert Effect.of({"delta": 1.0}) == Effect(1.0, None, None) == Effect.of(type("Row", (), {"delta": 1.0})())
+
+
+def test_each_state_has_its_words_and_an_old_keep_running_reads_as_not_enough_evidence():
+    """Three states and invalid, one word each (the contract of issue 42); a partition written before it says
+    ``keep_running``, which every reader takes as ``not_enough_evidence``."""
+    from recsys_spark.kernels.decisions import DECISION_WORDS, DECISIONS, decision_words, normalise_code
+
+    assert set(DECISION_WORDS) == set(DECISIONS) == {"ship", "do_not_ship", "not_enough_evidence", "invalid"}
+    assert [decision_words(c) for c in DECISIONS] == [
+        "SHIP",
+        "DO NOT SHIP",
+        "NOT ENOUGH EVIDENCE YET",
+        "INVALID EXPERIMENT",
+    ]
+    assert normalise_code("keep_running") == "not_enough_evidence" and decision_words("keep_running") == (
+        "NOT ENOUGH EVIDENCE YET"
+    )
+    assert [normalise_code(c) for c in (*DECISIONS, None)] == [*DECISIONS, None]
+    states = {
+        "ship": {"ndcg@10_user_avg": UP, "pv_failure_rate_global": SAFE},
+        "do_not_ship": {"ndcg@10_user_avg": DOWN, "pv_failure_rate_global": SAFE},
+        "not_enough_evidence": {"ndcg@10_user_avg": FLAT, "pv_failure_rate_global": SAFE},
+    }
+    for state, effects in states.items():
+        assert _decide(effects).decision == state
+    assert _decide(states["ship"], Validity(control_users=10, variant_users=10)).decision == "invalid"
