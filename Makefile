@@ -143,10 +143,11 @@ fixtures-previous: $(VENV)/.runtime ## regenerate tests/fixtures/previous_releas
 # a throwaway venv, on the same sufficient statistics; prints the GOLDEN literal the test holds, with the version.
 GBSTATS_VENV ?= /tmp/gbvenv
 .PHONY: golden-gbstats
-golden-gbstats: ## print gbstats' sequential and CUPED golden values for tests/kernels/test_sequential.py and kernels/test_experiments.py (a throwaway venv)
+golden-gbstats: ## print gbstats' sequential, CUPED and accumulated-users golden values for tests/kernels/test_sequential.py, kernels/test_experiments.py and experiments/test_cumulative.py (a throwaway venv)
 	test -x $(GBSTATS_VENV)/bin/python || { $(PY) -m venv $(GBSTATS_VENV) && $(GBSTATS_VENV)/bin/pip install --quiet gbstats; }
 	$(GBSTATS_VENV)/bin/python tests/golden/gbstats_sequential.py
 	$(GBSTATS_VENV)/bin/python tests/golden/gbstats_cuped.py
+	$(GBSTATS_VENV)/bin/python tests/golden/gbstats_cumulative.py
 
 BENCH_SIZES ?= 1M,5M,20M
 BENCH_REPEATS ?= 3

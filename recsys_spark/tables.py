@@ -142,6 +142,7 @@ DAILY = Layout(
         "rule_checks",
         "experiments",
         "experiment_checks",
+        "experiment_cumulative",
         "experiment_decisions",
         "rejected",
         SUMMARY,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -25,11 +26,13 @@ class GuardrailConfig:
 @dataclass(frozen=True)
 class DecisionConfig:
     """``experiments.per_experiment.NAME``: the goals, guardrails and secondary metrics of one experiment;
-    a key left out takes ``experiments``' own."""
+    a key left out takes ``experiments``' own.  ``start`` (``"YYYY-MM-DD"``): the experiment's first day, from
+    which the nightly decision accumulates its users (docs/experiments.md, "Decisions on the accumulated data")."""
 
     goals: tuple[str, ...] | None = None
     guardrails: tuple[GuardrailConfig, ...] | None = None
     secondary: tuple[str, ...] | None = None
+    start: str | None = None
 
 
 def _default_guardrails() -> tuple[GuardrailConfig, ...]:
@@ -56,6 +59,7 @@ class ExperimentsConfig:
     secondary: tuple[str, ...] = ()
     min_users_per_arm: int = 100
     per_experiment: Mapping[str, DecisionConfig] = field(default_factory=lambda: MappingProxyType({}))
+    max_cumulative_days: int = 90
 
     def __post_init__(self) -> None:
         from recsys_spark.kernels.experiments import CORRECTIONS
@@ -82,9 +86,29 @@ class ExperimentsConfig:
                 f"config key experiments.sequential_tuning: expected a positive number of users, got "
                 f"{self.sequential_tuning}"
             )
+        if self.max_cumulative_days < 1:
+            raise ConfigError(
+                "config key experiments.max_cumulative_days: expected a positive number of days, got "
+                f"{self.max_cumulative_days}"
+            )
         _check_roles("experiments", self.goals, self.guardrails, self.secondary)
         for name, roles in self.per_experiment.items():
             _check_roles(f"experiments.per_experiment.{name}", roles.goals, roles.guardrails, roles.secondary)
+            self.start_of(name)  # a start that is not a date fails as the config loads
+
+    def start_of(self, experiment: str) -> dt.date | None:
+        """``per_experiment.NAME.start`` as a date, None when not configured; a :class:`ConfigError` naming the key
+        when it is not an ISO date."""
+        own = self.per_experiment.get(experiment)
+        if own is None or own.start is None:
+            return None
+        try:
+            return dt.date.fromisoformat(own.start)
+        except ValueError:
+            raise ConfigError(
+                f"config key experiments.per_experiment.{experiment}.start: expected a date YYYY-MM-DD, got "
+                f"{own.start!r}"
+            ) from None
 
     def roles(self, experiment: str) -> tuple[tuple[str, ...], tuple[GuardrailConfig, ...], tuple[str, ...]]:
         """(goals, guardrails, secondary) of ``experiment``: its ``per_experiment`` entry's, else the defaults."""

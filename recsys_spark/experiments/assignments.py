@@ -1,5 +1,6 @@
-"""The assignments: reading ``experiments.assignments`` (``user_id, experiment, variant[, layer]``), each user's
-variants as one map, and what each experiment of the table is (its distinct ids, one of them, its layer).
+"""The assignments: reading ``experiments.assignments`` (``user_id, experiment, variant[, layer, assigned_at]``),
+each user's variants as one map, and what each experiment of the table is (its distinct ids, one of them, its
+layer, the day of its earliest ``assigned_at``).
 
 A user's ids are compared as strings with the exposures' ids (:func:`read_assignments` conforms them); a user
 with several variants of one experiment keeps the experiment with a null variant, so that it is counted as
@@ -8,13 +9,14 @@ excluded rather than lost (:func:`user_variants`).  docs/experiments.md, "Input"
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsys_spark.experiments.tables import EXPERIMENT, LAYER, VARIANT, VARIANTS
+from recsys_spark.experiments.tables import ASSIGNED_AT, EXPERIMENT, LAYER, VARIANT, VARIANTS
 from recsys_spark.io.read import ColumnSpec, conform, read_parquet
 from recsys_spark.schema import USER
 
@@ -23,6 +25,7 @@ ASSIGNMENT_COLUMNS = (
     ColumnSpec(EXPERIMENT, "string"),
     ColumnSpec(VARIANT, "string"),
     ColumnSpec(LAYER, "string", required=False),
+    ColumnSpec(ASSIGNED_AT, "timestamp", required=False),  # when the user was assigned: the experiment's first day
 )
 
 
@@ -61,28 +64,36 @@ def explode_variants(users: DataFrame, experiment: str | None = None) -> DataFra
 
 @dataclass(frozen=True)
 class Assigned:
-    """One experiment's side of the assignments table: its distinct user ids, and one of them."""
+    """One experiment's side of the assignments table: its distinct user ids, one of them, and the day (in the
+    session's time zone) of its earliest ``assigned_at`` (None without the column or a value)."""
 
     ids: int
     example: str | None
+    first_day: dt.date | None = None
 
 
 def assigned_experiments(assignments: DataFrame) -> tuple[dict[str, Assigned], dict[str, str]]:
     """({experiment: :class:`Assigned`}, {experiment: layer}) from one aggregation of the assignments.
 
-    Each experiment's distinct ids and one of them (named when none matches an exposure), and its layer (the
-    greatest, should an experiment name several; none without a ``layer`` column).
+    Each experiment's distinct ids and one of them (named when none matches an exposure), its layer (the
+    greatest, should an experiment name several; none without a ``layer`` column), and the date of its earliest
+    ``assigned_at`` (the experiment's first day, :mod:`.cumulative`).
     """
     has_layer = LAYER in assignments.columns
+    has_time = ASSIGNED_AT in assignments.columns
     per_experiment = (
         assignments.groupBy(EXPERIMENT)
         .agg(
             F.count_distinct(USER).alias("ids"),
             F.min(USER).alias("example"),
             *([F.max(LAYER).alias(LAYER)] if has_layer else []),
+            *([F.to_date(F.min(ASSIGNED_AT)).alias(ASSIGNED_AT)] if has_time else []),
         )
         .collect()
     )
-    assigned = {r[EXPERIMENT]: Assigned(int(r["ids"]), r["example"]) for r in per_experiment}
+    assigned = {
+        r[EXPERIMENT]: Assigned(int(r["ids"]), r["example"], r[ASSIGNED_AT] if has_time else None)
+        for r in per_experiment
+    }
     layers = {r[EXPERIMENT]: r[LAYER] for r in per_experiment if has_layer and r[LAYER] is not None}
     return assigned, layers

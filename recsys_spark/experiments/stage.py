@@ -11,10 +11,12 @@
    ``experiments.cuped_days`` > 0; :func:`.analysis.analyse` aggregates them by arm (only small sums reach the
    driver, :mod:`.arm_sums`) and gives the result rows and the checks, :mod:`.checks` the layers', and
    :mod:`.decisions` each variant's ship decision;
-4. ``experiments``, ``experiment_checks`` and ``experiment_decisions`` staged (:mod:`.tables`), and the summary's
-   section, its business rules (SRM, compared) and notes returned.
+4. the experiments' accumulated users since their first days (:mod:`.cumulative`): the nightly decision of an
+   experiment whose sample spans several days is made on them (``basis`` ``cumulative``), else on the day's;
+5. ``experiments``, ``experiment_checks``, ``experiment_cumulative`` and ``experiment_decisions`` staged
+   (:mod:`.tables`), and the summary's section, its business rules (SRM, compared) and notes returned.
 
-The window (:func:`recsys_spark.experiments.window.run_window`, ``recsys-spark experiment``) runs steps 3 and 4
+The window (:func:`recsys_spark.experiments.window.run_window`, ``recsys-spark experiment``) runs steps 3 and 5
 over the ``experiment_users`` of a range of days.
 """
 
@@ -33,10 +35,13 @@ from recsys_spark.experiments.analysis import Analysis, analyse, metric_specs, s
 from recsys_spark.experiments.assignments import assigned_experiments, explode_variants, read_assignments
 from recsys_spark.experiments.checks import layer_checks, mismatched, srm_rules
 from recsys_spark.experiments.covariates import add_pre_period
+from recsys_spark.experiments.cumulative import accumulate, cumulative_rows, decide
 from recsys_spark.experiments.decisions import decisions
 from recsys_spark.experiments.tables import (
     CHECKS_SCHEMA,
     CHECKS_TABLE,
+    CUMULATIVE_SCHEMA,
+    CUMULATIVE_TABLE,
     DECISIONS_SCHEMA,
     DECISIONS_TABLE,
     RESULTS_SCHEMA,
@@ -112,9 +117,12 @@ def experiment_stage(
     analysis = analyse(rows, cfg, specs, cuped, assigned, exposure_example)
     if layers:
         analysis.checks.extend(layer_checks(users, layers, ex.srm_p_threshold))
-    decided = decisions(analysis, cfg)
+    cumulative = accumulate(spark, cfg, date, out.root, users, sorted(analysis.section), assigned, specs)
+    decided = decide(decisions(analysis, cfg), analysis, cumulative, cfg)
+    notes += cumulative.notes
     out.stage_rows(RESULTS_TABLE, result_tuples(analysis.results), RESULTS_SCHEMA)
     out.stage_rows(CHECKS_TABLE, check_tuples(analysis.checks), CHECKS_SCHEMA)
+    out.stage_rows(CUMULATIVE_TABLE, cumulative_rows(analysis, cumulative), CUMULATIVE_SCHEMA)
     out.stage_rows(DECISIONS_TABLE, decision_tuples(decided), DECISIONS_SCHEMA)
     return stage_result(cfg, path, notes, analysis, decided)
 
@@ -140,6 +148,7 @@ def stage_result(
         "srm_failed": mismatched(checks),
         "not_compared": not_compared,
         "decisions": {f"{d.experiment}/{d.variant}": d.decision for d in decided},
+        "decision_basis": {f"{d.experiment}/{d.variant}": d.basis for d in decided},
     }
     ex = cfg.experiments
     rules = srm_rules(checks, ex.srm_severity, ex.srm_p_threshold)

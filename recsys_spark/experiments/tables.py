@@ -3,9 +3,11 @@ every row as the tuple its schema orders.
 
 The daily tables are ``experiment_users`` (one row per slice and user: the sums of :mod:`.user_sums`),
 ``experiments`` (:data:`RESULTS_SCHEMA`, :class:`~recsys_spark.kernels.experiments.ResultRow`),
-``experiment_checks`` (:data:`CHECKS_SCHEMA`) and ``experiment_decisions`` (:data:`DECISIONS_SCHEMA`); the window
-writes the same columns but ``experiment``, which its path carries (:data:`WINDOW_RESULTS_SCHEMA`, ...).  Where
-they live is :mod:`recsys_spark.tables`' (``DAILY``, ``WINDOW``).
+``experiment_checks`` (:data:`CHECKS_SCHEMA`), ``experiment_cumulative`` (the ``experiments`` columns of the
+experiment's accumulated users, with ``first_day`` and ``days``: :data:`CUMULATIVE_SCHEMA`) and
+``experiment_decisions`` (:data:`DECISIONS_SCHEMA`, with the ``basis`` the decision was made on); the window writes
+the same columns but ``experiment``, which its path carries, and no ``basis`` (:data:`WINDOW_RESULTS_SCHEMA`, ...).
+Where they live is :mod:`recsys_spark.tables`' (``DAILY``, ``WINDOW``).
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from recsys_spark.kernels.experiments import RESULT_COLUMNS, ResultRow
 #: the columns the wing adds to the per-user rows: an experiment, its variant, a layer, a user's variants by
 #: experiment (a map; null for a user with several variants of one)
 EXPERIMENT, VARIANT, LAYER, VARIANTS = "experiment", "variant", "layer", "variants"
+#: the assignments' optional timestamp of a user's assignment: its earliest is the experiment's first day
+ASSIGNED_AT = "assigned_at"
 USERS_TABLE, RESULTS_TABLE, CHECKS_TABLE = "experiment_users", "experiments", "experiment_checks"
-DECISIONS_TABLE = "experiment_decisions"
+DECISIONS_TABLE, CUMULATIVE_TABLE = "experiment_decisions", "experiment_cumulative"
 #: a per-user row's pre-period sum of ``<sum>`` for CUPED is ``f"{COVARIATE_PREFIX}{sum}"`` (:mod:`.covariates`)
 COVARIATE_PREFIX = "_cov_"
 CHECKS_SCHEMA = "experiment string, check string, statistic double, p_value double, passed boolean, detail string"
@@ -36,7 +40,12 @@ def ddl(columns: Sequence[tuple[str, str]], leave_out: str | None = None) -> str
 
 
 RESULTS_SCHEMA = ddl(RESULT_COLUMNS)
-DECISIONS_SCHEMA = ddl(DECISION_COLUMNS)
+#: the accumulated sample's rows: the ``experiments`` columns, the experiment's first day (ISO) and the days read
+CUMULATIVE_COLUMNS = (*RESULT_COLUMNS, ("first_day", "string"), ("days", "int"))
+CUMULATIVE_SCHEMA = ddl(CUMULATIVE_COLUMNS)
+#: ``basis``: the sample the daily decision was made on, ``cumulative`` or ``day`` (:mod:`.cumulative`); last, so
+#: that the columns of the partitions written before it keep their places
+DECISIONS_SCHEMA = ddl((*DECISION_COLUMNS, ("basis", "string")))
 #: the tables the window writes, one partition ``experiment=NAME/window=S_E`` each; their files hold the
 #: ``experiments`` / ``experiment_checks`` columns but ``experiment``, which the path carries (a column in both
 #: would make the table unreadable at its root: pandas, pyarrow and DuckDB refuse a duplicate field)
@@ -78,6 +87,7 @@ def check_tuples(checks: Sequence[Check]) -> list[tuple]:
     return [(c.experiment, c.check, c.statistic, c.p_value, c.passed, c.detail) for c in checks]
 
 
-def decision_tuples(rows: Sequence[Decision]) -> list[tuple]:
-    """The ``experiment_decisions`` rows, in :data:`DECISIONS_SCHEMA`'s column order."""
-    return [d.as_tuple() for d in rows]
+def decision_tuples(rows: Sequence[Decision], basis: bool = True) -> list[tuple]:
+    """The ``experiment_decisions`` rows, in :data:`DECISIONS_SCHEMA`'s column order (``basis`` False: the
+    window's, without it)."""
+    return [(*d.as_tuple(), d.basis) if basis else d.as_tuple() for d in rows]

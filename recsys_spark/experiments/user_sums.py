@@ -6,7 +6,8 @@ sums; ranked lists, relevant items, hits and the sums of list metrics over ranke
 set aside get the same sums on the JVM side (:func:`user_day_sums` of :func:`user_business_sums` and
 :func:`user_values`).  :func:`user_day_table` adds each user's ``variants`` (:func:`.assignments.user_variants`)
 and is staged as ``experiment_users/dt=D``: what the window and CUPED read later (:func:`read_user_tables`, the
-complete days only).  Sums, never means, so that a user's sums add up over days.
+complete days only: :func:`complete_days`, :func:`union_days`).  Sums, never means, so that a user's sums add up
+over days.
 """
 
 from __future__ import annotations
@@ -140,13 +141,26 @@ def read_user_tables(
 ) -> tuple[DataFrame | None, list]:
     """The ``experiment_users`` partitions of the complete days of ``days`` (unioned), and the days found.
 
-    A day is read only when its ``summary/dt=D/_SUCCESS`` exists (the reading contract); a day with an
-    ``experiment_users`` partition but no marker is left out and added to ``skipped``.  The union holds the
-    columns every found day has: a sum that some day lacks (a partition written by an older release, before
-    the value metrics; another ``metrics.k`` or ``labels.conversion_events``) is left out over all of them,
-    never read as null or 0 on those days, and a note naming it and the days that lack it goes to ``notes``
-    (docs/operations.md, "Output tables across upgrades").
+    A day is read only when its ``summary/dt=D/_SUCCESS`` exists (the reading contract, :func:`complete_days`);
+    a day with an ``experiment_users`` partition but no marker is left out and added to ``skipped``.  The union
+    holds the columns every found day has (:func:`union_days`).
     """
+    found = complete_days(spark, output_root, days, skipped)
+    if not found:
+        return None, []
+    return union_days({d: read_user_table(spark, output_root, d) for d in found}, notes), found
+
+
+def read_user_table(spark: SparkSession, output_root: str, day: dt.date) -> DataFrame:
+    """The ``experiment_users`` partition of ``day``."""
+    return spark.read.parquet(DAILY.path(output_root, USERS_TABLE, dt=day.isoformat()))
+
+
+def complete_days(
+    spark: SparkSession, output_root: str, days: Iterable[dt.date], skipped: list[dt.date] | None = None
+) -> list[dt.date]:
+    """The days of ``days`` with an ``experiment_users`` partition and a ``summary/dt=D/_SUCCESS``; those with the
+    partition and no marker (a run that did not finish) are added to ``skipped``.  Two existence checks a day."""
     found = []
     for d in days:
         if not fs.exists(spark, DAILY.path(output_root, USERS_TABLE, dt=d.isoformat())):
@@ -155,20 +169,38 @@ def read_user_tables(
             found.append(d)
         elif skipped is not None:
             skipped.append(d)
-    if not found:
-        return None, []
-    frames = [spark.read.parquet(DAILY.path(output_root, USERS_TABLE, dt=d.isoformat())) for d in found]
-    common = [c for c in frames[0].columns if all(c in f.columns for f in frames[1:])]
+    return found
+
+
+def union_days(
+    frames: Mapping[dt.date, DataFrame], notes: list[str] | None = None, day_column: str | None = None
+) -> DataFrame:
+    """The days' ``experiment_users`` tables as one, with the columns every day has (and ``day_column``, the ISO
+    day of each row, when named).
+
+    A sum that some day lacks (a partition written by an older release, before the value metrics; another
+    ``metrics.k`` or ``labels.conversion_events``) is left out over all of them, never read as null or 0 on those
+    days, and a note naming it and the days that lack it goes to ``notes`` (docs/operations.md, "Output tables
+    across upgrades").
+    """
+    days = list(frames)
+    first = frames[days[0]]
+    common = [c for c in first.columns if all(c in frames[d].columns for d in days[1:])]
     lacking = {
-        d: [c for f in frames for c in f.columns if c not in common and c not in day.columns]
-        for d, day in zip(found, frames, strict=True)
+        d: [c for f in frames.values() for c in f.columns if c not in common and c not in frames[d].columns]
+        for d in days
     }
     if notes is not None:
         notes += partial_columns_notes(lacking)
-    out = frames[0].select(*common)
-    for f in frames[1:]:
-        out = out.unionByName(f.select(*common))
-    return out, found
+
+    def one(d: dt.date) -> DataFrame:
+        day = [F.lit(d.isoformat()).alias(day_column)] if day_column else []
+        return frames[d].select(*common, *day)
+
+    out = one(days[0])
+    for d in days[1:]:
+        out = out.unionByName(one(d))
+    return out
 
 
 def partial_columns_notes(lacking: Mapping[dt.date, Sequence[str]]) -> list[str]:

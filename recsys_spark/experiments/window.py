@@ -116,13 +116,19 @@ def stage_window(out: Output, experiment: str, analysis: Analysis, decided: Sequ
     checks = [c[1:] for c in check_tuples(analysis.checks) if c[0] == experiment]
     out.stage_rows(results_table, own, WINDOW_RESULTS_SCHEMA)
     out.stage_rows(checks_table, checks, WINDOW_CHECKS_SCHEMA)
-    out.stage_rows(decisions_table, [d[1:] for d in decision_tuples(decided)], WINDOW_DECISIONS_SCHEMA)
+    out.stage_rows(decisions_table, [d[1:] for d in decision_tuples(decided, basis=False)], WINDOW_DECISIONS_SCHEMA)
 
 
 def window_users(users: DataFrame, experiment: str) -> DataFrame:
-    """Each (slice, user) of ``experiment`` once over the window: sums added over days; ``variant``
-    null when the user had several variants (or several on one day) within the window."""
-    rows = explode_variants(users, experiment)
+    """Each (slice, user) of ``experiment`` once over the window (:func:`count_once` of its exploded rows)."""
+    return count_once(explode_variants(users, experiment))
+
+
+def count_once(rows: DataFrame) -> DataFrame:
+    """Each (experiment, slice, user) of exploded per-user rows of several days once: sums added over the days,
+    0/1 columns the largest (:func:`~recsys_spark.kernels.metric_specs.is_indicator`); ``variant`` null when the
+    user had several variants (or several on one day) over them.  The window's and the accumulated sample's
+    (:mod:`.cumulative`) one way of counting a user once."""
     sums = [c for c in rows.columns if c not in (SLICE, USER, EXPERIMENT, VARIANT)]
     return (
         rows.groupBy(EXPERIMENT, SLICE, USER)
