@@ -571,3 +571,37 @@ def test_the_day_writes_a_decision_per_experiment_and_variant_with_its_reasons(s
         f"{DAY}: experiment ctr treatment: NOT ENOUGH EVIDENCE YET: goal exposure_ctr_global inconclusive: +0.07639"
         in "\n".join(lines)
     )
+
+
+def test_the_day_decides_on_the_users_accumulated_since_the_first_day(spark, golden):
+    """cupw, srm and lay ran both days: their ``experiment_cumulative`` rows count each user of the two days once
+    (precision over both days' lists, as the window) and their decisions say ``basis = cumulative``; ctr and cup
+    started on the day: the day's rows, ``basis = day``."""
+    root, summaries = golden
+    rows = _rows(spark, f"{root}/out/experiment_cumulative/dt={DAY}")
+    decided = {r["experiment"]: r for r in _rows(spark, f"{root}/out/experiment_decisions/dt={DAY}")}
+    assert {e: r["basis"] for e, r in decided.items()} == {
+        "ctr": "day",
+        "cup": "day",
+        "cupw": "cumulative",
+        "srm": "cumulative",
+        "lay": "cumulative",
+    }
+    cupw = _one(rows, experiment="cupw", metric="precision", slice="all")
+    assert (cupw["first_day"], cupw["days"], cupw["method"]) == (PREVIOUS.isoformat(), 2, "welch")
+    (yc, xc), (yt, xt) = (np.array(v, float) for v in CUP["control"]), (np.array(v, float) for v in CUP["treatment"])
+    ref = stats.ttest_ind((yt + xt) / 20, (yc + xc) / 20, equal_var=False)
+    assert cupw["delta"] == pytest.approx(((yt + xt) / 20).mean() - ((yc + xc) / 20).mean())
+    assert cupw["p_value"] == pytest.approx(ref.pvalue, rel=1e-9)
+    ctr = _one(rows, experiment="ctr", metric="exposure_ctr", slice="all")
+    day = _one(_rows(spark, f"{root}/out/experiments/dt={DAY}"), experiment="ctr", metric="exposure_ctr", slice="all")
+    assert (ctr["first_day"], ctr["days"], ctr["delta"]) == (DAY.isoformat(), 1, day["delta"])
+    section = summaries[DAY]["experiments"]["experiments"]
+    assert (
+        section["cupw"]["cumulative"]["days"] == 2 and section["cupw"]["cumulative"]["excluded_multiple_variants"] == 1
+    )
+    assert decided["cupw"]["decision"] == "invalid"  # cup-both has both arms
+    lines = "\n".join(experiment_lines(str(DAY), summaries[DAY]["experiments"]))
+    assert f"experiment cupw treatment: INVALID EXPERIMENT (on 2 days since {PREVIOUS}): multiple assignment" in lines
+    first = {r["experiment"]: r["basis"] for r in _rows(spark, f"{root}/out/experiment_decisions/dt={PREVIOUS}")}
+    assert set(first.values()) == {"day"}  # nothing before the first day
