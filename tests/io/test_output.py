@@ -89,8 +89,9 @@ SMALL_TABLES = {
                 "sequential",
                 900,
                 910,
+                "cumulative",
             ),
-            ("exp2", None, "invalid", [], "fixed", 0, 0),
+            ("exp2", None, "invalid", [], "fixed", 0, 0, "day"),
         ],
     ),
 }
