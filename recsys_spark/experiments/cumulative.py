@@ -143,7 +143,8 @@ def accumulate(
     if not earlier:
         return Cumulative(None, single, notes)
     frames = {d: read_user_table(spark, output_root, d) for d in earlier}
-    users = union_days({**frames, date: today}, notes, day_column=DAY_COLUMN)
+    partial: list[str] = []
+    users = union_days({**frames, date: today}, partial, day_column=DAY_COLUMN)
     own = F.create_map(*[F.lit(x) for e, d in sorted(since.items()) for x in (e, d.isoformat())])
     rows = explode_variants(users).where(
         F.col(EXPERIMENT).isin(list(experiments)) & (F.col(DAY_COLUMN) >= F.element_at(own, F.col(EXPERIMENT)))
@@ -153,7 +154,7 @@ def accumulate(
     if not several:
         return Cumulative(None, spans, notes)
     kept, missing = specs_with_columns(specs, users.columns)
-    notes += missing
+    notes += [f"accumulated users: {note}" for note in (*partial, *missing)]
     counted = count_once(rows.where(F.col(EXPERIMENT).isin(several)).drop(DAY_COLUMN))
     cuped = ex.cuped_days > 0
     if cuped:

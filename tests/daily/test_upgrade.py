@@ -285,3 +285,26 @@ def test_a_sum_some_days_lack_is_left_out_on_every_day(spark, tmp_path):
         f"experiment_users of {OLD[1]} lack ['hits_at_5'] (written by an older release, or under another "
         "metrics.k or labels.conversion_events): left out on every day, the metrics that read them too"
     ]
+
+
+def test_the_nightly_decision_accumulates_the_old_days_beside_the_new(root):
+    """The nights after the upgrade decide on the experiment's users since its first day, the old release's days
+    included: a metric whose sums the old days have is accumulated over all four; a value metric is left out of the
+    accumulated rows with a note (never computed over part of them); the old decisions keep their codes and have no
+    ``basis``, which readers take as ``day``, and read as today's codes (``normalise_code``)."""
+    from recsys_spark.kernels.decisions import DECISIONS, normalise_code
+
+    out = root / "out"
+    rows = pq.read_table(out / "experiment_cumulative" / f"dt={NEW[-1]}").to_pandas()
+    mine = rows[rows["experiment"] == EXPERIMENT]
+    assert set(mine["first_day"]) == {OLD[0].isoformat()} and set(mine["days"]) == {4}
+    got = rows_by_key(mine)
+    assert key("exposure_ctr", None, "global") in got and not VALUE_METRICS & set(got)
+    summary = json.loads((root / f"summary-{NEW[-1]}.json").read_text())
+    assert any(
+        n.startswith(f"accumulated users: experiment_users of {OLD[0]}, {OLD[1]} lack") for n in summary["notes"]
+    )
+    decided = pq.read_table(out / "experiment_decisions" / f"dt={NEW[-1]}").to_pandas()
+    assert set(decided.loc[decided["experiment"] == EXPERIMENT, "basis"]) == {"cumulative"}
+    old = pq.read_table(out / "experiment_decisions" / f"dt={OLD[-1]}").to_pandas()
+    assert "basis" not in old.columns and {normalise_code(c) for c in old["decision"]} <= set(DECISIONS)

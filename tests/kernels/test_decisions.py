@@ -236,3 +236,18 @@ def test_each_state_has_its_words_and_an_old_keep_running_reads_as_not_enough_ev
     for state, effects in states.items():
         assert _decide(effects).decision == state
     assert _decide(states["ship"], Validity(control_users=10, variant_users=10)).decision == "invalid"
+
+
+def test_an_experiments_start_is_a_date_and_the_lookback_a_positive_number_of_days():
+    """``experiments.per_experiment.NAME.start`` (the nightly decision's first day) and
+    ``experiments.max_cumulative_days`` (90): a bad value is one line naming its key, as the config loads."""
+    import datetime as dt
+
+    cfg = load_config(None, ['experiments.per_experiment={ranker_v2={start="2026-11-14"}}'])
+    assert cfg.experiments.start_of("ranker_v2") == dt.date(2026, 11, 14) and cfg.experiments.start_of("x") is None
+    assert cfg.experiments.roles("ranker_v2") == cfg.experiments.roles("x")  # a start alone keeps the roles
+    assert cfg.experiments.max_cumulative_days == 90
+    with pytest.raises(ConfigError, match=r"experiments\.per_experiment\.ranker_v2\.start: expected a date"):
+        load_config(None, ['experiments.per_experiment={ranker_v2={start="14/11/2026"}}'])
+    with pytest.raises(ConfigError, match="experiments.max_cumulative_days"):
+        load_config(None, ["experiments.max_cumulative_days=0"])
