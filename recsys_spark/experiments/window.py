@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -89,7 +90,7 @@ def run_window(
             f"{start} and {end} in {output_root}/{USERS_TABLE} (a daily run whose assignment ids matched no exposure "
             f"names both sides' ids in the experiment_checks row 'compared')"
         )
-    decided = [d for d in decisions(analysis, cfg) if d.experiment == experiment]
+    decided = [replace(d, basis="window") for d in decisions(analysis, cfg) if d.experiment == experiment]
     span = window_span(start, end)
     with writing(open_wing(spark, WINDOW, output_root, cfg.output, experiment=experiment, window=span)) as out:
         stage_window(out, experiment, analysis, decided)

@@ -22,6 +22,7 @@ TABLES = (
     "rule_checks",
     "experiments",
     "experiment_checks",
+    "experiment_cumulative",
     "experiment_decisions",
     "experiment_users",
     "experiment_decisions",
