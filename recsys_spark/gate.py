@@ -23,24 +23,14 @@ from pyspark.sql import SparkSession
 from recsys_spark.config import Config, GateConfig
 from recsys_spark.errors import ConfigError
 from recsys_spark.io.output import commit_summary, open_wing, writing
+from recsys_spark.kernels.decisions import normalise_code
 from recsys_spark.kernels.gate import PASSED, GateCheck, Row, evaluate, gate_state, summary_line
 from recsys_spark.registry import key
 from recsys_spark.runtime import fs
 from recsys_spark.tables import GATE, OFFLINE_COMPARISON, OFFLINE_RUN, WINDOW, window_span
 from recsys_spark.tables import check_name as check_path_name
 
-#: decision codes written by earlier releases, read as today's (the tables' compatibility promise, docs/operations.md
-#: "Output tables across upgrades"): a window that kept running had not enough evidence yet
-LEGACY_DECISIONS = {"keep_running": "not_enough_evidence"}
-
-
-def decision_code(code: str | None) -> str | None:
-    """A window decision's code as this release names it (``keep_running`` -> ``not_enough_evidence``).
-
-    >>> decision_code("keep_running"), decision_code("ship"), decision_code(None)
-    ('not_enough_evidence', 'ship', None)
-    """
-    return None if code is None else LEGACY_DECISIONS.get(code, code)
+decision_code = normalise_code  # an earlier release's code read as today's (docs/operations.md, upgrades)
 
 
 def verdict_path(output_root: str, name: str) -> str:
