@@ -19,7 +19,7 @@ from typing import Any
 
 from recsys_spark.config.experiments import ExperimentsConfig
 from recsys_spark.config.gate import GateConfig
-from recsys_spark.config.input import InputConfig, ValidationConfig
+from recsys_spark.config.input import InputConfig, ValidationConfig, parse_columns
 from recsys_spark.config.metrics import (
     AttributionConfig,
     HealthConfig,
@@ -84,6 +84,10 @@ _CHOICES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("offline", "multiple_testing"): ("holm", "bh", "none"),
     ("output", "write_mode"): ("auto", "insert_overwrite", "overwrite_partitions"),
     ("experiments", "inference"): ("sequential", "fixed"),
+}
+#: integer keys that take one of a few values (0 included)
+_INT_CHOICES: dict[tuple[str, ...], tuple[int, ...]] = {
+    ("input", "position_base"): (0, 1),
 }
 
 
@@ -184,6 +188,8 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
         hint = next(a for a in typing.get_args(hint) if a is not type(None))
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _build(hint, value, key)
+    if key == ("input", "columns"):  # a shared mapping and per-input tables (config/input.py)
+        return parse_columns(value, dotted)
     origin = typing.get_origin(hint)
     if origin is tuple and typing.get_args(hint)[0] is CustomRule:  # [[rules.custom]]: a list of tables
         if not isinstance(value, list):
@@ -224,6 +230,11 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
     choices = _CHOICES.get(key)
     if choices and result not in choices:
         raise ConfigError(f"config key {dotted}: expected one of {', '.join(choices)}, got {value!r}")
+    if key in _INT_CHOICES:
+        if result not in _INT_CHOICES[key]:
+            allowed = ", ".join(map(str, _INT_CHOICES[key]))
+            raise ConfigError(f"config key {dotted}: expected one of {allowed}, got {value!r}")
+        return result
     if isinstance(result, (int, float)) and not isinstance(result, bool):
         # thresholds and tolerances may be 0
         zero_ok = key[0] in ("rules", "validation", "experiments", "offline", "stats", "gate", "ope")

@@ -72,6 +72,7 @@ def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
         paths.exposures,
         keep=slice_inputs.dims.exposure,
         typed=slice_inputs.kept.exposure,
+        position_base=cfg.input.position_base,
     )
     try:
         raw_clicks = read_parquet(spark, paths.clicks, "clicks partition", columns)
@@ -99,7 +100,7 @@ def read_simulated_inputs(spark: SparkSession, cfg: Config, paths: InputPaths, s
     dims = list(slice_inputs.dims.exposure)
     logged = conform(raw_logged, EXPOSURE_COLUMNS, paths.exposures, keep=dims)
     raw_lists = read_parquet(spark, simulation.lists, "simulation.lists", columns)
-    lists = conform(raw_lists, SIMULATED_LIST_COLUMNS, simulation.lists)
+    lists = conform(raw_lists, SIMULATED_LIST_COLUMNS, simulation.lists, position_base=cfg.input.position_base)
     kept = (TS, USER, SESSION, *dims)
     requests = (
         logged.where(F.col(REQUEST).isNotNull())
@@ -172,7 +173,7 @@ def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.dat
         try:
             raw = read_parquet(spark, prev_path, "previous exposures partition", columns)
             previous_rows = _rows(spark, raw, prev_path)  # a corrupt or truncated file fails here
-            conformed = conform(raw, EXPOSURE_COLUMNS, prev_path)
+            conformed = conform(raw, EXPOSURE_COLUMNS, prev_path, position_base=cfg.input.position_base)
             tagged = tag_rows(
                 conformed, exposure_checks(SCORE in conformed.columns, day_bounds(prev_day, tolerance, zone))
             )

@@ -27,7 +27,7 @@ from recsys_spark.per_user.table import UserMetrics, bucket_count, persist_user_
 from recsys_spark.per_user.user_pass import UserPass
 from recsys_spark.runtime.engine import default_parallelism
 from recsys_spark.runtime.session import CACHE_LEVEL, fixed_shuffles
-from recsys_spark.schema import ALL, DWELL, EVENT, TS, USER, VALUE
+from recsys_spark.schema import ALL, DWELL, EVENT, POSITION, TS, USER, VALUE
 from recsys_spark.steps.custom_rules import check_rules, evaluate_rules, rule_rows
 from recsys_spark.steps.health import HealthInputs, HealthResult, HealthSettings, evaluate_health
 from recsys_spark.steps.label import by_user, deduplicate_exposures, join_feedback, label_counts
@@ -49,6 +49,7 @@ from recsys_spark.steps.validate import (
     count_inputs,
     day_bounds,
     exposure_checks,
+    refuse_zero_positions,
     split_rows,
     tag_rows,
 )
@@ -80,7 +81,8 @@ def validate_inputs(spark: SparkSession, inputs: Inputs, cfg: Config, date: dt.d
     the clicks and the catalog's items under several categories; the clicks' also counts the valid events
     per event name that has no weight), split."""
     bounds = day_bounds(date, cfg.validation.ts_tolerance_minutes, cfg.validation.time_zone)
-    exposures = tag_rows(inputs.exposures, exposure_checks(inputs.has_score, bounds))
+    zero_position = cfg.input.position_base == 1  # a position 0 refuses the day (counted in the same job)
+    exposures = tag_rows(inputs.exposures, exposure_checks(inputs.has_score, bounds, zero_position=zero_position))
     clicks = tag_rows(inputs.clicks, click_checks(bounds, inputs.clicks.columns))
     counted: list[Counted] = [
         (exposures, "exposures partition", paths.exposures, None),
@@ -99,6 +101,11 @@ def validate_inputs(spark: SparkSession, inputs: Inputs, cfg: Config, date: dt.d
     conflicts = catalog_conflicts(inputs.items, several)
     if exposure_counts["rows"] == 0:
         raise EmptyInputError(f"empty input exposures partition (0 rows): {paths.exposures}")
+    if zero_position:
+        lists = inputs.simulated is not None  # a simulated day's positions are the candidate's lists'
+        source = cfg.input.columns_for("lists" if lists else "exposures").get(POSITION, POSITION)
+        what = "the simulated lists (simulation.lists) for the exposures partition" if lists else "exposures partition"
+        refuse_zero_positions(exposure_counts, what, paths.exposures, source)
     good_exposures, rejected_exposures = split_rows(exposures)
     good_clicks, rejected_clicks = split_rows(clicks)
     return Validated(

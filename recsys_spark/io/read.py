@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from recsys_spark.config.input import MAPPED_INPUTS, ColumnMappings, columns_for
 from recsys_spark.errors import (
     EmptyInputError,
     JobError,
@@ -32,7 +34,7 @@ from recsys_spark.io import catalog
 from recsys_spark.runtime import compat, engine, fs
 
 # the input contract lives in recsys_spark.schema; these names stay importable from here for callers
-from recsys_spark.schema import ColumnSpec
+from recsys_spark.schema import POSITION, ColumnSpec
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _NUMERIC = _INTEGRAL + (T.FloatType, T.DoubleType, T.DecimalType)
@@ -57,10 +59,15 @@ NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
 NANOS = "recsys_nanos"
 
 
-def read_parquet(spark: SparkSession, path: str, what: str, columns: Mapping[str, str]) -> DataFrame:
-    """Read a Parquet directory (or a ``table:`` location), or raise a one-line error naming ``what`` and
-    ``path``; its columns renamed by ``columns`` (contract name -> the input's: the run's ``input.columns``,
-    ``{}`` for files read as they are, :func:`recsys_spark.io.catalog.read_input`).
+def read_parquet(
+    spark: SparkSession, path: str, what: str, columns: ColumnMappings, source: str | None = None
+) -> DataFrame:
+    """Read a Parquet directory, a single Parquet file or a ``table:`` location, or raise a one-line error
+    naming ``what`` and ``path``; its columns renamed by ``columns`` (the run's ``input.columns``, ``{}`` for
+    files read as they are, :func:`recsys_spark.io.catalog.read_input`): the shared mapping overridden by the
+    input's own, ``input.columns.<source>`` (:func:`recsys_spark.config.input.columns_for`), ``source``
+    being by default the input ``what`` names (:func:`input_of`).  This is the one place an input's mapping
+    is chosen.
 
     The partition's files are known before Spark reads them: their footers are read on the driver
     (:func:`footers`, pyarrow, no Spark job), so that a partition whose files disagree is read file
@@ -84,7 +91,18 @@ def read_parquet(spark: SparkSession, path: str, what: str, columns: Mapping[str
     A Spark Connect session has no file-system API: it reads the directory as Spark does, and
     marks nanosecond columns (column metadata ``recsys_nanos``) for :func:`conform`.
     """
-    return catalog.read_input(spark, path, what, _read_parquet_files, columns)  # table:NAME inputs, input.columns
+    mapping = columns_for(columns, source if source is not None else input_of(what))
+    return catalog.read_input(spark, path, what, _read_parquet_files, mapping)  # table:NAME inputs, input.columns
+
+
+def input_of(what: str) -> str | None:
+    """The input (of :data:`~recsys_spark.config.input.MAPPED_INPUTS`) a reader's ``what`` names: its first
+    word that is one; None when none is (the shared mapping alone applies).
+
+    >>> input_of("next day's clicks partition"), input_of("ope.target"), input_of("previous exposures partition")
+    ('clicks', 'target', 'exposures')
+    """
+    return next((word for word in re.findall(r"[a-z]+", what.lower()) if word in MAPPED_INPUTS), None)
 
 
 def exists(spark: SparkSession, location: str) -> bool:
@@ -201,7 +219,9 @@ def _read_parquet_files(spark: SparkSession, path: str, what: str) -> DataFrame:
     spark.conf.set(NANOS_AS_LONG, "true")  # only the columns that are TIMESTAMP(NANOS) change
     try:
         flat = all(f.path.rsplit("/", 1)[0].rstrip("/") == path.rstrip("/") for f in found)
-        if len(groups) == 1 and len(used) == len(found):
+        if files == [path]:  # a single file: no folder to discover partition columns in
+            frames = [(used[0], _read(spark, [path], None, spark_schema(used[0])), used)]
+        elif len(groups) == 1 and len(used) == len(found):
             # no partition columns below the day: the footer's schema spares Spark its inference job
             frames = [(used[0], _read(spark, [path], path, spark_schema(used[0]) if flat else None), used)]
         else:
@@ -216,10 +236,10 @@ def _read_parquet_files(spark: SparkSession, path: str, what: str) -> DataFrame:
         raise UnreadableInputError(f"unreadable input {what}: {path}: {root_cause(exc)}") from None
 
 
-def _read(spark: SparkSession, paths: Sequence[str], base: str, schema: T.StructType | None = None) -> DataFrame:
-    """The files (or the directory) ``paths``; ``base`` keeps the ``name=value`` sub-folders as columns;
-    with ``schema`` Spark reads without inferring one (a job fewer)."""
-    reader = spark.read.option("basePath", base)
+def _read(spark: SparkSession, paths: Sequence[str], base: str | None, schema: T.StructType | None = None) -> DataFrame:
+    """The files (or the directory) ``paths``; ``base`` keeps the ``name=value`` sub-folders as columns (None:
+    a single file); with ``schema`` Spark reads without inferring one (a job fewer)."""
+    reader = spark.read if base is None else spark.read.option("basePath", base)
     return (reader.schema(schema) if schema is not None else reader).parquet(*paths)
 
 
@@ -346,8 +366,8 @@ def _read_directory(spark: SparkSession, path: str, what: str) -> DataFrame:
 
 
 def check_layout(spark: SparkSession, path: str, what: str) -> list[str]:
-    """The data files Spark would read under ``path``, by name; refuse a directory that Spark would read
-    only in part, with one line naming the sub-folder.
+    """The data files Spark would read under ``path``, by name (``[path]`` when it is a single file); refuse a
+    directory that Spark would read only in part, with one line naming the sub-folder.
 
     Spark's partition discovery turns a sub-folder ``name=value`` into a column and then reads only the
     files under such folders: data files beside an ``hour=23/`` folder (or beside a nested ``dt=.../``
@@ -359,6 +379,8 @@ def check_layout(spark: SparkSession, path: str, what: str) -> list[str]:
     """
     if engine.is_connect(spark):
         return []
+    if not fs.is_directory(spark, path):
+        return [path]
     last = path.rstrip("/").rsplit("/", 1)[-1]
     pending = [(path.rstrip("/"), last.split("=", 1)[0] if "=" in last else None)]
     data: list[str] = []
@@ -409,11 +431,18 @@ def empty_frame(spark: SparkSession, columns: Sequence[ColumnSpec]) -> DataFrame
 
 
 def conform(
-    df: DataFrame, columns: Sequence[ColumnSpec], path: str, keep: Sequence[str] = (), typed: Sequence[str] = ()
+    df: DataFrame,
+    columns: Sequence[ColumnSpec],
+    path: str,
+    keep: Sequence[str] = (),
+    typed: Sequence[str] = (),
+    position_base: int = 1,
 ) -> DataFrame:
     """Select the contract's columns cast to their types, plus ``keep`` (as strings: slice values) and
     ``typed`` (with their own types: the columns the custom rules read; one of both is kept typed).
 
+    ``position_base`` (``input.position_base``): the input's first position; 0 reads ``position`` p as p + 1
+    (the contract's 1-based positions; a value past the integer range becomes null, a bad position).
     A missing optional column is left out (callers decide its default).
     """
     fields = {f.name: f.dataType for f in df.schema.fields}
@@ -436,6 +465,8 @@ def conform(
                 f"column {spec.name!r} in {path} has type {source.simpleString()}, which cannot be read as {spec.kind}"
             )
         value = _cast(F.col(spec.name), source, spec.kind)
+        if spec.name == POSITION and position_base != 1:
+            value = F.try_add(value, F.lit(1 - position_base).cast(T.IntegerType()))
         if spec.blank_is_null:
             value = F.when(F.trim(value) != "", value)
         selected.append(value.alias(spec.name))

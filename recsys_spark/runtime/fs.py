@@ -33,6 +33,12 @@ def exists(spark: SparkSession, path: str) -> bool:
     return bool(fs.exists(hpath))
 
 
+def is_directory(spark: SparkSession, path: str) -> bool:
+    """Whether the existing path is a directory (not a file)."""
+    fs, hpath = _path(spark, path)
+    return bool(fs.getFileStatus(hpath).isDirectory())
+
+
 def delete(spark: SparkSession, path: str) -> None:
     fs, hpath = _path(spark, path)
     if fs.exists(hpath):

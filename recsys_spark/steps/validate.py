@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from zoneinfo import ZoneInfo
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from recsys_spark.errors import UnreadableInputError, is_unreadable_input, root_cause
+from recsys_spark.errors import SchemaError, UnreadableInputError, is_unreadable_input, root_cause
 from recsys_spark.schema import DWELL, ITEM, POSITION, REASON, REQUEST, SCORE, TS, USER, VALUE
 
 Check = tuple[str, Column]
@@ -67,8 +67,16 @@ def _blank(column: str) -> Column:
     return F.col(column).isNotNull() & (F.trim(F.col(column)) == "")
 
 
-def exposure_checks(has_score: bool, bounds: TsBounds) -> list[Check]:
-    """Why an exposure row cannot be used (an empty response has null item and position)."""
+#: the reason of an item row at position 0 when positions start at 1: the day is refused, not set aside
+ZERO_POSITION = "zero_position"
+
+
+def exposure_checks(has_score: bool, bounds: TsBounds, zero_position: bool = False) -> list[Check]:
+    """Why an exposure row cannot be used (an empty response has null item and position).
+
+    ``zero_position``: an item row at position 0 gets its own reason, :data:`ZERO_POSITION` (rather than
+    ``bad_position``), so that the day's count of such rows can refuse the day (:func:`refuse_zero_positions`).
+    """
     item_row = F.col(ITEM).isNotNull()
     checks: list[Check] = [
         ("null_user_id", F.col(USER).isNull()),
@@ -80,10 +88,29 @@ def exposure_checks(has_score: bool, bounds: TsBounds) -> list[Check]:
         ("ts_outside_day", _outside(bounds)),
         ("bad_position", item_row & (F.col(POSITION).isNull() | (F.col(POSITION) <= 0))),
     ]
+    if zero_position:
+        checks.insert(-1, (ZERO_POSITION, item_row & (F.col(POSITION) == 0)))
     if has_score:
         score = F.col(SCORE)
         checks.append(("bad_score", item_row & (score.isNull() | F.isnan(score) | (F.abs(score) == float("inf")))))
     return checks
+
+
+def refuse_zero_positions(counts: Mapping[str, int], what: str, path: str, source: str = POSITION) -> None:
+    """A :class:`SchemaError` (exit 5) when ``counts`` (:func:`count_rows` of rows tagged with
+    ``exposure_checks(..., zero_position=True)``) holds item rows at position 0: positions start at 1
+    (``input.position_base = 1``), and a list that counts from 0 would lose its first item to the set-aside
+    rows (a tenth of a day of ten-item lists) and lower every ranking metric.  ``source``: the input's own
+    name of the column (``input.columns``)."""
+    zero = counts.get(ZERO_POSITION, 0)
+    if not zero:
+        return
+    named = repr(POSITION) if source == POSITION else f"{POSITION!r} (the input's {source!r})"
+    raise SchemaError(
+        f"column {named} of {what} {path}: {zero} of {counts.get('rows', 0)} rows are at position 0, but "
+        "positions start at 1 (input.position_base = 1): if the input counts positions from 0, set "
+        "input.position_base = 0"
+    )
 
 
 def click_checks(bounds: TsBounds, columns: Sequence[str] = ()) -> list[Check]:

@@ -98,3 +98,47 @@ def test_loading_the_config_imports_no_scipy_pandas_or_pyspark():
     assert _imports_after("from recsys_spark.config import load_config; load_config(None)") == set()
     kernels = "import recsys_spark.kernels.experiments, recsys_spark.kernels.assignment_checks as k"
     assert _imports_after(f"{kernels}; k.srm_test([5, 6], [1, 1])") == {"scipy"}
+
+
+# --- inputs as teams have them (issue 42) -------------------------------------------------------------------------
+def test_each_input_may_map_its_own_columns_over_the_shared_mapping(tmp_path):
+    # one mapping served every input: exposures' shown_at and clicks' clicked_at could not both be the ts
+    toml = tmp_path / "team.toml"
+    toml.write_text(
+        '[input.columns]\nuser_id = "uid"\n'
+        '[input.columns.exposures]\nts = "shown_at"\n'
+        '[input.columns.clicks]\nts = "clicked_at"\nuser_id = "visitor"\n'
+    )
+    cfg = load_config(toml, ['input.columns.items.category = "cat"'])
+    assert cfg.input.columns_for("exposures") == {"user_id": "uid", "ts": "shown_at"}
+    assert cfg.input.columns_for("clicks") == {"user_id": "visitor", "ts": "clicked_at"}  # the input's own wins
+    assert cfg.input.columns_for("items") == {"user_id": "uid", "category": "cat"}
+    assert cfg.input.columns_for("users") == cfg.input.columns_for(None) == {"user_id": "uid"}
+    assert cfg.to_dict()["input"]["columns"]["clicks"] == {"ts": "clicked_at", "user_id": "visitor"}
+    shared = load_config(None, ['input.columns={user_id = "uid"}'])  # the shared mapping alone, as before
+    assert shared.input.columns_for("clicks") == {"user_id": "uid"}
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ('input.columns.exposures="shown_at"', r"input.columns.exposures: expected the exposures input's own mapping"),
+        (
+            'input.columns={logs = {ts = "t"}}',
+            r"input.columns.logs: a table maps one input's columns, and 'logs' is no",
+        ),
+        ("input.columns.clicks={ts = 1}", r"input.columns.clicks.ts: expected the input's column name"),
+        ("input.position_base=2", r"input.position_base: expected one of 0, 1, got 2"),
+        ("input.position_base=-1", r"input.position_base: expected one of 0, 1"),
+        ('input.position_base="0"', r"input.position_base: expected an integer"),
+    ],
+)
+def test_a_bad_column_mapping_or_position_base_fails_naming_the_key(override, message):
+    with pytest.raises(ConfigError, match=message) as err:
+        load_config(None, [override])
+    assert err.value.exit_code == 3
+
+
+def test_position_base_is_0_or_1_and_1_by_default():
+    assert Config().input.position_base == 1
+    assert load_config(None, ["input.position_base=0"]).input.position_base == 0

@@ -24,6 +24,7 @@ from helpers.days import (
     EXPOSURES,
     LATER,
     NOON,
+    TS,
     UTC,
     day_input,
     rules_of,
@@ -272,3 +273,46 @@ def test_a_corrupt_partition_names_the_file_and_the_root_cause(spark, tmp_path):
     assert "corrupted file" in message  # the root cause, from the bottom of the Java chain
     assert "part-00001.parquet" in message
     assert not (tmp_path / "out").exists()
+
+
+# --- inputs as teams have them (issue 42) -----------------------------------------------------------------------
+def test_positions_counted_from_0_are_refused_under_base_1_and_read_under_base_0(spark, tmp_path):
+    # zero-based positions set aside every list's top item (a third of these rows) as bad_position, exit 0, and
+    # the day's NDCG came from the rest; now the day is refused naming the column, or read as 1-based
+    from recsys_spark.errors import SchemaError
+
+    zero_based = [r[:4] + (r[4] - 1,) + r[5:] for r in EXPOSURES]
+    write(tmp_path / "in" / "exposures" / f"dt={DAY}", zero_based, EXPOSURE_SCHEMA.set(4, pa.field("rank", pa.int32())))
+    write(tmp_path / "in" / "clicks" / f"dt={DAY}", CLICKS, CLICK_SCHEMA)
+    with pytest.raises(
+        SchemaError,
+        match=r"column 'position' \(the input's 'rank'\) of exposures partition .*dt="
+        r"2026-11-20: 3 of 6 rows are at position 0.*set input.position_base = 0",
+    ) as err:
+        run_day(spark, tmp_path, 'input.columns={position = "rank"}')
+    assert err.value.exit_code == 5
+    assert not (tmp_path / "out" / "metrics").exists()  # nothing written
+    based = run_day(spark, tmp_path, 'input.columns={position = "rank"}', "input.position_base=0", out="zero")
+    day_input(tmp_path / "one")
+    one = run_day(spark, tmp_path / "one")
+    assert based["data_quality"]["rejected_exposures"] == {}
+    assert based["headline"] == pytest.approx(one["headline"], nan_ok=True)
+    ours = spark.read.parquet(str(tmp_path / "zero" / "metrics" / f"dt={DAY}")).collect()
+    theirs = {
+        (r.metric, r.k, r.aggregation, r.slice): r.value
+        for r in spark.read.parquet(str(tmp_path / "one" / "out" / "metrics" / f"dt={DAY}")).collect()
+    }
+    for r in ours:
+        assert theirs[(r.metric, r.k, r.aggregation, r.slice)] == pytest.approx(r.value, nan_ok=True)
+
+
+def test_exposures_and_clicks_map_their_own_timestamp_columns(spark, tmp_path):
+    # one input.columns served every input: exposures' shown_at and clicks' clicked_at could not both be the ts
+    write(tmp_path / "in" / "exposures" / f"dt={DAY}", EXPOSURES, EXPOSURE_SCHEMA.set(6, pa.field("shown_at", TS)))
+    write(tmp_path / "in" / "clicks" / f"dt={DAY}", CLICKS, CLICK_SCHEMA.set(4, pa.field("clicked_at", TS)))
+    mapped = run_day(spark, tmp_path, 'input.columns={exposures = {ts = "shown_at"}, clicks = {ts = "clicked_at"}}')
+    day_input(tmp_path / "plain")
+    plain = run_day(spark, tmp_path / "plain")
+    assert mapped["status"] == plain["status"]
+    assert mapped["data_quality"]["clicked_exposures"] == plain["data_quality"]["clicked_exposures"] == 3
+    assert mapped["headline"] == pytest.approx(plain["headline"], nan_ok=True)

@@ -106,3 +106,47 @@ def test_the_tests_ddl_is_the_contract():
     assert input_ddl(EXPOSURE_COLUMNS) == (
         "user_id string, session_id string, request_id string, item_id string, position int, score double, ts timestamp"
     )
+
+
+# --- inputs as teams have them (issue 42) -------------------------------------------------------------------------
+def test_a_single_parquet_file_is_read_as_its_directory_would_be(spark, tmp_path):
+    # ope.target and every input location may name one file: it was listed as a directory (a path below the file)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"request_id": ["r1", "r2"], "item_id": ["a", "b"], "position": pa.array([1, 2], pa.int32())})
+    pq.write_table(table, tmp_path / "target.parquet")
+    df = read_parquet(spark, f"{tmp_path}/target.parquet", "ope.target", {})
+    assert sorted(tuple(r) for r in df.collect()) == [("r1", "a", 1), ("r2", "b", 2)]
+    assert (
+        read_parquet(spark, str(tmp_path / "target.parquet"), "ope.target", {"request_id": "request_id"}).count() == 2
+    )
+
+
+def test_each_input_is_renamed_by_its_own_mapping_over_the_shared_one(spark, tmp_path):
+    # exposures' shown_at and clicks' clicked_at are both the contract's ts; a per-input table wins over the shared
+    spark.createDataFrame([("u1", "x", T0)], "uid string, item_id string, shown_at timestamp").write.parquet(
+        f"{tmp_path}/exposures"
+    )
+    spark.createDataFrame([("u1", "x", T0)], "uid string, item_id string, clicked_at timestamp").write.parquet(
+        f"{tmp_path}/clicks"
+    )
+    columns = load_config(
+        None, ['input.columns={user_id = "uid", exposures = {ts = "shown_at"}, clicks = {ts = "clicked_at"}}']
+    ).input.columns
+    exposures = read_parquet(spark, f"{tmp_path}/exposures", "exposures partition", columns)
+    clicks = read_parquet(spark, f"{tmp_path}/clicks", "next day's clicks partition", columns)
+    assert exposures.columns == clicks.columns == ["user_id", "item_id", "ts"]
+    assert read_parquet(spark, f"{tmp_path}/clicks", "a table", columns, source="clicks").columns[-1] == "ts"
+    assert read_parquet(spark, f"{tmp_path}/clicks", "a table", columns).columns[-1] == "clicked_at"  # shared only
+
+
+def test_positions_counted_from_0_are_read_1_based_under_position_base_0(spark):
+    raw = spark.createDataFrame(
+        [("u", "s", "r", "a", 0, T0), ("u", "s", "r", "b", 1, T0), ("u", "s", "r", None, None, T0)]
+        + [("u", "s", "r", "c", 2147483647, T0)],
+        "user_id string, session_id string, request_id string, item_id string, position long, ts timestamp",
+    )
+    got = [r.position for r in conform(raw, EXPOSURE_COLUMNS, "exposures", position_base=0).collect()]
+    assert got == [1, 2, None, None]  # past the integer range: null (a bad position), never an overflow
+    assert [r.position for r in conform(raw, EXPOSURE_COLUMNS, "exposures").collect()][:2] == [0, 1]

@@ -143,3 +143,16 @@ def test_inputs_are_counted_in_one_job_and_an_unreadable_one_is_named(spark, tmp
         part.write_bytes(b"PAR1 this is not parquet PAR1")
     with pytest.raises(UnreadableInputError, match=f"unreadable input clicks: {second}"):
         count_inputs([(tagged[0], "exposures", str(first), None), (tagged[1], "clicks", str(second), None)])
+
+
+def test_a_zero_position_gets_its_own_reason_only_when_asked_and_refuses_the_day():
+    # under input.position_base = 1 a position 0 refuses the day (counted in the day's one counting job)
+    from recsys_spark.errors import SchemaError
+    from recsys_spark.steps.validate import refuse_zero_positions
+
+    names = [name for name, _ in exposure_checks(False, BOUNDS, zero_position=True)]
+    assert names[-2:] == ["zero_position", "bad_position"]
+    assert "zero_position" not in [name for name, _ in exposure_checks(False, BOUNDS)]
+    refuse_zero_positions({"rows": 5, "bad_position": 2}, "exposures partition", "p")  # nothing at 0: no error
+    with pytest.raises(SchemaError, match=r"column 'position' of exposures partition p: 2 of 5 rows are at position 0"):
+        refuse_zero_positions({"rows": 5, "zero_position": 2}, "exposures partition", "p")
