@@ -145,7 +145,8 @@ def test_inputs_are_counted_in_one_job_and_an_unreadable_one_is_named(spark, tmp
         count_inputs([(tagged[0], "exposures", str(first), None), (tagged[1], "clicks", str(second), None)])
 
 
-def test_a_zero_position_gets_its_own_reason_only_when_asked_and_refuses_the_day():
+@pytest.mark.spark
+def test_a_zero_position_gets_its_own_reason_only_when_asked_and_refuses_the_day(spark):
     # under input.position_base = 1 a position 0 refuses the day (counted in the day's one counting job)
     from recsys_spark.errors import SchemaError
     from recsys_spark.steps.validate import refuse_zero_positions
