@@ -18,7 +18,10 @@ from __future__ import annotations
 import atexit
 import datetime as dt
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +31,7 @@ from typing import Any
 from pyspark.ml.evaluation import Evaluator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from pyspark.sql.window import Window
 
 from recsys_spark import registry
@@ -103,11 +107,48 @@ _EXPECTED = {
 }
 
 
+def check_workers(spark: SparkSession) -> None:
+    """A :class:`UsageError` when a local session's Python workers run an interpreter that cannot import pyarrow
+    and pandas (the per-user pass needs both): a session built in a notebook whose venv is not activated runs
+    its workers on ``python3`` from ``PATH`` (PySpark reads ``PYSPARK_PYTHON`` when the session starts, not
+    ``spark.pyspark.python``), and the pass then failed deep in a worker with ``No module named 'pyarrow'``.
+    Nothing is checked on a cluster (its workers' Python is the cluster's) or when the workers run this one."""
+    try:
+        context = spark.sparkContext
+        master, python = str(context.master), str(context.pythonExec)
+    except Exception:  # noqa: BLE001 - a Spark Connect session has no SparkContext: its server runs the workers
+        return
+    if not master.startswith("local") or os.path.abspath(shutil.which(python) or python) == sys.executable:
+        return
+    try:
+        ok = subprocess.run([python, "-c", "import pyarrow, pandas"], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    if not ok:
+        raise UsageError(
+            f"the session's Python workers run {python!r} (PYSPARK_PYTHON), which cannot import pyarrow and pandas: "
+            "start the session after os.environ['PYSPARK_PYTHON'] = sys.executable (docs/notebook.md)"
+        )
+
+
+def _spark_frame(frame: Any, what: str, spark: SparkSession | None) -> DataFrame:
+    """``frame`` as a Spark DataFrame: a pandas DataFrame is converted with ``spark`` (or the active session)."""
+    if isinstance(frame, DataFrame):
+        return frame
+    if type(frame).__module__.split(".", 1)[0] != "pandas":
+        raise TypeError(f"evaluate: {what} must be a Spark or a pandas DataFrame, got {type(frame).__name__}")
+    session = spark or SparkSession.getActiveSession()
+    if session is None:
+        raise UsageError(f"evaluate: {what} is a pandas DataFrame and no Spark session is active: give spark=")
+    return session.createDataFrame(frame)
+
+
 def _contract(frame: DataFrame, columns: Sequence[ColumnSpec], what: str, mapping: Mapping[str, str]) -> DataFrame:
-    """``frame`` renamed by ``input.columns`` and cast to the input contract as the command line reads a file
-    (:func:`recsys_spark.io.read.conform`: a timestamp, date or string ``ts``; ids as strings), without running a
-    job; a ValueError naming the column and what it expects when one is missing or of a type the job refuses
-    (an integer ``ts``: epoch seconds are not guessed, as on the command line)."""
+    """``frame`` renamed by its ``input.columns`` mapping (``mapping``: the shared one and the input's own) and
+    cast to the input contract as the command line reads a file (:func:`recsys_spark.io.read.conform`: a
+    timestamp, date or string ``ts``; ids as strings), without running a job; a ValueError naming the column and
+    what it expects when one is missing or of a type the job refuses (an integer ``ts``: epoch seconds are not
+    guessed, as on the command line)."""
     from recsys_spark.io.catalog import rename_columns
     from recsys_spark.io.read import conform
 
@@ -137,14 +178,15 @@ def _the_day(exposures: DataFrame, zone: str) -> dt.date:
 
 
 def evaluate(
-    exposures: DataFrame,
-    clicks: DataFrame,
+    exposures: DataFrame | Any,
+    clicks: DataFrame | Any,
     *,
-    items: DataFrame | None = None,
+    items: DataFrame | Any | None = None,
     date: dt.date | str | None = None,
     config: Config | None = None,
     settings: Sequence[str] = (),
     scratch: str | None = None,
+    spark: SparkSession | None = None,
 ) -> Evaluation:
     """The daily job on two DataFrames; its tables back as DataFrames (see the module docstring).
 
@@ -152,7 +194,9 @@ def evaluate(
     ----------
     exposures, clicks : the input contract's columns (docs/operations.md, "Input contract"): exposures
         ``user_id, session_id, request_id, item_id, position, ts[, score]``, clicks ``user_id, session_id,
-        request_id, item_id, ts[, event]``; other names map with ``settings=['input.columns={user_id = "uid"}']``.
+        request_id, item_id, ts[, event]``; other names map with ``settings=['input.columns={user_id = "uid"}']``
+        (every input) or ``input.columns.exposures`` / ``.clicks`` / ``.items`` (one input).  Spark or pandas
+        DataFrames (pandas ones are converted with ``spark``, by default the active session).
     items : optional ``item_id, category`` (coverage, Gini over the catalog, category diversity).
     date : the day the rows belong to (rows outside it by more than ``validation.ts_tolerance_minutes``
         are set aside); by default the one day the exposures' timestamps fall on.
@@ -161,11 +205,15 @@ def evaluate(
 
     A day that breaks a hard business rule is returned all the same (``summary["status"]`` says so).
     """
-    spark: SparkSession = exposures.sparkSession
+    exposures = _spark_frame(exposures, "exposures", spark)
+    session: SparkSession = exposures.sparkSession
+    clicks = _spark_frame(clicks, "clicks", session)
+    items = None if items is None else _spark_frame(items, "items", session)
     cfg = config or load_config(None, list(settings))
-    mapping = dict(cfg.input.columns)
-    conformed = _contract(exposures, EXPOSURE_COLUMNS, "exposures", mapping)  # a bad ts: a ValueError naming it
-    _contract(clicks, CLICK_COLUMNS, "clicks", mapping)
+    check_workers(session)
+    # each frame renamed by its own mapping before any column is read (the day below reads the mapped ts)
+    conformed = _contract(exposures, EXPOSURE_COLUMNS, "exposures", cfg.input.columns_for("exposures"))
+    _contract(clicks, CLICK_COLUMNS, "clicks", cfg.input.columns_for("clicks"))
     day = dt.date.fromisoformat(date) if isinstance(date, str) else date
     if day is None:
         day = _the_day(conformed, cfg.validation.time_zone)
@@ -182,12 +230,12 @@ def evaluate(
     from recsys_spark import daily
 
     try:
-        summary = daily.evaluate_day(spark, cfg, day, inputs, out)
+        summary = daily.evaluate_day(session, cfg, day, inputs, out)
     except HardRuleViolation:  # everything is written: the caller reads the status
         summary = json.loads(Path(out, "summary", partition, "summary.json").read_text(encoding="utf-8"))
 
     def table(name: str) -> DataFrame:
-        return spark.read.parquet(f"{out}/{name}/{partition}")
+        return session.read.parquet(f"{out}/{name}/{partition}")
 
     return Evaluation(
         table("metrics"), table("user_metrics"), table("rule_checks"), table("lorenz"), summary, root, owned
@@ -227,29 +275,45 @@ class RankingEvaluator(Evaluator):
         return bool(registry.metric(self.metric).higher_is_better)
 
     def _refuse_null_ids(self, dataset: DataFrame) -> None:
-        """A ValueError naming the column when one is missing, or when a row has a null user or item: such a
-        row belongs to no list (a null user crashed the per-user pass; a null item was scored as an item of its
-        own).  One Spark job counts both, skipped when the schema says neither column can be null."""
+        """A ValueError naming the column when one is missing, when a row has a null user or item (such a row
+        belongs to no list: a null user crashed the per-user pass; a null item was scored as an item of its
+        own), or a NaN or null prediction (ALS's prediction for a user or item it did not train on: Spark sorts
+        NaN above every number, so it was ranked first, silently).  One Spark job counts them all, skipped when
+        the schema says no column can hold one."""
         cols = {"user": self.userCol, "item": self.itemCol}
         for role, col in (*cols.items(), ("prediction", self.predictionCol), ("label", self.labelCol)):
             if col not in dataset.columns:
                 raise ValueError(f"RankingEvaluator: no column {col!r} ({role}Col) in {', '.join(dataset.columns)}")
-        nullable = {role: col for role, col in cols.items() if dataset.schema[col].nullable}
-        if not nullable:
+        counts = {role: F.col(col).isNull() for role, col in cols.items() if dataset.schema[col].nullable}
+        prediction = F.col(self.predictionCol)
+        kind = dataset.schema[self.predictionCol].dataType
+        if isinstance(kind, (T.FloatType, T.DoubleType)):
+            counts["prediction"] = prediction.isNull() | F.isnan(prediction)
+        elif dataset.schema[self.predictionCol].nullable:
+            counts["prediction"] = prediction.isNull()
+        if not counts:
             return
-        found = dataset.select(*(F.count(F.when(F.col(c).isNull(), 1)).alias(r) for r, c in nullable.items())).first()
+        found = dataset.select(*(F.count(F.when(bad, 1)).alias(role) for role, bad in counts.items())).first()
         assert found is not None
-        for role, col in nullable.items():
-            if found[role]:
+        for role, col in cols.items():
+            if role in counts and found[role]:
                 raise ValueError(
                     f"RankingEvaluator: {found[role]} row(s) with a null {role} ({role}Col {col!r}): a prediction "
                     f"must name its {role}; drop them first (dataset.dropna(subset=[{col!r}]))"
                 )
+        if "prediction" in counts and found["prediction"]:
+            col = self.predictionCol
+            raise ValueError(
+                f"RankingEvaluator: {found['prediction']} row(s) with a NaN or null prediction (predictionCol "
+                f"{col!r}): such a row has no rank (ALS predicts NaN for a user or item it did not train on); "
+                f"drop them first (dataset.dropna(subset=[{col!r}]), or ALS(coldStartStrategy='drop'))"
+            )
 
     def _evaluate(self, dataset: DataFrame) -> float:
         from recsys_spark.daily.stages import run_metric_stage
         from recsys_spark.io.scratch import ScratchOutput
 
+        check_workers(dataset.sparkSession)
         self._refuse_null_ids(dataset)
         at_k = registry.metric(self.metric).at_k
         cfg = load_config(None, [f"metrics.k=[{self.k if at_k else 10}]"])

@@ -144,3 +144,57 @@ def test_evaluate_reads_a_mapped_or_string_ts_as_the_command_line_does(spark):
         assert result.value("ndcg", 1, "user_avg") == pytest.approx(2 / 3)
     finally:
         result.close()
+
+
+# --- inputs as teams have them (issue 42) -------------------------------------------------------------------------
+def test_evaluate_takes_pandas_frames_each_renamed_by_its_own_mapping(spark):
+    # a pandas DataFrame gave AttributeError ('DataFrame' object has no attribute 'sparkSession'), and one mapping
+    # served both frames: exposures' shown_at and clicks' clicked_at could not both be the ts
+    exposures = spark.createDataFrame(EXPOSURES, EXPOSURE_DDL).withColumnRenamed("ts", "shown_at").toPandas()
+    clicks = spark.createDataFrame(CLICKS, CLICK_DDL).withColumnRenamed("ts", "clicked_at").toPandas()
+    mapping = 'input.columns={exposures = {ts = "shown_at"}, clicks = {ts = "clicked_at"}}'
+    result = recsys_spark.evaluate(exposures, clicks, settings=["metrics.k=[1]", mapping])
+    try:
+        assert result.summary["date"] == DAY.isoformat()  # the day looked up on the mapped shown_at
+        assert result.value("ndcg", 1, "user_avg") == pytest.approx(2 / 3)
+    finally:
+        result.close()
+    with pytest.raises(TypeError, match="exposures must be a Spark or a pandas DataFrame, got list"):
+        recsys_spark.evaluate(EXPOSURES, clicks)
+
+
+def test_the_evaluator_refuses_nan_predictions_naming_the_count(spark):
+    # ALS predicts NaN for a user or item it did not train on; Spark sorts NaN first: it was ranked top, silently
+    rows = PREDICTIONS + [("u1", "d", float("nan"), 1.0), ("u2", "d", float("nan"), 0.0)]
+    frame = spark.createDataFrame(rows, "user string, item string, prediction double, label double")
+    with pytest.raises(ValueError, match=r"2 row\(s\) with a NaN or null prediction \(predictionCol 'prediction'\)"):
+        recsys_spark.RankingEvaluator(metric="ndcg", k=2).evaluate(frame)
+
+
+def test_a_local_session_whose_workers_lack_pyarrow_is_one_clear_line(spark, monkeypatch):
+    # the documented session, from a venv not activated, ran its workers on the system python3: the per-user pass
+    # failed in a worker with "No module named 'pyarrow'" deep in a Java stack trace
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", "/nonexistent/bin/python3")
+    frame = spark.createDataFrame(PREDICTIONS, "user string, item string, prediction double, label double")
+    with pytest.raises(UsageError, match=r"workers run '/nonexistent/bin/python3' \(PYSPARK_PYTHON\).*sys.executable"):
+        recsys_spark.RankingEvaluator(metric="ndcg", k=2).evaluate(frame)
+
+
+def test_the_documented_session_runs_the_workers_on_this_python_from_an_unactivated_venv(tmp_path):
+    # docs/notebook.md's session, run by the venv's python with neither PYSPARK_PYTHON nor the venv's bin/ on PATH
+    import os
+    import subprocess
+    import sys
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "notebook.md").read_text()
+    (code,) = re.findall(r"```python\n(.*?)```", text, re.S)
+    setup = code[: code.index("getOrCreate()") + len("getOrCreate()")]
+    probe = setup.replace("import recsys_spark\n", "") + (
+        "\nrows = spark.range(1).mapInPandas(lambda frames: (__import__('pyarrow') and f for f in frames), 'id long')"
+        "\nprint('workers ok', rows.count())\n"
+    )
+    bin_dir = str(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "VIRTUAL_ENV", "SPARK_"))}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != bin_dir)
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=600)
+    assert "workers ok 1" in done.stdout, done.stderr[-2000:]
