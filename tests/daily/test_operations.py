@@ -26,7 +26,7 @@ EXPOSURES = [
     ("u2", "s2", "r3", "x", 2, 0.4, T0),  # x not in catalog
     ("u3", "s3", "r4", None, None, None, T0),  # empty response
     (None, "s9", "r5", "a", 1, 0.5, T0),  # null user: set aside
-    ("u4", "s4", "r6", "a", 0, 0.5, T0),  # position 0: set aside
+    ("u4", "s4", "r6", "a", -1, 0.5, T0),  # negative position: set aside (a position 0 refuses the day)
     ("u4", "s4", "r7", "a", 1, float("nan"), T0),  # NaN score: set aside, hard rule
     ("u4", "s4", "r8", "a", 1, 0.5, T0 + dt.timedelta(days=1, hours=2)),  # outside the day: set aside
 ]
