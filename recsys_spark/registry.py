@@ -270,6 +270,54 @@ def metric(name: str) -> Metric:
         raise ValueError(f"unknown metric {name!r}{hint}") from None
 
 
+#: the prefixes an offline per-user column puts before a registry name (recsys_spark/offline/, kernels/sampled.py),
+#: and what a row so named is: the comparison's ``rating_mae`` is the registry's ``mae``
+OFFLINE_PREFIXES = {
+    "rating_": "a rating error (offline ratings)",
+    "sampled_": "naive sampled: ranked among m sampled negatives only, biased (docs/offline.md)",
+    "corrected_": "corrected sampled: Krichene & Rendle's estimate of the full-catalog value (docs/offline.md)",
+}
+
+
+def lookup(name: str) -> Metric | None:
+    """The metric ``name`` is, by any name a table writes it under: a registry name, a conversion-event rate,
+    an off-policy estimator, or an offline per-user column's name (``rating_mae`` is ``mae``,
+    ``sampled_ndcg`` and ``corrected_ndcg`` are ``ndcg``: :data:`OFFLINE_PREFIXES`); None when it names none.
+
+    >>> lookup("rating_mae").name, lookup("corrected_ndcg").name, lookup("snips").name, lookup("x") is None
+    ('mae', 'ndcg', 'snips', True)
+    """
+    found = find(name) or OPE_ESTIMATORS.get(name)
+    if found is not None:
+        return found
+    for prefix in sorted(OFFLINE_PREFIXES, key=len, reverse=True):
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return find(name[len(prefix) :])
+    return None
+
+
+def direction(name: str) -> str | None:
+    """Which way is better for the metric ``name`` under any name a table writes it (:func:`lookup`):
+    ``"higher"``, ``"lower"``, or None (no better side, or a name the registry does not know).  The one
+    lookup every comparison's colour takes (the report's offline, OPE, experiment and gate rows).
+
+    >>> direction("ndcg"), direction("rating_rmse"), direction("sampled_auc"), direction("pv"), direction("zz")
+    ('higher', 'lower', 'higher', None, None)
+    """
+    found = lookup(name)
+    return None if found is None else found.better
+
+
+def higher_is_better(name: str) -> bool | None:
+    """:func:`direction` as a boolean: True (higher), False (lower), None (no better side, or unknown).
+
+    >>> higher_is_better("rating_mae"), higher_is_better("purchase_user_rate"), higher_is_better("pcoc")
+    (False, True, None)
+    """
+    better = direction(name)
+    return None if better is None else better == "higher"
+
+
 def metric_name(name: str, k: int | None = None) -> str:
     """A metric at a cut-off as one word: ``ndcg@10``; ``mrr`` without k.
 

@@ -180,3 +180,17 @@ def test_every_business_row_needs_feedback_conversion_events_included():
     names = [m for m, *_ in rows]
     assert {"clicks_per_exposure", "gmv_per_user", "dwell_per_click", "purchase_user_rate"} <= set(names)
     assert [n for n in names if not registry.needs_feedback(n)] == []
+
+
+def test_one_direction_lookup_knows_the_offline_names():
+    """ISSUE 42: the offline comparison's ``rating_mae`` is the registry's ``mae`` (lower is better), its
+    ``sampled_``/``corrected_`` columns the ranking metrics (higher), the OPE estimators higher; a count has none."""
+    assert registry.direction("rating_mae") == registry.direction("rating_rmse") == "lower"
+    assert registry.direction("rating_distortion") == "lower"
+    for name in ("sampled_ndcg", "corrected_ndcg", "sampled_auc", "corrected_mrr", "snips", "purchase_user_rate"):
+        assert registry.direction(name) == "higher", name
+    assert registry.direction("pv") is None and registry.direction("pcoc") is None
+    assert registry.direction("not_a_metric") is None and registry.direction("sampled_") is None
+    assert registry.higher_is_better("rating_mae") is False and registry.higher_is_better("gini") is False
+    for name, m in METRICS.items():
+        assert registry.direction(name) == m.better, name

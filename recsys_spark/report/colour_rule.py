@@ -57,6 +57,8 @@ def verdict(
     ('gain', 'change')
     >>> verdict("ndcg", 0.1, 0.01, 0.05, -0.02, 0.2, "sequential_msprt")
     'none'
+    >>> verdict("rating_mae", -0.1, 0.01, 0.05), verdict("corrected_ndcg", -0.1, 0.01, 0.05)
+    ('gain', 'loss')
     """
     if is_sequential(ci_method):
         significant = (
@@ -69,10 +71,56 @@ def verdict(
         significant = p_adjusted is not None and p_adjusted < alpha
     if not significant or delta is None or delta == 0:
         return NOT_SIGNIFICANT
-    better = registry.metric(metric).higher_is_better if metric in registry.METRICS else None
+    better = registry.higher_is_better(metric)  # the one lookup: rating_mae is mae, sampled_ndcg is ndcg
     if better is None:
         return CHANGE
     return GAIN if (delta > 0) == better else LOSS
+
+
+#: a decision's code (``experiment_decisions``, ``experiment_window_decisions``): its words and the banner's class
+#: (ISSUE 42's contract: never red for not enough evidence; an invalid experiment red-bordered grey)
+DECISION_STATES = {
+    "ship": ("SHIP", "ok"),
+    "do_not_ship": ("DO NOT SHIP", "bad"),
+    "not_enough_evidence": ("NOT ENOUGH EVIDENCE YET", "warn"),
+    "invalid": ("INVALID EXPERIMENT", "invalid"),
+}
+#: codes earlier releases wrote, read as today's (docs/operations.md "Output tables across upgrades")
+LEGACY_DECISIONS = {"keep_running": "not_enough_evidence"}
+#: a gate's (and a check's) state: its words and class (recsys_spark/kernels/gate.py STATE_WORDS)
+GATE_STATES = {
+    "passed": ("PASSED", "ok"),
+    "inconclusive": ("NOT ENOUGH EVIDENCE YET", "warn"),
+    "failed": ("FAILED", "bad"),
+}
+
+
+def decision_state(code: Any) -> dict[str, str]:
+    """A decision's ``code`` as this release names it, its words and its banner's class; an old
+    ``keep_running`` is ``not_enough_evidence``, an unknown code is shown as it is, amber (never red).
+
+    >>> decision_state("keep_running")
+    {'code': 'not_enough_evidence', 'words': 'NOT ENOUGH EVIDENCE YET', 'class': 'warn'}
+    >>> decision_state("do_not_ship")["class"], decision_state("invalid")["words"]
+    ('bad', 'INVALID EXPERIMENT')
+    """
+    text = str(code) if code is not None else "unknown"
+    text = LEGACY_DECISIONS.get(text, text)
+    words, css = DECISION_STATES.get(text, (text.replace("_", " ").upper(), "warn"))
+    return {"code": text, "words": words, "class": css}
+
+
+def gate_state(verdict: dict[str, Any]) -> str:
+    """A verdict's (or a check's) state: its ``state`` when it has a known one, else (a verdict written before
+    the three states) ``passed`` or ``failed`` by its ``passed``.
+
+    >>> gate_state({"state": "inconclusive", "passed": False}), gate_state({"passed": True}), gate_state({})
+    ('inconclusive', 'passed', 'failed')
+    """
+    state = verdict.get("state")
+    if state in GATE_STATES:
+        return str(state)
+    return "passed" if verdict.get("passed") is True else "failed"
 
 
 def verdict_fields(found: str, ci_method: Any) -> dict[str, Any]:
