@@ -98,6 +98,9 @@ class RunData:
     ope_skipped: list[str] = field(default_factory=list)
     #: what was left out because a file of it cannot be read, each naming the file (module docstring)
     unreadable: list[Unreadable] = field(default_factory=list)
+    #: the decisions of the experiment windows ending in the range (``experiment_window_decisions``, with
+    #: ``experiment``, ``window_start`` and ``window_end`` from the path); an empty frame when there is none
+    window_decisions: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def unreadable_of(self, prefix: str) -> list[Unreadable]:
         """The unreadable entries whose ``what`` starts with ``prefix`` (a section's own)."""

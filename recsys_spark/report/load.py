@@ -43,6 +43,7 @@ KEYS = {
     "lorenz": ["dt", "slice", "x"],
     "rule_checks": ["dt", "severity", "rule"],
     "experiments": ["dt", "experiment", "variant", "metric", "k", "aggregation", "slice"],
+    "experiment_cumulative": ["dt", "experiment", "variant", "metric", "k", "aggregation", "slice"],
     "experiment_checks": ["dt", "experiment", "check"],
     "experiment_window": [
         "experiment",
@@ -55,6 +56,7 @@ KEYS = {
         "slice",
     ],
     "experiment_window_checks": ["experiment", "window_end", "window_start", "check"],
+    "experiment_window_decisions": ["experiment", "window_end", "window_start", "variant"],
     "offline_metrics": ["slice", "metric", "k", "aggregation"],
     "offline_comparison": ["metric", "k", "aggregation", "column"],
     "experiment_decisions": ["dt", "experiment", "variant"],
@@ -133,6 +135,7 @@ def load(reader: Reader, start: dt.date, end: dt.date, offline_auc: pd.DataFrame
     if offline_auc is not None:
         offline_auc = _sorted(offline_auc[offline_auc["dt"].isin(days)], "offline_auc")
     windows, window_checks = load_windows(reader, days[0], days[-1], unreadable)
+    window_decisions = load_window_decisions(reader, days[0], days[-1], unreadable)
     runs, comparisons, offline_skipped = load_offline(reader, unreadable)
     ope_runs, ope_skipped = load_ope(reader, unreadable)
     simulations, sim_skipped = load_simulations(reader, days, unreadable)
@@ -149,6 +152,7 @@ def load(reader: Reader, start: dt.date, end: dt.date, offline_auc: pd.DataFrame
         runs,
         comparisons,
         offline_skipped,
+        window_decisions=window_decisions,
         ope_runs=ope_runs,
         simulations=simulations,
         ope_skipped=ope_skipped + sim_skipped,
@@ -269,7 +273,7 @@ def load_windows(
     """
     results, checks = [], []
     lost = [] if unreadable is None else unreadable
-    table, checks_table, _ = WINDOW.tables  # the decisions: report/sections/decisions.py
+    table, checks_table, _ = WINDOW.tables  # the decisions: load_window_decisions
     for values, part in partitions(reader, WINDOW, table):
         experiment, span = values["experiment"], window_span(values["window"])
         if span is None or not first <= span[1] <= last:
@@ -284,6 +288,26 @@ def load_windows(
         if found is not None:
             checks.append(found.assign(**where))
     return _joined(results, table), _joined(checks, checks_table)
+
+
+def load_window_decisions(
+    reader: Reader, first: str, last: str, unreadable: list[Unreadable] | None = None
+) -> pd.DataFrame:
+    """The decisions of the experiment windows whose end falls in ``first`` .. ``last``
+    (``experiment_window_decisions``), each row with ``experiment``, ``window_start`` and ``window_end`` from
+    its path; an empty frame when there is none."""
+    lost = [] if unreadable is None else unreadable
+    table = WINDOW.tables[2]
+    found = []
+    for values, part in partitions(reader, WINDOW, table):
+        experiment, span = values["experiment"], window_span(values["window"])
+        if span is None or not first <= span[1] <= last:
+            continue
+        what = f"the window {span[0]}..{span[1]} of {experiment}: its decisions"
+        frame = read_part(reader, under(WINDOW, table, part), what, lost)
+        if frame is not None:
+            found.append(frame.assign(experiment=experiment, window_start=span[0], window_end=span[1]))
+    return _joined(found, table)
 
 
 def load_offline(
