@@ -144,9 +144,6 @@ DAILY = Layout(
         "experiment_checks",
         "experiment_cumulative",
         "experiment_decisions",
-        # the experiment's cumulative analysis, every user since its first day (the experiments table's columns,
-        # first_day, days): what experiment_decisions decides on (ISSUE 42's contract)
-        "experiment_cumulative",
         "rejected",
         SUMMARY,
     ),

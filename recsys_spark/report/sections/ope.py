@@ -1,5 +1,9 @@
-"""The off-policy estimates' section: each complete OPE run's estimates against the logging policy's observed
-value, its diagnostics and notes.  No colour says better or worse: an estimate is not a measurement."""
+"""The off-policy estimates' section: each complete OPE run led by its recommended estimate (the summary's
+``recommended``: the estimator, its interval and its difference to the logged value, with the rule's reason in
+words; or none, and why), with the generator's true value beside the estimates when the run knows it
+(``truth``), then every estimate against the logging policy's observed value, its diagnostics and notes.  A run's
+status other than ``ok`` (``no_propensities``, ``overflow``) is shown as such, amber.  No colour says better or
+worse: an estimate is not a measurement."""
 
 from __future__ import annotations
 
@@ -97,6 +101,44 @@ def diagnostic_rows(run: OpeRun) -> list[dict[str, Any]]:
     return diagnostics
 
 
+#: the recommended estimate's numbers (ope/summary.json ``recommended``)
+RECOMMENDED_NUMBERS = ("value", "ci_low", "ci_high", "delta", "delta_ci_low", "delta_ci_high")
+
+
+def recommended(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's recommended estimate: ``{estimator, label, value, ci_low, ci_high, delta, delta_ci_low,
+    delta_ci_high, reason}`` (``estimator`` None when none can be recommended, with the reason); None for a run
+    written before the rule (no ``recommended`` key)."""
+    if "recommended" not in summary:
+        return None
+    found = summary.get("recommended")
+    found = found if isinstance(found, dict) else {}
+    name = as_text(found.get("estimator"))
+    known = registry.OPE_ESTIMATORS.get(name or "")
+    reason = found.get("reason") or summary.get("recommended_reason") or summary.get("reason")
+    return {
+        "estimator": name,
+        "label": known.reader_name if known else name,
+        **{c: as_float(found.get(c)) for c in RECOMMENDED_NUMBERS},
+        "reason": str(reason) if reason else None,
+    }
+
+
+def truth_values(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The generator's true value(s) of the candidate the run read (``truth``, optional: the demo's truth.json),
+    as ``{name, value}``: one unnamed number, or each number of an object by its key."""
+    truth = summary.get("truth")
+    if isinstance(truth, (int, float)) and not isinstance(truth, bool):
+        return [{"name": "true value", "value": as_float(truth)}]
+    if not isinstance(truth, dict):
+        return []
+    return [
+        {"name": str(k).replace("_", " "), "value": as_float(v)}
+        for k, v in truth.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    ]
+
+
 def run_block(run: OpeRun) -> dict[str, Any]:
     """One run's part of the page: its window and target, charts, estimates, diagnostics and notes."""
     run_id = name_id(run.name)
@@ -114,6 +156,9 @@ def run_block(run: OpeRun) -> dict[str, Any]:
         "diagnostics": diagnostic_rows(run),
         "notes": [str(n) for n in summary.get("notes", [])],
         "confidence": confidence_of(summary, "parameters", "confidence"),
+        "status": as_text(summary.get("status")),
+        "recommended": recommended(summary),
+        "truth": truth_values(summary),
     }
 
 
