@@ -4,7 +4,10 @@ better side (the registry), a change when the metric has none."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+from scipy import stats
 
 from recsys_spark import registry
 from recsys_spark.report import svg
@@ -121,6 +124,78 @@ def gate_state(verdict: dict[str, Any]) -> str:
     if state in GATE_STATES:
         return str(state)
     return "passed" if verdict.get("passed") is True else "failed"
+
+
+def adjusted_interval(
+    point: float | None,
+    low: float | None,
+    high: float | None,
+    p: float | None,
+    p_adjusted: float | None,
+    alpha: float,
+    df: float | None = None,
+) -> tuple[float | None, float | None]:
+    """The interval adjusted as its row's p-value is: at the level the adjustment spends on this row,
+    α' = α · p / p_adjusted (Bonferroni's α/m exactly; Holm's and Benjamini-Hochberg's step's share), each side's
+    distance from the point scaled by q(1 − α'/2) / q(1 − α/2) (q: Student's t with ``df``, else the normal).
+    Then the adjusted interval excludes 0 exactly when the adjusted p is below α (for an interval and a p from
+    the same test), so an interval never says "significant" beside an adjusted p that does not.  The interval
+    as it is when nothing was adjusted (p_adjusted ≤ p); (None, None) when there is no p or no adjusted p.
+
+    >>> lo, hi = adjusted_interval(0.015, 0.001, 0.029, 0.03, 0.2, 0.05)  # an A/A row: p 0.03, Holm-adjusted 0.2
+    >>> round(lo, 3), round(hi, 3)
+    (-0.004, 0.034)
+    >>> adjusted_interval(0.02, 0.01, 0.03, 0.001, 0.001, 0.05), adjusted_interval(0.02, 0.01, 0.03, None, 0.1, 0.05)
+    ((0.01, 0.03), (None, None))
+    """
+    if point is None or low is None or high is None or p is None or p_adjusted is None:
+        return None, None
+    if p_adjusted <= p or p <= 0:
+        return low, high
+    spent = alpha * p / min(p_adjusted, 1.0)
+    law = stats.t(df) if df is not None and math.isfinite(df) and df > 0 else stats.norm
+    scale = float(law.ppf(1 - spent / 2) / law.ppf(1 - alpha / 2))
+    return point - (point - low) * scale, point + (high - point) * scale
+
+
+def shown_intervals(row: dict[str, Any], alpha: float, df: float | None = None) -> dict[str, Any]:
+    """The intervals a result row shows beside its adjusted p (``adj_ci_low`` .. ``adj_rel_ci_high``) and what
+    they are (``interval_basis``): ``adjusted`` as the p is (:func:`adjusted_interval`), ``always valid`` for a
+    sequential interval (read as it is: the colour rule needs it to exclude 0 as well), ``unadjusted`` when the
+    row has no p to adjust it by (and then no adjusted p either)."""
+    if row["sequential"]:
+        basis, absolute, relative = (
+            "always valid",
+            (row["ci_low"], row["ci_high"]),
+            (row["rel_ci_low"], row["rel_ci_high"]),
+        )
+    else:
+        p, p_adj = row["p_value"], row["p_adjusted"]
+        absolute = adjusted_interval(row["delta"], row["ci_low"], row["ci_high"], p, p_adj, alpha, df)
+        relative = adjusted_interval(row["rel_delta"], row["rel_ci_low"], row["rel_ci_high"], p, p_adj, alpha, df)
+        basis = "adjusted" if absolute[0] is not None or relative[0] is not None else "unadjusted"
+        if basis == "unadjusted":
+            absolute, relative = (row["ci_low"], row["ci_high"]), (row["rel_ci_low"], row["rel_ci_high"])
+    return {
+        "interval_basis": basis,
+        "adj_ci_low": absolute[0],
+        "adj_ci_high": absolute[1],
+        "adj_rel_ci_low": relative[0],
+        "adj_rel_ci_high": relative[1],
+    }
+
+
+def correction_words(value: Any) -> str:
+    """How a correction adjusted a p-value, as a header says it: ``Holm-adjusted``, ``not adjusted``
+    (``none``), ``adjusted`` when the run did not write which.
+
+    >>> correction_words("holm"), correction_words("none"), correction_words(None)
+    ('Holm-adjusted', 'not adjusted', 'adjusted')
+    """
+    names = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "Benjamini-Hochberg", "fdr_bh": "Benjamini-Hochberg"}
+    if not isinstance(value, str):
+        return "adjusted"
+    return "not adjusted" if value.lower() == "none" else f"{names.get(value.lower(), value)}-adjusted"
 
 
 def verdict_fields(found: str, ci_method: Any) -> dict[str, Any]:

@@ -36,9 +36,14 @@ def metric_label(metric: str, k: int | None, aggregation: str) -> str:
     'NDCG@10 (user avg)'
     >>> metric_label(registry.parse_key("pv_ctr_global")[0], None, "global")
     'clicked exposures per request (PV CTR), global'
+    >>> metric_label("corrected_ndcg", 10, "user_avg"), metric_label("rating_mae", None, "user_avg")
+    ('corrected NDCG@10 (user avg)', 'rating MAE (user avg)')
     """
     found = registry.find(metric)
     name = found.reader_name if found is not None else metric.replace("_", " ")
+    same = registry.lookup(metric) if found is None else None
+    if same is not None and metric.endswith(same.name):  # an offline column's name: corrected NDCG, rating MAE
+        name = f"{metric[: -len(same.name)].replace('_', ' ')}{same.reader_name}"
     name += f"@{k}" if k else ""
     pooled = AGG_NAMES.get(aggregation, aggregation.replace("_", " "))
     return f"{name}, {pooled}" if name.endswith(")") else f"{name} ({pooled})"

@@ -12,6 +12,8 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from helpers import report_fixture as fx
 from helpers.report_page import parse
@@ -30,6 +32,14 @@ RECOMMENDED = {
     "delta_ci_high": 0.018,
     "reason": "SLOPE kept ips and dr: dr is the narrowest interval that agrees with every wider one",
 }
+#: offline-compare's rows under their per-user column names: (column, metric, k, delta, p, p_adjusted); a lower
+#: rating error is a gain, a lower corrected NDCG a loss
+OFFLINE_EXTRA = (
+    ("rating_mae", "rating_mae", None, -0.05, 1e-6, 1e-5),
+    ("rating_rmse", "rating_rmse", None, -0.04, 1e-6, 1e-5),
+    ("sampled_ndcg_at_10", "sampled_ndcg", 10, 0.03, 1e-6, 1e-5),
+    ("corrected_ndcg_at_10", "corrected_ndcg", 10, -0.03, 1e-6, 1e-5),
+)
 NONE_REASON = "no logged row has a propensity: nothing weighs the logs, so no off-policy estimate can be made"
 
 
@@ -60,6 +70,16 @@ def root(tmp_path_factory) -> Path:
         ]
     )
     pd.concat([frame, zeros], ignore_index=True).astype({"k": "Int32"}).to_parquet(where, index=False)
+    # the offline comparison as offline-compare names its per-user columns: rating_*, sampled_*, corrected_*
+    rows = fx.comparison_rows()
+    extra = []
+    for column, metric, k, delta, p, p_adj in OFFLINE_EXTRA:
+        extra.append({**rows.iloc[0].to_dict(), "column": column, "metric": metric, "k": k, "delta": delta})
+        extra[-1].update(ci_low=delta - 0.01, ci_high=delta + 0.01, rel_delta=delta / 0.5, p_value=p, p_adjusted=p_adj)
+        extra[-1].update(rel_ci_low=(delta - 0.01) / 0.5, rel_ci_high=(delta + 0.01) / 0.5, candidate_mean=0.5 + delta)
+    where = root / "offline" / "comparison" / "base=base" / "candidate=candidate" / "part-0.parquet"
+    table = pd.concat([rows, pd.DataFrame(extra)], ignore_index=True)
+    pq.write_table(pa.Table.from_pandas(table, schema=fx.COMPARISON_SCHEMA, preserve_index=False), where)
     return root
 
 
@@ -104,3 +124,64 @@ def test_a_simulated_day_is_compared_only_on_what_it_simulated(html):
     table = table[: table.index("</table>")]
     assert "CTR" not in table and "GMV" not in table and "purchase" not in table
     assert "left out exposure_ctr_global, gmv_per_user_user_avg, purchase_user_rate_global: they need feedback" in html
+
+
+def test_offline_names_take_their_direction_from_the_registry(html):
+    """ISSUE 42: an MAE or RMSE improvement was "no better side" (``rating_mae`` is not a registry name)."""
+    rows = {r["metric"]: r for r in parse(html).data["data-comparison-base-candidate"]["rows"]}
+    assert rows["rating_mae"]["verdict"] == rows["rating_rmse"]["verdict"] == "gain"
+    assert rows["sampled_ndcg"]["verdict"] == "gain" and rows["corrected_ndcg"]["verdict"] == "loss"
+    assert rows["rating_mae"]["label"] == "rating MAE (user avg)"
+    assert rows["corrected_ndcg"]["label"] == "corrected NDCG@10 (user avg)"
+
+
+def test_sampled_and_corrected_rows_stand_under_a_heading_that_explains_them(html):
+    table = html[html.index('id="table-comparison-base-candidate"') :]
+    table = table[: table.index("</table>")]
+    for prefix, words in (
+        ("rating_", "Rating errors"),
+        ("sampled_", "Sampled, naive"),
+        ("corrected_", "Sampled, corrected"),
+    ):
+        heading = table.index(f'<tr class="row-group" data-group="{prefix}"><th colspan="13" class="text">{words}')
+        label = {"rating_": "rating MAE", "sampled_": "sampled NDCG@10", "corrected_": "corrected NDCG@10"}[prefix]
+        assert heading < table.index(label), prefix
+    assert table.index("NDCG@10 (user avg)") < table.index("Rating errors")  # the plain metrics first
+
+
+def test_each_interval_beside_an_adjusted_p_is_adjusted_the_same_way(html):
+    """ISSUE 42: an unadjusted interval excluding 0 stood beside "not significant" from a Holm-adjusted p.  Now
+    the interval beside the adjusted p excludes 0 exactly when that p is below alpha, the headers say so, and
+    the unadjusted pair stands together at the end of the row."""
+    page = parse(html)
+    rows = list(page.data["data-comparison-base-candidate"]["rows"])
+    alpha = page.data["data-comparison-base-candidate"]["alpha"]
+    recall = next(r for r in rows if r["metric"] == "recall")
+    assert recall["ci_low"] > 0 and recall["p_adjusted"] > alpha  # the fixture's A/A-like row
+    assert recall["adj_ci_low"] < 0 < recall["adj_ci_high"] and recall["verdict"] == "none"
+    for r in rows:
+        assert r["interval_basis"] == "adjusted", r["metric"]
+        excludes = r["adj_ci_low"] > 0 or r["adj_ci_high"] < 0
+        assert excludes == (r["p_adjusted"] < alpha) == r["significant"], r["metric"]
+    assert "<th>interval, Holm-adjusted as its p</th><th>p, Holm-adjusted</th>" in html
+    assert "<th>p, unadjusted</th><th>interval, unadjusted</th>" in html
+
+
+def test_the_experiments_intervals_are_adjusted_as_their_p(tmp_path):
+    root = fx.build_root(tmp_path / "out", offline=False, ope=False)
+    data, context = load_range(str(root), START, END)
+    page = parse(render_html(data, context, load_config(None).report))
+    checked = 0
+    for name, block in page.data.items():
+        if not name.startswith(("data-forest-", "data-window-")):
+            continue
+        for r in block["rows"]:
+            if r["sequential"]:
+                assert r["interval_basis"] == "always valid" and r["adj_rel_ci_low"] == r["rel_ci_low"]
+                continue
+            excludes = r["adj_rel_ci_low"] > 0 or r["adj_rel_ci_high"] < 0
+            assert excludes == (r["p_adjusted"] < block["alpha"]), (name, r["metric"])
+            checked += 1
+    assert checked >= 6
+    aa = next(r for r in page.data["data-forest-exp-aa"]["rows"] if r["metric"] == "ndcg")
+    assert aa["rel_ci_low"] > 0 and aa["adj_rel_ci_low"] < 0  # the A/A row: not significant, its interval says so

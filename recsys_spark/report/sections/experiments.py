@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from recsys_spark.report import svg
-from recsys_spark.report.colour_rule import VERDICT_COLORS, verdict, verdict_fields
+from recsys_spark.report.colour_rule import VERDICT_COLORS, correction_words, shown_intervals, verdict, verdict_fields
 from recsys_spark.report.data import RunData
 from recsys_spark.report.parts import Chart, Section, slug
 from recsys_spark.report.values import all_slice, as_float, as_int, as_text, confidence_of, metric_label
@@ -56,6 +56,7 @@ def _result_row(r: dict[str, Any], alpha: float, label: str) -> dict[str, Any]:
     )
     found = verdict(row["metric"] or "", delta, row["p_adjusted"], alpha, low, high, row["ci_method"])
     row.update(label=label, **verdict_fields(found, row["ci_method"]))
+    row.update(shown_intervals(row, alpha))
     return row
 
 
@@ -64,8 +65,8 @@ def _whisker(row: dict[str, Any], label: str) -> svg.Whisker:
     return svg.Whisker(
         label,
         row["rel_delta"],
-        row["rel_ci_low"],
-        row["rel_ci_high"],
+        row["adj_rel_ci_low"],
+        row["adj_rel_ci_high"],
         color=VERDICT_COLORS[row["verdict"]],
         note=f" (p adj = {svg.fmt(row['p_adjusted'])}{sequential}: {row['verdict_words']})",
         css=f"verdict-{row['verdict']}",
@@ -85,6 +86,15 @@ def _checks(frame: pd.DataFrame, name: str) -> list[dict[str, Any]]:
         }
         for r in frame[frame["experiment"] == name].to_dict("records")
     ]
+
+
+def correction_of(summary: dict[str, Any] | None) -> str:
+    """The p-value adjustment the day's run used (the summary's ``config.experiments.correction``), in words.
+
+    >>> correction_of({"config": {"experiments": {"correction": "holm"}}}), correction_of(None)
+    ('Holm-adjusted', 'adjusted')
+    """
+    return correction_words(((summary or {}).get("config") or {}).get("experiments", {}).get("correction"))
 
 
 def experiment_block(
@@ -148,6 +158,7 @@ def experiments_section(data: RunData) -> Section | None:
         block = experiment_block(
             name, frame[frame["experiment"] == name], checks, alpha, f"forest-{slug(name)}", name, {"dt": day}
         )
+        block["correction"] = correction_of(data.summaries.get(day))
         section.charts.append(block["chart"])
         section.body["experiments"].append(block)
     return section
@@ -178,6 +189,7 @@ def windows_section(data: RunData) -> Section | None:
             f"{name}, {start} to {end}",
             {"window_start": start, "window_end": end},
         )
+        block["correction"] = correction_of(data.summaries.get(data.last_day or ""))
         section.charts.append(block["chart"])
         section.body["windows"].append(block)
     return section

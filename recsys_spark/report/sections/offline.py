@@ -14,7 +14,7 @@ from recsys_spark.config import ReportConfig
 from recsys_spark.kernels.regression import fit_line
 from recsys_spark.registry import HEADLINE
 from recsys_spark.report import svg
-from recsys_spark.report.colour_rule import verdict, verdict_fields
+from recsys_spark.report.colour_rule import correction_words, shown_intervals, verdict, verdict_fields
 from recsys_spark.report.data import RunData
 from recsys_spark.report.load import OFFLINE_VALUE
 from recsys_spark.report.metric_rows import Metrics
@@ -92,6 +92,35 @@ def offline_runs_section(data: RunData) -> Section | None:
 COMPARISON_NUMBERS = ("delta", "ci_low", "ci_high", "rel_delta", "rel_ci_low", "rel_ci_high", "p_value", "p_adjusted")
 
 
+#: the comparison's groups of rows, in the page's order: (the per-user column's prefix, the heading that explains
+#: the rows under it, where they stand); the plain metrics first, with no heading
+ROW_GROUPS: tuple[tuple[str, str], ...] = (
+    ("", ""),
+    ("rating_", "Rating errors (rating_…): the error of predicted against held-out ratings; lower is better"),
+    (
+        "sampled_",
+        "Sampled, naive (sampled …): each target ranked among m sampled negatives only, not the whole catalog; "
+        "biased (NDCG and recall far above the full-catalog value), compare models on these with care "
+        "(docs/offline.md); the sampled AUC is unbiased",
+    ),
+    (
+        "corrected_",
+        "Sampled, corrected (corrected …): Krichene & Rendle's estimate of the full-catalog value from the same "
+        "sampled ranks; close to the truth when the catalog is at most about 20 times the negatives "
+        "(docs/offline.md); corrected AUC is the sampled AUC",
+    ),
+)
+
+
+def row_group(metric: str) -> str:
+    """The group of a comparison row (:data:`ROW_GROUPS`): the prefix its metric's name carries, else ``""``.
+
+    >>> row_group("corrected_ndcg"), row_group("rating_mae"), row_group("ndcg")
+    ('corrected_', 'rating_', '')
+    """
+    return next((p for p, _ in ROW_GROUPS if p and metric.startswith(p)), "")
+
+
 def comparison_section(data: RunData) -> Section | None:
     """Each complete offline comparison (``recsys-spark offline-compare``): a table of the paired differences per
     metric, coloured by the same rule as the experiments."""
@@ -128,6 +157,8 @@ def comparison_section(data: RunData) -> Section | None:
                 metric, row["delta"], row["p_adjusted"], alpha, row["ci_low"], row["ci_high"], row["ci_method"]
             )
             row.update(verdict_fields(found, row["ci_method"]))
+            df = row["n"] - 1.0 if row["method"] == "paired_t" and row["n"] and row["n"] >= 2 else None
+            row.update(shown_intervals(row, alpha, df), group=row_group(metric))
             rows.append(row)
         where = {"base": comp.base, "candidate": comp.candidate}
         chart = Chart(
@@ -138,15 +169,20 @@ def comparison_section(data: RunData) -> Section | None:
         )
         section.charts.append(chart)
         summary = comp.summary
+        groups = [
+            {"prefix": prefix, "heading": heading, "rows": [r for r in rows if r["group"] == prefix]}
+            for prefix, heading in ROW_GROUPS
+        ]
         blocks.append(
             {
                 **where,
                 "title": title,
                 "chart": chart,
                 "rows": rows,
+                "groups": [g for g in groups if g["rows"]],
                 "alpha": alpha,
                 "users_in_both": as_int(summary.get("users_in_both")),
-                "correction": summary.get("correction"),
+                "correction": correction_words(summary.get("correction")),
             }
         )
     section.body = {"comparisons": blocks}
