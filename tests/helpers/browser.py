@@ -65,6 +65,15 @@ def _run(binary: str, args: list[str], url: str) -> subprocess.CompletedProcess:
         )
 
 
+def only_sections(path: Path, ids: tuple[str, ...], out: Path) -> Path:
+    """A copy of the page at ``out`` that shows only the sections ``ids`` (the others hidden by CSS): a
+    screenshot of the window's top then holds them."""
+    page = path.read_text(encoding="utf-8")
+    keep = "".join(f":not(#{i})" for i in ids)
+    out.write_text(page.replace("</style>", f"section{keep} {{ display: none; }}\n</style>", 1), encoding="utf-8")
+    return out
+
+
 def load(path: Path, width: int = 1200, height: int = 1600, scale: float = 0.5) -> Page:
     """Open ``path`` twice (DOM after scripts, then a screenshot) and gather the console errors of both.
 
@@ -107,6 +116,14 @@ MEASURE = """
   document.querySelectorAll("td[data-verdict]").forEach(function (td) {
     out.cells.push({section: td.closest("section").id, verdict: td.getAttribute("data-verdict"),
                     color: getComputedStyle(td).color});
+  });
+  out.states = [];
+  document.querySelectorAll(".banner[data-decision], .banner[data-state], td[data-state]").forEach(function (e) {
+    var style = getComputedStyle(e);
+    var state = e.getAttribute("data-decision") || e.getAttribute("data-state");
+    out.states.push({section: e.closest("section").id, state: state,
+                     kind: e.tagName.toLowerCase(), color: style.color, background: style.backgroundColor,
+                     border: style.borderTopColor});
   });
   var lefts = [], rights = [];
   document.querySelectorAll("svg.chart text").forEach(function (t) {

@@ -581,3 +581,72 @@ def build_root(
     if ope:
         write_ope(root)
     return root
+
+
+#: one decision in each state on the last day (ISSUE 42): the code an earlier release wrote for not enough evidence
+#: (keep_running) included
+STATE_DECISIONS = (
+    ("exp_ship", "ship", "goal ndcg@10_user_avg improved: +6.0% [+2.1%, +9.9%]"),
+    ("exp_no", "do_not_ship", "guardrail pv_failure_rate_global beyond its margin (+0.005): +0.012 [+0.008, +0.016]"),
+    ("exp_wait", "keep_running", "goal ndcg@10_user_avg inconclusive: +1.0% [-2.0%, +4.0%]"),
+    ("exp_broken", "invalid", "sample-ratio mismatch (p=1e-10): the split is not the planned one"),
+)
+#: one gate verdict in each state: (name, state, the check's state, its relative change's shown numbers)
+STATE_VERDICTS = (
+    ("gate_passed", "passed", ("+6 %", "[+2.1 %, +9.9 %]")),
+    ("gate_failed", "failed", ("-3 %", "[-5 %, -1 %]")),
+    ("gate_inconclusive", "inconclusive", ("+1 %", "[-2 %, +4 %]")),
+)
+
+
+def write_states(root: Path) -> None:
+    """Every state a decision or a gate can show: ``experiment_decisions`` of the last day (basis cumulative)
+    and ``gate/NAME/verdict.json``."""
+    rows = [
+        {
+            "experiment": name,
+            "variant": "treatment",
+            "decision": code,
+            "reasons": [reason],
+            "ci_method": "sequential",
+            "control_n": 3000,
+            "variant_n": 3000,
+            "basis": "cumulative",
+        }
+        for name, code, reason in STATE_DECISIONS
+    ]
+    _write(rows, root / "experiment_decisions" / f"dt={DAYS[-1]}")
+    words = {
+        "passed": "PASSED 1 of 1 checks",
+        "failed": "FAILED 1 of 1 checks",
+        "inconclusive": "NOT ENOUGH EVIDENCE YET",
+    }
+    for name, state, (value, interval) in STATE_VERDICTS:
+        check = {
+            "key": "ndcg@10_user_avg",
+            "slice": "all",
+            "threshold": "min_relative_change",
+            "threshold_value": 0.01,
+            "guardrail": False,
+            "on": "bound",
+            "state": state,
+            "passed": state == "passed",
+            "unit": "percent",
+            "shown": {"value": value, "interval": interval, "threshold": "1 %", "unit": "%"},
+            "why": f"relative change must gain at least +1 % ({state})",
+        }
+        verdict = {
+            "name": name,
+            "state": state,
+            "passed": state == "passed",
+            "summary": f"gate {name}: {words[state]}",
+            "source": "experiment",
+            "experiment": "exp_ship",
+            "variant": "treatment",
+            "start": DAYS[0],
+            "end": DAYS[-1],
+            "written_at": "2026-11-05T03:00:00+00:00",
+            "checks": [check],
+        }
+        (root / "gate" / name).mkdir(parents=True)
+        (root / "gate" / name / "verdict.json").write_text(json.dumps(verdict))

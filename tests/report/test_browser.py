@@ -7,7 +7,9 @@ p below the threshold.  Skipped, with the reason, without Chromium (``.ci/run`` 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -143,3 +145,64 @@ def test_green_and_red_only_where_the_adjusted_p_is_below_the_threshold(full_rep
     )
     shown = [c for c in got["cells"] if c["section"] == "offline-comparison" and c["color"] in (GREEN, RED)]
     assert len(shown) == 2 * significant == 6
+
+
+#: the banners' and cells' colours the browser computes per state (CSS --ok, --bad, --warn; the banners'
+#: backgrounds; the invalid banner's grey with a red border)
+OK, BAD, WARN = GREEN, RED, "rgb(154, 103, 0)"
+BACKGROUNDS = {
+    "ship": "rgb(218, 251, 225)",
+    "do_not_ship": "rgb(255, 235, 233)",
+    "not_enough_evidence": "rgb(255, 248, 197)",
+    "invalid": "rgb(234, 238, 242)",
+    "passed": "rgb(218, 251, 225)",
+    "failed": "rgb(255, 235, 233)",
+    "inconclusive": "rgb(255, 248, 197)",
+}
+
+
+def test_every_state_is_shown_once_in_its_words_and_colour(tmp_path):
+    """ISSUE 42: ship, do not ship, not enough evidence yet (an old keep_running) and invalid; a gate passed,
+    failed and inconclusive: each shown once, in a screenshot of the decisions and the gates, in its colour;
+    not enough evidence and inconclusive amber, never red.  The screenshot is kept as decisions-and-gates.png
+    beside the report (``REPORT_SCREENSHOTS=DIR`` copies it there to look at)."""
+    root = fx.build_root(tmp_path / "out", offline=False, ope=False)
+    fx.write_states(root)
+    report = Path(
+        write_report(
+            str(root),
+            dt.date.fromisoformat(fx.START),
+            dt.date.fromisoformat(fx.END),
+            load_config(),
+            out=str(tmp_path / "report.html"),
+        )
+    )
+    page = browser.only_sections(report, ("decisions", "gates"), tmp_path / "states.html")
+    shot = browser.load(page, width=1100, height=2000, scale=1.0)
+    assert shot.console_errors == []
+    (tmp_path / "decisions-and-gates.png").write_bytes(shot.png)
+    if os.environ.get("REPORT_SCREENSHOTS"):
+        shutil.copy(tmp_path / "decisions-and-gates.png", Path(os.environ["REPORT_SCREENSHOTS"]))
+    pixels = browser.decode_png(shot.png)[..., :3].reshape(-1, 3)
+    colours = {f"rgb({r}, {g}, {b})" for r, g, b in np.unique(pixels, axis=0)}
+    for state, background in BACKGROUNDS.items():
+        assert background in colours, state  # every banner's colour is on the screenshot
+    got = browser.measure(page, width=1100).data["states"]
+    banners = [s for s in got if s["kind"] == "div"]
+    assert sorted(s["state"] for s in banners) == sorted(BACKGROUNDS)  # each state once
+    for s in banners:
+        assert s["background"] == BACKGROUNDS[s["state"]], s
+        if s["state"] in ("not_enough_evidence", "inconclusive"):
+            assert s["color"] == WARN and RED not in (s["color"], s["border"]), s
+        if s["state"] == "invalid":
+            assert s["border"] == RED and s["color"] != RED, s
+    cells = {s["state"]: s["color"] for s in got if s["kind"] == "td"}
+    assert cells == {"passed": OK, "failed": BAD, "inconclusive": WARN}
+    words = visible_words(page)
+    for text in ("SHIP:", "DO NOT SHIP:", "NOT ENOUGH EVIDENCE YET:", "INVALID EXPERIMENT:", "PASSED", "FAILED"):
+        assert text in words, text
+    assert "KEEP RUNNING" not in words
+
+
+def visible_words(page: Path) -> str:
+    return re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8"))

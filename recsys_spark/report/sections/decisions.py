@@ -123,7 +123,7 @@ def banner_decision(
     basis = _text(row.get("basis"))
     if basis == "cumulative":
         first, days = _cumulative_span(cumulative, day, name)
-        since = f" since {first}" if first else ""
+        since = f" since {first}" if first else " since the experiment's first day"
         count = f" ({days} days)" if days else ""
         return row, f"every user{since}{count}, to {day}", "cumulative"
     return row, f"the users of {day} alone", "day"
