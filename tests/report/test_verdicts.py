@@ -143,7 +143,9 @@ def test_sampled_and_corrected_rows_stand_under_a_heading_that_explains_them(htm
         ("sampled_", "Sampled, naive"),
         ("corrected_", "Sampled, corrected"),
     ):
-        heading = table.index(f'<tr class="row-group" data-group="{prefix}"><th colspan="13" class="text">{words}')
+        heading = table.index(
+            f'<tr class="row-group" data-group="{prefix}"><th colspan="13" class="text"><div class="group-note">{words}'
+        )
         label = {"rating_": "rating MAE", "sampled_": "sampled NDCG@10", "corrected_": "corrected NDCG@10"}[prefix]
         assert heading < table.index(label), prefix
     assert table.index("NDCG@10 (user avg)") < table.index("Rating errors")  # the plain metrics first
