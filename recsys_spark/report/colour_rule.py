@@ -10,6 +10,7 @@ from typing import Any
 from scipy import stats
 
 from recsys_spark import registry
+from recsys_spark.kernels.decisions import decision_words, normalise_code
 from recsys_spark.report import svg
 
 GAIN, LOSS, CHANGE, NOT_SIGNIFICANT = "gain", "loss", "change", "none"
@@ -80,16 +81,9 @@ def verdict(
     return GAIN if (delta > 0) == better else LOSS
 
 
-#: a decision's code (``experiment_decisions``, ``experiment_window_decisions``): its words and the banner's class
-#: (ISSUE 42's contract: never red for not enough evidence; an invalid experiment red-bordered grey)
-DECISION_STATES = {
-    "ship": ("SHIP", "ok"),
-    "do_not_ship": ("DO NOT SHIP", "bad"),
-    "not_enough_evidence": ("NOT ENOUGH EVIDENCE YET", "warn"),
-    "invalid": ("INVALID EXPERIMENT", "invalid"),
-}
-#: codes earlier releases wrote, read as today's (docs/operations.md "Output tables across upgrades")
-LEGACY_DECISIONS = {"keep_running": "not_enough_evidence"}
+#: a decision's banner class per code (its words: the decisions kernel's DECISION_WORDS; ISSUE 42's contract: never
+#: red for not enough evidence, an invalid experiment red-bordered grey)
+DECISION_CLASSES = {"ship": "ok", "do_not_ship": "bad", "not_enough_evidence": "warn", "invalid": "invalid"}
 #: a gate's (and a check's) state: its words and class (recsys_spark/kernels/gate.py STATE_WORDS)
 GATE_STATES = {
     "passed": ("PASSED", "ok"),
@@ -99,18 +93,17 @@ GATE_STATES = {
 
 
 def decision_state(code: Any) -> dict[str, str]:
-    """A decision's ``code`` as this release names it, its words and its banner's class; an old
-    ``keep_running`` is ``not_enough_evidence``, an unknown code is shown as it is, amber (never red).
+    """A stored decision's ``code`` as this release names it (:func:`recsys_spark.kernels.decisions.normalise_code`:
+    an old ``keep_running`` is ``not_enough_evidence``), its words (``decision_words``) and its banner's class;
+    an unknown code is shown as it is, amber (never red).
 
     >>> decision_state("keep_running")
     {'code': 'not_enough_evidence', 'words': 'NOT ENOUGH EVIDENCE YET', 'class': 'warn'}
     >>> decision_state("do_not_ship")["class"], decision_state("invalid")["words"]
     ('bad', 'INVALID EXPERIMENT')
     """
-    text = str(code) if code is not None else "unknown"
-    text = LEGACY_DECISIONS.get(text, text)
-    words, css = DECISION_STATES.get(text, (text.replace("_", " ").upper(), "warn"))
-    return {"code": text, "words": words, "class": css}
+    text = normalise_code(str(code) if code is not None else None) or "unknown"
+    return {"code": text, "words": decision_words(text), "class": DECISION_CLASSES.get(text, "warn")}
 
 
 def gate_state(verdict: dict[str, Any]) -> str:

@@ -6,7 +6,7 @@ summary's ``decision_metrics``.
 The banner (:func:`banner_decision`): the decision of a window that ends on the report's last day when there is
 one (the longest such window), else the last day's decision (on the cumulative sample since the experiment's
 first day when its ``basis`` says so), in the three states' words and colours
-(:data:`recsys_spark.report.colour_rule.DECISION_STATES`: not enough evidence yet is amber, never red).  The
+(:func:`recsys_spark.report.colour_rule.decision_state`: not enough evidence yet is amber, never red).  The
 bands: the cumulative lift per day with its always-valid interval when ``experiment_cumulative`` is there
 (as GrowthBook draws it), else each day's own lift (outputs of earlier releases)."""
 
