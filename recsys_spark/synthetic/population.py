@@ -40,6 +40,9 @@ class Population:
     cold_items: np.ndarray  # item indices never recommended
     in_catalog: np.ndarray  # bool per item: present in the items table
     category: np.ndarray  # category code per item
+    #: share of each user's requests answered with an empty list (None: EMPTY_RESPONSE_RATE for everyone; an
+    #: experiment's treatment may raise it, :mod:`recsys_spark.synthetic.assignments`)
+    empty_rate: np.ndarray | None = None
 
     @property
     def n_users(self) -> int:

@@ -36,13 +36,14 @@ class Lists:
     duplicated_lists: int
 
 
-def _list_lengths(rng: np.random.Generator, req: Requests, heavy_user_exposures: int) -> np.ndarray:
-    """Items of each request's list: 10, or 5-20 for some, 0 for an empty response; the heavy user's
-    lists add up to its exposures."""
+def _list_lengths(rng: np.random.Generator, pop: Population, req: Requests, heavy_user_exposures: int) -> np.ndarray:
+    """Items of each request's list: 10, or 5-20 for some, 0 for an empty response (at the user's
+    ``empty_rate``, else EMPTY_RESPONSE_RATE); the heavy user's lists add up to its exposures."""
     n = len(req.user)
     lo, hi = LIST_LENGTH_RANGE
     lengths = np.where(rng.random(n) < VARIABLE_LIST_RATE, rng.integers(lo, hi + 1, n), LIST_LENGTH)
-    lengths[rng.random(n) < EMPTY_RESPONSE_RATE] = 0
+    empty_rate = EMPTY_RESPONSE_RATE if pop.empty_rate is None else pop.empty_rate[req.user]
+    lengths[rng.random(n) < empty_rate] = 0
     if heavy_user_exposures:
         heavy = np.flatnonzero(req.user == HEAVY_USER)
         lengths[heavy] = LIST_LENGTH
@@ -94,7 +95,7 @@ def draw_lists(
 ) -> Lists:
     """Displayed lists (items, positions, scores), one row per empty response.  ``explore`` (--ope): each
     list's items in a uniformly random order, and no list repeats an item."""
-    lengths = _list_lengths(rng, req, heavy_user_exposures)
+    lengths = _list_lengths(rng, pop, req, heavy_user_exposures)
     rows = np.maximum(lengths, 1)
     request, rank = group_index(rows)
     starts = np.cumsum(rows) - rows
