@@ -123,7 +123,7 @@ def decision(name: str, sums: dict[str, np.ndarray], member: np.ndarray, treated
 def tour() -> dict[str, list[tuple[str, str]]]:
     """Per tour experiment, each day's (decision on the day's users, decision on the users since the first day)."""
     days = demo.DAYS
-    users, exposures, items = gen.resolve_sizes(demo.USERS, None, None)
+    users, exposures, items = gen.resolve_sizes(demo.USERS, demo.USERS * demo.EXPOSURES_PER_USER, None)
     pop = gen.with_experiment_effects(gen.make_population(users, items, demo.SEED, demo.END), demo.SEED)
     members = experiment_members(pop, demo.SEED)
     out: dict[str, list[tuple[str, str]]] = {name: [] for name in demo.TOUR}
