@@ -34,14 +34,14 @@ class PlannedExperiment(NamedTuple):
 
 
 #: the tour's experiments (``make demo``; docs/experiments.md "The tour's experiments").  Three share the layer
-#: ``ranking`` (each user in at most one of them): ``ranker_v2`` (half the users) raises the click logit by 0.6
-#: (about +50 % exposure CTR) and falls back to a list when retrieval finds nothing (no empty response): it ships;
+#: ``ranking`` (each user in at most one of them): ``ranker_v2`` (half the users) raises the click logit by 0.7
+#: (about +60 % exposure CTR) and falls back to a list when retrieval finds nothing (no empty response): it ships;
 #: ``fast_retrieval`` (a quarter) raises the logit by 0.3 but answers 15 % of its requests with an empty list (the
 #: guardrail pv_failure_rate crossed: it must not ship); ``hd_images`` (the last quarter) raises it by 0.02 (about
 #: +2 %), too little for a week of the demo's users (not enough evidence yet).  ``ui_aa``, in a layer of its own,
 #: is an A/A whose assignment logs a few users in both arms (an invalid experiment).
 EXPERIMENTS = (
-    PlannedExperiment("ranking", "ranker_v2", 0.6, empty_rate=0.0, share=0.5),
+    PlannedExperiment("ranking", "ranker_v2", 0.7, empty_rate=0.0, share=0.5),
     PlannedExperiment("ui", "ui_aa", 0.0, doubled=True),
     PlannedExperiment("ranking", "fast_retrieval", 0.3, empty_rate=0.15, share=0.25),
     PlannedExperiment("ranking", "hd_images", 0.02, share=0.25),
