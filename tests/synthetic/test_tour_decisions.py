@@ -19,7 +19,7 @@ import pytest
 
 from recsys_spark.cli import demo
 from recsys_spark.config.experiments import ExperimentsConfig
-from recsys_spark.kernels.decisions import DECISIONS, Decision, Effect, Margin, Roles, Validity, decide
+from recsys_spark.kernels.decisions import Decision, Effect, Margin, Roles, Validity, decide
 from recsys_spark.kernels.experiments import compare
 from recsys_spark.kernels.metric_specs import parse_metric
 from recsys_spark.kernels.users import score_units
@@ -27,9 +27,7 @@ from recsys_spark.synthetic import generate as gen
 from recsys_spark.synthetic.assignments import experiment_members
 
 SUMS = ("exposures", "clicked", "requests", "empty_requests", "ndcg_at_10_sum", "lists_ranked")
-#: not enough evidence yet: its code, ``keep_running`` in releases before ``not_enough_evidence``
-MORE_TIME = "not_enough_evidence" if "not_enough_evidence" in DECISIONS else "keep_running"
-PLANNED = {"ranker_v2": "ship", "fast_retrieval": "do_not_ship", "hd_images": MORE_TIME}
+PLANNED = {"ranker_v2": "ship", "fast_retrieval": "do_not_ship", "hd_images": "not_enough_evidence"}
 
 
 def _clicked(ex: pd.DataFrame, clicks: pd.DataFrame) -> np.ndarray:
