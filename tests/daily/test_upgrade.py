@@ -52,7 +52,8 @@ BASELINE_RULE = (
     'threshold = "baseline"}]'
 )
 SETTINGS = (METRICS, BASELINE_RULE, "rules.baseline_min_days=2")
-#: an experiment launched on the first new day (ranker_v2's split, no layer): the old days are its pre-period
+#: an experiment launched on the first new day (every user of the layer ranking, no layer): the old days are its
+#: pre-period
 LAUNCHED = "ranker_v3"
 
 pytestmark = pytest.mark.spark
@@ -85,9 +86,10 @@ def root(spark, tmp_path_factory) -> Path:
 
 
 def launch(path: Path) -> None:
-    """Add :data:`LAUNCHED` to a day's assignments: ranker_v2's users and variants, no layer."""
+    """Add :data:`LAUNCHED` to a day's assignments: the users and variants of the layer ``ranking`` (its experiments
+    share it, each user in one), so every user as ranker_v2 had them before the tour's experiments; no layer."""
     table = pq.read_table(path).to_pandas()
-    launched = table[table["experiment"] == EXPERIMENT].assign(experiment=LAUNCHED, layer=None)
+    launched = table[table["layer"] == "ranking"].assign(experiment=LAUNCHED, layer=None)
     for old in path.glob("*.parquet"):
         old.unlink()
     pq.write_table(
