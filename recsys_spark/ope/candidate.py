@@ -17,8 +17,11 @@ exit when it fails (docs/ope.md, "Bad input: one line" and "What the run does wi
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -245,3 +248,39 @@ def unsupported_mass(labelled: DataFrame, candidate: DataFrame) -> tuple[float, 
         .collect()[0]
     )
     return float(row["unseen"] or 0.0), float(row["mass"] or 0.0)
+
+
+#: the file a generator writes beside its candidate with the candidate's true value (``generate --ope``:
+#: :func:`recsys_spark.synthetic.candidate.write_truth`), and the keys the summary's ``truth`` reads from it
+TRUTH_FILE = "truth.json"
+TRUTH_KEYS = ("candidate_per_row", "logged_per_row", "candidate_per_list", "logged_per_list")
+
+
+def read_truth(location: str, notes: list[str] | None = None) -> dict[str, Any] | None:
+    """The true value of the candidate when a generator knows it: ``truth.json`` in the folder that holds the
+    candidate (beside ``candidates/NAME/target``, as ``generate --ope`` writes it), for a local path only
+    (a ``table:NAME`` or another file system has none).  Returns ``{value, logged, delta}`` per logged position
+    (what the item-level estimates and their ``delta`` estimate), ``value_per_list``, ``logged_per_list`` and
+    its ``source``; None when there is no such file, or (with a note) when it is not the generator's."""
+    if location.startswith("table:") or ("://" in location and not location.startswith("file://")):
+        return None
+    path = Path(location.removeprefix("file://").removeprefix("file:").rstrip("/")).parent / TRUTH_FILE
+    if not path.is_file():
+        return None
+    try:
+        raw = json.loads(path.read_text())
+        values = {key: float(raw[key]) for key in TRUTH_KEYS}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        if notes is not None:
+            notes.append(f"{path}: not a generator's truth file ({type(exc).__name__}: {exc}): no truth shown")
+        return None
+    if not all(math.isfinite(v) for v in values.values()):
+        return None
+    return {
+        "value": values["candidate_per_row"],
+        "logged": values["logged_per_row"],
+        "delta": values["candidate_per_row"] - values["logged_per_row"],
+        "value_per_list": values["candidate_per_list"],
+        "logged_per_list": values["logged_per_list"],
+        "source": str(path),
+    }

@@ -45,7 +45,14 @@ from pyspark.sql import DataFrame, SparkSession
 from recsys_spark.config import Config
 from recsys_spark.io.output import commit_summary, open_wing, writing
 from recsys_spark.kernels import ope as K
-from recsys_spark.ope.candidate import Candidate, match_requests, read_candidate, target_location, unsupported_mass
+from recsys_spark.ope.candidate import (
+    Candidate,
+    match_requests,
+    read_candidate,
+    read_truth,
+    target_location,
+    unsupported_mass,
+)
 from recsys_spark.ope.logged import Logged, check_feedback, keyed_by_day, label_days, logged_days
 from recsys_spark.ope.sums import check_no_copies, ope_sums
 from recsys_spark.per_user.table import bucket_count
@@ -136,12 +143,24 @@ class Persisted:
 @dataclass(frozen=True)
 class Result:
     """What a run estimated: the estimators it was asked for (``wanted``, with the baselines), the
-    ``estimates`` it could compute, the ``diagnostics``, and whether a sum overflowed (``overflow``)."""
+    ``estimates`` it could compute, the ``diagnostics``, whether a sum overflowed (``overflow``), whether any
+    logged row or list has a propensity (``propensities``: without, nothing is weighed), and the
+    ``recommended`` estimate (:func:`kernels.ope.recommend`)."""
 
     wanted: list[str]
     estimates: list[K.Estimate]
     diagnostics: dict[str, float | None]
     overflow: bool
+    propensities: bool = True
+    recommended: dict[str, Any] | None = None
+
+    @property
+    def status(self) -> str:
+        """``no_propensities`` when nothing could be weighed, else ``overflow`` when an estimator lost its
+        interval to a sum that overflowed, else ``ok``."""
+        if not self.propensities:
+            return "no_propensities"
+        return "overflow" if self.overflow else "ok"
 
 
 def estimate(
@@ -175,7 +194,14 @@ def estimate(
         notes.append(overflow)
     diagnostics = K.diagnostics(sums, unseen, mass)
     notes += diagnostic_notes(diagnostics)
-    return Result(wanted, estimates, diagnostics, overflow is not None)
+    weighed = available["propensity"] or available["list_propensity"] or available["prefix_propensity"]
+    if not weighed:
+        notes.append(
+            "no logged row or list has a propensity (exposure columns propensity, list_propensity, "
+            "prefix_propensity): no off-policy estimate; status no_propensities (docs/ope.md)"
+        )
+    recommended = K.recommend(estimates, diagnostics)
+    return Result(wanted, estimates, diagnostics, overflow is not None, weighed, recommended)
 
 
 def overflow_note(estimates: Sequence[K.Estimate], heaviest: dict[str, Any]) -> str | None:
@@ -272,14 +298,18 @@ def summary_of(
     notes: list[str],
     timings: dict[str, float],
 ) -> dict[str, Any]:
-    """``summary.json``: the status (``overflow`` when an estimator lost its interval to a sum that overflowed,
-    else ``ok``), the window and the days read, the target and how it is keyed, the parameters, the counts
-    (the logged rows', ``counts``: the requests matched and the copies folded, the target's), every estimate
-    and diagnostic, the notes and the seconds per stage."""
+    """``summary.json``: the status (:attr:`Result.status`), the recommended estimate (``recommended``:
+    :func:`kernels.ope.recommend`), the window and the days read, the target and how it is keyed, the
+    parameters, the counts (the logged rows', ``counts``: the requests matched and the copies folded, the
+    target's), every estimate and diagnostic, the notes, the seconds per stage, and the true values of the
+    candidate when a generator wrote them beside it (``truth``: :func:`recsys_spark.ope.candidate.read_truth`;
+    absent otherwise)."""
     settings = cfg.ope
+    truth = read_truth(candidate.location, notes)
     return {
         "run": run,
-        "status": "overflow" if result.overflow else "ok",
+        "status": result.status,
+        "recommended": {k: _number(v) if isinstance(v, float) else v for k, v in (result.recommended or {}).items()},
         "start": start.isoformat(),
         "end": end.isoformat(),
         "days_found": [d.isoformat() for d in logged.days],
@@ -303,4 +333,4 @@ def summary_of(
         "notes": notes,
         "seconds": dict(timings),
         "config_hash": cfg.fingerprint(),
-    }
+    } | ({"truth": truth} if truth is not None else {})

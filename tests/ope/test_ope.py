@@ -306,7 +306,7 @@ def test_spark_equals_the_numpy_reference_on_a_messy_log(spark, tmp_path, clip):
 # --------------------------------------------------------------------------- bad input
 
 
-def _tiny(root, propensity=0.5, probabilities=(0.5, 0.5), with_q=True):
+def _tiny(root, propensity=0.5, probabilities=(0.5, 0.5), with_q=True, with_propensity=True):
     exposures = pd.DataFrame(
         {
             "user_id": ["u1", "u1"],
@@ -319,6 +319,8 @@ def _tiny(root, propensity=0.5, probabilities=(0.5, 0.5), with_q=True):
         }
     )
     clicks = exposures[["user_id", "session_id", "request_id", "item_id", "ts"]].iloc[:1]
+    if not with_propensity:
+        exposures = exposures.drop(columns="propensity")
     write_days(root / "in", exposures, clicks, nan_is_null=False)
     target = pd.DataFrame(
         {
@@ -407,3 +409,55 @@ def test_the_hand_computed_slate_log_through_spark(spark, tmp_path):
     assert got["rips"] == pytest.approx(7 / 3)
     assert got["ips"] == pytest.approx(5.25 / 6) and got["snips"] == pytest.approx(5.25 / 9.25)
     assert got["logged_list"] == pytest.approx(4 / 3) and got["logged"] == pytest.approx(4 / 6)
+
+
+# --------------------------------------------------------------------------- the answer
+
+
+def _summary_file(root, run: str) -> dict:
+    return json.loads((root / "out" / "ope" / "summary" / f"run={run}" / "summary.json").read_text())
+
+
+def test_the_summary_leads_with_the_recommended_estimate_and_its_reason(obd, obd_runs):
+    """The Bernoulli TS candidate on obp's sample: dr, its interval and its difference to the logged policy,
+    as the estimates table has them, in summary.json (docs/ope.md, "The recommended estimate")."""
+    written = _summary_file(obd, "bts10")
+    got = written["recommended"]
+    assert got == obd_runs["bts10"]["recommended"]
+    assert got["estimator"] == "dr" and got["reason"].startswith("dr: the narrowest interval that agrees")
+    row = _estimates(obd, "bts10")["dr"]
+    for name in ("value", "ci_low", "ci_high", "delta", "delta_ci_low", "delta_ci_high"):
+        assert got[name] == pytest.approx(row[name], rel=1e-12), name
+    assert got["ci_low"] <= 0.0042 <= got["ci_high"]  # the policy's own logged CTR
+    assert written["status"] == "ok" and "truth" not in written  # no truth.json beside the targets
+
+
+def test_a_run_over_logs_without_propensities_is_not_ok_and_recommends_nothing(spark, tmp_path):
+    """No propensity column: every weighted estimator skipped; the status says no_propensities (the command
+    exits 14), nothing is recommended and the reason says why; dm and logged are still written."""
+    cfg = _tiny(tmp_path, with_propensity=False)
+    day = dt.date(2026, 11, 20)
+    summary = run_ope(spark, cfg, "noprop", day, day, str(tmp_path / "in"), str(tmp_path / "out"))
+    assert summary["status"] == "no_propensities"
+    assert summary["recommended"]["estimator"] is None and summary["recommended"]["value"] is None
+    assert "no logged row has a propensity" in summary["recommended"]["reason"]
+    assert set(summary["estimates"]) == {"logged", "dm", "logged_list"}
+    assert any("status no_propensities" in n for n in summary["notes"])
+    assert _summary_file(tmp_path, "noprop")["status"] == "no_propensities"
+
+
+def test_the_generators_truth_beside_the_candidate_is_in_the_summary(spark, tmp_path):
+    """generate --ope writes candidates/NAME/truth.json beside candidates/NAME/target: the summary gains the
+    candidate's true value per logged position (and its difference to the logged policy's), per list too."""
+    cfg = _tiny(tmp_path)
+    truth = {"logged_per_row": 0.05, "candidate_per_row": 0.08, "logged_per_list": 0.5, "candidate_per_list": 0.8}
+    (tmp_path / "truth.json").write_text(json.dumps(truth))
+    day = dt.date(2026, 11, 20)
+    summary = run_ope(spark, cfg, "truth", day, day, str(tmp_path / "in"), str(tmp_path / "out"))
+    got = _summary_file(tmp_path, "truth")["truth"]
+    assert got == summary["truth"]
+    assert got["value"] == 0.08 and got["logged"] == 0.05 and got["delta"] == pytest.approx(0.03)
+    assert (got["value_per_list"], got["logged_per_list"]) == (0.8, 0.5)
+    assert got["source"] == str(tmp_path / "truth.json")
+    assert summary["recommended"]["estimator"] is None  # b at position 1: a choice no logged row shows
+    assert "the logs show only 75.0% of the candidate's choices" in summary["recommended"]["reason"]
