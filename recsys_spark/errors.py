@@ -71,6 +71,9 @@ class GateInconclusive(JobError):
 
 
 BACKFILL_FAILED = 9
+#: ``recsys-spark ope`` over logs without any propensity: the tables and the summary (status
+#: ``no_propensities``) are written, but there is no off-policy estimate (not a success; a rerun gives the same)
+OPE_NO_PROPENSITIES = 14
 
 _PATH = re.compile(r"((?:file|hdfs|s3a?|gs|abfss?|wasbs?):/[^\s,;'\"\]\)]+|/[^\s,;'\"\]\)]*\.(?:parquet|crc|json))")
 #: words that mark an exception as "the input cannot be read" (corrupt, truncated, not Parquet)

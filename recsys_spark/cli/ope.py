@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from recsys_spark.cli.common import Command, date_arg, load, start_logging
-from recsys_spark.errors import UsageError
+from recsys_spark.errors import OPE_NO_PROPENSITIES, UsageError
 from recsys_spark.tables import check_name
 
 HELP = "estimate a candidate policy's reward from the logged days (off-policy evaluation)"
@@ -38,20 +38,49 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 
 def lines(summary: Mapping[str, Any]) -> list[str]:
-    """What the command prints: a line for the run, one per estimate, one per note."""
+    """What the command prints: the run's line, led by the recommended estimate (:func:`answer`), its reason,
+    the counts, one line per estimate, the true value when the summary has it, one per note."""
+    diagnostics = summary["diagnostics"]
+    recommended = summary.get("recommended") or {}
     out = [
-        f"ope run={summary['run']} {summary['start']}..{summary['end']}: {summary['status']}  "
-        f"users={int(summary['diagnostics']['users'] or 0)} rows={int(summary['diagnostics']['rows'] or 0)} "
-        f"ess={_f(summary['diagnostics']['effective_sample_size'])}"
+        f"ope run={summary['run']} {summary['start']}..{summary['end']}: {summary['status']}  {answer(recommended)}",
+        f"  why: {recommended.get('reason') or 'no recommendation'}",
+        f"  users={int(diagnostics['users'] or 0)} rows={int(diagnostics['rows'] or 0)} "
+        f"ess={_f(diagnostics['effective_sample_size'])}",
     ]
+    truth = summary.get("truth")
+    if truth:
+        out.append(
+            f"  true value (the generator's): {_f(truth['value'])}, {_signed(truth['delta'])} against the logged policy"
+        )
     for name, value in summary["estimates"].items():
         out.append(f"  {name:<12} {_f(value)}")
     out += [f"  note: {note}" for note in summary["notes"]]
     return out
 
 
+def answer(recommended: Mapping[str, Any]) -> str:
+    """``recommended dr 0.0623 [0.0581, 0.0665], +0.0123 [+0.0081, +0.0165] against the logged policy``, or
+    ``no recommended estimate`` (the reason is the next line)."""
+    if not recommended.get("estimator"):
+        return "no recommended estimate"
+    text = f"recommended {recommended['estimator']} {_f(recommended['value'])}"
+    if recommended.get("ci_low") is not None:
+        text += f" [{_f(recommended['ci_low'])}, {_f(recommended['ci_high'])}]"
+    if recommended.get("delta") is not None:
+        text += f", {_signed(recommended['delta'])}"
+        if recommended.get("delta_ci_low") is not None:
+            text += f" [{_signed(recommended['delta_ci_low'])}, {_signed(recommended['delta_ci_high'])}]"
+        text += " against the logged policy"
+    return text
+
+
 def _f(value: float | None) -> str:
     return "null" if value is None else f"{value:.6g}"
+
+
+def _signed(value: float | None) -> str:
+    return "null" if value is None else f"{value:+.6g}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         spark.stop()
     for line in lines(summary):
         print(line)
-    return 0
+    return OPE_NO_PROPENSITIES if summary["status"] == "no_propensities" else 0
 
 
 COMMAND = Command("ope", HELP, DESCRIPTION, EXAMPLE, add_arguments, run)

@@ -312,3 +312,68 @@ def test_import_meanwhile_imports_on_its_thread_and_leaves_errors_to_the_command
     assert "colorsys" in sys.modules and thread.name == "import-meanwhile"
     with pytest.raises(ModuleNotFoundError):
         import no_such_module_for_recsys_spark  # noqa: F401  # the command's own import raises as usual
+
+
+def _ope_summary(status: str, recommended: dict) -> dict:
+    return {
+        "run": "cand",
+        "start": DATE,
+        "end": DATE,
+        "status": status,
+        "recommended": recommended,
+        "diagnostics": {"users": 3.0, "rows": 9.0, "effective_sample_size": None},
+        "estimates": {"logged": 0.1},
+        "notes": [],
+        "truth": {"value": 0.12, "delta": 0.02},
+    }
+
+
+@pytest.mark.parametrize(
+    "status, recommended, code, first, why",
+    [
+        (
+            "ok",
+            {
+                "estimator": "dr",
+                "value": 0.0623,
+                "ci_low": 0.0581,
+                "ci_high": 0.0665,
+                "delta": 0.0123,
+                "delta_ci_low": 0.0081,
+                "delta_ci_high": 0.0165,
+                "reason": "dr: the narrowest interval that agrees with every wider one (ips, dr)",
+            },
+            0,
+            "ok  recommended dr 0.0623 [0.0581, 0.0665], +0.0123 [+0.0081, +0.0165] against the logged policy",
+            "  why: dr: the narrowest",
+        ),
+        (
+            "no_propensities",
+            {"estimator": None, "value": None, "reason": "no logged row has a propensity: nothing weighs the logs"},
+            14,
+            "no_propensities  no recommended estimate",
+            "  why: no logged row has a propensity",
+        ),
+    ],
+)
+def test_ope_leads_with_the_recommended_estimate_and_exits_14_without_propensities(
+    monkeypatch, capsys, tmp_path, status, recommended, code, first, why
+):
+    """docs/ope.md: the command's first line is the recommended estimate (or none), the next its reason; a run
+    over logs without propensities wrote its summary but has no off-policy estimate: exit 14, not 0."""
+    import recsys_spark.ope.run as ope_run
+    import recsys_spark.runtime.session as session
+
+    class Session:
+        def stop(self) -> None:
+            pass
+
+    monkeypatch.setattr(session, "job_session", lambda *a, **k: Session())
+    monkeypatch.setattr(ope_run, "run_ope", lambda *a, **k: _ope_summary(status, recommended))
+    args = ["ope", "--run", "cand", "--start", DATE, "--end", DATE, "--input-root", str(tmp_path)]
+    got = run([*args, "--output-root", str(tmp_path / "o"), "--set", 'ope.target="x"'])
+    out = capsys.readouterr().out.splitlines()
+    assert got == code
+    assert out[0] == f"ope run=cand {DATE}..{DATE}: {first}"
+    assert out[1].startswith(why)
+    assert "  true value (the generator's): 0.12, +0.02 against the logged policy" in out
