@@ -15,7 +15,8 @@ DESCRIPTION = (
     "Label the logged days as the daily job does, weigh each logged row by the candidate's probability of "
     "showing it (ope.target) over the logging policy's propensity, and write the estimates (IPS, SNIPS, DM, DR, "
     "SNDR, Switch-DR, replay; slate IPS, IIPS, RIPS) with intervals and the diagnostics to "
-    "ope/{estimates,diagnostics,summary}/run=NAME/ (docs/ope.md)."
+    "ope/{estimates,diagnostics,summary}/run=NAME/; the first line is the recommended estimate and why (none "
+    "when the logs cannot answer); logs without any propensity exit 14 (docs/ope.md)."
 )
 EXAMPLE = (
     "recsys-spark ope --run ranker_v3 --start 2026-11-14 --end 2026-11-20 --input-root /data/logs "
