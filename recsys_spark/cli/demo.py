@@ -258,20 +258,20 @@ def _offline_and_gates(
 
 def _candidate(spark: SparkSession, cfg: Config, inputs: Path, out: Path, start: dt.date) -> None:
     """The candidate ranker judged off-policy over the week, then its lists of the last day simulated."""
-    import json
-
     from recsys_spark import daily
+    from recsys_spark.cli.ope import answer
     from recsys_spark.ope.run import run_ope
 
     _say(f"ope: the candidate {CANDIDATE} estimated from the logs of {start}..{END}")
-    estimates = run_ope(spark, cfg, CANDIDATE, start, END, str(inputs), str(out))["estimates"]
-    truth = json.loads((inputs / "candidates" / CANDIDATE / "truth.json").read_text())
-    _say(
-        "  per logged position: "
-        + "  ".join(f"{k}={estimates[k]:.4f}" for k in ("logged", "ips", "dm", "dr") if estimates.get(k) is not None)
-        + f"  (true: logged {truth['logged_per_row']:.4f}, candidate {truth['candidate_per_row']:.4f}, known "
-        "because the data are made up)"
-    )
+    estimated = run_ope(spark, cfg, CANDIDATE, start, END, str(inputs), str(out))
+    recommended, truth = estimated["recommended"], estimated.get("truth")
+    _say(f"  {answer(recommended)}")
+    _say(f"  why: {recommended['reason']}")
+    if truth:
+        _say(
+            f"  true (known because the data are made up): candidate {truth['value']:.4f}, logged "
+            f"{truth['logged']:.4f}, difference {truth['delta']:+.4f}"
+        )
     _say(f"simulate: the candidate's lists for the requests of {END}, without feedback")
     simulated = daily.evaluate_day(spark, cfg, END, str(inputs), str(out), simulation_run=CANDIDATE)
     _say(
