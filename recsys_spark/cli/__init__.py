@@ -23,8 +23,8 @@ EXIT_CODES = """exit codes: 0 success, 1 unexpected error, 2 bad arguments, 3 ba
 5 bad schema, 6 unreadable input, 7 empty input, 8 a hard business rule was violated (outputs written),
 9 some dates of a backfill failed, 10 output not writable, 11 another run holds the date's lock,
 12 a gate check failed (the verdict written), 13 a gate without enough evidence yet (inconclusive; the verdict
-written), 14 ope over logs without propensities (no off-policy estimate; the summary written), 143 stopped by
-SIGTERM (docs/operations.md)"""
+written), 14 ope over logs without propensities (no off-policy estimate; the summary written),
+143 stopped by SIGTERM (docs/operations.md)"""
 
 
 #: every command, in the order ``recsys-spark --help`` lists them
