@@ -16,7 +16,9 @@ three steps:
    request) in place -- the list-level terms, in position order -- then per user (the per-list rows move), then
    per run: Σ of every per-user sum and of the products the intervals need;
 
-then the estimates and diagnostics from those sums (:func:`estimate`), their rows and the summary.
+then the estimates and diagnostics from those sums (:func:`estimate`), the recommended estimate
+(:func:`kernels.ope.recommend`: one to read first, or none with the reason), their rows and the summary (with
+the generator's ``truth`` when a ``truth.json`` lies beside the candidate).
 
 One row reaches the driver (plus a few counts from the checks); nothing proportional to rows, users or
 items.  Bad input is one line before anything is computed: a propensity outside (0, 1], a candidate whose
@@ -24,7 +26,8 @@ probabilities for one (request, position) sum above 1 (or that lists a row twice
 outside [0, 1]), a request id logged on two days that the candidate cannot tell apart, copies of a logged
 row that disagree on a propensity.  An estimator whose input is missing (no propensity, no q̂ for every row
 the candidate shows, a candidate that is not deterministic for replay, ...) is skipped with a note; the
-others run.  An estimator whose sums overflow a double has no interval, and the run's status says
+others run; when nothing has a propensity nothing is weighed, and the status is ``no_propensities`` (the
+command exits 14).  An estimator whose sums overflow a double has no interval, and the run's status says
 ``overflow`` (a note names the weight).
 
 Writes ``{output_root}/ope/{estimates,diagnostics}/run=NAME/`` and ``ope/summary/run=NAME/summary.json``
