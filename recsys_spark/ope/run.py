@@ -17,7 +17,7 @@ three steps:
    per run: Σ of every per-user sum and of the products the intervals need;
 
 then the estimates and diagnostics from those sums (:func:`estimate`), the recommended estimate
-(:func:`kernels.ope.recommend`: one to read first, or none with the reason), their rows and the summary (with
+(:func:`kernels.ope_answer.recommend`: one to read first, or none with the reason), their rows and the summary (with
 the generator's ``truth`` when a ``truth.json`` lies beside the candidate).
 
 One row reaches the driver (plus a few counts from the checks); nothing proportional to rows, users or
@@ -48,6 +48,7 @@ from pyspark.sql import DataFrame, SparkSession
 from recsys_spark.config import Config
 from recsys_spark.io.output import commit_summary, open_wing, writing
 from recsys_spark.kernels import ope as K
+from recsys_spark.kernels import ope_answer as A
 from recsys_spark.ope.candidate import (
     Candidate,
     match_requests,
@@ -148,7 +149,7 @@ class Result:
     """What a run estimated: the estimators it was asked for (``wanted``, with the baselines), the
     ``estimates`` it could compute, the ``diagnostics``, whether a sum overflowed (``overflow``), whether any
     logged row or list has a propensity (``propensities``: without, nothing is weighed), and the
-    ``recommended`` estimate (:func:`kernels.ope.recommend`)."""
+    ``recommended`` estimate (:func:`kernels.ope_answer.recommend`)."""
 
     wanted: list[str]
     estimates: list[K.Estimate]
@@ -203,7 +204,7 @@ def estimate(
             "no logged row or list has a propensity (exposure columns propensity, list_propensity, "
             "prefix_propensity): no off-policy estimate; status no_propensities (docs/ope.md)"
         )
-    recommended = K.recommend(estimates, diagnostics)
+    recommended = A.recommend(estimates, diagnostics)
     return Result(wanted, estimates, diagnostics, overflow is not None, weighed, recommended)
 
 
@@ -302,7 +303,7 @@ def summary_of(
     timings: dict[str, float],
 ) -> dict[str, Any]:
     """``summary.json``: the status (:attr:`Result.status`), the recommended estimate (``recommended``:
-    :func:`kernels.ope.recommend`), the window and the days read, the target and how it is keyed, the
+    :func:`kernels.ope_answer.recommend`), the window and the days read, the target and how it is keyed, the
     parameters, the counts (the logged rows', ``counts``: the requests matched and the copies folded, the
     target's), every estimate and diagnostic, the notes, the seconds per stage, and the true values of the
     candidate when a generator wrote them beside it (``truth``: :func:`recsys_spark.ope.candidate.read_truth`;

@@ -13,6 +13,7 @@ from helpers.ope_hand import HAND
 
 from recsys_spark import registry
 from recsys_spark.kernels import ope as K
+from recsys_spark.kernels import ope_answer as A
 from recsys_spark.kernels.sums import RatioStats
 
 
@@ -427,7 +428,7 @@ def test_the_recommendation_is_the_narrowest_interval_that_agrees_with_every_wid
     """SLOPE: ips (widest), snips, dr, sndr agree within their intervals: sndr, the narrowest, is recommended,
     with its interval and its difference to the logged policy."""
     rows = [_e("ips", 0.100, 0.030), _e("snips", 0.104, 0.020), _e("dr", 0.098, 0.012), _e("sndr", 0.099, 0.010)]
-    got = K.recommend(rows, GOOD)
+    got = A.recommend(rows, GOOD)
     assert got["estimator"] == "sndr"
     assert (got["value"], got["ci_low"], got["ci_high"]) == (0.099, 0.099 - 0.010, 0.099 + 0.010)
     assert (got["delta"], got["delta_ci_low"], got["delta_ci_high"]) == (0.01, 0.01 - 0.010, 0.01 + 0.010)
@@ -435,17 +436,17 @@ def test_the_recommendation_is_the_narrowest_interval_that_agrees_with_every_wid
         "sndr: the narrowest interval that agrees with every wider one (ips, snips, dr, sndr)"
     )
     assert "effective sample 2,000 rows" in got["reason"]
-    assert set(got) == set(K.RECOMMENDED_FIELDS)
+    assert set(got) == set(A.RECOMMENDED_FIELDS)
 
 
 def test_a_narrower_estimator_that_disagrees_beyond_the_intervals_stops_the_rule_and_is_named():
     """SNIPS 0.110 against DR 0.062 (the issue's demo): dr disagrees with the wider ips beyond their intervals, so
     the rule keeps the wider one and says which disagreed."""
     rows = [_e("ips", 0.070, 0.010), _e("dr", 0.030, 0.004)]  # |0.07 − 0.03| = 0.04 > 0.004 + 1.449 · 0.010
-    got = K.recommend(rows, GOOD)
+    got = A.recommend(rows, GOOD)
     assert got["estimator"] == "ips"
     assert "dr (0.03) disagrees with ips (0.07) beyond their intervals" in got["reason"]
-    kept, rejected = K.slope(rows)
+    kept, rejected = A.slope(rows)
     assert [e.estimator for e in kept] == ["ips"] and rejected is not None and rejected.estimator == "dr"
 
 
@@ -453,10 +454,10 @@ def test_a_candidate_that_leaves_positions_empty_is_not_answered_by_snips_or_snd
     """With mean_target_mass 0.6 snips and sndr estimate per filled position (0.110 against dr's 0.062 per
     logged position): never recommended, and the reason says why."""
     rows = [_e("ips", 0.060, 0.010), _e("snips", 0.110, 0.002), _e("dr", 0.062, 0.005), _e("sndr", 0.108, 0.001)]
-    got = K.recommend(rows, GOOD | {"mean_target_mass": 0.6})
+    got = A.recommend(rows, GOOD | {"mean_target_mass": 0.6})
     assert got["estimator"] == "dr"
     assert "snips and sndr left out: the candidate leaves positions empty" in got["reason"]
-    filled = K.recommend(rows, GOOD)  # every position filled: snips is compared, and disagrees with ips and dr
+    filled = A.recommend(rows, GOOD)  # every position filled: snips is compared, and disagrees with ips and dr
     assert filled["estimator"] == "dr" and "snips (0.11) disagrees with dr (0.062)" in filled["reason"]
 
 
@@ -471,19 +472,19 @@ def test_a_candidate_that_leaves_positions_empty_is_not_answered_by_snips_or_snd
     ],
 )
 def test_no_recommendation_when_support_the_effective_sample_or_one_weight_say_the_logs_cannot_answer(change, words):
-    got = K.recommend([_e("ips", 0.1, 0.01), _e("dr", 0.1, 0.005)], GOOD | change)
+    got = A.recommend([_e("ips", 0.1, 0.01), _e("dr", 0.1, 0.005)], GOOD | change)
     assert got["estimator"] is None and got["value"] is None and got["delta_ci_high"] is None
     assert words in got["reason"]
 
 
 def test_no_recommendation_without_an_interval_or_with_list_level_estimates_only():
     overflowed = K.Estimate("ips", "item", 1e156, None, None, None, "none", 5, 50, note="Σ w_reward·w_reward = inf")
-    got = K.recommend([overflowed], GOOD)
+    got = A.recommend([overflowed], GOOD)
     assert got["estimator"] is None and "has an interval" in got["reason"]
     slate = K.Estimate("slate_ips", "list", 1.2, 0.1, 1.0, 1.4, "delta", 5, 50)
-    got = K.recommend([slate], GOOD | {"rows_without_propensity": 5000.0})
+    got = A.recommend([slate], GOOD | {"rows_without_propensity": 5000.0})
     assert got["estimator"] is None and "only the list-level estimates ran (slate_ips" in got["reason"]
-    assert K.recommend([], GOOD)["estimator"] is None  # ope.estimators chose none of them
+    assert A.recommend([], GOOD)["estimator"] is None  # ope.estimators chose none of them
 
 
 def test_the_recommendation_on_the_open_bandit_dataset_holds_the_on_policy_value():
@@ -491,6 +492,6 @@ def test_the_recommendation_on_the_open_bandit_dataset_holds_the_on_policy_value
     whose interval holds the policy's own logged CTR, 0.0042."""
     s = obd_run("bts")
     rows, _ = K.estimate_all(s, dict.fromkeys(K.NEEDS, True) | {"deterministic": False})
-    got = K.recommend(rows, K.diagnostics(s, 0.0, 1.0))
+    got = A.recommend(rows, K.diagnostics(s, 0.0, 1.0))
     assert got["estimator"] == "dr"  # switch_dr's narrower interval leaves out the model's error: not a candidate
     assert got["ci_low"] <= 0.0042 <= got["ci_high"], got
