@@ -66,11 +66,12 @@ def read_candidate(
     columns: Mapping[str, str],
     partitions: int,
     persist: Callable[[DataFrame], DataFrame],
+    position_base: int = 1,
 ) -> Candidate:
     """Step 2 of the run: the candidate at ``location`` (:func:`read_target`), its rows in ``partitions``
     partitions by request, its positions kept by ``persist`` (before the check, so that the run releases
     them whatever happens), then checked (:func:`check_target`)."""
-    target, by_day = read_target(spark, location, columns)
+    target, by_day = read_target(spark, location, columns, position_base)
     has_q = Q_HAT in target.columns
     rows = target_rows(target, partitions)
     positions = persist(target_positions(rows))
@@ -78,15 +79,17 @@ def read_candidate(
     return Candidate(location, rows, positions, by_day, has_q, counts)
 
 
-def read_target(spark: SparkSession, location: str, columns: Mapping[str, str]) -> tuple[DataFrame, bool]:
+def read_target(
+    spark: SparkSession, location: str, columns: Mapping[str, str], position_base: int = 1
+) -> tuple[DataFrame, bool]:
     """The candidate (``ope.target``, its columns renamed by ``columns``: ``input.columns``) and whether it
     names the day each row answers (a ``dt`` column: a date, a ``YYYY-MM-DD`` string or a timestamp; a
     ``dt=D`` folder gives one); with it, the request ids are :func:`day_request` ids, as the logged rows'
-    will be."""
+    will be.  ``position_base`` (``input.position_base``): its positions are read 1-based, as the logs'."""
     raw = read_parquet(spark, location, "ope.target", columns)
     if DAY not in raw.columns:
-        return conform(raw, TARGET_COLUMNS, location), False
-    target = conform(raw, TARGET_COLUMNS, location, typed=[DAY])
+        return conform(raw, TARGET_COLUMNS, location, position_base=position_base), False
+    target = conform(raw, TARGET_COLUMNS, location, typed=[DAY], position_base=position_base)
     return target.withColumn(REQUEST, day_request(_as_date(target, location), F.col(REQUEST))).drop(DAY), True
 
 

@@ -49,7 +49,16 @@ from recsys_spark.schema import (
     USER,
 )
 from recsys_spark.steps.label import by_user, join_feedback
-from recsys_spark.steps.validate import click_checks, day_bounds, day_start, exposure_checks, split_rows, tag_rows
+from recsys_spark.steps.validate import (
+    ZERO_POSITION,
+    click_checks,
+    day_bounds,
+    day_start,
+    exposure_checks,
+    refuse_zero_positions,
+    split_rows,
+    tag_rows,
+)
 
 #: the logged day of a row, and the candidate's optional column naming the day it answers
 DAY = "dt"
@@ -92,9 +101,14 @@ class Logged:
 
 def logged_days(spark: SparkSession, cfg: Config, input_root: str, days: Sequence[dt.date], notes: list[str]) -> Logged:
     """Step 1 of the run: the logged days of ``days`` (:func:`read_logged`) with their ``counts``
-    (:func:`check_logged`); an :class:`EmptyInputError` (exit 7) when no valid logged exposure has an item."""
+    (:func:`check_logged`); an :class:`EmptyInputError` (exit 7) when no valid logged exposure has an item,
+    a :class:`SchemaError` (exit 5) when items sit at position 0 under ``input.position_base = 1``, as the
+    daily job (:func:`refuse_zero_positions`)."""
     logged = read_logged(spark, cfg, input_root, days, notes)
     counts = check_logged(logged.exposures, logged.paths)
+    position = cfg.input.columns_for("exposures").get(POSITION, POSITION)
+    zero = {ZERO_POSITION: counts.get(f"set_aside_{ZERO_POSITION}", 0), "rows": counts.get("rows", 0)}
+    refuse_zero_positions(zero, "the logged exposures", ", ".join(logged.paths[:3]), position)
     if counts["exposures"] == 0:
         raise EmptyInputError(f"no valid logged exposure with an item between {days[0]} and {days[-1]}")
     return replace(logged, counts=counts)
@@ -115,12 +129,15 @@ def read_logged(spark: SparkSession, cfg: Config, input_root: str, days: Sequenc
         if not exists(spark, path):
             notes.append(f"{day}: no exposures partition ({path}); the day is left out")
             continue
-        raw = conform(read_parquet(spark, path, "exposures partition", columns), OPE_EXPOSURE_COLUMNS, path)
+        base = cfg.input.position_base
+        raw = read_parquet(spark, path, "exposures partition", columns)
+        raw = conform(raw, OPE_EXPOSURE_COLUMNS, path, position_base=base)
         for name in PROPENSITIES:
             if name not in raw.columns:
                 raw = raw.withColumn(name, F.lit(None).cast("double"))
         bounds = day_bounds(day, tolerance, zone)
-        tagged = tag_rows(raw, exposure_checks(SCORE in raw.columns, bounds)).select(*_LOGGED, REASON)
+        checks = exposure_checks(SCORE in raw.columns, bounds, zero_position=base == 1)
+        tagged = tag_rows(raw, checks).select(*_LOGGED, REASON)
         exposures[day] = (tagged.withColumn(DAY, F.lit(day)), path)
         click_path = templates.resolve(cfg.input.clicks, input_root, day, "clicks", options)
         if not exists(spark, click_path):

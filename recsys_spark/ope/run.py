@@ -98,7 +98,9 @@ def run_ope(
                 logged = logged_days(spark, cfg, input_root, days, notes)
                 rows = logged.counts["exposures"]
                 partitions = bucket_count(rows, cfg.execution.rows_per_bucket, default_parallelism(spark))
-                candidate = read_candidate(spark, location, cfg.input.columns, partitions, kept.persist)
+                candidate = read_candidate(
+                    spark, location, cfg.input.columns, partitions, kept.persist, cfg.input.position_base
+                )
                 by_day = candidate.by_day
                 exposures = keyed_by_day(logged.exposures, by_day)  # the logged rows, keyed as the candidate's
                 share = settings.min_matched_share
