@@ -162,7 +162,8 @@ def _tour(args: argparse.Namespace) -> int:
         _say(line)
     _say(f"report: {report}  (open it in a browser)")
     _say(
-        f"tables: {out}/{{metrics,user_metrics,lorenz,rule_checks,experiments,experiment_decisions,summary}}/dt=..., "
+        f"tables: {out}/{{metrics,user_metrics,lorenz,rule_checks,experiments,experiment_cumulative,"
+        f"experiment_decisions,summary}}/dt=..., "
         f"{out}/offline/{{metrics,...}}/run=..., {out}/ope/{{estimates,diagnostics,summary}}/run={CANDIDATE}, "
         f"{out}/simulation/{{metrics,...}}/run={CANDIDATE}/dt={END}, verdicts: {out}/gate/NAME/verdict.json"
     )
