@@ -101,7 +101,10 @@ def test_an_ope_run_leads_with_its_recommended_estimate_and_the_truth(html):
         '<div class="banner ok ope-recommended" data-estimator="dr">Recommended estimate: DR 0.06 [0.054, 0.066]'
         in block
     )
-    assert "the generator&#39;s value: 0.0587" in block or "the generator's value: 0.0587" in block
+    assert (
+        "the generator&#39;s true value of the candidate: 0.0587" in block
+        or "the generator's true value of the candidate: 0.0587" in block
+    )
     assert f"Why: {RECOMMENDED['reason']}." in block
     assert block.index("ope-recommended") < block.index('class="ope-estimates"')  # the answer first, the others below
     assert 'class="ope-truth-row"' in block and "<b>0.0587</b>" in block

@@ -133,10 +133,20 @@ def truth_values(summary: dict[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(truth, dict):
         return []
     return [
-        {"name": str(k).replace("_", " "), "value": as_float(v)}
+        {"name": TRUTH_NAMES.get(str(k), str(k).replace("_", " ")), "value": as_float(v)}
         for k, v in truth.items()
         if isinstance(v, (int, float)) and not isinstance(v, bool)
     ]
+
+
+#: the reader's names of the generator's truth.json keys (recsys_spark/synthetic/candidate.py)
+TRUTH_NAMES = {
+    "value": "true value of the candidate",
+    "logged": "true value of the logging policy",
+    "delta": "true difference (candidate − logging policy)",
+    "value_per_list": "true value of the candidate, per list",
+    "logged_per_list": "true value of the logging policy, per list",
+}
 
 
 def run_block(run: OpeRun) -> dict[str, Any]:
