@@ -288,7 +288,10 @@ def test_tables_in_tables_out(hive_run):
     assert {"slice": "all", "slice_name": "all", "slice_value": "all"} in facts["slices"]
     summary = facts["summary_rows"]
     assert [s["dt"] for s in summary] == ["2026-11-19", "2026-11-20"]
-    assert all(s["status"] in ("ok", "hard_rule_violated") and 0.5 < s["auc"] < 1 for s in summary)
+    # the generated days trip the soft empty-response rule (the tour's fast_retrieval arm: docs/experiments.md)
+    statuses = [s["status"] for s in summary]
+    assert all(s in ("ok", "soft_rule_failed", "hard_rule_violated") for s in statuses), statuses
+    assert all(0.5 < s["auc"] < 1 for s in summary)
     assert {s["recsys_spark_version"] for s in summary} == {"0.1.0"}
 
 
