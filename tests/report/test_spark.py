@@ -18,6 +18,7 @@ from helpers.report_page import SECTIONS, parse
 from recsys_spark.config import load_config
 from recsys_spark.daily import evaluate_day
 from recsys_spark.report import load_range, render_html, write_report
+from recsys_spark.synthetic.assignments import EXPERIMENTS
 
 pytestmark = pytest.mark.spark
 
@@ -148,11 +149,12 @@ def test_evaluate_report_writes_the_days_report(run, spark, tmp_path):
     # the window starts on the first day with output, not 10 days back
     assert path == str(run / "out" / "reports" / f"{DAYS[0].isoformat()}_{DAYS[-1].isoformat()}.html")
     # 12 trends, the curves, the Lorenz curve, 3 slice charts (platform), the failed rules per day (and the rows set
-    # aside when some were), the regression, a forest plot for each of the generator's two experiments, and for
-    # each experiment's treatment the sequential interval of its two goals and one guardrail (the decisions)
+    # aside when some were), the regression, a forest plot for each of the generator's experiments, and for each
+    # experiment's treatment the sequential interval of its two goals and one guardrail (the decisions)
     text = Path(path).read_text(encoding="utf-8")
-    assert len(re.findall(r'<svg class="chart"[^>]*\(sequential interval', text)) == 2 * 3
-    assert text.count('<svg class="chart"') == 21 + 2 * 3 + ('id="chart-set-aside"' in text)
+    experiments = len(EXPERIMENTS)  # the tour's three in the ranking layer and the A/A one
+    assert len(re.findall(r'<svg class="chart"[^>]*\(sequential interval', text)) == experiments * 3
+    assert text.count('<svg class="chart"') == 19 + experiments + experiments * 3 + ('id="chart-set-aside"' in text)
 
 
 @pytest.mark.skipif(browser.chromium() is None, reason="Chromium not installed (apt-get install chromium)")
