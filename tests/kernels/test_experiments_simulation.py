@@ -11,6 +11,7 @@ import itertools
 import numpy as np
 import pyarrow.compute as pc
 import pytest
+from helpers.arm_sums import arm_sums
 
 from recsys_spark.kernels.experiments import compare
 from recsys_spark.kernels.metric_specs import MetricSpec, parse_metric
@@ -47,30 +48,6 @@ def user_sums(pop: gen.Population, logs: gen.DayLogs) -> dict[str, np.ndarray]:
     }
 
 
-def arm(sums: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, float]:
-    """The named sums of one arm (users with an exposure), as :func:`experiments.arm_sums` gives them."""
-    out: dict[str, float] = {}
-    for spec in SPECS:
-        num, den = sums[spec.num][mask], sums[spec.den][mask]
-        has = den > 0
-        num, den = num[has], den[has]
-        if spec.kind == "mean":
-            y = num / den
-            out.update({f"{spec.name}|n": len(y), f"{spec.name}|x": y.sum(), f"{spec.name}|xx": y @ y})
-        else:
-            out.update(
-                {
-                    f"{spec.name}|n": len(num),
-                    f"{spec.name}|x": num.sum(),
-                    f"{spec.name}|y": den.sum(),
-                    f"{spec.name}|xx": num @ num,
-                    f"{spec.name}|yy": den @ den,
-                    f"{spec.name}|xy": num @ den,
-                }
-            )
-    return out
-
-
 def aa_runs(
     users: int = USERS, exposures: int = EXPOSURES, days: int = DAYS, splits: int = SPLITS, seed: int = SEED
 ) -> tuple[dict[str, list[dict]], float]:
@@ -88,7 +65,7 @@ def aa_runs(
         active = sums["exposures"] + sums["requests"] > 0
         for _ in range(splits):
             treated = rng.random(users) < 0.5
-            c, t = arm(sums, active & ~treated), arm(sums, active & treated)
+            c, t = arm_sums(sums, active & ~treated, SPECS), arm_sums(sums, active & treated, SPECS)
             for spec in SPECS:
                 out[spec.name].append(compare(c, t, spec))
             nc, nt = sums["exposures"][~treated].sum(), sums["exposures"][treated].sum()
@@ -131,11 +108,11 @@ def test_planted_effect_is_detected_and_the_aa_layer_is_not():
     arms = gen.experiment_arms(pop, SEED)
     member, treated = experiment_members(pop, SEED)["ranker_v2"]
     spec = SPECS[0]
-    effect = compare(arm(sums, active & member & ~treated), arm(sums, active & treated), spec)
+    effect = compare(arm_sums(sums, active & member & ~treated, SPECS), arm_sums(sums, active & treated, SPECS), spec)
     # with +0.3 on every user of the layer, measured over 5 days at this size: p <= 1e-5, rel_delta 0.18-0.30
     assert effect["p_value"] < 0.001 and effect["rel_delta"] > 0.1
     assert effect["ci_low"] > 0
-    aa = compare(arm(sums, active & ~arms["ui_aa"]), arm(sums, active & arms["ui_aa"]), spec)
+    aa = compare(arm_sums(sums, active & ~arms["ui_aa"], SPECS), arm_sums(sums, active & arms["ui_aa"], SPECS), spec)
     assert aa["p_value"] > 0.05
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.compute as pc
 import pytest
+from helpers.arm_sums import arm_sums
 
 from recsys_spark.cli import demo
 from recsys_spark.config.experiments import ExperimentsConfig
@@ -77,29 +78,6 @@ def user_sums(pop: gen.Population, logs: gen.DayLogs) -> dict[str, np.ndarray]:
     return out
 
 
-def _arm(sums: dict[str, np.ndarray], mask: np.ndarray, specs) -> dict[str, float]:
-    """The named sums of one arm, as :func:`recsys_spark.experiments.arm_sums` gives them."""
-    out: dict[str, float] = {}
-    for spec in specs:
-        num, den = sums[spec.num][mask], sums[spec.den][mask]
-        num, den = num[den > 0], den[den > 0]
-        if spec.kind == "mean":
-            y = num / den
-            out.update({f"{spec.name}|n": len(y), f"{spec.name}|x": y.sum(), f"{spec.name}|xx": y @ y})
-        else:
-            out.update(
-                {
-                    f"{spec.name}|n": len(num),
-                    f"{spec.name}|x": num.sum(),
-                    f"{spec.name}|y": den.sum(),
-                    f"{spec.name}|xx": num @ num,
-                    f"{spec.name}|yy": den @ den,
-                    f"{spec.name}|xy": num @ den,
-                }
-            )
-    return out
-
-
 def decision(name: str, sums: dict[str, np.ndarray], member: np.ndarray, treated: np.ndarray) -> Decision:
     """The decision of ``name``'s treatment on these sums: the defaults' goals and guardrails, the sequential
     interval (experiments.inference and sequential_tuning's defaults)."""
@@ -109,7 +87,7 @@ def decision(name: str, sums: dict[str, np.ndarray], member: np.ndarray, treated
     specs = [parse_metric(m) for m in (*goals, *(g.metric for g in guardrails))]
     active = sums["requests"] > 0
     control, treatment = active & member & ~treated, active & treated
-    c, t = _arm(sums, control, specs), _arm(sums, treatment, specs)
+    c, t = arm_sums(sums, control, specs), arm_sums(sums, treatment, specs)
     effects = {
         s.name: Effect.of(compare(c, t, s, inference=cfg.inference, tuning=cfg.sequential_tuning)) for s in specs
     }
