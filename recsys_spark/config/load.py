@@ -84,6 +84,7 @@ _CHOICES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("offline", "multiple_testing"): ("holm", "bh", "none"),
     ("output", "write_mode"): ("auto", "insert_overwrite", "overwrite_partitions"),
     ("experiments", "inference"): ("sequential", "fixed"),
+    ("slices", "hemisphere"): ("north", "south"),
 }
 #: integer keys that take one of a few values (0 included)
 _INT_CHOICES: dict[tuple[str, ...], tuple[int, ...]] = {

@@ -15,6 +15,7 @@ from recsys_spark.config import Config, templates
 from recsys_spark.per_user.aggregate import MetricRow
 from recsys_spark.per_user.user_pass import UserPass
 from recsys_spark.schema import ALL, SLICE
+from recsys_spark.steps.dimensions import Activity
 from recsys_spark.steps.slices import PopularityCutoffs, SliceInputs
 from recsys_spark.tables import check_name
 
@@ -85,6 +86,7 @@ class History:
     late_clicks: DataFrame | None = None
     provisional: bool = False
     notes: tuple[str, ...] = ()
+    activity: Activity | None = None  # the activity slice's history (only when slices.names holds it)
 
 
 @dataclass(frozen=True)

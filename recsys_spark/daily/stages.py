@@ -152,7 +152,7 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     # exposure whatever the slices (their keys as an array), so the slices do not add partitions
     partitions = bucket_count(valid.valid_exposure_rows, cfg.execution.rows_per_bucket, default_parallelism(spark))
     deduplicated = deduplicate_exposures(by_user(valid.exposures, partitions)).transform(
-        add_slice_columns, inputs.slices, day.date, cfg.slices.new_user_days
+        add_slice_columns, inputs.slices, day.date, cfg.slices.new_user_days, day.history.activity
     )
     joined = join_feedback(
         deduplicated,
