@@ -35,6 +35,7 @@ from recsys_spark.steps.rules import RuleResult, scan_rules
 from recsys_spark.steps.slices import (
     ITEM_EXPOSURES,
     add_slice_columns,
+    catalog_slice_keys,
     explode_slices,
     item_exposure_counts,
     moves_rows,
@@ -291,6 +292,7 @@ def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config,
         cutoffs=labelled.cutoffs,
         keyed=labelled.keyed,
         user_pass=metrics.user_pass,
+        catalog_keys=catalog_slice_keys(day.inputs.slices, day.date),
     )
     health = evaluate_health(labelled.by_user, inputs, health_settings(cfg))
     if history.popularity is None:

@@ -142,10 +142,11 @@ def age_labels(cuts: Sequence[int]) -> list[str]:
     return [f"{lo}-{hi - 1}d" for lo, hi in zip(bounds, bounds[1:], strict=False)] + [f"{cuts[-1]}d+"]
 
 
-def item_age_days(date: dt.date, column: str) -> Column:
-    """Whole days from the items table's ``column`` (``_i_<column>`` on the row, as a date) to ``date``;
-    null when the item is missing, its date null or unreadable, or after ``date``."""
-    age = F.datediff(F.lit(date.isoformat()).cast("date"), F.to_date(F.col(f"{ITEM_PREFIX}{column}")))
+def item_age_days(date: dt.date, column: str, prefix: str = ITEM_PREFIX) -> Column:
+    """Whole days from the items table's ``column`` (``_i_<column>`` on an exposure row, ``prefix`` "" on a
+    catalog row; as a date) to ``date``; null when the item is missing, its date null or unreadable, or after
+    ``date``."""
+    age = F.datediff(F.lit(date.isoformat()).cast("date"), F.to_date(F.col(f"{prefix}{column}")))
     return F.when(age >= 0, age)
 
 

@@ -331,7 +331,11 @@ def _derived(name: str, date: dt.date, settings: SlicesConfig, history: bool) ->
         return dimensions.day_part(settings.day_part_hours)
     if name == ACTIVITY:  # "unknown" for all when the history had no day
         return dimensions.activity_bucket(F.col(ACTIVE_DAYS), settings.activity_cuts, history)
-    age = dimensions.item_age_days(date, settings.item_date_column)
+    return _item_value(name, dimensions.item_age_days(date, settings.item_date_column), settings)
+
+
+def _item_value(name: str, age: Column, settings: SlicesConfig) -> Column:
+    """``item_age`` or ``item_new`` of an age in days."""
     if name == "item_age":
         return dimensions.item_age(age, settings.item_age_cuts)
     return dimensions.item_new(age, settings.new_item_days)
@@ -391,6 +395,17 @@ def add_slice_columns(
     carried = [F.col(c) for c in kept.values() if c not in exposures.columns]  # the rules' input columns
     return df.select(
         *[F.col(c) for c in exposures.columns], F.col(ITEM_CATEGORY), in_catalog.alias(IN_CATALOG), *values, *carried
+    )
+
+
+def catalog_slice_keys(inputs: SliceInputs, date: dt.date) -> tuple[Column, ...]:
+    """The ``item_age`` / ``item_new`` slice keys of a row of the items table (``catalog``), for the catalog
+    items each of their slices sees (item coverage, :func:`recsys_spark.steps.health_sums.catalog_pass`)."""
+    age = dimensions.item_age_days(date, inputs.settings.item_date_column, prefix="")
+    return tuple(
+        F.concat(F.lit(f"{name}="), _item_value(name, age, inputs.settings))
+        for name in inputs.dims.names
+        if name in ITEM_DIMENSIONS
     )
 
 

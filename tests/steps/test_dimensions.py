@@ -147,3 +147,28 @@ def test_the_history_is_the_exposures_partitions_of_the_window(spark, tmp_path):
     none = read_activity(spark, cfg, str(tmp_path / "nothing"), DAY, empty)
     assert none.days is None and none.found == 0
     assert empty == ["activity: no exposures partition in the 6 previous days; every user is unknown"]
+
+
+@pytest.mark.spark
+def test_the_daily_job_writes_the_new_dimensions_with_the_catalog_each_item_bucket_sees(spark, tmp_path):
+    import pyarrow as pa
+    from helpers import days
+
+    root = days.day_input(tmp_path)
+    previous = days.DAY - dt.timedelta(days=1)
+    days.write(root / "exposures" / f"dt={previous}", [days.EXPOSURES[0]], days.EXPOSURE_SCHEMA)  # u1 only
+    items = [("a", "X", dt.date(2026, 11, 18)), ("b", "X", dt.date(2026, 1, 1)), ("c", "Y", None), ("d", "Y", None)]
+    schema = pa.schema([("item_id", pa.string()), ("category", pa.string()), ("first_seen", pa.date32())])
+    days.write(root / "items", items, schema)
+    names = '["activity", "item_age", "item_new", "season", "day_part"]'
+    summary = days.run_day(spark, tmp_path, f"slices.names={names}", "slices.item_age_cuts=[7]")
+    rows = spark.read.parquet(str(tmp_path / "out" / "metrics" / f"dt={days.DAY}")).collect()
+    users = {r.slice: r.n for r in rows if r.metric == "ndcg" and r.aggregation == "user_avg"}
+    # u1 was exposed on the one earlier day (light), u2 and u3 on none (new); noon in November
+    assert users["activity=light"] == 1 and users["activity=new"] == 2
+    assert users["season=autumn"] == 3 and users["day_part=afternoon"] == 3
+    # a: 2 days old, b: 323, c: no date; the catalog's d (no date) counts in the unknown bucket's catalog
+    coverage = {r.slice: (r.value, r.n) for r in rows if r.metric == "item_coverage"}
+    assert coverage["item_age=0-6d"] == (1.0, 1) and coverage["item_age=7d+"] == (1.0, 1)
+    assert coverage["item_age=unknown"] == (0.5, 2) and coverage["item_new=old"] == (1.0, 1)
+    assert any(n.startswith("activity: exposed days from 1 of the 28 previous days") for n in summary["notes"])

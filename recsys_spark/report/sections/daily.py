@@ -48,7 +48,7 @@ GINI_CATALOG, GINI_EXPOSED = registry.parse_key("gini_catalog"), registry.parse_
 ITEM_COVERAGE = registry.parse_key("item_coverage_global")
 
 #: slice dimensions that are attributes of the item whatever the input: its popularity bucket and its category
-ITEM_DIMENSIONS = ("popularity", "category")
+ITEM_DIMENSIONS = ("popularity", "category", "item_age", "item_new")
 
 #: metrics that are 1 by construction on logged lists, where every relevant (clicked) item is in the list: recall@k
 #: whenever the lists are no longer than k, hit rate@k for every list with a click.  Never a headline row.
