@@ -99,3 +99,11 @@ def test_the_auc_diagnosis_reads_the_runs_auc_without_a_table(root):
     assert rows[("2026-11-03", "m2")]["train"] == 0.86 and rows[("2026-11-03", "m2")]["test"] == 0.74
     assert rows[("2026-11-03", "m2")]["diagnosis"] == ["overfitting (train much higher than test)"]
     assert 'id="no-offline-auc"' not in html and "AUC value(s) from the offline runs" in html
+
+
+@pytest.mark.parametrize("key", ["report.regression_model", "report.regression_candidate"])
+def test_a_run_name_that_is_not_a_name_is_refused_naming_the_key(key):
+    from recsys_spark.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"config key {key} '../x': expected a name"):
+        load_config(None, [f"{key}=../x"])
