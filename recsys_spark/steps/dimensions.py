@@ -145,8 +145,10 @@ def age_labels(cuts: Sequence[int]) -> list[str]:
 def item_age_days(date: dt.date, column: str, prefix: str = ITEM_PREFIX) -> Column:
     """Whole days from the items table's ``column`` (``_i_<column>`` on an exposure row, ``prefix`` "" on a
     catalog row; as a date) to ``date``; null when the item is missing, its date null or unreadable, or after
-    ``date``."""
-    age = F.datediff(F.lit(date.isoformat()).cast("date"), F.to_date(F.col(f"{prefix}{column}")))
+    ``date``.  Read as text then parsed (``try_to_timestamp``): a string that is not a date is null, never a
+    failure of the day (``to_date`` raises on it under ANSI mode, Spark 4's default)."""
+    parsed = F.try_to_timestamp(F.col(f"{prefix}{column}").cast("string")).cast("date")
+    age = F.datediff(F.lit(date.isoformat()).cast("date"), parsed)
     return F.when(age >= 0, age)
 
 

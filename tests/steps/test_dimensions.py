@@ -172,3 +172,18 @@ def test_the_daily_job_writes_the_new_dimensions_with_the_catalog_each_item_buck
     assert coverage["item_age=0-6d"] == (1.0, 1) and coverage["item_age=7d+"] == (1.0, 1)
     assert coverage["item_age=unknown"] == (0.5, 2) and coverage["item_new=old"] == (1.0, 1)
     assert any(n.startswith("activity: exposed days from 1 of the 28 previous days") for n in summary["notes"])
+
+
+@pytest.mark.spark
+def test_an_item_date_that_is_text_not_a_date_is_unknown_not_a_failed_day(spark):
+    # under ANSI mode (Spark 4's default) to_date('not a date') raised and failed the whole day
+    exposures = spark.createDataFrame(EXPOSURES[:3], EXPOSURE_DDL)
+    catalog = spark.createDataFrame(
+        [("i1", "A", "2026-01-15"), ("i4", "A", "not a date"), ("i2", "A", "20260108")],
+        "item_id string, category string, first_seen string",
+    )
+    settings = SlicesConfig(names=("item_age",))
+    dims = resolve_slices(settings.names, exposures.columns, catalog.columns, None)
+    rows = add_slice_columns(exposures, SliceInputs(dims, catalog, None, "i", "u", settings=settings), DAY, 7)
+    got = {r.item_id: r[slice_column("item_age")] for r in rows.collect()}
+    assert got == {"i1": "0-6d", "i4": "unknown", "i2": "unknown"}
