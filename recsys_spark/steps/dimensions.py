@@ -142,13 +142,20 @@ def age_labels(cuts: Sequence[int]) -> list[str]:
     return [f"{lo}-{hi - 1}d" for lo, hi in zip(bounds, bounds[1:], strict=False)] + [f"{cuts[-1]}d+"]
 
 
+def days_since(date: dt.date, column: str) -> Column:
+    """Whole days from the column ``column`` (a date, a timestamp or a date string) to ``date``, negative when
+    it is later; null when it is null or not a date.  Read as text then parsed (``try_to_timestamp``): a string
+    that is not a date is null, never a failure of the day (``to_date`` raises on it under ANSI mode, Spark 4's
+    default)."""
+    parsed = F.try_to_timestamp(F.col(column).cast("string")).cast("date")
+    return F.datediff(F.lit(date.isoformat()).cast("date"), parsed)
+
+
 def item_age_days(date: dt.date, column: str, prefix: str = ITEM_PREFIX) -> Column:
     """Whole days from the items table's ``column`` (``_i_<column>`` on an exposure row, ``prefix`` "" on a
     catalog row; as a date) to ``date``; null when the item is missing, its date null or unreadable, or after
-    ``date``.  Read as text then parsed (``try_to_timestamp``): a string that is not a date is null, never a
-    failure of the day (``to_date`` raises on it under ANSI mode, Spark 4's default)."""
-    parsed = F.try_to_timestamp(F.col(f"{prefix}{column}").cast("string")).cast("date")
-    age = F.datediff(F.lit(date.isoformat()).cast("date"), parsed)
+    ``date`` (:func:`days_since`)."""
+    age = days_since(date, f"{prefix}{column}")
     return F.when(age >= 0, age)
 
 

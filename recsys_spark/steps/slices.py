@@ -308,7 +308,7 @@ def _value(
     if name == "day_type":
         return F.when(F.dayofweek(TS).isin(1, 7), F.lit("weekend")).otherwise(F.lit("weekday"))
     if name == "user_type":
-        age = F.datediff(F.lit(date.isoformat()).cast("date"), F.to_date(F.col(f"{USER_PREFIX}{FIRST_SEEN}")))
+        age = dimensions.days_since(date, f"{USER_PREFIX}{FIRST_SEEN}")  # a first_seen that is no date: unknown
         return (
             F.when(age.isNull(), F.lit(UNKNOWN)).when(age < new_user_days, F.lit("new")).otherwise(F.lit("returning"))
         )

@@ -187,3 +187,15 @@ def test_an_item_date_that_is_text_not_a_date_is_unknown_not_a_failed_day(spark)
     rows = add_slice_columns(exposures, SliceInputs(dims, catalog, None, "i", "u", settings=settings), DAY, 7)
     got = {r.item_id: r[slice_column("item_age")] for r in rows.collect()}
     assert got == {"i1": "0-6d", "i4": "unknown", "i2": "unknown"}
+
+
+@pytest.mark.spark
+def test_a_users_first_seen_that_is_not_a_date_is_an_unknown_user_type_not_a_failed_day(spark):
+    # the users table's first_seen is kept as text: under ANSI mode to_date('2026/01/10') raised
+    exposures = spark.createDataFrame(EXPOSURES[:3], EXPOSURE_DDL)
+    users = spark.createDataFrame(
+        [("u1", "2026-01-10"), ("u2", "2026/01/10")], "user_id string, _u_first_seen string"
+    ).withColumnRenamed("_u_first_seen", "first_seen")
+    dims = resolve_slices(["user_type"], exposures.columns, None, users.columns)
+    rows = add_slice_columns(exposures, SliceInputs(dims, None, users, "i", "u"), DAY, 7)
+    assert {r.user_id: r[slice_column("user_type")] for r in rows.collect()} == {"u1": "new", "u2": "unknown"}
