@@ -81,6 +81,7 @@ _CHOICES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("ranking", "list_unit"): ("request", "session", "user"),
     ("metrics", "ndcg_gain"): ("exponential", "linear"),
     ("execution", "log_level"): ("ERROR", "WARN", "INFO", "DEBUG"),
+    ("execution", "labelling"): ("spark", "python"),
     ("offline", "multiple_testing"): ("holm", "bh", "none"),
     ("output", "write_mode"): ("auto", "insert_overwrite", "overwrite_partitions"),
     ("experiments", "inference"): ("sequential", "fixed"),

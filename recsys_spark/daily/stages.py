@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -31,6 +31,7 @@ from recsys_spark.schema import ALL, DWELL, EVENT, POSITION, TS, USER, VALUE
 from recsys_spark.steps.custom_rules import check_rules, evaluate_rules, rule_rows
 from recsys_spark.steps.health import HealthInputs, HealthResult, HealthSettings, evaluate_health
 from recsys_spark.steps.label import by_user, deduplicate_exposures, join_feedback, label_counts
+from recsys_spark.steps.label_arrow import label_in_python
 from recsys_spark.steps.rules import RuleResult, scan_rules
 from recsys_spark.steps.slices import (
     ITEM_EXPOSURES,
@@ -127,6 +128,40 @@ def unweighted_name(clicks: DataFrame, weights: Mapping[str, float], click_event
     return F.when(~event.isin(list(weights)), event)
 
 
+def labelled_exposures(
+    exposures: DataFrame,
+    clicks: DataFrame,
+    partitions: int,
+    cfg: Config,
+    with_slices: Callable[[DataFrame], DataFrame],
+) -> DataFrame:
+    """The valid exposures deduplicated, with their slice columns (``with_slices``) and their events attributed:
+    by the Spark chain of :mod:`recsys_spark.steps.label` or, with ``execution.labelling = "python"``, by the
+    numpy kernel in one pass (:mod:`recsys_spark.steps.label_arrow`); the same rows either way (the slice columns
+    are row-wise joins on user and item, so they may come before or after the labels)."""
+    labels = cfg.labels
+    if cfg.execution.labelling == "python":
+        return with_slices(
+            label_in_python(
+                exposures,
+                clicks,
+                partitions,
+                cfg.attribution.window_minutes,
+                labels.event_weights,
+                labels.click_event,
+                labels.conversion_events,
+            )
+        )
+    return join_feedback(
+        deduplicate_exposures(by_user(exposures, partitions)).transform(with_slices),
+        by_user(clicks, partitions),
+        cfg.attribution.window_minutes,
+        labels.event_weights,
+        labels.click_event,
+        labels.conversion_events,
+    )
+
+
 def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     """Partition exposures and clicks by user, deduplicate, attach slice columns, attribute feedback,
     persisted: the one shuffle of exposure rows (:mod:`recsys_spark.steps.label`), whose partitions the counts
@@ -152,17 +187,11 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     # the valid rows (before deduplication) bound the exposures; the Python pass reads one row per
     # exposure whatever the slices (their keys as an array), so the slices do not add partitions
     partitions = bucket_count(valid.valid_exposure_rows, cfg.execution.rows_per_bucket, default_parallelism(spark))
-    deduplicated = deduplicate_exposures(by_user(valid.exposures, partitions)).transform(
-        add_slice_columns, inputs.slices, day.date, cfg.slices.new_user_days, day.history.activity
-    )
-    joined = join_feedback(
-        deduplicated,
-        by_user(clicks, partitions),
-        window,
-        cfg.labels.event_weights,
-        cfg.labels.click_event,
-        cfg.labels.conversion_events,
-    )
+
+    def with_slices(rows: DataFrame) -> DataFrame:
+        return add_slice_columns(rows, inputs.slices, day.date, cfg.slices.new_user_days, day.history.activity)
+
+    joined = labelled_exposures(valid.exposures, clicks, partitions, cfg, with_slices)
     # persisted one row per exposure, with the slice dimensions' values as columns: the slices are
     # exploded as each stage reads the rows (a narrow step, the partitioning kept), not cached S+1 times
     dims = inputs.slices.dims

@@ -132,3 +132,49 @@ def reference(
             "purchase" in names,
         )
     return out, orphans
+
+
+T0 = dt.datetime(2026, 11, 20, 10, 0)
+
+
+def _at(minutes: float) -> dt.datetime:
+    return T0 + dt.timedelta(minutes=minutes)
+
+
+def random_day(rng: np.random.Generator, users: int = 40):
+    """A small hostile day: (exposures, events) as :func:`code` takes them: copies at other positions, request ids
+    repeated across a user's lists, null sessions and items, ties on ts, events by request and by session around
+    the window's ends, and strangers' events."""
+    exposures, events = [], []
+    for u in range(users):
+        user = f"u{u}"
+        for r in range(int(rng.integers(1, 6))):
+            session = None if rng.random() < 0.05 else f"s{u}_{r % 2}"
+            request, minutes = f"r{int(rng.integers(0, 12))}", float(rng.integers(0, 90))  # requests repeat
+            if rng.random() < 0.05:
+                exposures.append((user, session, request, None, 1, None, _at(minutes)))
+                continue
+            for p in range(int(rng.integers(1, 5))):
+                item = f"i{int(rng.integers(0, 8))}"
+                score = None if rng.random() < 0.1 else float(rng.integers(0, 3))
+                ts = _at(minutes + float(rng.integers(0, 2)))
+                for _ in range(1 + int(rng.random() < 0.2)):  # a copy now and then, maybe at another position
+                    exposures.append((user, session, request, item, p + int(rng.integers(0, 2)), score, ts))
+        shown = [row for row in exposures if row[0] == user]
+        for _ in range(int(rng.integers(0, 8))):
+            name = str(rng.choice(["click", "click", "purchase", "view", "None"]))
+            value = None if rng.random() < 0.5 else float(rng.integers(0, 50))
+            dwell = None if rng.random() < 0.5 else float(rng.integers(0, 50))
+            if shown and rng.random() < 0.7:  # after an exposure of the user, by request or by session
+                _, session, request, item, _, _, ts = shown[int(rng.integers(0, len(shown)))]
+                request = None if rng.random() < 0.5 else request
+                when = ts + dt.timedelta(minutes=int(rng.integers(0, 25)))
+                events.append((user, session, request, item, when, None if name == "None" else name, value, dwell))
+                continue
+            request = None if rng.random() < 0.5 else f"r{int(rng.integers(0, 12))}"
+            session = None if rng.random() < 0.05 else f"s{u}_{int(rng.integers(0, 2))}"
+            item = None if rng.random() < 0.03 else f"i{int(rng.integers(0, 8))}"
+            ev_user = user if rng.random() > 0.05 else f"u{int(rng.integers(0, users))}"
+            when = _at(float(rng.integers(0, 130)))
+            events.append((ev_user, session, request, item, when, None if name == "None" else name, value, dwell))
+    return exposures, events

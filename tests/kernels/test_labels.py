@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers.coded_labels import code, reference
+from helpers.coded_labels import code, random_day, reference
 
 from recsys_spark.kernels.labels import label
 
@@ -153,42 +153,6 @@ def test_nothing_in_gives_nothing_out():
     assert rows == {} and orphans == 2
 
 
-def _random_day(rng: np.random.Generator, users: int = 40):
-    exposures, events = [], []
-    for u in range(users):
-        user = f"u{u}"
-        for r in range(int(rng.integers(1, 6))):
-            session = None if rng.random() < 0.05 else f"s{u}_{r % 2}"
-            request, minutes = f"r{int(rng.integers(0, 12))}", float(rng.integers(0, 90))  # requests repeat
-            if rng.random() < 0.05:
-                exposures.append((user, session, request, None, 1, None, at(minutes)))
-                continue
-            for p in range(int(rng.integers(1, 5))):
-                item = f"i{int(rng.integers(0, 8))}"
-                score = None if rng.random() < 0.1 else float(rng.integers(0, 3))
-                ts = at(minutes + float(rng.integers(0, 2)))
-                for _ in range(1 + int(rng.random() < 0.2)):  # a copy now and then, maybe at another position
-                    exposures.append((user, session, request, item, p + int(rng.integers(0, 2)), score, ts))
-        shown = [row for row in exposures if row[0] == user]
-        for _ in range(int(rng.integers(0, 8))):
-            name = str(rng.choice(["click", "click", "purchase", "view", "None"]))
-            value = None if rng.random() < 0.5 else float(rng.integers(0, 50))
-            dwell = None if rng.random() < 0.5 else float(rng.integers(0, 50))
-            if shown and rng.random() < 0.7:  # after an exposure of the user, by request or by session
-                _, session, request, item, _, _, ts = shown[int(rng.integers(0, len(shown)))]
-                request = None if rng.random() < 0.5 else request
-                when = ts + dt.timedelta(minutes=int(rng.integers(0, 25)))
-                events.append((user, session, request, item, when, None if name == "None" else name, value, dwell))
-                continue
-            request = None if rng.random() < 0.5 else f"r{int(rng.integers(0, 12))}"
-            session = None if rng.random() < 0.05 else f"s{u}_{int(rng.integers(0, 2))}"
-            item = None if rng.random() < 0.03 else f"i{int(rng.integers(0, 8))}"
-            ev_user = user if rng.random() > 0.05 else f"u{int(rng.integers(0, users))}"
-            when = at(float(rng.integers(0, 130)))
-            events.append((ev_user, session, request, item, when, None if name == "None" else name, value, dwell))
-    return exposures, events
-
-
 def _kernel_rows(exposures, events, window_minutes):
     exp, ev = code(exposures, events, WEIGHTS, conversions=("purchase",))
     out = label(exp, ev, window_minutes * MINUTE_US)
@@ -215,7 +179,7 @@ def _kernel_rows(exposures, events, window_minutes):
 @pytest.mark.parametrize("seed", range(20))
 def test_the_kernel_agrees_with_the_rules_written_one_event_at_a_time(seed):
     rng = np.random.default_rng(seed)
-    exposures, events = _random_day(rng, users=int(rng.integers(5, 60)))
+    exposures, events = random_day(rng, users=int(rng.integers(5, 60)))
     expected = reference(exposures, events, WEIGHTS, dt.timedelta(minutes=20))
     assert _kernel_rows(exposures, events, 20) == expected
     # the same rows in the order the shuffle gives them (sorted by user, request, item, position, ts):
@@ -225,7 +189,7 @@ def test_the_kernel_agrees_with_the_rules_written_one_event_at_a_time(seed):
 
 
 def test_codes_too_wide_to_pack_take_the_sorting_path_with_the_same_labels():
-    exposures, events = _random_day(np.random.default_rng(7))
+    exposures, events = random_day(np.random.default_rng(7))
     exp, ev = code(exposures, events, WEIGHTS, conversions=("purchase",))
     wide = 2**40  # user x request x item codes no longer fit one int64
     exp_w = dataclasses.replace(exp, user=exp.user * wide, item=exp.item * wide)
@@ -244,7 +208,7 @@ def test_the_kernel_labels_a_random_day_exactly_as_the_spark_stage(spark, seed):
     from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS, input_ddl
     from recsys_spark.steps.label import by_user, deduplicate_exposures, join_feedback, label_counts
 
-    exposures, events = _random_day(np.random.default_rng(seed))
+    exposures, events = random_day(np.random.default_rng(seed))
     exp_df = by_user(spark.createDataFrame(exposures, input_ddl(EXPOSURE_COLUMNS)), 3)
     clk_df = by_user(spark.createDataFrame(events, input_ddl(CLICK_COLUMNS)), 3)
     joined = join_feedback(deduplicate_exposures(exp_df), clk_df, 20.0, WEIGHTS, "click", ("purchase",))
