@@ -179,7 +179,8 @@ def _build(cls: type, tree: Mapping[str, Any], prefix: tuple[str, ...]) -> Any:
             hint = f" (did you mean {'.'.join(prefix + (near[0],))}?)" if near else ""
             raise ConfigError(f"unknown config key: {'.'.join(prefix + (key,))}{hint}")
     values = {}
-    for name in names & set(tree):
+    # in the fields' order: [metrics] registers the composite names that [experiments] then reads
+    for name in [f.name for f in dataclasses.fields(cls) if f.name in tree]:
         values[name] = _coerce(hints[name], tree[name], prefix + (name,))
     return cls(**values)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from recsys_spark.config.checks import MAX_K, MAX_NOVELTY_DAYS, MAX_WINDOW_MINUTES, NAME_PATTERN, at_most, in_open_unit
+from recsys_spark.config.composite import CompositeConfig, register
 from recsys_spark.errors import ConfigError
 
 
@@ -48,9 +49,11 @@ class RankingConfig:
 class MetricsConfig:
     k: tuple[int, ...] = (1, 3, 5, 10, 20)
     ndcg_gain: str = "exponential"
+    composite: tuple[CompositeConfig, ...] = ()  # [[metrics.composite]] (config/composite.py)
 
     def __post_init__(self) -> None:
         at_most("metrics.k", max(self.k, default=0), MAX_K, "a cut-off deeper than any ranked list")
+        register(self.composite, self.k)
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,13 @@ from recsys_spark.daily.stages import (
     validate_inputs,
 )
 from recsys_spark.daily.summary import build_summary, day_notes
+from recsys_spark.daily.surveys import survey_stage, with_surveys
 from recsys_spark.errors import HardRuleViolation
 from recsys_spark.experiments.stage import ExperimentResult, experiment_stage
 from recsys_spark.io import catalog
 from recsys_spark.io.output import Output, commit_summary, open_wing
 from recsys_spark.per_user.aggregate import metric_tuples
+from recsys_spark.per_user.composite import resolve as resolve_composites
 from recsys_spark.registry import needs_feedback
 from recsys_spark.runtime import log
 from recsys_spark.runtime.engine import default_parallelism
@@ -162,9 +164,14 @@ def compute_stages(
     with outside_label(spark, cfg, labelled.partitions):  # the user partitions are read in place
         if simulation is None:
             with log.stage("metrics", timings) as info:
-                metrics = metric_stage(labelled, cfg, out)
+                composites, composite_notes = resolve_composites(spark, out.root, cfg.metrics.composite, day.date)
+                metrics = metric_stage(labelled, cfg, out, composites=composites)
                 if metrics.user_pass is not None:
                     held.append(metrics.user_pass)
+                metrics = with_surveys(
+                    metrics, survey_stage(spark, cfg, day.date, input_root, metrics.day_sums, cfg.stats.confidence)
+                )
+                metrics.notes[:0] = composite_notes
                 info.update(buckets=metrics.buckets, metric_rows=len(metrics.rows))
             with log.stage("experiments", timings) as info:  # from the metric stage's pass
                 experiments = experiment_stage(spark, cfg, day.date, input_root, metrics.day_sums, out)

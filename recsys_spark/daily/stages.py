@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -19,6 +19,7 @@ from recsys_spark.daily.inputs import SEVERAL_CATEGORIES, catalog_conflicts, cat
 from recsys_spark.errors import EmptyInputError
 from recsys_spark.experiments.user_sums import user_day_sums, user_values
 from recsys_spark.io.output import Output
+from recsys_spark.kernels.composite import Composite
 from recsys_spark.kernels.rules import THRESHOLD_KEYS
 from recsys_spark.per_user.aggregate import aggregate_users
 from recsys_spark.per_user.bootstrap import auc_bootstrap
@@ -225,10 +226,13 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     )
 
 
-def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = True) -> Metrics:
+def metric_stage(
+    labelled: Labelled, cfg: Config, out: Output, health: bool = True, composites: Sequence[Composite] = ()
+) -> Metrics:
     """The day's one Python pass over the user partitions (:class:`user_pass.UserPass`: the per-user values,
     and with ``health`` the health stage's sums), the per-user table staged as ``user_metrics``, then every
-    aggregate from the pass's sums."""
+    aggregate from the pass's sums; ``composites`` (scales resolved: :func:`per_user.composite.resolve`) are
+    computed in the same pass."""
     ks = cfg.metrics.k
     the_pass = UserPass(
         labelled.pass_input,
@@ -239,6 +243,7 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = Tr
         min_list_length=cfg.health.min_list_length if health else None,
         max_user_rows=cfg.execution.max_user_rows,
         day_sums=health,
+        composites=composites,
     )
     users = UserMetrics(
         labelled.ranked,
@@ -249,6 +254,7 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = Tr
         cfg.execution.rows_per_bucket,
         cfg.ranking.list_unit,
         user_pass=the_pass,
+        composites=composites,
     )
     staged_users = out.stage("user_metrics", users.frame)  # runs the one pass over the labelled exposures
     heavy = users.heavy_frame()  # users past execution.max_user_rows, if any: bounded path
@@ -257,7 +263,7 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = Tr
         heavy.write.mode("append").parquet(staged_users)
         if day_sums is not None:  # the set-aside users' day sums on the JVM side (their rows stay in Spark)
             aside = labelled.by_user.where(F.col(USER).isin(sorted(users.set_aside)))
-            day_sums = day_sums.unionByName(user_day_sums(aside, user_values(heavy, ks)))
+            day_sums = day_sums.unionByName(user_day_sums(aside, user_values(heavy, ks, composites)))
     # one row per exposure with its slice keys (sorted once, whatever the slices), as the pass reads them
     pooled = pooled_auc(ranking_input(labelled.pass_input, cfg.ranking.list_unit, labelled.has_score))
     replicates = (
@@ -271,6 +277,7 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = Tr
         pooled,
         cfg.stats.confidence,  # sums from the pass
         replicates,
+        [c.name for c in composites],
     )
     unit_counts.setdefault(ALL, {}).update(users.counts())
     return Metrics(rows, unit_counts, users.notes(), labelled.partitions, the_pass, day_sums)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recsys_spark.kernels.user_day import event_columns, user_sum_column
-from recsys_spark.registry import LIST_METRICS, event_rate, parse_key
+from recsys_spark.kernels import composite
+from recsys_spark.kernels.user_day import event_columns, survey_columns, user_sum_column
+from recsys_spark.registry import LIST_METRICS, event_rate, is_composite, parse_key, survey_metric
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,10 @@ def parse_metric(name: str) -> MetricSpec:
     Raises ValueError naming the metric when the key is malformed or the metric has no per-user form.
     """
     metric, k, agg = parse_key(name)
+    if agg == "user_avg" and is_composite(metric):  # the user's composite, averaged over its days with one
+        return MetricSpec(name, metric, k, agg, "mean", composite.sum_column(metric), composite.units_column(metric))
+    if agg == "user_avg" and survey_metric(metric) is not None:  # the user's mean score over its responses
+        return MetricSpec(name, metric, k, agg, "mean", *survey_columns(metric))
     if metric in LIST_METRICS or metric == "mrr":
         if agg == "user_avg":
             return MetricSpec(name, metric, k, agg, "mean", user_sum_column(metric, k), "lists_ranked")

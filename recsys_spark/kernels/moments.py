@@ -14,11 +14,12 @@ variance), so the driver never sees a row per user.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from recsys_spark.kernels.composite import Composite, table_values
 from recsys_spark.registry import LIST_METRICS, metric_name
 
 
@@ -106,14 +107,15 @@ class Moments:
         return out
 
 
-def user_table_moments(frame, ks) -> dict[str, Moments]:
+def user_table_moments(frame, ks, composites: Sequence[Composite] = ()) -> dict[str, Moments]:
     """{slice: Moments} of rows of the per-user table (:data:`~recsys_spark.schema.USER_METRICS_COLUMNS`).
 
     Means of ``auc`` (weighted by ``n_exposures``) and of every list metric at each k, named
     :func:`~recsys_spark.registry.metric_name` (``ndcg@10``, weighted by ``n_lists_ranked``); sums of the
     counts and of ``hits@k``, of users and of users without a ranked list. NaN or null values are missing.
     A user's values without a cut-off are read from its row of the first k, so the rows of one user may
-    arrive in different batches.
+    arrive in different batches.  Each composite of ``composites`` is one more mean, under its name, of the
+    users' composite values (:mod:`recsys_spark.kernels.composite`; those need a user's rows together).
     """
     means = ["auc", "mrr"]
     sums = ["n_lists", "n_lists_ranked", "n_relevant", "n_exposures"]
@@ -148,6 +150,9 @@ def user_table_moments(frame, ks) -> dict[str, Moments]:
             totals[f"{name}*{name}"] = hits * hits
             totals[f"{name}*n_lists_ranked"] = hits * ranked
             totals[f"{name}*n_relevant"] = hits * relevant
+        for composite in composites:
+            values[composite.name] = table_values(composite, g, ks)
+            weights[composite.name] = np.ones(len(values[composite.name]))
         out[str(slice_value)] = Moments.of(values, weights, totals)
     return out
 

@@ -190,11 +190,14 @@ def aggregate_users(
     pooled: Mapping[str, UPartial],
     confidence: float = 0.95,
     auc_replicates: Mapping[str, np.ndarray] | None = None,
+    composites: Sequence[str] = (),
 ) -> tuple[list[MetricRow], dict]:
     """(metric rows, per-slice counts) from the per-user table (or its {slice: Moments}) and the pooled AUC.
 
     ``auc_replicates``: {slice: pooled AUC per bootstrap replicate} (:func:`bootstrap.auc_bootstrap`),
-    the interval of the ``global`` AUC row; without it that row has none.
+    the interval of the ``global`` AUC row; without it that row has none.  ``composites``: the names of the
+    composite metrics the moments carry (:mod:`recsys_spark.kernels.composite`), each a ``user_avg`` row with
+    its t interval (none in a slice where no user has one: no row rather than a zero).
 
     Rows come slice by slice in sorted order: the moments arrive in whatever order the tasks finished.
     """
@@ -232,6 +235,9 @@ def aggregate_users(
             col = metric_name(metric, k)
             rows.append(interval_row(metric, k, "user_avg", s, _t(m, col, confidence), agg[f"{col}__n"]))
             rows.append(interval_row(metric, k, "list_avg", s, _weighted(m, col, confidence), agg["lists_ranked"] or 0))
+        for name in composites:
+            if m.n.get(name, 0.0):
+                rows.append(interval_row(name, None, "user_avg", s, _t(m, name, confidence), int(m.n[name])))
         for k in ks:
             lists = agg["lists_ranked"] or 0
             rows.append(
