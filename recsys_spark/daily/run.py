@@ -32,7 +32,7 @@ from recsys_spark.daily.stages import (
     validate_inputs,
 )
 from recsys_spark.daily.summary import build_summary, day_notes
-from recsys_spark.daily.surveys import survey_stage, with_surveys
+from recsys_spark.daily.surveys import SurveyInput, read_survey, survey_stage, with_surveys
 from recsys_spark.errors import HardRuleViolation
 from recsys_spark.experiments.stage import ExperimentResult, experiment_stage
 from recsys_spark.io import catalog
@@ -157,6 +157,7 @@ def compute_stages(
 ) -> tuple[dict[str, Any], list[RuleResult]]:
     """Label the day, then the metrics, the experiments, health and the rules over its user partitions, each
     staged; then the summary, and the commit.  What is persisted is added to ``held``."""
+    survey = read_survey(spark, cfg, day.date, input_root) if simulation is None else SurveyInput()  # schema only
     with log.stage("label", timings) as info, label_planning(spark, cfg, day.valid):
         labelled = label_day(spark, day, cfg)
         held.append(labelled)
@@ -168,9 +169,7 @@ def compute_stages(
                 metrics = metric_stage(labelled, cfg, out, composites=composites)
                 if metrics.user_pass is not None:
                     held.append(metrics.user_pass)
-                metrics = with_surveys(
-                    metrics, survey_stage(spark, cfg, day.date, input_root, metrics.day_sums, cfg.stats.confidence)
-                )
+                metrics = with_surveys(metrics, survey_stage(cfg, survey, metrics.day_sums, cfg.stats.confidence))
                 metrics.notes[:0] = composite_notes
                 info.update(buckets=metrics.buckets, metric_rows=len(metrics.rows))
             with log.stage("experiments", timings) as info:  # from the metric stage's pass

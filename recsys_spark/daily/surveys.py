@@ -125,20 +125,35 @@ def _questions(rows: DataFrame) -> tuple[list[str], dict[str, int], list[str]]:
     return kept, {"survey_questions": len(kept)}, notes
 
 
-def survey_stage(
-    spark: SparkSession, cfg: Config, date: dt.date, input_root: str, units: DataFrame | None, confidence: float
-) -> SurveyResult:
-    """The day's survey metrics (module docstring).  ``units``: the day's per-user sums, one row per (slice,
-    user) with a labelled row (the metric stage's :attr:`daily.day.Metrics.day_sums`); returned with the listed
-    survey metrics' sums added."""
-    listed = listed_surveys(cfg)
+@dataclass(frozen=True)
+class SurveyInput:
+    """The day's survey partition as read (its schema checked: nothing computed yet), or None and a note."""
+
+    rows: DataFrame | None = None
+    note: str | None = None
+
+
+def read_survey(spark: SparkSession, cfg: Config, date: dt.date, input_root: str) -> SurveyInput:
+    """The survey partition of ``date`` (``input.surveys``), read before any row of the day is: a column missing or
+    of a type that cannot be read is a :class:`~recsys_spark.errors.SchemaError` (exit 5) naming it and the path;
+    a partition that does not exist is a note."""
     if not cfg.input.surveys:
-        return SurveyResult(day_sums=units)
+        return SurveyInput()
     path = templates.resolve(cfg.input.surveys, input_root, date, "surveys", templates.InputSettings.of(cfg.input))
     if not exists(spark, path):
-        note = f"no survey partition at {path}: no survey metrics"
-        return SurveyResult(day_sums=None if units is None else with_survey_sums(units, None, listed), notes=[note])
-    rows = _read(spark, cfg, path).persist(CACHE_LEVEL)
+        return SurveyInput(note=f"no survey partition at {path}: no survey metrics")
+    return SurveyInput(_read(spark, cfg, path))
+
+
+def survey_stage(cfg: Config, survey: SurveyInput, units: DataFrame | None, confidence: float) -> SurveyResult:
+    """The day's survey metrics (module docstring) from :func:`read_survey`'s partition.  ``units``: the day's
+    per-user sums, one row per (slice, user) with a labelled row (the metric stage's
+    :attr:`daily.day.Metrics.day_sums`); returned with the listed survey metrics' sums added."""
+    listed = listed_surveys(cfg)
+    if survey.rows is None:
+        sums = None if units is None or not cfg.input.surveys else with_survey_sums(units, None, listed)
+        return SurveyResult(day_sums=units if sums is None else sums, notes=[survey.note] if survey.note else [])
+    rows = survey.rows.persist(CACHE_LEVEL)
     try:
         return _measure(rows, units, listed, confidence)
     finally:

@@ -218,3 +218,31 @@ def test_a_survey_question_is_an_experiment_metric(two_days):
     rows = pd.read_parquet(root / "out" / "experiments" / f"dt={DAY}")
     row = rows[(rows["metric"] == "survey_satisfaction") & (rows["slice"] == "all")].iloc[0]
     assert (row["value"], row["control_value"]) == (pytest.approx((2.0 + 3.0) / 2), pytest.approx((4 + 4 + 5) / 3))
+
+
+@pytest.mark.parametrize(
+    ("schema", "row", "message"),
+    [
+        (pa.schema([("user_id", pa.string()), ("question", pa.string()), ("score", pa.string())]), ("u1", "q", "5"),
+         "column 'score'"),
+        (pa.schema([("user_id", pa.string()), ("score", pa.float64())]), ("u1", 5.0), "missing column 'question'"),
+    ],
+)  # fmt: skip
+def test_a_survey_partition_of_the_wrong_shape_is_one_schema_error_before_the_day_is_computed(
+    spark, tmp_path, schema, row, message
+):
+    from recsys_spark.daily.surveys import read_survey
+    from recsys_spark.errors import SchemaError
+
+    write(tmp_path / "surveys" / f"dt={DAY}", [row], schema)
+    cfg = load_config(None, ['input.surveys="{input_root}/surveys/dt={date}"'])
+    with pytest.raises(SchemaError, match=message):
+        read_survey(spark, cfg, DAY, str(tmp_path))
+
+
+def test_no_survey_setting_reads_nothing_and_a_missing_partition_is_a_note(spark, tmp_path):
+    from recsys_spark.daily.surveys import read_survey
+
+    assert read_survey(spark, load_config(), DAY, str(tmp_path)).rows is None
+    missing = read_survey(spark, load_config(None, ['input.surveys="{input_root}/s/dt={date}"']), DAY, str(tmp_path))
+    assert missing.rows is None and "no survey partition" in str(missing.note)
