@@ -84,13 +84,19 @@ def composite_values(
     return np.asarray(total if total is not None else np.empty(0), dtype=np.float64)
 
 
-def table_values(composite: Composite, frame: pd.DataFrame, ks: Sequence[int]) -> np.ndarray:
-    """C_u of each (slice, user) of rows of the per-user table (one row per (slice, user, k), in any order: the
-    set-aside users' rows too), in the order of their rows at ``ks[0]``; vectorised, no call per user."""
-    first = frame[frame["k"] == ks[0]].set_index(["slice", "user_id"])
-    total = pd.Series(0.0, index=first.index)
-    for term in composite.terms:
-        rows = first if term.k is None else frame[frame["k"] == term.k].set_index(["slice", "user_id"])
-        x = pd.to_numeric(rows[term.metric], errors="coerce").astype("float64").reindex(first.index)
-        total = total + term.coefficient * x
-    return total.to_numpy(dtype=np.float64, na_value=np.nan)
+def table_values(composites: Sequence[Composite], frame: pd.DataFrame, ks: Sequence[int]) -> dict[str, np.ndarray]:
+    """{name: C_u of each user} from rows of the per-user table of one slice (one row per (user, k), in any
+    order: the set-aside users' rows too), users in order of first appearance; one hash of the user ids for
+    every composite, no call per user (a user without a row at a term's k has no value for it)."""
+    codes, users = pd.factorize(frame["user_id"])
+    k_of_row = frame["k"].to_numpy()
+    out: dict[str, np.ndarray] = {}
+    for composite in composites:
+        total = np.zeros(len(users))
+        for term in composite.terms:
+            at = k_of_row == (ks[0] if term.k is None else term.k)
+            x = np.full(len(users), np.nan)
+            x[codes[at]] = frame[term.metric].to_numpy(dtype=np.float64, na_value=np.nan)[at]
+            total = total + term.coefficient * x
+        out[composite.name] = total
+    return out

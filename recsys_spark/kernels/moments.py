@@ -115,7 +115,7 @@ def user_table_moments(frame, ks, composites: Sequence[Composite] = ()) -> dict[
     counts and of ``hits@k``, of users and of users without a ranked list. NaN or null values are missing.
     A user's values without a cut-off are read from its row of the first k, so the rows of one user may
     arrive in different batches.  Each composite of ``composites`` is one more mean, under its name, of the
-    users' composite values (:mod:`recsys_spark.kernels.composite`; those need a user's rows together).
+    users' composite values (:mod:`recsys_spark.kernels.composite`; those need a user's rows in one frame).
     """
     means = ["auc", "mrr"]
     sums = ["n_lists", "n_lists_ranked", "n_relevant", "n_exposures"]
@@ -150,9 +150,8 @@ def user_table_moments(frame, ks, composites: Sequence[Composite] = ()) -> dict[
             totals[f"{name}*{name}"] = hits * hits
             totals[f"{name}*n_lists_ranked"] = hits * ranked
             totals[f"{name}*n_relevant"] = hits * relevant
-        for composite in composites:
-            values[composite.name] = table_values(composite, g, ks)
-            weights[composite.name] = np.ones(len(values[composite.name]))
+        for name, value in table_values(composites, g, ks).items():
+            values[name], weights[name] = value, np.ones(len(value))
         out[str(slice_value)] = Moments.of(values, weights, totals)
     return out
 

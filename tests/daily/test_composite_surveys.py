@@ -246,3 +246,19 @@ def test_no_survey_setting_reads_nothing_and_a_missing_partition_is_a_note(spark
     assert read_survey(spark, load_config(), DAY, str(tmp_path)).rows is None
     missing = read_survey(spark, load_config(None, ['input.surveys="{input_root}/s/dt={date}"']), DAY, str(tmp_path))
     assert missing.rows is None and "no survey partition" in str(missing.note)
+
+
+def test_past_fifty_questions_the_first_fifty_by_name_are_kept_and_the_rest_counted(spark, tmp_path):
+    from recsys_spark.daily.surveys import MAX_QUESTIONS, read_survey, survey_stage
+
+    rows = [("u1", f"q{i:02d}", 3.0) for i in range(MAX_QUESTIONS + 2)] + [("u2", "q00", 5.0)]
+    write(tmp_path / "surveys" / f"dt={DAY}", rows, SURVEY)
+    cfg = load_config(None, ['input.surveys="{input_root}/surveys/dt={date}"'])
+    units = spark.createDataFrame([("all", "u1"), ("all", "u2")], "slice string, user_id string")
+    got = survey_stage(cfg, read_survey(spark, cfg, DAY, str(tmp_path)), units, 0.95)
+    names = sorted({r.metric for r in got.rows})
+    assert names == [f"survey_q{i:02d}" for i in range(MAX_QUESTIONS)]
+    assert got.counts["survey_rows_set_aside"] == 2 and got.counts["survey_questions"] == MAX_QUESTIONS
+    assert any(f"more than {MAX_QUESTIONS} questions" in n for n in got.notes)
+    (q00,) = [r for r in got.rows if r.metric == "survey_q00"]
+    assert (q00.value, q00.n) == (pytest.approx(4.0), 2)
