@@ -23,9 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas only where the table is read: loading a config (metric_specs) imports this module
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,8 @@ def table_values(composites: Sequence[Composite], frame: pd.DataFrame, ks: Seque
     """{name: C_u of each user} from rows of the per-user table of one slice (one row per (user, k), in any
     order: the set-aside users' rows too), users in order of first appearance; one hash of the user ids for
     every composite, no call per user (a user without a row at a term's k has no value for it)."""
+    import pandas as pd
+
     codes, users = pd.factorize(frame["user_id"])
     k_of_row = frame["k"].to_numpy()
     out: dict[str, np.ndarray] = {}

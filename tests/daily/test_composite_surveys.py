@@ -262,3 +262,25 @@ def test_past_fifty_questions_the_first_fifty_by_name_are_kept_and_the_rest_coun
     assert any(f"more than {MAX_QUESTIONS} questions" in n for n in got.notes)
     (q00,) = [r for r in got.rows if r.metric == "survey_q00"]
     assert (q00.value, q00.n) == (pytest.approx(4.0), 2)
+
+
+def test_the_users_set_aside_by_max_user_rows_get_the_same_composite_in_the_metrics_and_the_experiment(spark, tmp_path):
+    # u5 has 5 exposures: past execution.max_user_rows = 4 it takes the bounded path (its composite from its
+    # per-user rows in pandas, its day sums in Spark SQL); every number stays the hand-computed one
+    exposures, clicks = day_rows(DAY)
+    write(tmp_path / "in" / "exposures" / f"dt={DAY}", exposures, EXPOSURES)
+    write(tmp_path / "in" / "clicks" / f"dt={DAY}", clicks, CLICK_SCHEMA)
+    write(tmp_path / "in" / "assignments" / f"dt={DAY}", [(u, "exp", a) for u, a in ARMS.items()], ASSIGNMENTS)
+    config = tmp_path / "composite.toml"
+    config.write_text(COMPOSITES)
+    cfg = load_config(config, [*SETTINGS, "execution.max_user_rows=4"])
+    summary = evaluate_day(spark, cfg, DAY, str(tmp_path / "in"), str(tmp_path / "out"))
+    assert summary["data_quality"]["users_over_row_bound"] == 1
+    metrics = pd.read_parquet(tmp_path / "out" / "metrics" / f"dt={DAY}")
+    mean, se, _, _ = t_reference(OVERALL.values())
+    row = _row(metrics, "overall")
+    assert (row["value"], row["se"], row["n"]) == (pytest.approx(mean, rel=1e-12), pytest.approx(se), 5)
+    rows = pd.read_parquet(tmp_path / "out" / "experiments" / f"dt={DAY}")
+    got = rows[(rows["metric"] == "overall") & (rows["slice"] == "all")].iloc[0]
+    control = np.mean([OVERALL[u] for u in ("u1", "u3", "u5")])
+    assert got["control_value"] == pytest.approx(control, rel=1e-12)
