@@ -18,7 +18,8 @@ distinct scores in ascending order with their counts of positives and negatives.
 Both need both classes: with ``P == 0`` or ``N == 0`` there is no curve (:func:`curves_from_histogram` returns
 ``None``; the callers write no row and a note).
 
-Above a bound (:func:`subset_mask`): when a curve has more points than ``bound``, the points kept are the
+Above a bound (:func:`subset_mask`): when the PR curve's ``D + 1`` points exceed ``bound``, the points kept of
+each curve are the
 first and the last (in curve order) of each of ``C = (bound - 1) // 2`` cells of equal width ``h = 2 / C`` of
 ``s = FPR + TPR`` (which grows along both curves from 0 to 2); a kept ROC point is always a vertex
 scikit-learn keeps, a kept PR point always a point of the exact PR curve.  Two kept ROC points with skipped
@@ -153,39 +154,38 @@ def _pr_points(thresholds: np.ndarray, tp: np.ndarray, fp: np.ndarray, n_pos: fl
 
 
 def curves_from_histogram(values: np.ndarray, pos: np.ndarray, neg: np.ndarray, bound: int) -> Curves | None:
-    """Both curves of an ascending histogram: exact when each has at most ``bound`` points, else the subset
-    of :func:`subset_mask` (module docstring).  ``None`` without both classes."""
+    """Both curves of an ascending histogram: exact when the ``D`` distinct scores fit, ``D + 1 <= bound`` (the
+    PR curve's points; the ROC has at most as many), else both the subset of :func:`subset_mask` (module
+    docstring).  ``None`` without both classes."""
     scores, p, n, tp, fp = descending_counts(values, pos, neg)
     if len(scores) == 0 or tp[-1] <= 0 or fp[-1] <= 0:
         return None
-    return curves_from_points(scores, tp, fp, roc_vertex_mask(p, n), tp[-1], fp[-1], bound)
-
-
-def curves_from_points(
-    scores: np.ndarray,
-    tp: np.ndarray,
-    fp: np.ndarray,
-    vertex: np.ndarray,
-    n_pos: float,
-    n_neg: float,
-    bound: int,
-    exact_sizes: tuple[int, int] | None = None,
-) -> Curves:
-    """Both curves from points of the exact curve in descending score order (every distinct score, or a
-    subset that holds the first and last point of each cell), their cumulative counts, and which are ROC
-    vertices.  Thins each curve past ``bound`` points (:func:`subset_mask`).  ``exact_sizes``: the exact
-    curves' (ROC vertices, PR points) when ``scores`` is already a subset."""
-    v_scores, v_tp, v_fp = scores[vertex], tp[vertex], fp[vertex]
-    roc_size, pr_size = exact_sizes if exact_sizes is not None else (len(v_scores) + 1, len(scores) + 1)
-    if len(v_scores) + 1 > bound:
-        keep = subset_mask(cell_of(v_fp, v_tp, n_neg, n_pos, bound))
-        v_scores, v_tp, v_fp = v_scores[keep], v_tp[keep], v_fp[keep]
-    roc = Curve(np.r_[np.nan, v_scores], np.r_[0.0, v_fp / n_neg], np.r_[0.0, v_tp / n_pos])
+    vertex = roc_vertex_mask(p, n)
+    sizes = (int(vertex.sum()) + 1, len(scores) + 1)
+    roc = (scores[vertex], tp[vertex], fp[vertex])
+    pr = (scores, tp, fp)
     if len(scores) + 1 > bound:
-        keep = subset_mask(cell_of(fp, tp, n_neg, n_pos, bound))
-        scores, tp, fp = scores[keep], tp[keep], fp[keep]
-    pr = _pr_points(scores[::-1], tp[::-1], fp[::-1], n_pos)
-    return Curves(roc, pr, roc_size, pr_size)
+        roc = _thin(*roc, tp[-1], fp[-1], bound)
+        pr = _thin(*pr, tp[-1], fp[-1], bound)
+    return curves_of(roc, pr, tp[-1], fp[-1], sizes)
+
+
+Points = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _thin(scores: np.ndarray, tp: np.ndarray, fp: np.ndarray, n_pos: float, n_neg: float, bound: int) -> Points:
+    keep = subset_mask(cell_of(fp, tp, n_neg, n_pos, bound))
+    return scores[keep], tp[keep], fp[keep]
+
+
+def curves_of(roc: Points, pr: Points, n_pos: float, n_neg: float, exact_sizes: tuple[int, int]) -> Curves:
+    """Both curves from points of the exact curves, each ``(scores, TP, FP)`` in descending score order: the ROC
+    vertices kept (the origin added), the PR points kept (the (0, 1) end added).  ``exact_sizes``: the exact
+    curves' (ROC points, PR points)."""
+    v_scores, v_tp, v_fp = roc
+    scores, tp, fp = pr
+    roc_curve = Curve(np.r_[np.nan, v_scores], np.r_[0.0, v_fp / n_neg], np.r_[0.0, v_tp / n_pos])
+    return Curves(roc_curve, _pr_points(scores[::-1], tp[::-1], fp[::-1], n_pos), *exact_sizes)
 
 
 def trapezoid_area(x: np.ndarray, y: np.ndarray) -> float:
