@@ -12,9 +12,9 @@ collected) is persisted, and then:
    driver, merged in bin order into the exact AUC (:func:`kernels.auc.merge_u`), as :func:`pooled_auc.exact_auc`;
 2. a key with fewer than ``bound`` distinct scores (``metrics.curve_points``) sends its histogram to the driver
    (at most ``bound`` rows), where :func:`kernels.curves.curves_from_histogram` draws the exact curves;
-3. a key with more (``D + 1 > bound``): each distinct score gets its cumulative counts in Spark (``TP = P - positives of the
-   lower bins - below_pos``) from a broadcast table of per-bin offsets, whether it is a ROC vertex (its
-   step differs from the next lower score's), and its cell of ``FPR + TPR``
+3. a key with more (``D + 1 > bound``): each distinct score gets its cumulative counts in Spark
+   (``TP = P - positives of the lower bins - below_pos``) from a broadcast table of per-bin offsets, whether
+   it is a ROC vertex (its step differs from the next lower score's), and its cell of ``FPR + TPR``
    (:func:`kernels.curves.cell_of`); one aggregation keeps the highest and lowest score of each cell, among
    every distinct score (PR) and among the vertices (ROC): at most ``bound`` points per key to the driver.
 
@@ -23,7 +23,7 @@ Nothing proportional to rows reaches the driver: at most ``BINS`` partials and `
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +56,7 @@ def _runs(keys: Sequence[str], array_key: str | None):
     def runs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # per key: [bin, below_pos, below_neg, lower (pos, neg) or None, pending last run (score, pos, neg)]
         state: dict[tuple, list] = {}
-        out: list[tuple[tuple, int, np.ndarray, ...]] = []
+        out: list[tuple] = []
 
         def emit(key: tuple, entry: list, values: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
             """Completed runs of the bin, ascending: their below and lower counts from the bin's state."""
@@ -122,7 +122,8 @@ def _batch(parts: list[tuple], keys: Sequence[str]) -> pa.RecordBatch:
     arrays: list[Any] = []
     for i in range(len(keys)):
         arrays.append(pa.array([v for p in parts for v in [p[0][i]] * len(p[2])], type=pa.string()))
-    arrays.append(pa.array(np.concatenate([np.full(len(p[2]), p[1], np.int32) for p in parts] or [[]]), pa.int32()))
+    bins = [np.full(len(p[2]), p[1], np.int32) for p in parts]
+    arrays.append(pa.array(np.concatenate(bins) if bins else np.zeros(0, np.int32), pa.int32()))
     for j in range(2, 9):
         column = np.concatenate([p[j] for p in parts]) if parts else np.zeros(0)
         arrays.append(pa.array(column, type=pa.float64(), from_pandas=True))  # NaN -> null (lower of a bin's first)
@@ -223,9 +224,7 @@ def _exact(frame: DataFrame, keys: Sequence[str], small: list[tuple], bound: int
     return found
 
 
-def _subset(
-    frame: DataFrame, keys: Sequence[str], large: dict[tuple, _Bins], bound: int
-) -> dict[tuple, K.Curves]:
+def _subset(frame: DataFrame, keys: Sequence[str], large: dict[tuple, _Bins], bound: int) -> dict[tuple, K.Curves]:
     """Step 3: the first and last point of each cell of the keys with more than ``bound`` distinct scores."""
     if not large:
         return {}
@@ -326,7 +325,7 @@ def daily_curves(ranked: DataFrame, bound: int) -> PooledCurves:
     return found
 
 
-def curve_rows(curves: dict[tuple, K.Curves]) -> tuple[list[tuple], list[tuple]]:
+def curve_rows(curves: Mapping[tuple, K.Curves]) -> tuple[list[tuple], list[tuple]]:
     """Rows of ``roc_curve`` (slice, threshold, fpr, tpr) and ``pr_curve`` (slice, threshold, recall,
     precision) in curve order; a NaN threshold (the ends no score reaches) written as null."""
     roc: list[tuple] = []

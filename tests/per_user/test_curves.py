@@ -77,7 +77,8 @@ def test_above_the_bound_the_spark_subset_is_the_kernels(keyed_rows):
 
 def test_curve_rows_write_the_ends_threshold_as_null(spark):
     frame = spark.createDataFrame(
-        [("all", 0.9, 1.0), ("all", 0.5, 1.0), ("all", 0.5, 0.0), ("all", 0.1, 0.0)], "slice string, score double, relevance double"
+        [("all", 0.9, 1.0), ("all", 0.5, 1.0), ("all", 0.5, 0.0), ("all", 0.1, 0.0)],
+        "slice string, score double, relevance double",
     )
     roc, pr = curve_rows(pooled_curves(frame, ("slice",), 1000).curves)
     assert roc == [("all", None, 0.0, 0.0), ("all", 0.9, 0.0, 0.5), ("all", 0.5, 0.5, 1.0), ("all", 0.1, 1.0, 1.0)]
