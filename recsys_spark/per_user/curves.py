@@ -121,7 +121,8 @@ def _batch(parts: list[tuple], keys: Sequence[str]) -> pa.RecordBatch:
     """The emitted runs as one Arrow batch of :func:`histogram_frame`'s schema."""
     arrays: list[Any] = []
     for i in range(len(keys)):
-        arrays.append(pa.array([v for p in parts for v in [p[0][i]] * len(p[2])], type=pa.string()))
+        repeated = [pa.repeat(pa.scalar(p[0][i], pa.string()), len(p[2])) for p in parts]
+        arrays.append(pa.concat_arrays(repeated) if repeated else pa.array([], pa.string()))
     bins = [np.full(len(p[2]), p[1], np.int32) for p in parts]
     arrays.append(pa.array(np.concatenate(bins) if bins else np.zeros(0, np.int32), pa.int32()))
     for j in range(2, 9):
