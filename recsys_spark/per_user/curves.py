@@ -163,7 +163,9 @@ class _Bins:
 def _bins_of(frame: DataFrame, keys: Sequence[str]) -> dict[tuple, _Bins]:
     """Step 1: one row per (key, bin) to the driver."""
     u = F.sum(F.col("pos") * (F.col("below_neg") + F.col("neg") / 2.0))
-    top = F.max(F.struct(F.col(SCORE), F.col("pos"), F.col("neg")))
+    # the bin's highest score's counts; min_by/max_by of doubles keep the aggregation hash-based (a struct's
+    # min or max would make Spark sort the histogram rows)
+    top_pos, top_neg = F.max_by(F.col("pos"), F.col(SCORE)), F.max_by(F.col("neg"), F.col(SCORE))
     rows = (
         frame.groupBy(*keys, _BIN)
         .agg(
@@ -171,7 +173,8 @@ def _bins_of(frame: DataFrame, keys: Sequence[str]) -> dict[tuple, _Bins]:
             F.sum("pos").alias("n_pos"),
             F.sum("neg").alias("n_neg"),
             F.count("*").alias("n"),
-            top.alias("top"),
+            top_pos.alias("top_pos"),
+            top_neg.alias("top_neg"),
         )
         .collect()
     )
@@ -181,7 +184,7 @@ def _bins_of(frame: DataFrame, keys: Sequence[str]) -> dict[tuple, _Bins]:
         entry = found.setdefault(key, _Bins([], [], 0, []))
         entry.bins.append(row[_BIN])
         entry.partials.append(UPartial(row["u"], row["n_pos"], row["n_neg"]))
-        entry.tops.append((row["top"]["pos"], row["top"]["neg"]))
+        entry.tops.append((row["top_pos"], row["top_neg"]))
         found[key] = _Bins(entry.bins, entry.partials, entry.distinct + row["n"], entry.tops)
     return found
 
@@ -244,27 +247,27 @@ def _subset(frame: DataFrame, keys: Sequence[str], large: dict[tuple, _Bins], bo
     vertex = lower_pos.isNull() | first | (F.col("pos") != lower_pos) | (F.col("neg") != lower_neg)
     # the same expression, in the same order, as kernels.curves.cell_of
     cell = F.least(F.floor((fp / F.col("n_neg") + tp / F.col("n_pos")) / F.lit(2.0 / c)), F.lit(c - 1))
-    point = F.struct(F.col(SCORE), tp.alias("tp"), fp.alias("fp"))
-    vertex_point = F.when(vertex, point)
+    ends = []  # each cell's lowest and highest score with their counts: among every score, among the vertices
+    for among, when in (("all", F.lit(True)), ("vertex", vertex)):
+        score = F.when(when, F.col(SCORE))
+        for end, by in (("lo", F.min_by), ("hi", F.max_by)):
+            ends.append(by(score, score).alias(f"{among}_{end}"))
+            # a null ordering (not among them) is skipped by min_by and max_by
+            ends += [by(value, score).alias(f"{among}_{end}_{name}") for name, value in (("tp", tp), ("fp", fp))]
     rows = (
         frame.join(F.broadcast(offsets), [*keys, _BIN], "inner")
         .groupBy(*keys, cell.alias("cell"))
-        .agg(
-            F.min(point),
-            F.max(point),
-            F.min(vertex_point),
-            F.max(vertex_point),
-            F.count("*").alias("points"),
-            F.count(vertex_point).alias("vertices"),
-        )
+        .agg(*ends, F.count("*").alias("points"), F.count(F.when(vertex, 1)).alias("vertices"))
         .collect()
     )  # at most C rows per key, 4 points each
     by_key: dict[tuple, tuple[set, set, list]] = {}
-    n = len(keys)
     for row in rows:
         pr, roc, sizes = by_key.setdefault(tuple(row[k] for k in keys), (set(), set(), [0, 0]))
-        pr.update(tuple(p) for p in row[n + 1 : n + 3])
-        roc.update(tuple(p) for p in row[n + 3 : n + 5] if p is not None)
+        for among, target in (("all", pr), ("vertex", roc)):
+            for end in ("lo", "hi"):
+                name = f"{among}_{end}"
+                if row[name] is not None:
+                    target.add((row[name], row[f"{name}_tp"], row[f"{name}_fp"]))
         sizes[0] += row["vertices"]
         sizes[1] += row["points"]
     found = {}
