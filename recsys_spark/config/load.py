@@ -241,6 +241,7 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
     if isinstance(result, (int, float)) and not isinstance(result, bool):
         # thresholds and tolerances may be 0
         zero_ok = key[0] in ("rules", "validation", "experiments", "offline", "stats", "gate", "ope")
+        zero_ok = zero_ok or key == ("metrics", "curve_points")  # 0: no curves
         if result < 0 or (result == 0 and not zero_ok):
             raise ConfigError(
                 f"config key {dotted}: expected a {'non-negative' if zero_ok else 'positive'} number, got {value!r}"

@@ -11,6 +11,10 @@ from recsys_spark.config.checks import MAX_K, MAX_NOVELTY_DAYS, MAX_WINDOW_MINUT
 from recsys_spark.config.composite import CompositeConfig, register
 from recsys_spark.errors import ConfigError
 
+#: metrics.curve_points: the smallest bound but 0 (kernels.curves.MIN_POINTS) and the largest
+MIN_CURVE_POINTS = 5
+MAX_CURVE_POINTS = 1_000_000
+
 
 @dataclass(frozen=True)
 class AttributionConfig:
@@ -50,9 +54,17 @@ class MetricsConfig:
     k: tuple[int, ...] = (1, 3, 5, 10, 20)
     ndcg_gain: str = "exponential"
     composite: tuple[CompositeConfig, ...] = ()  # [[metrics.composite]] (config/composite.py)
+    #: points of roc_curve and pr_curve per slice (docs/metrics.md, "Curves"); 0: no curves
+    curve_points: int = 1001
 
     def __post_init__(self) -> None:
         at_most("metrics.k", max(self.k, default=0), MAX_K, "a cut-off deeper than any ranked list")
+        if self.curve_points != 0 and self.curve_points < MIN_CURVE_POINTS:
+            raise ConfigError(
+                f"config key metrics.curve_points: expected 0 (no curves) or at least {MIN_CURVE_POINTS} (two cells "
+                f"of the subset above the bound), got {self.curve_points}"
+            )
+        at_most("metrics.curve_points", self.curve_points, MAX_CURVE_POINTS, "points per slice sent to the driver")
         register(self.composite, self.k)
 
 

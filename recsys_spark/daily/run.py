@@ -39,11 +39,12 @@ from recsys_spark.io import catalog
 from recsys_spark.io.output import Output, commit_summary, open_wing
 from recsys_spark.per_user.aggregate import metric_tuples
 from recsys_spark.per_user.composite import resolve as resolve_composites
+from recsys_spark.per_user.curves import curve_rows
 from recsys_spark.registry import needs_feedback
 from recsys_spark.runtime import log
 from recsys_spark.runtime.engine import default_parallelism
 from recsys_spark.runtime.session import apply_time_zone
-from recsys_spark.schema import LORENZ_DDL, METRICS_DDL, RULE_CHECKS_DDL
+from recsys_spark.schema import LORENZ_DDL, METRICS_DDL, PR_CURVE_DDL, ROC_CURVE_DDL, RULE_CHECKS_DDL
 from recsys_spark.steps.rules import FEEDBACK_RULES, RuleResult, rule_tuples
 from recsys_spark.tables import DAILY, SIMULATION
 
@@ -185,6 +186,10 @@ def compute_stages(
                 rows = [r for r in rows if not needs_feedback(r.metric)]
             out.stage_rows("lorenz", health.lorenz, LORENZ_DDL)  # small tables: one file each, no job
             out.stage_rows("metrics", metric_tuples(rows), METRICS_DDL)
+            if metrics.curves is not None:  # at most metrics.curve_points rows per slice
+                roc, pr = curve_rows(metrics.curves.curves)
+                out.stage_rows("roc_curve", roc, ROC_CURVE_DDL)
+                out.stage_rows("pr_curve", pr, PR_CURVE_DDL)
             info.update(health.info)
         with log.stage("rules", timings) as info:
             results = rules_stage(labelled, day, cfg, out.root) + experiments.rules

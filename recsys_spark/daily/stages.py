@@ -19,10 +19,12 @@ from recsys_spark.daily.inputs import SEVERAL_CATEGORIES, catalog_conflicts, cat
 from recsys_spark.errors import EmptyInputError
 from recsys_spark.experiments.user_sums import user_day_sums, user_values
 from recsys_spark.io.output import Output
+from recsys_spark.kernels.auc import UPartial
 from recsys_spark.kernels.composite import Composite
 from recsys_spark.kernels.rules import THRESHOLD_KEYS
 from recsys_spark.per_user.aggregate import aggregate_users
 from recsys_spark.per_user.bootstrap import auc_bootstrap
+from recsys_spark.per_user.curves import PooledCurves, daily_curves
 from recsys_spark.per_user.pooled_auc import pooled_auc
 from recsys_spark.per_user.table import UserMetrics, bucket_count, persist_user_rows, ranking_input, user_row_columns
 from recsys_spark.per_user.user_pass import UserPass
@@ -265,7 +267,7 @@ def metric_stage(
             aside = labelled.by_user.where(F.col(USER).isin(sorted(users.set_aside)))
             day_sums = day_sums.unionByName(user_day_sums(aside, user_values(heavy, ks, composites)))
     # one row per exposure with its slice keys (sorted once, whatever the slices), as the pass reads them
-    pooled = pooled_auc(ranking_input(labelled.pass_input, cfg.ranking.list_unit, labelled.has_score))
+    pooled, curves = pooled_stage(labelled, cfg)
     replicates = (
         auc_bootstrap(labelled.ranked, cfg.stats.bootstrap_replicates, cfg.stats.seed)
         if cfg.stats.bootstrap_replicates
@@ -280,7 +282,20 @@ def metric_stage(
         [c.name for c in composites],
     )
     unit_counts.setdefault(ALL, {}).update(users.counts())
-    return Metrics(rows, unit_counts, users.notes(), labelled.partitions, the_pass, day_sums)
+    notes = users.notes() + (curves.notes if curves is not None else [])
+    if cfg.metrics.curve_points and not labelled.has_score:
+        notes.append("roc_curve and pr_curve not written: the exposures have no score column")
+    return Metrics(rows, unit_counts, notes, labelled.partitions, the_pass, day_sums, curves)
+
+
+def pooled_stage(labelled: Labelled, cfg: Config) -> tuple[dict[str, UPartial], PooledCurves | None]:
+    """The pooled AUC per slice and, with ``metrics.curve_points`` and a score column, the ROC and PR curves
+    from the same sorted stream (:mod:`recsys_spark.per_user.curves`)."""
+    ranked = ranking_input(labelled.pass_input, cfg.ranking.list_unit, labelled.has_score)
+    if not (cfg.metrics.curve_points and labelled.has_score):
+        return pooled_auc(ranked), None
+    curves = daily_curves(ranked, cfg.metrics.curve_points)
+    return {key[0]: part for key, part in curves.auc.items()}, curves
 
 
 def run_metric_stage(labelled: DataFrame, cfg: Config, out: Output, rows: int, has_score: bool = True) -> Metrics:
