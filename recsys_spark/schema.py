@@ -177,6 +177,22 @@ OPE_ESTIMATES_DDL = (
 #: ope/diagnostics/run=NAME: one row per diagnostic
 OPE_DIAGNOSTICS_DDL = "diagnostic string, value double"
 
+#: experiment_interactions/dt=D: the 2x2 interaction contrast of two experiments in different layers, per variant
+#: pair and metric (docs/experiments.md, "Interactions")
+EXPERIMENT_INTERACTIONS_DDL = (
+    "layer_a string, experiment_a string, variant_a string, layer_b string, experiment_b string, variant_b string, "
+    "metric string, k int, aggregation string, contrast double, ci_low double, ci_high double, p_value double, "
+    "p_adjusted double, users long"
+)
+#: plan/metric=KEY (``recsys-spark plan``): the users per arm and the days an experiment needs (docs/experiments.md,
+#: "Plan")
+PLAN_DDL = (
+    "metric string, mde double, relative boolean, absolute_mde double, power double, confidence double, "
+    "baseline double, variance double, users_per_arm long, daily_users double, days int, "
+    "sequential_users_per_arm long, sequential_days int, sequential_tuning double, first_day string, "
+    "last_day string, days_read int"
+)
+
 #: where each table lives (root, partition, the tables each command owns): :mod:`recsys_spark.tables`
 
 

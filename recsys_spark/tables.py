@@ -16,6 +16,7 @@ layout                 root                partition                            
 :data:`OFFLINE_COMPARISON`  ``{out}/offline``  ``base=A/candidate=B``           comparison, summary
 :data:`OPE`            ``{out}/ope``       ``run=NAME``                         estimates, diagnostics, summary
 :data:`GATE`           ``{out}``           ``NAME``                             gate (``verdict.json``)
+:data:`PLAN`           ``{out}``           ``metric=KEY``                       plan
 =====================  ==================  ===================================  ===============================
 
 A layout with a summary is complete when ``{root}/summary/{partition}/_SUCCESS`` exists (the reading
@@ -38,6 +39,8 @@ SUCCESS = "_SUCCESS"
 #: experiment's window): letters, digits, ``_``, ``.`` and ``-``, a letter or digit first (so never ``.``,
 #: ``..`` or a name the readers skip as hidden, ``_x`` or ``.x``), at most 128 characters
 PATH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+#: a metric key as a partition value (``plan/metric=ndcg@10_user_avg``): a name that may hold ``@``
+METRIC_PATH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}")
 
 
 def check_name(value: str, key: str, error: type[JobError] = ConfigError) -> str:
@@ -106,7 +109,12 @@ class Layout:
         checked = {
             k: v if k in ("dt", "window") else check_name(v, labels.get(k, f"{self.what} {k}"))
             for k, v in values.items()
+            if k != "metric"
         }
+        if "metric" in values:  # a metric key: a name with @ (ndcg@10_user_avg)
+            if not isinstance(values["metric"], str) or not METRIC_PATH_NAME.fullmatch(values["metric"]):
+                raise ConfigError(f"{labels.get('metric', 'metric')} {values['metric']!r}: expected a metric key")
+            checked["metric"] = values["metric"]
         return self.partition.format(**checked)
 
     def path(self, output_root: str, table: str, **values: str) -> str:
@@ -144,6 +152,7 @@ DAILY = Layout(
         "experiment_checks",
         "experiment_cumulative",
         "experiment_decisions",
+        "experiment_interactions",
         "rejected",
         "roc_curve",
         "pr_curve",
@@ -190,7 +199,10 @@ OPE = Layout("ope run", "ope", "run={run}", ("estimates", "diagnostics", SUMMARY
 #: a gate's verdict (``recsys-spark gate``): one JSON file, ``gate/NAME/verdict.json``
 GATE = Layout("gate", "", "{name}", ("gate",), summary_file="verdict.json", labels=(("name", "gate name"),))
 
-LAYOUTS: tuple[Layout, ...] = (DAILY, SIMULATION, WINDOW, OFFLINE_RUN, OFFLINE_COMPARISON, OPE, GATE)
+#: an experiment's plan (``recsys-spark plan``): one table, ``plan/metric=KEY``, complete when its partition is there
+PLAN = Layout("plan", "", "metric={metric}", ("plan",), summary_file="", labels=(("metric", "plan metric"),))
+
+LAYOUTS: tuple[Layout, ...] = (DAILY, SIMULATION, WINDOW, OFFLINE_RUN, OFFLINE_COMPARISON, OPE, GATE, PLAN)
 
 
 def window_span(start: object, end: object) -> str:

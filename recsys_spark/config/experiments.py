@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from recsys_spark.config.checks import parsed
+from recsys_spark.config.sql_guard import AGGREGATE_FUNCTIONS, UnsafeSql, check_expression
 from recsys_spark.errors import ConfigError
 from recsys_spark.registry import EXPERIMENT_GOALS, EXPERIMENT_GUARDRAILS, metric
 from recsys_spark.registry import EXPERIMENT_METRICS as DEFAULT_EXPERIMENT_METRICS
@@ -27,12 +28,15 @@ class GuardrailConfig:
 class DecisionConfig:
     """``experiments.per_experiment.NAME``: the goals, guardrails and secondary metrics of one experiment;
     a key left out takes ``experiments``' own.  ``start`` (``"YYYY-MM-DD"``): the experiment's first day, from
-    which the nightly decision accumulates its users (docs/experiments.md, "Decisions on the accumulated data")."""
+    which the nightly decision accumulates its users (docs/experiments.md, "Decisions on the accumulated data").
+    ``population``: a Spark SQL condition on the exposures' or the users table's columns; the experiment is
+    analysed on the users with an exposure of the day that meets it (docs/experiments.md, "Populations")."""
 
     goals: tuple[str, ...] | None = None
     guardrails: tuple[GuardrailConfig, ...] | None = None
     secondary: tuple[str, ...] | None = None
     start: str | None = None
+    population: str | None = None
 
 
 def _default_guardrails() -> tuple[GuardrailConfig, ...]:
@@ -58,6 +62,7 @@ class ExperimentsConfig:
     guardrails: tuple[GuardrailConfig, ...] = field(default_factory=_default_guardrails)
     secondary: tuple[str, ...] = ()
     min_users_per_arm: int = 100
+    min_users_per_cell: int = 100
     per_experiment: Mapping[str, DecisionConfig] = field(default_factory=lambda: MappingProxyType({}))
     max_cumulative_days: int = 90
 
@@ -91,10 +96,45 @@ class ExperimentsConfig:
                 "config key experiments.max_cumulative_days: expected a positive number of days, got "
                 f"{self.max_cumulative_days}"
             )
+        if self.min_users_per_cell < 2:
+            raise ConfigError(
+                "config key experiments.min_users_per_cell: expected at least 2 users (a cell's variance needs two), "
+                f"got {self.min_users_per_cell}"
+            )
         _check_roles("experiments", self.goals, self.guardrails, self.secondary)
         for name, roles in self.per_experiment.items():
             _check_roles(f"experiments.per_experiment.{name}", roles.goals, roles.guardrails, roles.secondary)
             self.start_of(name)  # a start that is not a date fails as the config loads
+            self.population_columns(name)  # a population outside the grammar fails as the config loads
+
+    def populations(self) -> dict[str, str]:
+        """{experiment: its ``population`` condition}, for the experiments that have one."""
+        return {n: d.population for n, d in sorted(self.per_experiment.items()) if d.population is not None}
+
+    def population_columns(self, experiment: str) -> tuple[str, ...]:
+        """The columns ``per_experiment.NAME.population`` reads (none without one), after
+        :func:`~recsys_spark.config.sql_guard.check_expression` (the grammar every user's SQL goes through): a
+        :class:`ConfigError` naming the key for an expression outside it, an aggregate, or an empty string."""
+        own = self.per_experiment.get(experiment)
+        if own is None or own.population is None:
+            return ()
+        where = f"config key experiments.per_experiment.{experiment}.population"
+        if not isinstance(own.population, str) or not own.population.strip():
+            raise ConfigError(
+                f"{where}: expected a Spark SQL condition on user or exposure columns, got {own.population!r}"
+            )
+        try:
+            checked = check_expression(own.population)
+        except UnsafeSql as exc:
+            raise ConfigError(f"{where}: {exc} (a population is a condition on one exposure's columns)") from None
+        if aggregates := sorted(checked.functions & AGGREGATE_FUNCTIONS):
+            raise ConfigError(
+                f"{where}: {', '.join(aggregates)} is an aggregate; a population is a condition on one exposure's "
+                f"or user's columns: {own.population!r}"
+            )
+        if not checked.columns:
+            raise ConfigError(f"{where}: reads no column; a population is a condition on user or exposure columns")
+        return tuple(sorted(checked.columns))
 
     def start_of(self, experiment: str) -> dt.date | None:
         """``per_experiment.NAME.start`` as a date, None when not configured; a :class:`ConfigError` naming the key

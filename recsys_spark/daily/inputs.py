@@ -70,6 +70,7 @@ def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
         cfg.rules.columns if custom else (),
         item_first_seen=custom,
         settings=cfg.slices,
+        population_columns=population_columns(cfg),
     )
     exposures = conform(
         raw_exposures,
@@ -88,6 +89,12 @@ def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
     if slice_inputs.catalog is not None:
         items = conform(read_parquet(spark, paths.items, "items table", columns), ITEM_COLUMNS, paths.items)
     return Inputs(exposures, clicks, slice_inputs, SCORE in exposures.columns, items)
+
+
+def population_columns(cfg: Config) -> dict[str, tuple[str, ...]]:
+    """{config key: the columns it reads} of the experiments' populations (docs/experiments.md, "Populations")."""
+    ex = cfg.experiments
+    return {f"experiments.per_experiment.{n}.population": ex.population_columns(n) for n in ex.populations()}
 
 
 def read_simulated_inputs(spark: SparkSession, cfg: Config, paths: InputPaths, simulation: Simulation) -> Inputs:

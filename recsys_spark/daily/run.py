@@ -17,12 +17,14 @@ import datetime as dt
 from typing import Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from recsys_spark.config import Config
 from recsys_spark.daily.day import Day, History, InputPaths, Inputs, Metrics, Simulation, Validated
 from recsys_spark.daily.inputs import read_history, read_inputs, read_simulated_inputs, rejected_rows
 from recsys_spark.daily.stages import (
     check_custom_rules,
+    check_populations,
     health_stage,
     label_day,
     label_planning,
@@ -44,7 +46,7 @@ from recsys_spark.registry import needs_feedback
 from recsys_spark.runtime import log
 from recsys_spark.runtime.engine import default_parallelism
 from recsys_spark.runtime.session import apply_time_zone
-from recsys_spark.schema import LORENZ_DDL, METRICS_DDL, PR_CURVE_DDL, ROC_CURVE_DDL, RULE_CHECKS_DDL
+from recsys_spark.schema import ALL, LORENZ_DDL, METRICS_DDL, PR_CURVE_DDL, ROC_CURVE_DDL, RULE_CHECKS_DDL, SLICE
 from recsys_spark.steps.rules import FEEDBACK_RULES, RuleResult, rule_tuples
 from recsys_spark.tables import DAILY, SIMULATION
 
@@ -125,6 +127,7 @@ def read_stage(
             inputs = read_simulated_inputs(spark, cfg, paths, simulation)
             info.update(inputs.simulated or {})
         check_custom_rules(spark, inputs, cfg, date)
+        check_populations(inputs, cfg, date)
         out.acquire()
         info["has_score"] = inputs.has_score
         try:
@@ -174,7 +177,16 @@ def compute_stages(
                 metrics.notes[:0] = composite_notes
                 info.update(buckets=metrics.buckets, metric_rows=len(metrics.rows))
             with log.stage("experiments", timings) as info:  # from the metric stage's pass
-                experiments = experiment_stage(spark, cfg, day.date, input_root, metrics.day_sums, out)
+                population = labelled.rows if labelled.rows is not None else labelled.by_user.where(F.col(SLICE) == ALL)
+                experiments = experiment_stage(
+                    spark,
+                    cfg,
+                    day.date,
+                    input_root,
+                    metrics.day_sums,
+                    out,
+                    (population, day.inputs.slices.kept.internal()),
+                )
                 info.update(experiments.info)
         else:  # a simulation has no feedback: no per-user metrics, no experiment
             metrics = Metrics([], {}, [], labelled.partitions)

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import re
 from collections.abc import Callable, Mapping, Sequence
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from recsys_spark.config import Config
 from recsys_spark.daily.day import Day, InputPaths, Inputs, Labelled, Metrics, Validated
 from recsys_spark.daily.inputs import SEVERAL_CATEGORIES, catalog_conflicts, catalog_tags, click_events, late_events
-from recsys_spark.errors import EmptyInputError
+from recsys_spark.errors import ConfigError, EmptyInputError
 from recsys_spark.experiments.user_sums import user_day_sums, user_values
 from recsys_spark.io.output import Output
 from recsys_spark.kernels.auc import UPartial
@@ -376,9 +379,9 @@ def health_settings(cfg: Config) -> HealthSettings:
 
 
 def rule_columns(inputs: Inputs, cfg: Config) -> list[str]:
-    """The labelled rows' columns the custom rules read besides the others' (the exposure's ts, the kept
-    input columns); none without custom rules."""
-    if not cfg.rules.custom:
+    """The labelled rows' columns the custom rules and the experiments' populations read besides the others' (the
+    exposure's ts, the kept input columns); none without custom rules or populations."""
+    if not cfg.rules.custom and not cfg.experiments.populations():
         return []
     return [TS, *inputs.slices.kept.internal().values()]
 
@@ -409,6 +412,30 @@ def check_custom_rules(spark: SparkSession, inputs: Inputs, cfg: Config, date: d
     kept = inputs.slices.kept.internal()
     rows = rule_rows(labelled_plan(inputs, cfg, date), date, kept, inputs.slices.catalog is not None)
     check_rules(spark, cfg.rules.custom, rows.schema)
+
+
+def check_populations(inputs: Inputs, cfg: Config, date: dt.date) -> None:
+    """Analyse each experiment's population against the day's columns before any row is read (the schema of a
+    plan over the inputs is analysis only): Spark's refusal, or a result that is not a boolean, is a
+    :class:`ConfigError` (exit 3) naming the key.  The grammar (:mod:`recsys_spark.config.sql_guard`) and the
+    columns were checked before (config load, :func:`recsys_spark.steps.slices.check_population_columns`)."""
+    ex = cfg.experiments
+    populations = ex.populations()
+    if not populations:
+        return
+    plan = labelled_plan(inputs, cfg, date)
+    named = plan.select(*[F.col(internal).alias(name) for name, internal in inputs.slices.kept.internal().items()])
+    for name, condition in populations.items():
+        where = f"config key experiments.per_experiment.{name}.population"
+        try:
+            kind = named.select(F.expr(f"({condition})").alias("p")).schema["p"].dataType
+        except AnalysisException as exc:
+            reason = re.sub(r"\s*SQLSTATE: \w+\.?;?", "", (str(exc).strip().splitlines() or [""])[0]).strip()
+            raise ConfigError(f"{where}: Spark cannot evaluate it: {reason}: {condition!r}") from None
+        if not isinstance(kind, (T.BooleanType, T.NullType)):
+            raise ConfigError(
+                f"{where}: a population is a condition (a boolean), got {kind.simpleString()}: {condition!r}"
+            )
 
 
 def rules_stage(labelled: Labelled, day: Day, cfg: Config, output_root: str = "") -> list[RuleResult]:

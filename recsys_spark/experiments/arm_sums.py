@@ -17,7 +17,7 @@ from recsys_spark.kernels.metric_specs import MetricSpec
 from recsys_spark.schema import SLICE
 
 
-def _spec_sums(spec: MetricSpec, cuped: bool) -> list[Column]:
+def spec_sums(spec: MetricSpec, cuped: bool) -> list[Column]:
     """Aggregations of one metric over the users of a group, named ``f"{spec.name}|{part}"``.
 
     Written as SQL expressions, one py4j call each (the Column API takes several per column; what that
@@ -71,7 +71,7 @@ def arm_sums(rows: DataFrame, specs: Sequence[MetricSpec], cuped: bool) -> dict[
 
     ``variant`` None collects the users excluded for several variants.
     """
-    aggs = [F.count(F.lit(1)).alias("users")] + [a for spec in specs for a in _spec_sums(spec, cuped)]
+    aggs = [F.count(F.lit(1)).alias("users")] + [a for spec in specs for a in spec_sums(spec, cuped)]
     out = {}
     for row in rows.groupBy(EXPERIMENT, VARIANT, SLICE).agg(*aggs).collect():
         d = row.asDict()

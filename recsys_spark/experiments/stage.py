@@ -13,8 +13,10 @@
    :mod:`.decisions` each variant's ship decision;
 4. the experiments' accumulated users since their first days (:mod:`.cumulative`): the nightly decision of an
    experiment whose sample spans several days is made on them (``basis`` ``cumulative``), else on the day's;
-5. ``experiments``, ``experiment_checks``, ``experiment_cumulative`` and ``experiment_decisions`` staged
-   (:mod:`.tables`), and the summary's section, its business rules (SRM, compared) and notes returned.
+5. with layers, every pair of experiments in different layers' interaction contrasts (:mod:`.interactions`);
+6. ``experiments``, ``experiment_checks``, ``experiment_cumulative``, ``experiment_decisions`` and
+   ``experiment_interactions`` staged (:mod:`.tables`), and the summary's section, its business rules (SRM,
+   compared, interaction) and notes returned.
 
 The window (:func:`recsys_spark.experiments.window.run_window`, ``recsys-spark experiment``) runs steps 3 and 5
 over the ``experiment_users`` of a range of days.
@@ -23,7 +25,7 @@ over the ``experiment_users`` of a range of days.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +39,8 @@ from recsys_spark.experiments.checks import layer_checks, mismatched, srm_rules
 from recsys_spark.experiments.covariates import add_pre_period
 from recsys_spark.experiments.cumulative import accumulate, cumulative_rows, decide
 from recsys_spark.experiments.decisions import decisions
+from recsys_spark.experiments.interactions import INTERACTIONS_TABLE, cell_sums, interaction_rows, interaction_rules
+from recsys_spark.experiments.populations import members, restrict
 from recsys_spark.experiments.tables import (
     CHECKS_SCHEMA,
     CHECKS_TABLE,
@@ -57,7 +61,7 @@ from recsys_spark.io.output import Output
 from recsys_spark.io.read import exists
 from recsys_spark.kernels.decisions import Decision
 from recsys_spark.kernels.experiments import ResultRow
-from recsys_spark.schema import ALL, SLICE, USER
+from recsys_spark.schema import ALL, EXPERIMENT_INTERACTIONS_DDL, SLICE, USER
 from recsys_spark.steps.rules import RuleResult
 
 
@@ -74,14 +78,21 @@ class ExperimentResult:
 
 
 def experiment_stage(
-    spark: SparkSession, cfg: Config, date: dt.date, input_root: str, day_sums: DataFrame | None, out: Output
+    spark: SparkSession,
+    cfg: Config,
+    date: dt.date,
+    input_root: str,
+    day_sums: DataFrame | None,
+    out: Output,
+    exposures: tuple[DataFrame, Mapping[str, str]] | None = None,
 ) -> ExperimentResult:
-    """The day's experiments: stage ``experiment_users``, ``experiments``, ``experiment_checks`` and
-    ``experiment_decisions``.
+    """The day's experiments: stage ``experiment_users``, ``experiments``, ``experiment_checks``,
+    ``experiment_decisions`` and ``experiment_interactions``.
 
     ``day_sums``: one row per (slice, user) with its day sums (the metric stage's
-    :attr:`daily.day.Metrics.day_sums`).  Without an assignments table, returns a summary section that
-    says so and stages nothing.
+    :attr:`daily.day.Metrics.day_sums`).  ``exposures``: the day's labelled exposure rows and their kept input
+    columns (name -> column), read only when an experiment has a population (:mod:`.populations`).  Without an
+    assignments table, returns a summary section that says so and stages nothing.
     """
     ex = cfg.experiments
     path = templates.resolve(ex.assignments, input_root, date, "assignments", templates.InputSettings.of(cfg.input))
@@ -93,6 +104,11 @@ def experiment_stage(
     specs, notes = metric_specs(cfg, cfg.metrics.k)
     assignments = read_assignments(spark, path, cfg.input.columns)
     assigned, layers = assigned_experiments(assignments)
+    populations = ex.populations()
+    if populations:
+        if exposures is None:
+            raise ValueError("an experiment's population needs the day's labelled exposures")
+        assignments = restrict(assignments, members(exposures[0], exposures[1], populations), populations)
     if day_sums is None:
         raise ValueError("the experiments need the metric stage's day sums")
     table = user_day_table(day_sums, assignments)
@@ -115,8 +131,11 @@ def experiment_stage(
         return None if first is None else first[0]
 
     analysis = analyse(rows, cfg, specs, cuped, assigned, exposure_example)
+    interactions: list[tuple] = []
     if layers:
         analysis.checks.extend(layer_checks(users, layers, ex.srm_p_threshold))
+        interactions, more = interaction_rows(cell_sums(users, layers, specs), layers, specs, cfg)
+        notes += more
     cumulative = accumulate(spark, cfg, date, out.root, users, sorted(analysis.section), assigned, specs)
     decided = decide(decisions(analysis, cfg), analysis, cumulative, cfg)
     notes += cumulative.notes
@@ -124,7 +143,15 @@ def experiment_stage(
     out.stage_rows(CHECKS_TABLE, check_tuples(analysis.checks), CHECKS_SCHEMA)
     out.stage_rows(CUMULATIVE_TABLE, cumulative_rows(analysis, cumulative), CUMULATIVE_SCHEMA)
     out.stage_rows(DECISIONS_TABLE, decision_tuples(decided), DECISIONS_SCHEMA)
-    return stage_result(cfg, path, notes, analysis, decided)
+    out.stage_rows(INTERACTIONS_TABLE, interactions, EXPERIMENT_INTERACTIONS_DDL)
+    result = stage_result(cfg, path, notes, analysis, decided)
+    rules, result.summary["interactions"] = interaction_rules(interactions, 1 - float(cfg.stats.confidence))
+    result.rules += rules
+    result.info["interaction_rows"] = len(interactions)
+    for name, condition in populations.items():
+        if name in result.summary["experiments"]:
+            result.summary["experiments"][name]["population"] = condition
+    return result
 
 
 def stage_result(

@@ -257,22 +257,33 @@ def read_slice_inputs(
     kept_names: Sequence[str] = (),
     item_first_seen: bool = False,
     settings: SlicesConfig | None = None,
+    population_columns: Mapping[str, Sequence[str]] | None = None,
 ) -> SliceInputs:
     """Read the items table (always, when it exists) and the users table (when a slice or a custom rule's
     column needs it), their columns renamed by ``input_columns`` (``input.columns``).  ``kept_names``: the
     custom rules' input columns (``rules.columns``); ``item_first_seen``: keep the items table's
     ``first_seen`` when it has one (custom rules); ``settings``: ``[slices]`` (the item date column and the
-    derived slices' cut points; default: ``names`` with the defaults)."""
+    derived slices' cut points; default: ``names`` with the defaults).  ``population_columns``: {config key: the
+    columns an experiment's population reads}, each an exposures' or users table's column (else a
+    :class:`ConfigError` naming the key and the column, before any row is read), kept like the custom rules'
+    (:func:`check_population_columns`)."""
     settings = settings or SlicesConfig(names=tuple(names))
     item_date = settings.item_date_column
     raw_items = _optional(spark, items_path, "items table", input_columns)
-    wanted = [*names, *kept_names]
+    population_names = [c for cols in (population_columns or {}).values() for c in cols]
+    wanted = [*names, *kept_names, *population_names]
     needs_users = _may_need_users(wanted, exposure_columns)
     raw_users = _optional(spark, users_path, "users table", input_columns) if needs_users else None
     item_columns = None if raw_items is None else raw_items.columns
     user_columns = None if raw_users is None else raw_users.columns
     dims = resolve_slices(names, exposure_columns, item_columns, user_columns, item_date)
     kept = resolve_kept(kept_names, exposure_columns, item_columns, user_columns, item_first_seen)
+    if population_columns:
+        check_population_columns(population_columns, exposure_columns, user_columns, users_path)
+        more = resolve_kept(
+            [c for c in dict.fromkeys(population_names) if c not in kept_names], exposure_columns, None, user_columns
+        )
+        kept = KeptColumns(kept.exposure + more.exposure, kept.item, kept.user + more.user, kept.item_first_seen)
     catalog = None
     if raw_items is not None:
         keep = [c for c in dims.item if c != CATEGORY]
@@ -287,6 +298,26 @@ def read_slice_inputs(
         typed = [c for c in kept.user if c != USER]
         users = _one_row_per(conform(raw_users, (ColumnSpec(USER, "id"),), users_path, keep=keep, typed=typed), USER)
     return SliceInputs(dims, catalog, users, items_path, users_path, kept, settings)
+
+
+def check_population_columns(
+    population_columns: Mapping[str, Sequence[str]],
+    exposure_columns: Sequence[str],
+    user_columns: Sequence[str] | None,
+    users_path: str,
+) -> None:
+    """Each column an experiment's population reads is a column of the exposures or of the users table; else a
+    :class:`ConfigError` (exit 3) naming the config key, the column and where it was looked up."""
+    for where, columns in population_columns.items():
+        for column in columns:
+            if column in exposure_columns or (user_columns is not None and column in user_columns):
+                continue
+            looked = (
+                "the exposures or the users table"
+                if user_columns is not None
+                else (f"the exposures (no users table at {users_path})")
+            )
+            raise ConfigError(f"config key {where}: {column!r} is not a column of {looked}")
 
 
 def _may_need_users(names: Sequence[str], exposure_columns: Sequence[str]) -> bool:
