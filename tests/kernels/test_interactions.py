@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from recsys_spark.kernels.interactions import CELLS, Pair, interaction, pair_rows
@@ -35,7 +36,7 @@ def test_hand_computed_two_by_two() -> None:
 def _ols_hc2(y: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
     import statsmodels.formula.api as smf
 
-    fit = smf.ols("y ~ a * b", data={"y": y, "a": a, "b": b}).fit(cov_type="HC2")
+    fit = smf.ols("y ~ a * b", data=pd.DataFrame({"y": y, "a": a, "b": b})).fit(cov_type="HC2")
     return float(fit.params["a:b"]), float(fit.bse["a:b"]), float(fit.pvalues["a:b"])
 
 
