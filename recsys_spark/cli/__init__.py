@@ -1,5 +1,5 @@
 """The command line: ``recsys-spark COMMAND ...`` (``evaluate``, ``experiment``, ``offline``, ``offline-compare``,
-``gate``, ``ope``, ``simulate``, ``report``, ``demo``, ``warm-up``).
+``plan``, ``gate``, ``ope``, ``simulate``, ``report``, ``demo``, ``warm-up``).
 
 Parses the arguments (each command's module adds its own to the shared ones of
 :func:`recsys_spark.cli.common.parent`), runs the command and turns expected failures into one line on
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from recsys_spark._version import __version__
-from recsys_spark.cli import demo, evaluate, experiment, gate, offline, ope, report, simulate, warm_up
+from recsys_spark.cli import demo, evaluate, experiment, gate, offline, ope, plan, report, simulate, warm_up
 from recsys_spark.cli.common import PROG, Command, Parser, parent
 from recsys_spark.errors import JobError, root_cause
 from recsys_spark.runtime import signals
@@ -33,6 +33,7 @@ COMMANDS: dict[str, Command] = {
     for c in (
         evaluate.COMMAND,
         experiment.COMMAND,
+        plan.COMMAND,
         offline.COMMAND,
         offline.COMPARE,
         gate.COMMAND,
