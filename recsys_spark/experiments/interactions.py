@@ -85,16 +85,16 @@ def interaction_rows(
                 names = {(1, 1): (va, vb), (0, 1): (control, vb), (1, 0): (va, control), (0, 0): (control, control)}
                 counts = {c: int(mine[v]["users"]) if v in mine else 0 for c, v in names.items()}
                 if min(counts.values()) < ex.min_users_per_cell:
-                    cell = min(names, key=lambda c: counts[c])
-                    smallest.append((counts[cell], f"{ea}={names[cell][0]}, {eb}={names[cell][1]}"))
+                    low = min(names, key=lambda c: counts[c])
+                    smallest.append((counts[low], f"{ea}={names[low][0]}, {eb}={names[low][1]}"))
                     continue
                 pair = Pair(layers[ea], ea, va, layers[eb], eb, vb)
                 tested.append((pair, {c: mine[names[c]] for c in CELLS}))
         if smallest:
-            n, cell = min(smallest)
+            n, where = min(smallest)
             notes.append(
                 f"interactions {ea} x {eb}: {len(smallest)} variant pair(s) not tested: a cell has fewer than "
-                f"experiments.min_users_per_cell ({ex.min_users_per_cell}) users (smallest: {cell}, {n} users)"
+                f"experiments.min_users_per_cell ({ex.min_users_per_cell}) users (smallest: {where}, {n} users)"
             )
         rows += pair_rows(tested, specs, ex.correction, confidence, ex.inference, ex.sequential_tuning)
     return rows, notes

@@ -152,5 +152,5 @@ def pair_rows(
                 )
             )
     p = [math.nan if row[12] is None else row[12] for row in family]
-    adjusted = adjust_p(p, correction) if family else []
+    adjusted: Sequence[float] = list(adjust_p(p, correction)) if family else []
     return [(*row[:13], _clean(float(pa)), row[13]) for row, pa in zip(family, adjusted, strict=True)]

@@ -182,3 +182,13 @@ def test_a_population_outside_the_grammar_is_refused_as_the_config_loads(populat
     with pytest.raises(ConfigError, match=r"experiments\.per_experiment\.ea\.population") as err:
         load_config(None, [f'experiments.per_experiment={{ea={{population="{population}"}}}}'])
     assert says in str(err.value)
+
+
+def test_the_report_shows_the_interaction_table_and_flags_the_pair(day, tmp_path):
+    from recsys_spark.report import write_report
+
+    root, _ = day
+    page = write_report(f"{root}/out", DAY, DAY, load_config(None, SETTINGS), out=str(tmp_path / "r.html"))
+    html = open(page, encoding="utf-8").read()
+    assert 'id="experiment-interactions"' in html and html.count('class="interaction"') == 2
+    assert html.count('data-flagged="yes"') == 2 and "ea treatment (L1)" in html

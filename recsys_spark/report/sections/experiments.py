@@ -161,7 +161,35 @@ def experiments_section(data: RunData) -> Section | None:
         block["correction"] = correction_of(data.summaries.get(day))
         section.charts.append(block["chart"])
         section.body["experiments"].append(block)
+    section.body["interactions"] = interaction_rows(
+        data.tables.get("experiment_interactions", pd.DataFrame()), day, alpha
+    )
     return section
+
+
+def interaction_rows(frame: pd.DataFrame, day: str, alpha: float) -> list[dict[str, Any]]:
+    """The day's ``experiment_interactions`` rows for the page (docs/experiments.md, "Interactions"): each pair's
+    contrast, interval and adjusted p, ``flagged`` when the adjusted p is below ``alpha`` (the soft rule's)."""
+    if frame.empty or "dt" not in frame.columns:
+        return []
+    rows = []
+    for r in frame[frame["dt"] == day].to_dict("records"):
+        p_adjusted = as_float(r.get("p_adjusted"))
+        rows.append(
+            {
+                "a": f"{r['experiment_a']} {r['variant_a']} ({r['layer_a']})",
+                "b": f"{r['experiment_b']} {r['variant_b']} ({r['layer_b']})",
+                "metric": metric_label(r["metric"], as_int(r.get("k")), r["aggregation"]),
+                "contrast": as_float(r.get("contrast")),
+                "ci_low": as_float(r.get("ci_low")),
+                "ci_high": as_float(r.get("ci_high")),
+                "p_value": as_float(r.get("p_value")),
+                "p_adjusted": p_adjusted,
+                "users": as_int(r.get("users")),
+                "flagged": p_adjusted is not None and p_adjusted < alpha,
+            }
+        )
+    return rows
 
 
 def windows_section(data: RunData) -> Section | None:
