@@ -57,6 +57,11 @@ EXPOSURES_PER_USER = 7
 SEED = 7
 OFFLINE_USERS = 400  # the offline data set's users (at most --users)
 SLICES = 'slices.names=["platform", "user_type", "popularity"]'
+#: who is in a test (docs/experiments.md, "Populations"): hd_images changes the apps' images, so it is analysed on
+#: the users with an app exposure that day (about nine in ten)
+POPULATION = "experiments.per_experiment={hd_images={population=\"platform <> 'web'\"}}"
+#: the plan the tour prints (docs/experiments.md, "Plan"): a 5 % lift of exposure CTR, from the week's variance
+PLAN = argparse.Namespace(metric="exposure_ctr_global", mde=0.05, relative=True, power=None, days=7, traffic=1.0)
 #: the demo's gates (docs/gate.md): the offline candidate must gain NDCG@10 on the bound of its paired interval
 #: and may lose at most 2 % of its MRR; each experiment's treatment must raise exposure CTR and may raise the
 #: failure rate by at most half a point.  Written beside the data, as an operator would write them.
@@ -150,13 +155,14 @@ def _tour(args: argparse.Namespace) -> int:
         f"(outputs under {out})"
     )
     began = time.monotonic()
-    args.set = [*args.set, DEMO_METRICS, OPE_TARGET, COMPOSITE, SURVEYS, SLICES]  # SLICES last: not offline
+    args.set = [*args.set, DEMO_METRICS, OPE_TARGET, COMPOSITE, SURVEYS, POPULATION, SLICES]  # SLICES last: not offline
     cfg = load(args)
     start_logging(args)
     _generate(args, inputs, offline_inputs, days)
     spark = job_session(cfg, args.master, args.verbose, app_name="recsys-spark-demo")
     try:
         windows = _days_and_windows(spark, cfg, inputs, out, start, days)
+        _plan(spark, cfg, out)
         states = _offline_and_gates(spark, args, root, offline_inputs, out, start, windows)
         _candidate(spark, cfg, inputs, out, start)
         report = write_report(str(out), start, END, cfg, spark=spark)
@@ -168,7 +174,7 @@ def _tour(args: argparse.Namespace) -> int:
     _say(f"report: {report}  (open it in a browser)")
     _say(
         f"tables: {out}/{{metrics,user_metrics,lorenz,rule_checks,experiments,experiment_cumulative,"
-        f"experiment_decisions,summary}}/dt=..., "
+        f"experiment_decisions,experiment_interactions,summary}}/dt=..., {out}/plan/metric={PLAN.metric}, "
         f"{out}/offline/{{metrics,...}}/run=..., {out}/ope/{{estimates,diagnostics,summary}}/run={CANDIDATE}, "
         f"{out}/simulation/{{metrics,...}}/run={CANDIDATE}/dt={END}, verdicts: {out}/gate/NAME/verdict.json"
     )
@@ -224,6 +230,15 @@ def _days_and_windows(
         for line in experiment_lines(f"{start}..{END}", windows[name]):
             _say(f"  {line}")
     return windows
+
+
+def _plan(spark: SparkSession, cfg: Config, out: Path) -> None:
+    """``recsys-spark plan`` on the week: the users per arm and the days a 5 % lift of exposure CTR needs."""
+    from recsys_spark.cli.plan import make_plan, plan_lines
+
+    _say(f"plan {PLAN.metric} (recsys-spark plan --metric {PLAN.metric} --mde {PLAN.mde} --relative)")
+    for line in plan_lines(PLAN.metric, make_plan(spark, cfg, str(out), PLAN)):
+        _say(f"  {line}")
 
 
 def _offline_and_gates(

@@ -77,7 +77,7 @@ def _share_or_one(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     """Read the metric's recent days, compute the plan, print it and write ``plan/metric=KEY``."""
     try:
-        metric, k, aggregation = parse_key(args.metric)
+        parse_key(args.metric)
     except ValueError as exc:
         raise UsageError(f"--metric: {exc}") from None
     cfg = load(args)
@@ -86,19 +86,27 @@ def run(args: argparse.Namespace) -> int:
 
     spark = job_session(cfg, args.master, args.verbose)
     try:
-        days = read_days(spark, args.output_root, (metric, k, aggregation), args.days)
-        if not days:
-            raise MissingInputError(
-                f"no per-user variance for {args.metric}: none of the last complete days under {args.output_root} "
-                "has its row with a standard error in metrics/dt=D (slice all)"
-            )
-        row = plan_row(args, cfg, days)
-        write_plan(spark, cfg, args.output_root, args.metric, row)
+        row = make_plan(spark, cfg, args.output_root, args)
     finally:
         spark.stop()
     for line in plan_lines(args.metric, row):
         print(line)
     return 0
+
+
+def make_plan(spark: Any, cfg: Any, output_root: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The plan of ``args`` (``metric``, ``mde``, ``relative``, ``power``, ``days``, ``traffic``) from
+    ``output_root``'s recent days, written to ``plan/metric=KEY``; :class:`MissingInputError` when no day has the
+    metric's row with a standard error.  The command's and the demo's."""
+    days = read_days(spark, output_root, parse_key(args.metric), args.days)
+    if not days:
+        raise MissingInputError(
+            f"no per-user variance for {args.metric}: none of the last complete days under {output_root} "
+            "has its row with a standard error in metrics/dt=D (slice all)"
+        )
+    row = plan_row(args, cfg, days)
+    write_plan(spark, cfg, output_root, args.metric, row)
+    return row
 
 
 def read_days(

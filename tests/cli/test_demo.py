@@ -3,6 +3,8 @@ which of the tour's experiments shipped, which must not and which needs more tim
 
 from __future__ import annotations
 
+import pytest
+
 from recsys_spark.cli import demo
 
 SHIP = {
@@ -77,3 +79,34 @@ def test_a_day_says_each_experiments_decision_on_one_line():
     skipped = {"status": "skipped", "note": "no assignments"}
     assert demo.day_decisions("2026-11-20", skipped) == ["2026-11-20: experiments: skipped (no assignments)"]
     assert demo.day_decisions("2026-11-20", None) == []
+
+
+@pytest.mark.spark
+def test_a_generated_day_with_the_demos_population_shows_interactions_and_a_plan(spark, tmp_path, capsys):
+    """The demo's pieces on one small generated day: the tour's layers give an interaction table, hd_images is
+    analysed on its population (platform <> 'web'), and the plan reads the day's exposure CTR."""
+    import datetime as dt
+
+    from recsys_spark.config import load_config
+    from recsys_spark.daily import evaluate_day
+    from recsys_spark.synthetic import generate
+
+    inputs, out = tmp_path / "in", tmp_path / "out"
+    args = ["--date", demo.END.isoformat(), "--output-root", str(inputs), "--users", "1500"]
+    generate.main([*args, "--exposures", "10500", "--days", "1", "--seed", "7"])
+    cfg = load_config(None, [demo.DEMO_METRICS, demo.POPULATION, "experiments.min_users_per_cell=20"])
+    summary = evaluate_day(spark, cfg, demo.END, str(inputs), str(out))
+    section = summary["experiments"]
+    assert section["experiments"]["hd_images"]["population"] == "platform <> 'web'"
+    assert 0 < section["experiments"]["hd_images"]["matched_ids"] < section["experiments"]["hd_images"]["assigned_ids"]
+    assert "population" not in section["experiments"]["ranker_v2"]
+    pairs = section["interactions"]["pairs"]
+    assert {"ranker_v2 x ui_aa", "hd_images x ui_aa"} <= set(pairs)
+    rows = spark.read.parquet(f"{out}/experiment_interactions/dt={demo.END}")
+    assert rows.where("experiment_a = 'ranker_v2' AND experiment_b = 'ui_aa'").count() > 0
+    capsys.readouterr()
+    demo._plan(spark, cfg, out)
+    said = capsys.readouterr().out
+    assert "users per arm (fixed horizon)" in said and "users per arm with the always-valid intervals" in said
+    assert spark.read.parquet(f"{out}/plan/metric=exposure_ctr_global").count() == 1
+    assert dt.date.fromisoformat(spark.read.parquet(f"{out}/plan/metric=exposure_ctr_global").first()["last_day"])
