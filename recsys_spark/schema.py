@@ -185,9 +185,9 @@ EXPERIMENT_INTERACTIONS_DDL = (
     "p_adjusted double, users long"
 )
 #: plan/metric=KEY (``recsys-spark plan``): the users per arm and the days an experiment needs (docs/experiments.md,
-#: "Plan")
+#: "Plan"); no ``metric`` column, which the path carries (a column in both: the table unreadable at its root)
 PLAN_DDL = (
-    "metric string, mde double, relative boolean, absolute_mde double, power double, confidence double, "
+    "mde double, relative boolean, absolute_mde double, power double, confidence double, "
     "baseline double, variance double, users_per_arm long, daily_users double, days int, "
     "sequential_users_per_arm long, sequential_days int, sequential_tuning double, first_day string, "
     "last_day string, days_read int"

@@ -235,9 +235,15 @@ def _days_and_windows(
 def _plan(spark: SparkSession, cfg: Config, out: Path) -> None:
     """``recsys-spark plan`` on the week: the users per arm and the days a 5 % lift of exposure CTR needs."""
     from recsys_spark.cli.plan import make_plan, plan_lines
+    from recsys_spark.errors import MissingInputError
 
     _say(f"plan {PLAN.metric} (recsys-spark plan --metric {PLAN.metric} --mde {PLAN.mde} --relative)")
-    for line in plan_lines(PLAN.metric, make_plan(spark, cfg, str(out), PLAN)):
+    try:
+        row = make_plan(spark, cfg, str(out), PLAN)
+    except MissingInputError as exc:  # a tour of a few users may leave the metric without an interval
+        _say(f"  {exc}")
+        return
+    for line in plan_lines(PLAN.metric, row):
         _say(f"  {line}")
 
 

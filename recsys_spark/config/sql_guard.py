@@ -27,9 +27,10 @@ function outside the list (``reflect``, ``java_method``, ``rand``, ``input_file_
 (``over``), a named argument (``=>``), a parameter marker, a comment, ``;``, subscripts and bitwise operators.
 The functions are deterministic scalar and aggregate ones: the same rows give the same result, on any run.
 
-:func:`check_expression` is the one entry point, for every place a user's SQL string reaches Spark: today the
-custom rules (config load and :func:`recsys_spark.steps.custom_rules.check_rules`); experiment populations or
-composite metrics defined in SQL, when they come, must call it too.  It is pure Python (no pyspark), so the
+:func:`check_expression` is the one entry point, for every place a user's SQL string reaches Spark: the
+custom rules (config load and :func:`recsys_spark.steps.custom_rules.check_rules`) and the experiments' populations
+(:meth:`recsys_spark.config.experiments.ExperimentsConfig.population_columns`, at config load); anything else
+defined in SQL must call it too.  It is pure Python (no pyspark), so the
 config is refused before a session starts.  On a classic session :mod:`recsys_spark.steps.custom_rules` also walks
 Spark's analysed expression with an allow-list of expression classes (defence against a difference between this
 grammar and Spark's); on Spark Connect this check is the guard.

@@ -26,6 +26,8 @@ TABLES = (
     "experiment_decisions",
     "experiment_users",
     "experiment_decisions",
+    "experiment_interactions",
+    "plan",
     "experiment_window",
     "experiment_window_checks",
     "experiment_window_decisions",
