@@ -31,6 +31,7 @@ from recsys_spark.per_user.curves import PooledCurves, daily_curves
 from recsys_spark.per_user.pooled_auc import pooled_auc
 from recsys_spark.per_user.table import UserMetrics, bucket_count, persist_user_rows, ranking_input, user_row_columns
 from recsys_spark.per_user.user_pass import UserPass
+from recsys_spark.runtime import plan_guard
 from recsys_spark.runtime.engine import default_parallelism
 from recsys_spark.runtime.session import CACHE_LEVEL, fixed_shuffles
 from recsys_spark.schema import ALL, DWELL, EVENT, POSITION, TS, USER, VALUE
@@ -414,24 +415,30 @@ def check_custom_rules(spark: SparkSession, inputs: Inputs, cfg: Config, date: d
     check_rules(spark, cfg.rules.custom, rows.schema)
 
 
-def check_populations(inputs: Inputs, cfg: Config, date: dt.date) -> None:
-    """Analyse each experiment's population against the day's columns before any row is read (the schema of a
-    plan over the inputs is analysis only): Spark's refusal, or a result that is not a boolean, is a
-    :class:`ConfigError` (exit 3) naming the key.  The grammar (:mod:`recsys_spark.config.sql_guard`) and the
-    columns were checked before (config load, :func:`recsys_spark.steps.slices.check_population_columns`)."""
-    ex = cfg.experiments
-    populations = ex.populations()
+def check_populations(spark: SparkSession, inputs: Inputs, cfg: Config, date: dt.date) -> None:
+    """Analyse each experiment's population against the day's columns before any row is read (on an empty frame of
+    the labelled rows' schema: analysis only): Spark's refusal, a result that is not a boolean, or (on a classic
+    session) an analysed plan outside :mod:`recsys_spark.runtime.plan_guard`'s allow-list is a :class:`ConfigError`
+    (exit 3) naming the key.  The grammar (:mod:`recsys_spark.config.sql_guard`) and the columns were checked
+    before (config load, :func:`recsys_spark.steps.slices.check_population_columns`)."""
+    populations = cfg.experiments.populations()
     if not populations:
         return
     plan = labelled_plan(inputs, cfg, date)
     named = plan.select(*[F.col(internal).alias(name) for name, internal in inputs.slices.kept.internal().items()])
+    empty = spark.createDataFrame([], named.schema)
     for name, condition in populations.items():
         where = f"config key experiments.per_experiment.{name}.population"
         try:
-            kind = named.select(F.expr(f"({condition})").alias("p")).schema["p"].dataType
+            checked = empty.select(F.expr(f"({condition})").alias("p"))
+            kind = checked.schema["p"].dataType
+            if plan_guard.is_available(checked):
+                plan_guard.check_analysed(checked, empty)
         except AnalysisException as exc:
             reason = re.sub(r"\s*SQLSTATE: \w+\.?;?", "", (str(exc).strip().splitlines() or [""])[0]).strip()
             raise ConfigError(f"{where}: Spark cannot evaluate it: {reason}: {condition!r}") from None
+        except plan_guard.UnsafePlan as exc:
+            raise ConfigError(f"{where}: {exc} (Spark's analysed plan): {condition!r}") from None
         if not isinstance(kind, (T.BooleanType, T.NullType)):
             raise ConfigError(
                 f"{where}: a population is a condition (a boolean), got {kind.simpleString()}: {condition!r}"
