@@ -78,6 +78,13 @@ def interaction_rows(
         mine = {(va, vb): d for (a, va, b, vb), d in sums.items() if a == ea and b == eb}
         variants_a = sorted({va for va, _ in mine if va != control})
         variants_b = sorted({vb for _, vb in mine if vb != control})
+        without = [e for e, v in ((ea, {va for va, _ in mine}), (eb, {vb for _, vb in mine})) if control not in v]
+        if without:  # its `compared` check says why; a contrast needs both controls
+            notes.append(
+                f"interactions {ea} x {eb}: not tested: no user of both in the control arm '{control}' of "
+                f"{' and '.join(without)}"
+            )
+            continue
         tested: list[tuple[Pair, dict[tuple[int, int], Mapping[str, Any]]]] = []
         smallest: list[tuple[int, str]] = []
         for va in variants_a:
