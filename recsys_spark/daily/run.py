@@ -127,7 +127,8 @@ def read_stage(
             inputs = read_simulated_inputs(spark, cfg, paths, simulation)
             info.update(inputs.simulated or {})
         check_custom_rules(spark, inputs, cfg, date)
-        check_populations(spark, inputs, cfg, date)
+        if simulation is None:  # a simulated day has no feedback, so no experiment: no population to check
+            check_populations(spark, inputs, cfg, date)
         out.acquire()
         info["has_score"] = inputs.has_score
         try:

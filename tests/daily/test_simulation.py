@@ -111,3 +111,13 @@ def test_the_same_click_free_day_evaluated_as_logs_fails_the_hard_no_feedback_ru
     ]
     with pytest.raises(HardRuleViolation, match="no_feedback"):
         evaluate_day(spark, load_config(None, overrides), DAY, str(root / "in"), str(tmp_path / "out"))
+
+
+def test_an_experiments_population_does_not_stop_a_simulated_day(spark, logged, tmp_path):
+    """A simulated day has no experiment, and its inputs keep no population column: the population is not checked
+    there (the demo's hd_images population failed its simulated day with exit 3 before)."""
+    root, *_ = logged
+    population = "experiments.per_experiment={hd_images={population=\"platform <> 'web'\"}}"
+    cfg = load_config(None, [population])
+    summary = evaluate_day(spark, cfg, DAY, str(root / "in"), str(tmp_path / "out"), simulation_run="full")
+    assert summary["status"] == "ok"
