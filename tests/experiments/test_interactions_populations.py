@@ -101,6 +101,11 @@ def test_the_interaction_table_is_ols_with_the_interaction_term(spark, day):
     ]  # fmt: skip
     rows = {r["metric"]: r.asDict() for r in df.collect()}
     assert set(rows) == {"exposure_ctr", "precision"}
+    table = f"{root}/out/experiment_interactions"  # at its root, as a reader opens it: pandas and DuckDB
+    import duckdb
+
+    by_duckdb = duckdb.sql(f"SELECT * FROM read_parquet('{table}/**/*.parquet', hive_partitioning = true)").df()
+    assert len(pd.read_parquet(table)) == len(by_duckdb) == 2
     users = _users()
     for metric, row in rows.items():
         assert (row["layer_a"], row["experiment_a"], row["variant_a"]) == ("L1", "ea", "treatment")
