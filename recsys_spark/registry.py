@@ -96,6 +96,10 @@ METRICS: dict[str, Metric] = {
         _m("uv_ctr", "higher", high=None, label="clicked exposures per user (UV CTR)"),
         _m("uv_conversion", "higher", label="UV conversion", percent=True),
         _m("clicks_per_clicking_user", "higher", low=1.0, high=None),
+        # robustness: how much the clicks lean on a few users (docs/metrics.md, "Robustness")
+        _m("click_concentration", "lower", label="click share of the top 1 % of clicking users", percent=True),
+        _m("clicks_gini", "lower", label="Gini of clicks over clicking users"),
+        _m("capped_ctr", "higher", label="capped CTR", percent=True),
         # business: clicks counted as events, the seed's 点击量 (docs/metrics.md, "The seed's definitions")
         _m("clicks_per_exposure", "higher", high=None),
         _m("clicks_per_request", "higher", high=None),
@@ -122,6 +126,8 @@ METRICS: dict[str, Metric] = {
         _m("nmae", "lower", high=None, label="NMAE"),
         _m("nrmse", "lower", high=None, label="NRMSE"),
         _m("distortion", "lower", high=None),
+        # offline and daily: pointwise scores cut at a threshold (docs/metrics.md, "F-scores and thresholds")
+        _m("accuracy", "higher", percent=True),
     )
 }
 
@@ -145,6 +151,9 @@ FEEDBACK_METRICS = (
     "uv_ctr",
     "uv_conversion",
     "clicks_per_clicking_user",
+    "click_concentration",
+    "clicks_gini",
+    "capped_ctr",
     "clicks_per_exposure",
     "clicks_per_request",
     "clicks_per_user",
@@ -165,6 +174,7 @@ FEEDBACK_METRICS = (
     "nmae",
     "nrmse",
     "distortion",
+    "accuracy",
 )
 
 #: the metrics measured without feedback (from the lists, the catalog, the days before, a model's predictions): what
@@ -239,18 +249,47 @@ def event_rate(name: str) -> Metric | None:
     return None
 
 
+_F_SCORE = re.compile(r"f(\d+(?:\.\d+)?)")
+
+
+def f_score_name(alpha: float) -> str:
+    """The metric name of F_alpha (docs/metrics.md, "F-scores and thresholds"): ``f`` and alpha as the shortest
+    decimal that reads back to it.
+
+    >>> f_score_name(1.0), f_score_name(0.5), f_score_name(2.0)
+    ('f1', 'f0.5', 'f2')
+    """
+    text = repr(float(alpha))
+    return f"f{text[:-2] if text.endswith('.0') else text}"
+
+
+def f_score(name: str) -> Metric | None:
+    """The F-score metric ``name`` names (``f0.5``: F_0.5 at a cut-off; ``f1`` is in :data:`METRICS`), or None.
+
+    >>> f_score("f0.5").reader_name, f_score("f2").at_k, f_score("fx") is None, f_score("f0") is None
+    ('F0.5', True, True, True)
+    """
+    found = _F_SCORE.fullmatch(name)
+    if found is None or float(found.group(1)) <= 0 or f_score_name(float(found.group(1))) != name:
+        return None
+    return Metric(name, "higher", at_k=True, label=f"F{found.group(1)}")
+
+
 def find(name: str) -> Metric | None:
-    """The metric called ``name`` (a conversion-event rate included), or None when there is none."""
-    return METRICS.get(name) or event_rate(name)
+    """The metric called ``name`` (a conversion-event rate or an F-score included), or None when there is none."""
+    return METRICS.get(name) or event_rate(name) or f_score(name)
 
 
 def needs_feedback(name: str) -> bool:
-    """Whether the metric ``name`` needs feedback: a name of :data:`FEEDBACK_METRICS` or a conversion-event rate.
+    """Whether the metric ``name`` needs feedback: a name of :data:`FEEDBACK_METRICS`, a conversion-event rate or
+    an F-score.
 
     >>> needs_feedback("gmv_per_user"), needs_feedback("purchase_user_rate"), needs_feedback("gini")
     (True, True, False)
     """
-    return name in FEEDBACK_METRICS or (name not in METRICS and event_rate(name) is not None)
+    if name in FEEDBACK_METRICS:
+        return True
+    return name not in METRICS and (event_rate(name) is not None or f_score(name) is not None)
 
 
 def metric(name: str) -> Metric:
@@ -262,7 +301,7 @@ def metric(name: str) -> Metric:
     try:
         return METRICS[name]
     except KeyError:
-        family = event_rate(name)
+        family = event_rate(name) or f_score(name)
         if family is not None:
             return family
         near = difflib.get_close_matches(name, METRICS, n=3)

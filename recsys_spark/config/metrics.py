@@ -10,6 +10,9 @@ from types import MappingProxyType
 from recsys_spark.config.checks import MAX_K, MAX_NOVELTY_DAYS, MAX_WINDOW_MINUTES, NAME_PATTERN, at_most, in_open_unit
 from recsys_spark.errors import ConfigError
 
+#: the largest alpha of metrics.f_alphas: beyond it F_alpha is recall to the printed digits
+MAX_F_ALPHA = 100.0
+
 
 @dataclass(frozen=True)
 class AttributionConfig:
@@ -48,9 +51,16 @@ class RankingConfig:
 class MetricsConfig:
     k: tuple[int, ...] = (1, 3, 5, 10, 20)
     ndcg_gain: str = "exponential"
+    f_alphas: tuple[float, ...] = (1.0,)  # F_alpha@k written at each k: f1, f0.5... (docs/metrics.md)
+    click_cap: int = 10  # capped_ctr: a user's clicked exposures counted up to this many (docs/metrics.md)
 
     def __post_init__(self) -> None:
         at_most("metrics.k", max(self.k, default=0), MAX_K, "a cut-off deeper than any ranked list")
+        at_most("metrics.f_alphas", max(self.f_alphas, default=0.0), MAX_F_ALPHA, "F would be recall alone")
+        if self.click_cap < 1:
+            raise ConfigError(
+                f"config key metrics.click_cap: expected a whole number of at least 1, got {self.click_cap}"
+            )
 
 
 @dataclass(frozen=True)

@@ -209,6 +209,7 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = Tr
         min_list_length=cfg.health.min_list_length if health else None,
         max_user_rows=cfg.execution.max_user_rows,
         day_sums=health,
+        f_alphas=cfg.metrics.f_alphas,
     )
     users = UserMetrics(
         labelled.ranked,
@@ -219,6 +220,7 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = Tr
         cfg.execution.rows_per_bucket,
         cfg.ranking.list_unit,
         user_pass=the_pass,
+        f_alphas=cfg.metrics.f_alphas,
     )
     staged_users = out.stage("user_metrics", users.frame)  # runs the one pass over the labelled exposures
     heavy = users.heavy_frame()  # users past execution.max_user_rows, if any: bounded path
@@ -241,6 +243,7 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = Tr
         pooled,
         cfg.stats.confidence,  # sums from the pass
         replicates,
+        cfg.metrics.f_alphas,
     )
     unit_counts.setdefault(ALL, {}).update(users.counts())
     return Metrics(rows, unit_counts, users.notes(), labelled.partitions, the_pass, day_sums)

@@ -161,6 +161,7 @@ class UserMetrics:
         list_unit: str = "request",
         keyed: DataFrame | None = None,
         user_pass: UserPass | None = None,
+        f_alphas: Sequence[float] = (1.0,),
     ) -> None:
         """``ranked``: the ranking input (:func:`ranking_input`), one row per (exposed item, slice);
         ``partitions``: hash-partition it by user into that many, None when it already is (built on
@@ -169,14 +170,16 @@ class UserMetrics:
         those.  ``user_pass``: the day's pass (which also sums the health indicators), built by the
         caller over the user partitions; without it this builds a pass of its own (the per-user values
         only), unpersisted by :meth:`unpersist`.  The set-aside users' bounded path reads ``ranked``."""
-        self.ranked, self.ks, self.gain = ranked, tuple(ks), gain
+        self.ranked, self.ks, self.gain, self.f_alphas = ranked, tuple(ks), gain, tuple(f_alphas)
         self.max_user_rows, self.rows_per_bucket, self.list_unit = max_user_rows, rows_per_bucket, list_unit
         self._own = user_pass is None
         if user_pass is None:
             rows = ranked if partitions is None else ranked.repartition(partitions, USER)
             if keyed is not None and partitions is None:
                 rows = keyed
-            user_pass = UserPass(rows, self.ks, gain=gain, list_unit=list_unit, max_user_rows=max_user_rows)
+            user_pass = UserPass(
+                rows, self.ks, gain=gain, list_unit=list_unit, max_user_rows=max_user_rows, f_alphas=self.f_alphas
+            )
         self.user_pass = user_pass
         self.frame = user_pass.user_frame()
         self._heavy_moments: dict[str, Moments] = {}
@@ -209,7 +212,7 @@ class UserMetrics:
         names = [name for name, _ in USER_METRICS_COLUMNS]
         # a few rows per set-aside user: computed once, kept for the aggregates and the table
         table = merged.join(auc, on=[SLICE, USER], how="left").select(*names).toPandas()
-        self._heavy_moments = user_table_moments(table, self.ks)
+        self._heavy_moments = user_table_moments(table, self.ks, self.f_alphas)
         return spark.createDataFrame(table, USER_METRICS_DDL)
 
     def moments(self) -> dict[str, Moments]:

@@ -294,6 +294,7 @@ def _pass_function(
     min_list_length: int | None,
     max_user_rows: int | None,
     day_columns: tuple[str, ...] = (),
+    f_alphas: tuple[float, ...] = (1.0,),
 ):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # on the executors
         kept, over = _set_aside(batches, max_user_rows)
@@ -323,7 +324,7 @@ def _pass_function(
                     .take(pa.array(per_user[USER], pa.int64()))
                     .to_numpy(zero_copy_only=False),
                 }
-                moments = user_table_moments(user_table(strings, result.per_k, ks), ks)
+                moments = user_table_moments(user_table(strings, result.per_k, ks), ks, f_alphas)
                 yield _batch("moments", 1, {"blob": pa.array([pickle.dumps(moments)], pa.binary())})
         if min_list_length is not None and len(result.health.get("name", ())):
             yield _sum_batch(result.health, slice_names, dictionaries)
@@ -369,11 +370,15 @@ def pass_rows(
     min_list_length: int | None,
     max_user_rows: int | None = None,
     day_columns: Sequence[str] = (),
+    f_alphas: Sequence[float] = (1.0,),
 ) -> DataFrame:
     """The pass's output rows (module docstring) over ``rows`` (hash-partitioned by user, read in place):
     per-user values when ``ks`` is given, the health sums when ``min_list_length`` is, and with both the
-    users' day sums ``day_columns`` (:func:`kernels.user_day.user_day_columns`) when given."""
-    fn = _pass_function(None if ks is None else tuple(ks), gain, min_list_length, max_user_rows, tuple(day_columns))
+    users' day sums ``day_columns`` (:func:`kernels.user_day.user_day_columns`) when given; ``f_alphas``: the
+    F-scores' alphas the moments carry (:func:`kernels.moments.user_table_moments`)."""
+    fn = _pass_function(
+        None if ks is None else tuple(ks), gain, min_list_length, max_user_rows, tuple(day_columns), tuple(f_alphas)
+    )
     return pass_input(rows, None if ks is None else list_unit, has_score).mapInArrow(fn, OUTPUT_DDL)
 
 
@@ -403,10 +408,12 @@ class UserPass:
         max_user_rows: int | None = None,
         persist: bool = True,
         day_sums: bool = False,
+        f_alphas: Sequence[float] = (1.0,),
     ) -> None:
         """``ks``: the cut-offs of the per-user metrics (None: none); ``min_list_length``: the health sums'
         (None: none); ``persist``: False for an output read once (a bounded path's); ``day_sums``: also each
-        user's day sums for the experiments (with both ``ks`` and ``min_list_length``)."""
+        user's day sums for the experiments (with both ``ks`` and ``min_list_length``); ``f_alphas``: the
+        F-scores' alphas (``metrics.f_alphas``) whose per-user moments the pass adds."""
         self.ks = None if ks is None else tuple(ks)
         with_day = day_sums and self.ks is not None and min_list_length is not None
         self.day_columns = tuple(user_day_columns(rows.columns, self.ks)) if with_day and self.ks else ()
@@ -419,6 +426,7 @@ class UserPass:
             min_list_length=min_list_length,
             max_user_rows=max_user_rows,
             day_columns=self.day_columns,
+            f_alphas=f_alphas,
         )
         self.output = output.persist(CACHE_LEVEL) if persist else output
         self._totals: PassTotals | None = None
