@@ -90,8 +90,9 @@ def confusion_counts(scores: np.ndarray, labels: np.ndarray, thresholds: Sequenc
     """One :class:`Confusion` per threshold: a row is predicted positive when its score >= the threshold
     (scikit-learn's ``y_pred = score >= t``), positive when its label > 0.  NaN scores are left out.
 
-    >>> [(c.tp, c.fp, c.tn, c.fn) for c in confusion_counts(np.array([0.9, 0.6, 0.4, 0.2]), np.array([1, 0, 1, 0]), [0.5])]
-    [(1, 1, 1, 1)]
+    >>> (c,) = confusion_counts(np.array([0.9, 0.6, 0.4, 0.2]), np.array([1, 0, 1, 0]), [0.5])
+    >>> c.tp, c.fp, c.tn, c.fn
+    (1, 1, 1, 1)
     """
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(labels, dtype=np.float64) > 0
