@@ -322,6 +322,7 @@ def health_settings(cfg: Config) -> HealthSettings:
         seed=cfg.stats.seed,
         max_user_rows=cfg.execution.max_user_rows,
         rows_per_bucket=cfg.execution.rows_per_bucket,
+        click_cap=cfg.metrics.click_cap,
     )
 
 

@@ -244,6 +244,8 @@ def _sum_batch(health: dict, slice_names: pa.Array, dictionaries: dict[str, pa.A
     for kind in ("item", "category"):
         of = (name == kind) & (health["key"] >= 0)  # a null category (no items table) stays null
         key[of] = dictionaries[kind].take(pa.array(health["key"][of])).to_numpy(zero_copy_only=False)
+    counted = np.isin(name, ("clicks_users", "clicks_exposures"))  # the clicks histogram: key a click count
+    key[counted] = health["key"][counted].astype(str)
     columns = {
         SLICE: slice_names.take(pa.array(health["slice"], pa.int64())),
         "name": pa.array(name, pa.string()),

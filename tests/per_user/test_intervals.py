@@ -265,7 +265,11 @@ def _run(spark, root, spec, copies):
     spark.createDataFrame(exposures, EXPOSURE_DDL).write.parquet(f"{root}/in/exposures/dt={DAY}")
     spark.createDataFrame(clicks, CLICK_DDL).write.parquet(f"{root}/in/clicks/dt={DAY}")
     evaluate_day(
-        spark, load_config(None, ["metrics.k=[3]", "health.min_list_length=3"]), DAY, f"{root}/in", f"{root}/out"
+        spark,
+        load_config(None, ["metrics.k=[3]", "health.min_list_length=3", "metrics.click_cap=2"]),
+        DAY,
+        f"{root}/in",
+        f"{root}/out",
     )
     rows = spark.read.parquet(f"{root}/out/metrics").where("slice = 'all'").collect()
     return {(r["metric"], r["k"], r["aggregation"]): r for r in rows}
@@ -293,6 +297,15 @@ def test_spark_intervals_follow_users_not_exposures(spark, tmp_path):
     prec = once[("precision", 3, "global")]
     want = delta_interval(RatioStats.from_values(u["hits3"], 3 * u["ranked"]))
     assert prec.ci_method == "delta" and (prec.value, prec.se) == (pytest.approx(want.value), pytest.approx(want.se))
+    # robustness: clicks per user 1, 2, 2, 0, 3, 1; the top ceil(0.01 * 5) = 1 clicking user has 3 of the 9;
+    # Gini over 1, 1, 2, 2, 3: (-4 * 1 - 2 * 1 + 0 * 2 + 2 * 2 + 4 * 3) / (4 * 9); capped at 2: 8 / 27
+    assert once[("click_concentration", None, "global")].value == pytest.approx(3 / 9)
+    assert once[("clicks_gini", None, "global")].value == pytest.approx(10 / 36)
+    assert once[("click_concentration", None, "global")].ci_method == "none"
+    capped = once[("capped_ctr", None, "global")]
+    want = delta_interval(RatioStats.from_values(np.minimum(u["c"], 2), u["e"]))
+    assert capped.ci_method == "delta" and capped.n == 6
+    assert (capped.value, capped.se) == (pytest.approx(8 / 27), pytest.approx(want.se))
     f1 = once[("f1", 3, "global")]  # metrics.f_alphas defaults to [1.0]: F1 at each k
     want = delta_interval(RatioStats.from_values(2 * u["hits3"], u["rel"] + 3 * u["ranked"]))
     assert f1.ci_method == "delta" and (f1.value, f1.se) == (pytest.approx(want.value), pytest.approx(want.se))
@@ -317,6 +330,9 @@ def test_spark_intervals_follow_users_not_exposures(spark, tmp_path):
         assert twice[key].value == pytest.approx(once[key].value), key
         assert twice[key].se == pytest.approx(once[key].se), key
     assert twice[("exposure_ctr", None, "global")].n == 2 * ctr.n
+    # the cap binds on the doubled clicks (2, 4, 4, 0, 6, 2 -> 2, 2, 2, 0, 2, 2): 10 / 54, the concentration holds
+    assert twice[("capped_ctr", None, "global")].value == pytest.approx(10 / 54)
+    assert twice[("click_concentration", None, "global")].value == pytest.approx(3 / 9)
 
 
 # --------------------------------------------------------------------------- bootstrap keyed by user
