@@ -362,10 +362,17 @@ def check_custom_rules(spark: SparkSession, inputs: Inputs, cfg: Config, date: d
     check_rules(spark, cfg.rules.custom, rows.schema)
 
 
-def rules_stage(labelled: Labelled, day: Day, cfg: Config, output_root: str = "") -> list[RuleResult]:
+def rules_stage(
+    labelled: Labelled,
+    day: Day,
+    cfg: Config,
+    output_root: str = "",
+    click_counts: Mapping[str, int] | None = None,
+) -> list[RuleResult]:
     """Every business rule that applies (see :mod:`recsys_spark.steps.rules`), then the custom ones
     (:mod:`recsys_spark.steps.custom_rules`; a baseline rule reads the earlier days' ``rule_checks`` under
-    ``output_root``)."""
+    ``output_root``).  ``click_counts``: the health stage's counts of the ``click_concentration`` rule
+    (:attr:`HealthResult.rule_counts`; None or empty: that rule is left out)."""
     valid = day.valid
     exposure_reasons = {k: v for k, v in valid.exposure_counts.items() if k != "rows"}
     click_reasons = {k: v for k, v in valid.click_counts.items() if k != "rows"}
@@ -392,6 +399,7 @@ def rules_stage(labelled: Labelled, day: Day, cfg: Config, output_root: str = ""
         exposure_reasons=exposure_reasons,
         click_reasons=click_reasons,
         unweighted_events=dict(valid.unweighted_events),
+        click_counts=click_counts or None,
     ) + evaluate_rules(
         labelled.exposures.sparkSession,
         labelled.exposures,

@@ -40,6 +40,9 @@ from recsys_spark.kernels.sums import RatioStats
 
 #: the share of clicking users whose clicks ``click_concentration`` measures
 TOP_SHARE = 0.01
+#: the fewest clicking users for the ``click_concentration`` rule: below 100 the top 1 % is one user, whose share
+#: is at least 1 / N by arithmetic alone (the metric is written whatever N; the rule is left out)
+MIN_RULE_USERS = 100
 
 
 def _clicking(counts: np.ndarray, users: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -49,18 +52,29 @@ def _clicking(counts: np.ndarray, users: np.ndarray) -> tuple[np.ndarray, np.nda
     return c[keep], n[keep]
 
 
-def click_concentration(counts: np.ndarray, users: np.ndarray, top_share: float = TOP_SHARE) -> float | None:
-    """The share of clicks made by the ceil(``top_share`` N) clicking users with the most clicks
-    (module docstring); None without a click.  ``counts``: click counts c, ``users``: users with c clicks."""
+def top_clicks(counts: np.ndarray, users: np.ndarray, top_share: float = TOP_SHARE) -> tuple[int, int]:
+    """(clicks of the ceil(``top_share`` N) clicking users with the most clicks, all clicks C): the numerator
+    and denominator of :func:`click_concentration` and of the ``click_concentration`` rule.
+
+    >>> top_clicks(np.array([1.0, 50.0]), np.array([99.0, 1.0]))
+    (50, 149)
+    """
     c, n = _clicking(counts, users)
     total = float(np.dot(c, n))
     if total <= 0:
-        return None
+        return 0, 0
     top = math.ceil(top_share * float(n.sum()))
     order = np.argsort(-c, kind="stable")
     c, n = c[order], n[order]
     taken = np.minimum(n, np.maximum(top - (np.cumsum(n) - n), 0.0))  # users of each count within the top
-    return float(np.dot(c, taken) / total)
+    return int(round(float(np.dot(c, taken)))), int(round(total))
+
+
+def click_concentration(counts: np.ndarray, users: np.ndarray, top_share: float = TOP_SHARE) -> float | None:
+    """The share of clicks made by the ceil(``top_share`` N) clicking users with the most clicks
+    (module docstring); None without a click.  ``counts``: click counts c, ``users``: users with c clicks."""
+    top, total = top_clicks(counts, users, top_share)
+    return top / total if total > 0 else None
 
 
 def clicks_gini(counts: np.ndarray, users: np.ndarray) -> float | None:

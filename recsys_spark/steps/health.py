@@ -50,6 +50,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -57,7 +58,7 @@ from recsys_spark.kernels.business import Measured, business_values, measured_of
 from recsys_spark.kernels.estimates import Interval
 from recsys_spark.kernels.health import health_values
 from recsys_spark.kernels.intervals import business_intervals, health_intervals, overflow_notes
-from recsys_spark.kernels.robustness import robustness_values
+from recsys_spark.kernels.robustness import MIN_RULE_USERS, robustness_values, top_clicks
 from recsys_spark.per_user.aggregate import MetricRow
 from recsys_spark.per_user.bootstrap import BootstrapSums, bootstrap_sums, health_bootstrap_intervals
 from recsys_spark.per_user.user_pass import KIND, SUM_COLUMNS, UserPass, pass_rows
@@ -77,6 +78,8 @@ class HealthResult:
     lorenz: list[tuple[str, float, float]]
     notes: list[str] = field(default_factory=list)
     info: dict = field(default_factory=dict)
+    #: the ``click_concentration`` rule's counts (slice ``all``): ``top_user_clicks``, ``clicked_exposures``
+    rule_counts: dict[str, int] = field(default_factory=dict)
 
 
 def user_items(prepared: DataFrame) -> DataFrame:
@@ -249,7 +252,19 @@ def evaluate_health(prepared: DataFrame, inputs: HealthInputs, settings: HealthS
         "categories": sums.categories,
         "novelty_users": sums.n_clickers,
     }
-    return HealthResult(rows, lorenz, notes, info)
+    return HealthResult(rows, lorenz, notes, info, click_rule_counts(sums.clicks.get(ALL, {})))
+
+
+def click_rule_counts(histogram: dict[str, dict[float, float]]) -> dict[str, int]:
+    """``top_user_clicks`` and ``clicked_exposures`` of a slice's clicks-per-user histogram
+    (:func:`kernels.robustness.top_clicks`): the ``click_concentration`` rule's counts; none (the rule is left
+    out) below :data:`~recsys_spark.kernels.robustness.MIN_RULE_USERS` clicking users, where the top 1 % is one
+    user whose share is large by arithmetic alone."""
+    users = histogram.get("clicks_users", {})
+    if sum(users.values()) < MIN_RULE_USERS:
+        return {}
+    top, total = top_clicks(np.array(list(users), dtype=np.float64), np.array(list(users.values()), dtype=np.float64))
+    return {"top_user_clicks": top, "clicked_exposures": total}
 
 
 def collect_sums(prepared: DataFrame, inputs: HealthInputs, settings: HealthSettings) -> CollectedSums:
