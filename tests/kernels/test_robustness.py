@@ -93,3 +93,16 @@ def test_the_pass_writes_the_clicks_histogram_per_slice():
         (1, "clicks_users", 2): 1.0,
         (1, "clicks_exposures", 2): 3.0,
     }
+
+
+def test_the_rule_counts_need_100_clicking_users_and_give_the_soft_verdict():
+    from recsys_spark.kernels.rules import soft
+    from recsys_spark.steps.health import click_rule_counts
+
+    # 99 users with 1 click and one with 40: top ceil(1.0) = 1 user, 40 of 139 clicks
+    hist = {"clicks_users": {1.0: 99.0, 40.0: 1.0}, "clicks_exposures": {1.0: 990.0, 40.0: 80.0}}
+    counts = click_rule_counts(hist)
+    assert counts == {"top_user_clicks": 40, "clicked_exposures": 139}
+    assert not soft("click_concentration", counts["top_user_clicks"], counts["clicked_exposures"], 0.25).passed
+    assert soft("click_concentration", 30, 139, 0.25).passed  # 30 / 139 = 0.216 <= 0.25
+    assert click_rule_counts({"clicks_users": {1.0: 98.0, 40.0: 1.0}}) == {}  # 99 clicking users: left out
