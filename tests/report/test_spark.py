@@ -101,12 +101,14 @@ def test_embedded_data_equals_what_the_job_wrote(run, html):
         v = metrics[sel]["value"].iloc[0]
         return None if pd.isna(v) else float(v)
 
-    for metric, k, agg in (("ndcg", 10, "user_avg"), ("auc", None, "global"), ("gini", None, "catalog")):
+    robustness = (("click_concentration", None, "global"), ("capped_ctr", None, "global"))
+    for metric, k, agg in (("ndcg", 10, "user_avg"), ("auc", None, "global"), ("gini", None, "catalog"), *robustness):
         trend = page.data[f"data-trend-{metric}{'-' + str(k) if k else ''}-{agg.replace('_', '-')}"]
         assert trend["value"] == [None if d == SKIPPED else value(d.isoformat(), metric, k, agg) for d in DAYS]
     last = DAYS[-1].isoformat()
     curves = page.data["data-curves-at-k"]["curves"]
     assert curves["map"]["value"] == [value(last, "map", k, "user_avg") for k in (1, 5, 10)]
+    assert curves["f1"]["value"] == [value(last, "f1", k, "user_avg") for k in (1, 5, 10)]
     lorenz = pd.read_parquet(out / "lorenz" / f"dt={last}")
     lorenz = lorenz[lorenz.slice == "all"].sort_values("x")
     assert page.data["data-lorenz"]["x"] == lorenz["x"].tolist()
