@@ -421,6 +421,13 @@ HEADLINE: tuple[tuple[str, int | None, str], ...] = (
     ("gini", None, "catalog"),
 )
 
+#: how much the clicks lean on a few users (docs/metrics.md, "Robustness"): charted by the report after the headline
+ROBUSTNESS: tuple[tuple[str, int | None, str], ...] = (
+    ("click_concentration", None, "global"),
+    ("clicks_gini", None, "global"),
+    ("capped_ctr", None, "global"),
+)
+
 #: the default of experiments.metrics: the headline metrics that have a per-user form (the exact pooled AUC and
 #: Gini have none), by :func:`key`, plus pv_ctr
 EXPERIMENT_METRICS: tuple[str, ...] = (

@@ -59,12 +59,10 @@ HEADLINE_ROWS = tuple(h for h in HEADLINE if h[0] not in ONE_ON_LOGGED_LISTS)
 
 #: trends drawn after the headline's: how much the clicks lean on a few users (docs/metrics.md, "Robustness";
 #: click_concentration and clicks_gini are lower-is-better in the registry)
-ROBUSTNESS_TRENDS = tuple(
-    registry.parse_key(key) for key in ("click_concentration_global", "clicks_gini_global", "capped_ctr_global")
-)
+ROBUSTNESS_TRENDS = registry.ROBUSTNESS
 
 #: the metric@k curves: the list metrics and F1 (docs/metrics.md, "F-scores and thresholds")
-CURVE_METRICS = (*LIST_METRICS, "f1")
+CURVE_METRICS = (*LIST_METRICS, registry.f_score_name(1.0))
 
 
 def noise(base: float | None, low: float | None, high: float | None) -> str | None:
