@@ -160,3 +160,13 @@ def test_threshold_metrics_hand_values_and_undefined_ratios():
         "recall": None,
         "f1": None,
     }
+
+
+def test_which_new_metrics_have_a_per_user_form():
+    from recsys_spark.kernels.metric_specs import parse_metric
+
+    assert parse_metric("f1@10_global").kind == "ratio" and parse_metric("f0.5@5_global").den_terms
+    assert parse_metric("capped_ctr_global", 3).num_cap == 3.0
+    for name in ("f1@10_user_avg", "click_concentration_global", "clicks_gini_global"):
+        with pytest.raises(ValueError, match="no per-user form"):
+            parse_metric(name)
