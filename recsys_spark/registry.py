@@ -126,8 +126,6 @@ METRICS: dict[str, Metric] = {
         _m("nmae", "lower", high=None, label="NMAE"),
         _m("nrmse", "lower", high=None, label="NRMSE"),
         _m("distortion", "lower", high=None),
-        # offline and daily: pointwise scores cut at a threshold (docs/metrics.md, "F-scores and thresholds")
-        _m("accuracy", "higher", percent=True),
     )
 }
 
@@ -174,7 +172,6 @@ FEEDBACK_METRICS = (
     "nmae",
     "nrmse",
     "distortion",
-    "accuracy",
 )
 
 #: the metrics measured without feedback (from the lists, the catalog, the days before, a model's predictions): what
