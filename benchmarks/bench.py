@@ -107,6 +107,7 @@ TASKS = {
     "job_lean": "ours: whole job without the analysis options (no experiments, no bootstrap)",
     "job_slices": "ours: whole job, defaults + slices popularity, platform, user_type",
     "job_boot100": "ours: whole job, defaults + 100 bootstrap replicates (prices one replicate)",
+    "job_nocurves": "ours: whole job, defaults without the ROC and PR curves (`metrics.curve_points = 0`)",
     "mllib_ranking": "MLlib `RankingEvaluator`, 5 metrics @10 (incl. `collect_list`)",
     "mllib_auc": "MLlib `BinaryClassificationEvaluator`, default numBins=1000",
     "mllib_auc_exact": "MLlib `BinaryClassificationEvaluator`, numBins=0",
@@ -121,6 +122,7 @@ ROUND_TASKS = (
     "job_lean",
     "job_slices",
     "job_boot100",
+    "job_nocurves",
     "metrics",
     "mllib_ranking",
     "mllib_auc",
@@ -132,6 +134,8 @@ JOB_VARIANTS: dict[str, list[str]] = {
     "job_lean": ["stats.bootstrap_replicates=0", "experiments.assignments={input_root}/no-assignments/dt={date}"],
     "job_slices": ['slices.names=["popularity","platform","user_type"]'],
     "job_boot100": ["stats.bootstrap_replicates=100"],
+    # the defaults without the ROC and PR curves: (job - job_nocurves) prices them (docs/performance.md)
+    "job_nocurves": ["metrics.curve_points=0"],
 }
 MLLIB_METRICS = ("ndcgAtK", "meanAveragePrecisionAtK", "precisionAtK", "recallAtK", "meanAveragePrecision")
 

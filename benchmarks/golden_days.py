@@ -59,11 +59,11 @@ VOLATILE = {
 ROOT = "<tour>"
 
 
-def _run(tree: Path, out: Path, users: int) -> None:
+def _run(tree: Path, out: Path, users: int, extra: tuple[str, ...] = ()) -> None:
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONWARNINGS": "ignore"}
     cmd = [sys.executable, "-m", "recsys_spark.cli", "demo", "--root", str(out / "tour")]
     cmd += ["--users", str(users), "--days", "2"]
-    for setting in SETTINGS:
+    for setting in (*SETTINGS, *extra):
         cmd += ["--set", setting]
     subprocess.run(cmd, cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
 
@@ -98,7 +98,7 @@ def _tables(root: Path, tour: str) -> Iterator[tuple[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
-    _run(Path(args.tree).resolve(), out, args.users)
+    _run(Path(args.tree).resolve(), out, args.users, tuple(args.set))
     dump = dict(_tables(out / "tour" / "output", str(out / "tour")))
     (out / "golden.json").write_text(json.dumps(dump, sort_keys=True, default=str))
     print(f"{len(dump)} tables and files -> {out / 'golden.json'}")
@@ -142,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tree", default=".", help="the checkout whose sources run (default: this one)")
     p.add_argument("--out", required=True, help="folder for the tour's data and golden.json")
     p.add_argument("--users", type=int, default=200)
+    p.add_argument("--set", action="append", default=[], help="KEY=VALUE: a setting on top of the tour's (repeat)")
     p.set_defaults(func=run)
     c = sub.add_parser("compare", help="compare two dumps table by table")
     c.add_argument("before")

@@ -11,6 +11,12 @@ replaces it whole and a reader never sees half of one.  A config that names noth
 check, a run, comparison or window that is not there) is a :class:`~recsys_spark.errors.ConfigError` (exit 3);
 the checks' outcome is the verdict's business: its ``state``, ``passed``, ``inconclusive`` or ``failed``
 (:func:`recsys_spark.kernels.gate.gate_state`; the command exits 0, 13 or 12).
+
+Beside the checks, an offline gate with ``report.regression_model`` set shows what the candidate's offline win
+is worth (:func:`offline_worth`): its predicted ``report.regression_y`` with a prediction interval, from the
+regression of the days' online ``regression_y`` on ``regression_model``'s offline runs of those days
+(:mod:`recsys_spark.kernels.offline_online`).  It is information, ``worth`` in the verdict and a second printed
+line: it never changes the state.
 """
 
 from __future__ import annotations
@@ -18,16 +24,18 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from recsys_spark.config import Config, GateConfig
 from recsys_spark.errors import ConfigError
 from recsys_spark.io.output import commit_summary, open_wing, writing
 from recsys_spark.kernels.decisions import normalise_code
 from recsys_spark.kernels.gate import PASSED, GateCheck, Row, evaluate, gate_state, summary_line
-from recsys_spark.registry import key
+from recsys_spark.kernels.offline_online import TEST, run_day, worth
+from recsys_spark.registry import key, parse_key
 from recsys_spark.runtime import fs
-from recsys_spark.tables import GATE, OFFLINE_COMPARISON, OFFLINE_RUN, WINDOW, window_span
+from recsys_spark.tables import DAILY, GATE, OFFLINE_COMPARISON, OFFLINE_RUN, WINDOW, window_span
 from recsys_spark.tables import check_name as check_path_name
 
 decision_code = normalise_code  # an earlier release's code read as today's (docs/operations.md, upgrades)
@@ -161,6 +169,82 @@ def experiment_rows(
     return rows, info, invalid
 
 
+def _values(spark: SparkSession, paths: dict[str, str], metric_key: str) -> dict[str, float]:
+    """{label: the value of ``metric_key`` (slice ``all``)} of the metrics tables at ``paths`` ({label: path}),
+    in one job; a table without that row gives no entry."""
+    name, k, aggregation = parse_key(metric_key)
+    frames: list[DataFrame] = []
+    for label, path in paths.items():
+        rows = spark.read.parquet(path).where((F.col("slice") == "all") & (F.col("metric") == name))
+        rows = rows.where(F.col("aggregation") == aggregation)
+        rows = rows.where(F.col("k").isNull() if k is None else F.col("k") == k)
+        frames.append(rows.select(F.lit(label).alias("label"), F.col("value").cast("double").alias("value")))
+    if not frames:
+        return {}
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.unionByName(frame)
+    return {r["label"]: float(r["value"]) for r in union.collect() if r["value"] is not None}
+
+
+def offline_worth(spark: SparkSession, cfg: Config, output_root: str) -> dict[str, Any] | None:
+    """What the offline candidate's win is worth (module docstring), or None when the gate is not an offline
+    one or ``report.regression_model`` is not set.  The points: the newest ``report.window_days`` days that
+    have both a complete run ``MODEL.YYYY-MM-DD`` (or ``MODEL.test.YYYY-MM-DD``) and a complete daily output."""
+    report, gate = cfg.report, cfg.gate
+    model = report.regression_model
+    if gate.source != "offline" or not model:
+        return None
+    runs_root = f"{OFFLINE_RUN.root_of(output_root)}/metrics"
+    names = [n.split("=", 1)[1] for n in fs.children(spark, runs_root) if n.startswith("run=")]
+    runs = {}
+    for name in names:
+        found = run_day(name)
+        if found is not None and found.model == model and found.split == TEST:
+            if fs.exists(spark, OFFLINE_RUN.marker(output_root, run=name)) and fs.exists(
+                spark, DAILY.marker(output_root, dt=found.dt)
+            ):
+                runs[found.dt] = name
+    days = sorted(runs)[-report.window_days :]
+    xs = _values(spark, {d: OFFLINE_RUN.path(output_root, "metrics", run=runs[d]) for d in days}, report.regression_x)
+    ys = _values(spark, {d: DAILY.path(output_root, "metrics", dt=d) for d in days}, report.regression_y)
+    x0 = _values(spark, {"x0": OFFLINE_RUN.path(output_root, "metrics", run=gate.candidate)}, report.regression_x)
+    found_worth = worth(
+        [xs.get(d) for d in days],
+        [ys.get(d) for d in days],
+        x0.get("x0"),
+        report.regression_level,
+        report.min_regression_days,
+        gate.candidate,
+    )
+    found_worth |= {"model": model, "x_key": report.regression_x, "y_key": report.regression_y, "days": days}
+    found_worth["line"] = worth_line(found_worth)
+    return found_worth
+
+
+def worth_line(w: dict[str, Any]) -> str:
+    """The printed line of :func:`offline_worth` (information beside the verdict).
+
+    >>> w = {"candidate": "c", "x": 0.74, "y": 0.05, "low": 0.04, "high": 0.06, "level": 0.95, "n": 9, "note": "",
+    ...      "model": "m", "x_key": "auc_global", "y_key": "uv_ctr_global"}
+    >>> head, tail = worth_line(w).split(" (95 % prediction interval) ")
+    >>> head
+    'worth (information, decides nothing): uv_ctr_global of c predicted 0.05 [0.04, 0.06]'
+    >>> tail
+    'from its auc_global 0.74 on the line of 9 days of m'
+    """
+    head = f"worth (information, decides nothing): {w['y_key']} of {w['candidate']}"
+    if w["y"] is None:
+        return f"{head}: no prediction ({w['note']})"
+    interval = (
+        f" [{w['low']:.4g}, {w['high']:.4g}] ({w['level'] * 100:g} % prediction interval)"
+        if w["low"] is not None
+        else ""
+    )
+    tail = f" from its {w['x_key']} {w['x']:.4g} on the line of {w['n']} days of {w['model']}"
+    return f"{head} predicted {w['y']:.4g}{interval}{tail}" + (f" ({w['note']})" if w["note"] else "")
+
+
 def validate(gate: GateConfig) -> list[GateCheck]:
     """What a gate needs before it reads anything (the checks themselves were checked as the config loaded):
     a source, what it names, and at least one check; a :class:`ConfigError` naming the key otherwise."""
@@ -206,6 +290,7 @@ def run_gate(spark: SparkSession, cfg: Config, name: str, output_root: str) -> d
         **info,
         "invalid": extra,
         "checks": [r.as_dict() for r in results],
+        "worth": offline_worth(spark, cfg, output_root),  # information: never part of the state
         "config": cfg.fingerprint(),
         "written_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }

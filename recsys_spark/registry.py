@@ -272,9 +272,63 @@ def f_score(name: str) -> Metric | None:
     return Metric(name, "higher", at_k=True, label=f"F{found.group(1)}")
 
 
+#: a survey question's metric: ``survey_<question>``, the question's name sanitised (:func:`survey_name`)
+SURVEY_PREFIX = "survey_"
+_SURVEY_DROP = re.compile(r"[^a-z0-9]+")
+
+
+def survey_name(question: str) -> str | None:
+    """The metric a survey question is written under: ``survey_`` and the question lower-cased, every run of
+    characters other than ``a-z0-9`` one ``_``, no ``_`` at either end; None when nothing is left
+    (docs/metrics.md, "Surveys"; the Spark form: :func:`recsys_spark.daily.surveys.question_name`).
+
+    >>> survey_name("Satisfaction"), survey_name("  Would you recommend us? "), survey_name("???")
+    ('survey_satisfaction', 'survey_would_you_recommend_us', None)
+    """
+    body = _SURVEY_DROP.sub("_", question.lower()).strip("_")
+    return f"{SURVEY_PREFIX}{body}" if body else None
+
+
+def survey_metric(name: str) -> Metric | None:
+    """The survey metric ``name`` names (``survey_satisfaction``: each responding user's mean score on the
+    question, averaged over users), or None.  A score is higher-is-better (a question is asked so that a higher
+    score is a happier user); its range is the survey's own (unbounded here).
+
+    >>> survey_metric("survey_satisfaction").higher_is_better, survey_metric("survey_") is None
+    (True, True)
+    """
+    body = name[len(SURVEY_PREFIX) :] if name.startswith(SURVEY_PREFIX) else ""
+    if body and _EVENT.fullmatch(body) and not body.startswith("_") and not body.endswith("_"):
+        return Metric(name, "higher", low=None, high=None, label=f"survey: {body.replace('_', ' ')}")
+    return None
+
+
+#: the composite metrics of the loaded config (``[[metrics.composite]]``), by name: registered as the config
+#: loads (:func:`register_composite`), so that every reader of a metric name knows them
+COMPOSITES: dict[str, Metric] = {}
+
+
+def register_composite(name: str, better: str = "higher") -> Metric:
+    """Register the composite metric ``name`` (docs/metrics.md, "Composite metric"); a ValueError when the name
+    is already a metric of the registry (a built-in, a conversion-event rate, a survey question, an OPE name)
+    or not a name of ``[a-z0-9_]`` (it becomes a metric key)."""
+    if not _EVENT.fullmatch(name):
+        raise ValueError(f"composite name {name!r} is not a name of lower-case letters, digits and _")
+    if name in METRICS or event_rate(name) or survey_metric(name) or name in OPE_ESTIMATORS or name in AGGREGATIONS:
+        raise ValueError(f"composite name {name!r} clashes with the registry's metric {name!r}")
+    out = COMPOSITES[name] = Metric(name, better, low=None, high=None, label=f"{name.replace('_', ' ')} (composite)")
+    return out
+
+
+def is_composite(name: str) -> bool:
+    """Whether ``name`` is a composite metric of the loaded config."""
+    return name in COMPOSITES and name not in METRICS
+
+
 def find(name: str) -> Metric | None:
-    """The metric called ``name`` (a conversion-event rate or an F-score included), or None when there is none."""
-    return METRICS.get(name) or event_rate(name) or f_score(name)
+    """The metric called ``name`` (a conversion-event rate, an F-score, a survey question or a configured composite
+    included), or None when there is none."""
+    return METRICS.get(name) or event_rate(name) or f_score(name) or survey_metric(name) or COMPOSITES.get(name)
 
 
 def needs_feedback(name: str) -> bool:
@@ -284,9 +338,16 @@ def needs_feedback(name: str) -> bool:
     >>> needs_feedback("gmv_per_user"), needs_feedback("purchase_user_rate"), needs_feedback("gini")
     (True, True, False)
     """
-    if name in FEEDBACK_METRICS:
-        return True
-    return name not in METRICS and (event_rate(name) is not None or f_score(name) is not None)
+    if name in METRICS:
+        return name in FEEDBACK_METRICS
+    # a composite combines per-user ranking metrics (feedback); a survey is not in the logs, and a day without
+    # feedback (a simulation) has no user to join it to: neither is written there
+    return (
+        event_rate(name) is not None
+        or f_score(name) is not None
+        or survey_metric(name) is not None
+        or name in COMPOSITES
+    )
 
 
 def metric(name: str) -> Metric:
@@ -298,7 +359,7 @@ def metric(name: str) -> Metric:
     try:
         return METRICS[name]
     except KeyError:
-        family = event_rate(name) or f_score(name)
+        family = event_rate(name) or f_score(name) or survey_metric(name) or COMPOSITES.get(name)
         if family is not None:
             return family
         near = difflib.get_close_matches(name, METRICS, n=3)

@@ -154,6 +154,12 @@ METRICS_DDL = (
 )
 #: lorenz/dt=D: the Lorenz curve of exposures over catalog items, per slice
 LORENZ_DDL = "slice string, x double, y double"
+#: roc_curve/dt=D and offline/roc_curve/run=NAME: the pooled ROC per slice, in curve order (docs/metrics.md,
+#: "Curves"); the first point's threshold is null (above every score)
+ROC_CURVE_DDL = "slice string, threshold double, fpr double, tpr double"
+#: pr_curve/dt=D and offline/pr_curve/run=NAME: the pooled precision-recall curve per slice, thresholds
+#: ascending; the last point (recall 0, precision 1) has a null threshold
+PR_CURVE_DDL = "slice string, threshold double, recall double, precision double"
 #: rule_checks/dt=D: one row per business rule evaluated (docs/operations.md)
 RULE_CHECKS_DDL = (
     "rule string, severity string, violations long, rate double, threshold double, "

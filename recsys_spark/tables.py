@@ -145,6 +145,8 @@ DAILY = Layout(
         "experiment_cumulative",
         "experiment_decisions",
         "rejected",
+        "roc_curve",
+        "pr_curve",
         SUMMARY,
     ),
 )
@@ -173,7 +175,7 @@ OFFLINE_RUN = Layout(
     "offline run",
     "offline",
     "run={run}",
-    ("metrics", "user_metrics", "lorenz", "calibration", SUMMARY),
+    ("metrics", "user_metrics", "lorenz", "calibration", "roc_curve", "pr_curve", SUMMARY),
     labels=(("run", "offline run"),),
 )
 OFFLINE_COMPARISON = Layout(

@@ -99,6 +99,11 @@ guardrail = true
 DEMO_METRICS = "experiments.metrics=" + str(
     [*EXPERIMENT_METRICS, key("gmv_per_user", None, "global"), key("purchase_user_rate", None, "global")]
 ).replace("'", '"')
+#: one overall metric (docs/metrics.md, "Composite metric") and the generator's surveys (docs/metrics.md, "Surveys")
+COMPOSITE = 'metrics.composite=[{name = "overall", components = [{metric = "ndcg@10_user_avg", weight = 0.6}, ' + (
+    '{metric = "mrr_user_avg", weight = 0.4}]}]'
+)
+SURVEYS = 'input.surveys="{input_root}/surveys/dt={date}"'
 CANDIDATE = "reranker"  # generate --ope's candidate policy
 OPE_TARGET = 'ope.target="{input_root}/candidates/{run}/target"'
 
@@ -145,7 +150,7 @@ def _tour(args: argparse.Namespace) -> int:
         f"(outputs under {out})"
     )
     began = time.monotonic()
-    args.set = [*args.set, DEMO_METRICS, OPE_TARGET, SLICES]
+    args.set = [*args.set, DEMO_METRICS, OPE_TARGET, COMPOSITE, SURVEYS, SLICES]  # SLICES last: not offline
     cfg = load(args)
     start_logging(args)
     _generate(args, inputs, offline_inputs, days)
@@ -182,7 +187,7 @@ def _generate(args: argparse.Namespace, inputs: Path, offline_inputs: Path, days
         generate.main(
             ["--date", END.isoformat(), "--output-root", str(inputs), "--users", str(args.users)]
             + ["--exposures", str(args.users * EXPOSURES_PER_USER), "--days", str(days + 1)]
-            + ["--seed", str(args.seed), "--ope"]
+            + ["--seed", str(args.seed), "--ope", "--surveys"]
         )
         generate_offline.main(
             ["--output-root", str(offline_inputs), "--users", str(min(args.users, OFFLINE_USERS)), "--items", "600"]

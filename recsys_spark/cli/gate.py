@@ -43,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         spark.stop()
     print(f"{verdict['summary']} -> {verdict['path']}")
+    if verdict.get("worth"):  # information beside the checks (report.regression_model), never the exit code
+        print(verdict["worth"]["line"])
     return exit_code(verdict["state"], cfg.gate.fail_on_verdict)
 
 

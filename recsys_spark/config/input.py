@@ -24,8 +24,8 @@ from recsys_spark.config.zones import is_portable_zone
 from recsys_spark.errors import ConfigError
 
 #: the inputs that may have a column mapping of their own, ``input.columns.<name>``: the input settings
-#: (exposures, clicks, items, users), ``experiments.assignments``, ``ope.target`` and ``simulation.lists``
-MAPPED_INPUTS = ("exposures", "clicks", "items", "users", "assignments", "target", "lists")
+#: (exposures, clicks, items, users, surveys), ``experiments.assignments``, ``ope.target`` and ``simulation.lists``
+MAPPED_INPUTS = ("exposures", "clicks", "items", "users", "assignments", "target", "lists", "surveys")
 
 #: ``input.columns`` as loaded: contract name -> the input's name (a string: shared), or input -> its own such
 #: mapping (a table); ``Any`` so that a reader typed ``Mapping[str, str]`` still takes it (the shared part applies)
@@ -85,6 +85,9 @@ class InputConfig:
     clicks: str = "{input_root}/clicks/dt={date}"
     items: str = "{input_root}/items"  # optional (item_id, category), not partitioned
     users: str = "{input_root}/users"  # optional, read only when a slice or a custom rule needs its columns
+    # optional (user_id, question, score), a partition a day, e.g. "{input_root}/surveys/dt={date}"; "" (the
+    # default): no survey read (daily/surveys.py)
+    surveys: str = ""
     # catalog inputs (recsys_spark/config/templates.py): table:NAME inputs' partition column and its format
     partition_column: str = "dt"
     partition_format: str = "%Y-%m-%d"
@@ -97,6 +100,8 @@ class InputConfig:
     def __post_init__(self) -> None:
         for name in ("exposures", "clicks", "items", "users"):
             check_template(getattr(self, name), f"input.{name}")
+        if self.surveys:
+            check_template(self.surveys, "input.surveys")
         object.__setattr__(self, "columns", parse_columns(self.columns))
         if self.position_base not in (0, 1):
             raise ConfigError(

@@ -81,9 +81,11 @@ _CHOICES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("ranking", "list_unit"): ("request", "session", "user"),
     ("metrics", "ndcg_gain"): ("exponential", "linear"),
     ("execution", "log_level"): ("ERROR", "WARN", "INFO", "DEBUG"),
+    ("execution", "labelling"): ("spark", "python"),
     ("offline", "multiple_testing"): ("holm", "bh", "none"),
     ("output", "write_mode"): ("auto", "insert_overwrite", "overwrite_partitions"),
     ("experiments", "inference"): ("sequential", "fixed"),
+    ("slices", "hemisphere"): ("north", "south"),
 }
 #: integer keys that take one of a few values (0 included)
 _INT_CHOICES: dict[tuple[str, ...], tuple[int, ...]] = {
@@ -177,7 +179,8 @@ def _build(cls: type, tree: Mapping[str, Any], prefix: tuple[str, ...]) -> Any:
             hint = f" (did you mean {'.'.join(prefix + (near[0],))}?)" if near else ""
             raise ConfigError(f"unknown config key: {'.'.join(prefix + (key,))}{hint}")
     values = {}
-    for name in names & set(tree):
+    # in the fields' order: [metrics] registers the composite names that [experiments] then reads
+    for name in [f.name for f in dataclasses.fields(cls) if f.name in tree]:
         values[name] = _coerce(hints[name], tree[name], prefix + (name,))
     return cls(**values)
 
@@ -238,6 +241,7 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
     if isinstance(result, (int, float)) and not isinstance(result, bool):
         # thresholds and tolerances may be 0
         zero_ok = key[0] in ("rules", "validation", "experiments", "offline", "stats", "gate", "ope")
+        zero_ok = zero_ok or key == ("metrics", "curve_points")  # 0: no curves
         if result < 0 or (result == 0 and not zero_ok):
             raise ConfigError(
                 f"config key {dotted}: expected a {'non-negative' if zero_ok else 'positive'} number, got {value!r}"

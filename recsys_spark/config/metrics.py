@@ -8,8 +8,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from recsys_spark.config.checks import MAX_K, MAX_NOVELTY_DAYS, MAX_WINDOW_MINUTES, NAME_PATTERN, at_most, in_open_unit
+from recsys_spark.config.composite import CompositeConfig, register
 from recsys_spark.errors import ConfigError
 
+#: metrics.curve_points: the smallest bound but 0 (kernels.curves.MIN_POINTS) and the largest
+MIN_CURVE_POINTS = 5
+MAX_CURVE_POINTS = 1_000_000
 #: the largest alpha of metrics.f_alphas: beyond it F_alpha is recall to the printed digits
 MAX_F_ALPHA = 100.0
 
@@ -51,11 +55,22 @@ class RankingConfig:
 class MetricsConfig:
     k: tuple[int, ...] = (1, 3, 5, 10, 20)
     ndcg_gain: str = "exponential"
+    composite: tuple[CompositeConfig, ...] = ()  # [[metrics.composite]] (config/composite.py)
+    #: points of roc_curve and pr_curve per slice (docs/metrics.md, "Curves"); 0: no curves
+    curve_points: int = 1001
+
     f_alphas: tuple[float, ...] = (1.0,)  # F_alpha@k written at each k: f1, f0.5... (docs/metrics.md)
     click_cap: int = 10  # capped_ctr: a user's clicked exposures counted up to this many (docs/metrics.md)
 
     def __post_init__(self) -> None:
         at_most("metrics.k", max(self.k, default=0), MAX_K, "a cut-off deeper than any ranked list")
+        if self.curve_points != 0 and self.curve_points < MIN_CURVE_POINTS:
+            raise ConfigError(
+                f"config key metrics.curve_points: expected 0 (no curves) or at least {MIN_CURVE_POINTS} (two cells "
+                f"of the subset above the bound), got {self.curve_points}"
+            )
+        at_most("metrics.curve_points", self.curve_points, MAX_CURVE_POINTS, "points per slice sent to the driver")
+        register(self.composite, self.k)
         at_most("metrics.f_alphas", max(self.f_alphas, default=0.0), MAX_F_ALPHA, "F would be recall alone")
         if self.click_cap < 1:
             raise ConfigError(
@@ -75,12 +90,25 @@ class HealthConfig:
         at_most("health.novelty_days", self.novelty_days, MAX_NOVELTY_DAYS, "a year of clicks partitions")
 
 
+#: a year of exposures partitions, each one read (the activity slice's history window)
+MAX_ACTIVITY_DAYS = 366
+
+
 @dataclass(frozen=True)
 class SlicesConfig:
+    """``[slices]``: the dimensions and the cut points of the derived ones (docs/metrics.md, "Slices")."""
+
     names: tuple[str, ...] = ()
     new_user_days: int = 7
     popularity_head_share: float = 0.2
     popularity_tail_share: float = 0.2
+    activity_window_days: int = 28  # activity: the days before the day whose exposures partitions are read
+    activity_cuts: tuple[int, ...] = (3, 10)  # light: 1..a, medium: a+1..b, heavy: above b exposed days
+    item_date_column: str = "first_seen"  # item_age / item_new: the items table's first-seen or publish date
+    item_age_cuts: tuple[int, ...] = (7, 30, 365)  # item_age buckets: [0, c1), [c1, c2), ..., [c_last, inf) days
+    new_item_days: int = 7  # item_new: "new" when the item is less than this many days old
+    hemisphere: str = "north"  # season: meteorological seasons of the northern or southern hemisphere
+    day_part_hours: tuple[int, ...] = (6, 12, 18, 22)  # day_part: morning, afternoon, evening, night start
 
     def __post_init__(self) -> None:
         head, tail = self.popularity_head_share, self.popularity_tail_share
@@ -89,6 +117,38 @@ class SlicesConfig:
                 "config keys slices.popularity_head_share and slices.popularity_tail_share: "
                 f"expected shares below 1 that add up to at most 1, got {head} and {tail}"
             )
+        window = self.activity_window_days
+        if window < 1:
+            raise ConfigError(f"config key slices.activity_window_days: expected at least 1, got {window}")
+        at_most("slices.activity_window_days", window, MAX_ACTIVITY_DAYS, "a year of exposures partitions")
+        cuts = self.activity_cuts
+        if len(cuts) != 2 or not 1 <= cuts[0] < cuts[1] < window:
+            raise ConfigError(
+                f"config key slices.activity_cuts: expected two days a < b with 1 <= a and b below "
+                f"slices.activity_window_days ({window}), got {list(cuts)}"
+            )
+        _increasing("slices.item_age_cuts", self.item_age_cuts, 1, None)
+        if self.new_item_days < 1:
+            raise ConfigError(f"config key slices.new_item_days: expected at least 1, got {self.new_item_days}")
+        if not self.item_date_column:
+            raise ConfigError("config key slices.item_date_column: expected a column name, got ''")
+        hours = self.day_part_hours
+        _increasing("slices.day_part_hours", hours, 1, 24)
+        if len(hours) != 4:
+            raise ConfigError(
+                "config key slices.day_part_hours: expected the four hours morning, afternoon, evening and night "
+                f"start at, got {list(hours)}"
+            )
+
+
+def _increasing(key: str, values: tuple[int, ...], low: int, high: int | None) -> None:
+    """Refuse an empty or not strictly increasing list, or a value below ``low`` (above ``high``)."""
+    ok = bool(values) and all(a < b for a, b in zip(values, values[1:], strict=False)) and values[0] >= low
+    if not ok or (high is not None and values[-1] > high):
+        bound = f" and at most {high}" if high is not None else ""
+        raise ConfigError(
+            f"config key {key}: expected strictly increasing whole numbers of at least {low}{bound}, got {list(values)}"
+        )
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ class ExecutionConfig:
     arrow_batch_rows: int = 10_000
     log_level: str = "WARN"
     adaptive_outside_label: bool = False
+    labelling: str = "spark"
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,10 @@ from pyspark.sql import functions as F
 
 from recsys_spark.config import Config, templates
 from recsys_spark.per_user.aggregate import MetricRow
+from recsys_spark.per_user.curves import PooledCurves
 from recsys_spark.per_user.user_pass import UserPass
 from recsys_spark.schema import ALL, SLICE
+from recsys_spark.steps.dimensions import Activity
 from recsys_spark.steps.slices import PopularityCutoffs, SliceInputs
 from recsys_spark.tables import check_name
 
@@ -85,6 +87,7 @@ class History:
     late_clicks: DataFrame | None = None
     provisional: bool = False
     notes: tuple[str, ...] = ()
+    activity: Activity | None = None  # the activity slice's history (only when slices.names holds it)
 
 
 @dataclass(frozen=True)
@@ -183,3 +186,5 @@ class Metrics:
     user_pass: UserPass | None = None
     #: one row per (slice, user) with its day sums, the experiments' input (:mod:`kernels.user_day`)
     day_sums: DataFrame | None = None
+    #: the pooled ROC and PR curves per slice (``metrics.curve_points``; None: not drawn)
+    curves: PooledCurves | None = None

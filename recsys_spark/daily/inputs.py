@@ -34,6 +34,7 @@ from recsys_spark.schema import (
     TS,
     USER,
 )
+from recsys_spark.steps.dimensions import ACTIVITY, Activity, active_days
 from recsys_spark.steps.slices import read_slice_inputs
 from recsys_spark.steps.validate import (
     click_checks,
@@ -44,6 +45,9 @@ from recsys_spark.steps.validate import (
     split_rows,
     tag_rows,
 )
+
+#: the one column the activity history reads of an earlier day's exposures
+EXPOSURE_USER = next(c for c in EXPOSURE_COLUMNS if c.name == USER)
 
 
 def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
@@ -65,6 +69,7 @@ def read_inputs(spark: SparkSession, cfg: Config, paths: InputPaths) -> Inputs:
         columns,
         cfg.rules.columns if custom else (),
         item_first_seen=custom,
+        settings=cfg.slices,
     )
     exposures = conform(
         raw_exposures,
@@ -96,7 +101,9 @@ def read_simulated_inputs(spark: SparkSession, cfg: Config, paths: InputPaths, s
     """
     columns = cfg.input.columns
     raw_logged = read_parquet(spark, paths.exposures, "exposures partition", columns)
-    slice_inputs = read_slice_inputs(spark, cfg.slices.names, raw_logged.columns, paths.items, paths.users, columns)
+    slice_inputs = read_slice_inputs(
+        spark, cfg.slices.names, raw_logged.columns, paths.items, paths.users, columns, settings=cfg.slices
+    )
     dims = list(slice_inputs.dims.exposure)
     logged = conform(raw_logged, EXPOSURE_COLUMNS, paths.exposures, keep=dims)
     raw_lists = read_parquet(spark, simulation.lists, "simulation.lists", columns)
@@ -217,7 +224,35 @@ def read_history(spark: SparkSession, cfg: Config, input_root: str, date: dt.dat
         )
     # a simulated day (no feedback) needs no late clicks
     late, provisional = read_late_clicks(spark, cfg, input_root, date, notes) if feedback else (None, False)
-    return History(previous, previous_rows, popularity, late, provisional, tuple(notes))
+    activity = read_activity(spark, cfg, input_root, date, notes) if ACTIVITY in cfg.slices.names else None
+    return History(previous, previous_rows, popularity, late, provisional, tuple(notes), activity)
+
+
+def read_activity(spark: SparkSession, cfg: Config, input_root: str, date: dt.date, notes: list[str]) -> Activity:
+    """The activity slice's history (:mod:`recsys_spark.steps.dimensions`): the user_id column of the exposures
+    partitions of the ``slices.activity_window_days`` days before ``date`` (a missing, empty or unreadable one is
+    left out with a note; the partition's day is the day, its rows' ts are not checked), and each user's count
+    of those days.  Read only when ``slices.names`` holds ``activity``."""
+    window = cfg.slices.activity_window_days
+    options, columns = InputSettings.of(cfg.input), cfg.input.columns
+    frames, used = [], []
+    for day, path in history_paths(cfg.input.exposures, input_root, date, window, "exposures", options):
+        if not exists(spark, path):
+            continue
+        try:
+            raw = read_parquet(spark, path, "exposures partition", columns)
+            _rows(spark, raw, path)  # a corrupt or truncated file fails here, not in the day's pass
+            frames.append(conform(raw, (EXPOSURE_USER,), path))
+            used.append(day.isoformat())
+        except Exception as exc:  # noqa: BLE001 - an earlier day is an optional input
+            notes.append(f"activity: the exposures of {day} left out ({_problem(exc)})")
+    if not frames:
+        notes.append(f"activity: no exposures partition in the {window} previous days; every user is unknown")
+        return Activity(None, 0, window)
+    notes.append(
+        f"activity: exposed days from {len(frames)} of the {window} previous days' exposures ({min(used)}..{max(used)})"
+    )
+    return Activity(active_days(frames), len(frames), window)
 
 
 def read_late_clicks(

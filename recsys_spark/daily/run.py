@@ -32,16 +32,19 @@ from recsys_spark.daily.stages import (
     validate_inputs,
 )
 from recsys_spark.daily.summary import build_summary, day_notes
+from recsys_spark.daily.surveys import SurveyInput, read_survey, survey_stage, with_surveys
 from recsys_spark.errors import HardRuleViolation
 from recsys_spark.experiments.stage import ExperimentResult, experiment_stage
 from recsys_spark.io import catalog
 from recsys_spark.io.output import Output, commit_summary, open_wing
 from recsys_spark.per_user.aggregate import metric_tuples
+from recsys_spark.per_user.composite import resolve as resolve_composites
+from recsys_spark.per_user.curves import curve_rows
 from recsys_spark.registry import needs_feedback
 from recsys_spark.runtime import log
 from recsys_spark.runtime.engine import default_parallelism
 from recsys_spark.runtime.session import apply_time_zone
-from recsys_spark.schema import LORENZ_DDL, METRICS_DDL, RULE_CHECKS_DDL
+from recsys_spark.schema import LORENZ_DDL, METRICS_DDL, PR_CURVE_DDL, ROC_CURVE_DDL, RULE_CHECKS_DDL
 from recsys_spark.steps.rules import FEEDBACK_RULES, RuleResult, rule_tuples
 from recsys_spark.tables import DAILY, SIMULATION
 
@@ -155,6 +158,7 @@ def compute_stages(
 ) -> tuple[dict[str, Any], list[RuleResult]]:
     """Label the day, then the metrics, the experiments, health and the rules over its user partitions, each
     staged; then the summary, and the commit.  What is persisted is added to ``held``."""
+    survey = read_survey(spark, cfg, day.date, input_root) if simulation is None else SurveyInput()  # schema only
     with log.stage("label", timings) as info, label_planning(spark, cfg, day.valid):
         labelled = label_day(spark, day, cfg)
         held.append(labelled)
@@ -162,9 +166,12 @@ def compute_stages(
     with outside_label(spark, cfg, labelled.partitions):  # the user partitions are read in place
         if simulation is None:
             with log.stage("metrics", timings) as info:
-                metrics = metric_stage(labelled, cfg, out)
+                composites, composite_notes = resolve_composites(spark, out.root, cfg.metrics.composite, day.date)
+                metrics = metric_stage(labelled, cfg, out, composites=composites)
                 if metrics.user_pass is not None:
                     held.append(metrics.user_pass)
+                metrics = with_surveys(metrics, survey_stage(cfg, survey, metrics.day_sums, cfg.stats.confidence))
+                metrics.notes[:0] = composite_notes
                 info.update(buckets=metrics.buckets, metric_rows=len(metrics.rows))
             with log.stage("experiments", timings) as info:  # from the metric stage's pass
                 experiments = experiment_stage(spark, cfg, day.date, input_root, metrics.day_sums, out)
@@ -179,6 +186,10 @@ def compute_stages(
                 rows = [r for r in rows if not needs_feedback(r.metric)]
             out.stage_rows("lorenz", health.lorenz, LORENZ_DDL)  # small tables: one file each, no job
             out.stage_rows("metrics", metric_tuples(rows), METRICS_DDL)
+            if metrics.curves is not None:  # at most metrics.curve_points rows per slice
+                roc, pr = curve_rows(metrics.curves.curves)
+                out.stage_rows("roc_curve", roc, ROC_CURVE_DDL)
+                out.stage_rows("pr_curve", pr, PR_CURVE_DDL)
             info.update(health.info)
         with log.stage("rules", timings) as info:
             results = rules_stage(labelled, day, cfg, out.root, health.rule_counts) + experiments.rules

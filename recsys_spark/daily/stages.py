@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -19,9 +19,12 @@ from recsys_spark.daily.inputs import SEVERAL_CATEGORIES, catalog_conflicts, cat
 from recsys_spark.errors import EmptyInputError
 from recsys_spark.experiments.user_sums import user_day_sums, user_values
 from recsys_spark.io.output import Output
+from recsys_spark.kernels.auc import UPartial
+from recsys_spark.kernels.composite import Composite
 from recsys_spark.kernels.rules import THRESHOLD_KEYS
 from recsys_spark.per_user.aggregate import aggregate_users
 from recsys_spark.per_user.bootstrap import auc_bootstrap
+from recsys_spark.per_user.curves import PooledCurves, daily_curves
 from recsys_spark.per_user.pooled_auc import pooled_auc
 from recsys_spark.per_user.table import UserMetrics, bucket_count, persist_user_rows, ranking_input, user_row_columns
 from recsys_spark.per_user.user_pass import UserPass
@@ -31,10 +34,12 @@ from recsys_spark.schema import ALL, DWELL, EVENT, POSITION, TS, USER, VALUE
 from recsys_spark.steps.custom_rules import check_rules, evaluate_rules, rule_rows
 from recsys_spark.steps.health import HealthInputs, HealthResult, HealthSettings, evaluate_health
 from recsys_spark.steps.label import by_user, deduplicate_exposures, join_feedback, label_counts
+from recsys_spark.steps.label_arrow import label_in_python
 from recsys_spark.steps.rules import RuleResult, scan_rules
 from recsys_spark.steps.slices import (
     ITEM_EXPOSURES,
     add_slice_columns,
+    catalog_slice_keys,
     explode_slices,
     item_exposure_counts,
     moves_rows,
@@ -126,6 +131,40 @@ def unweighted_name(clicks: DataFrame, weights: Mapping[str, float], click_event
     return F.when(~event.isin(list(weights)), event)
 
 
+def labelled_exposures(
+    exposures: DataFrame,
+    clicks: DataFrame,
+    partitions: int,
+    cfg: Config,
+    with_slices: Callable[[DataFrame], DataFrame],
+) -> DataFrame:
+    """The valid exposures deduplicated, with their slice columns (``with_slices``) and their events attributed:
+    by the Spark chain of :mod:`recsys_spark.steps.label` or, with ``execution.labelling = "python"``, by the
+    numpy kernel in one pass (:mod:`recsys_spark.steps.label_arrow`); the same rows either way (the slice columns
+    are row-wise joins on user and item, so they may come before or after the labels)."""
+    labels = cfg.labels
+    if cfg.execution.labelling == "python":
+        return with_slices(
+            label_in_python(
+                exposures,
+                clicks,
+                partitions,
+                cfg.attribution.window_minutes,
+                labels.event_weights,
+                labels.click_event,
+                labels.conversion_events,
+            )
+        )
+    return join_feedback(
+        deduplicate_exposures(by_user(exposures, partitions)).transform(with_slices),
+        by_user(clicks, partitions),
+        cfg.attribution.window_minutes,
+        labels.event_weights,
+        labels.click_event,
+        labels.conversion_events,
+    )
+
+
 def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     """Partition exposures and clicks by user, deduplicate, attach slice columns, attribute feedback,
     persisted: the one shuffle of exposure rows (:mod:`recsys_spark.steps.label`), whose partitions the counts
@@ -151,17 +190,11 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     # the valid rows (before deduplication) bound the exposures; the Python pass reads one row per
     # exposure whatever the slices (their keys as an array), so the slices do not add partitions
     partitions = bucket_count(valid.valid_exposure_rows, cfg.execution.rows_per_bucket, default_parallelism(spark))
-    deduplicated = deduplicate_exposures(by_user(valid.exposures, partitions)).transform(
-        add_slice_columns, inputs.slices, day.date, cfg.slices.new_user_days
-    )
-    joined = join_feedback(
-        deduplicated,
-        by_user(clicks, partitions),
-        window,
-        cfg.labels.event_weights,
-        cfg.labels.click_event,
-        cfg.labels.conversion_events,
-    )
+
+    def with_slices(rows: DataFrame) -> DataFrame:
+        return add_slice_columns(rows, inputs.slices, day.date, cfg.slices.new_user_days, day.history.activity)
+
+    joined = labelled_exposures(valid.exposures, clicks, partitions, cfg, with_slices)
     # persisted one row per exposure, with the slice dimensions' values as columns: the slices are
     # exploded as each stage reads the rows (a narrow step, the partitioning kept), not cached S+1 times
     dims = inputs.slices.dims
@@ -195,10 +228,13 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     )
 
 
-def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = True) -> Metrics:
+def metric_stage(
+    labelled: Labelled, cfg: Config, out: Output, health: bool = True, composites: Sequence[Composite] = ()
+) -> Metrics:
     """The day's one Python pass over the user partitions (:class:`user_pass.UserPass`: the per-user values,
     and with ``health`` the health stage's sums), the per-user table staged as ``user_metrics``, then every
-    aggregate from the pass's sums."""
+    aggregate from the pass's sums; ``composites`` (scales resolved: :func:`per_user.composite.resolve`) are
+    computed in the same pass."""
     ks = cfg.metrics.k
     the_pass = UserPass(
         labelled.pass_input,
@@ -209,6 +245,7 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = Tr
         min_list_length=cfg.health.min_list_length if health else None,
         max_user_rows=cfg.execution.max_user_rows,
         day_sums=health,
+        composites=composites,
         f_alphas=cfg.metrics.f_alphas,
     )
     users = UserMetrics(
@@ -220,6 +257,7 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = Tr
         cfg.execution.rows_per_bucket,
         cfg.ranking.list_unit,
         user_pass=the_pass,
+        composites=composites,
         f_alphas=cfg.metrics.f_alphas,
     )
     staged_users = out.stage("user_metrics", users.frame)  # runs the one pass over the labelled exposures
@@ -229,9 +267,9 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = Tr
         heavy.write.mode("append").parquet(staged_users)
         if day_sums is not None:  # the set-aside users' day sums on the JVM side (their rows stay in Spark)
             aside = labelled.by_user.where(F.col(USER).isin(sorted(users.set_aside)))
-            day_sums = day_sums.unionByName(user_day_sums(aside, user_values(heavy, ks)))
+            day_sums = day_sums.unionByName(user_day_sums(aside, user_values(heavy, ks, composites)))
     # one row per exposure with its slice keys (sorted once, whatever the slices), as the pass reads them
-    pooled = pooled_auc(ranking_input(labelled.pass_input, cfg.ranking.list_unit, labelled.has_score))
+    pooled, curves = pooled_stage(labelled, cfg)
     replicates = (
         auc_bootstrap(labelled.ranked, cfg.stats.bootstrap_replicates, cfg.stats.seed)
         if cfg.stats.bootstrap_replicates
@@ -243,10 +281,24 @@ def metric_stage(labelled: Labelled, cfg: Config, out: Output, health: bool = Tr
         pooled,
         cfg.stats.confidence,  # sums from the pass
         replicates,
+        [c.name for c in composites],
         cfg.metrics.f_alphas,
     )
     unit_counts.setdefault(ALL, {}).update(users.counts())
-    return Metrics(rows, unit_counts, users.notes(), labelled.partitions, the_pass, day_sums)
+    notes = users.notes() + (curves.notes if curves is not None else [])
+    if cfg.metrics.curve_points and not labelled.has_score:
+        notes.append("roc_curve and pr_curve not written: the exposures have no score column")
+    return Metrics(rows, unit_counts, notes, labelled.partitions, the_pass, day_sums, curves)
+
+
+def pooled_stage(labelled: Labelled, cfg: Config) -> tuple[dict[str, UPartial], PooledCurves | None]:
+    """The pooled AUC per slice and, with ``metrics.curve_points`` and a score column, the ROC and PR curves
+    from the same sorted stream (:mod:`recsys_spark.per_user.curves`)."""
+    ranked = ranking_input(labelled.pass_input, cfg.ranking.list_unit, labelled.has_score)
+    if not (cfg.metrics.curve_points and labelled.has_score):
+        return pooled_auc(ranked), None
+    curves = daily_curves(ranked, cfg.metrics.curve_points)
+    return {key[0]: part for key, part in curves.auc.items()}, curves
 
 
 def run_metric_stage(labelled: DataFrame, cfg: Config, out: Output, rows: int, has_score: bool = True) -> Metrics:
@@ -294,6 +346,7 @@ def health_stage(spark: SparkSession, labelled: Labelled, day: Day, cfg: Config,
         cutoffs=labelled.cutoffs,
         keyed=labelled.keyed,
         user_pass=metrics.user_pass,
+        catalog_keys=catalog_slice_keys(day.inputs.slices, day.date),
     )
     health = evaluate_health(labelled.by_user, inputs, health_settings(cfg))
     if history.popularity is None:

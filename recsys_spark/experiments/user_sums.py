@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from recsys_spark.experiments.assignments import user_variants
 from recsys_spark.experiments.tables import USERS_TABLE, VARIANTS, sql_name
+from recsys_spark.kernels.composite import Composite, sum_column, units_column
 from recsys_spark.kernels.user_day import event_columns, user_sum_column
 from recsys_spark.registry import LIST_METRICS
 from recsys_spark.runtime import fs
@@ -27,13 +28,14 @@ from recsys_spark.schema import CLICKED, DWELL, EVENT_FLAG_PREFIX, ITEM, N_CLICK
 from recsys_spark.tables import DAILY
 
 
-def user_values(users: DataFrame, ks: Sequence[int]) -> DataFrame:
+def user_values(users: DataFrame, ks: Sequence[int], composites: Sequence[Composite] = ()) -> DataFrame:
     """(slice, user_id, sums) from per-user rows in the per-user table's layout, one row per (slice, user, k).
 
     The Spark form of :func:`kernels.user_day.user_day_sums`' metric sums (the day's pass computes them;
     this serves the users the pass set aside): a user's list-metric value is a mean over its ranked lists;
     the sums here are value x ranked lists (0 without a ranked list), so they add up over days; AUC is
     summed weighted by the user's exposures (``auc_sum``, ``auc_exposures``: 0 when the user has no AUC).
+    Each composite of ``composites`` adds its two columns (:func:`kernels.composite.day_columns`).
     """
     # the values without k repeat on each row of a (slice, user)
     lists = F.col("n_lists_ranked").cast("double")
@@ -57,6 +59,7 @@ def user_values(users: DataFrame, ks: Sequence[int]) -> DataFrame:
         over_lists("mrr").alias(user_sum_column("mrr")),
         F.col("hits").cast("double").alias("hits"),
         *[over_lists(m).alias(m) for m in LIST_METRICS],
+        *[F.col(m).alias(f"_raw_{m}") for m in _composite_columns(composites)],
     )
     per_user = [
         F.max(c).alias(c) for c in ("lists_ranked", "relevant", "auc_sum", "auc_exposures", user_sum_column("mrr"))
@@ -65,7 +68,29 @@ def user_values(users: DataFrame, ks: Sequence[int]) -> DataFrame:
     for k in ks:
         per_k.append(at_k(k, "hits").alias(f"hits_at_{k}"))
         per_k += [at_k(k, m).alias(user_sum_column(m, k)) for m in LIST_METRICS]
-    return rows.groupBy(SLICE, USER).agg(*per_user, *per_k)
+    return rows.groupBy(SLICE, USER).agg(*per_user, *per_k, *_composite_sums(composites))
+
+
+def _composite_columns(composites: Sequence[Composite]) -> list[str]:
+    return list(dict.fromkeys(t.metric for c in composites for t in c.terms))
+
+
+def _composite_sums(composites: Sequence[Composite]) -> list[Column]:
+    """Per composite, the user's value (0 without one) and 1 when it has one: the SQL form of
+    :func:`kernels.composite.composite_values` over a user's rows (a NaN component is a missing one)."""
+    out: list[Column] = []
+    for c in composites:
+        parts = []
+        for t in c.terms:
+            value = f"nanvl(`_raw_{t.metric}`, CAST(NULL AS DOUBLE))"
+            at = value if t.k is None else f"if(k = {int(t.k)}, {value}, NULL)"
+            parts.append(f"CAST({float(t.coefficient)!r} AS DOUBLE) * max({at})")
+        total = " + ".join(parts)
+        out += [
+            F.expr(f"coalesce({total}, 0D)").alias(sum_column(c.name)),
+            F.expr(f"if(({total}) IS NULL, 0D, 1D)").alias(units_column(c.name)),
+        ]
+    return out
 
 
 def user_business_sums(by_user: DataFrame) -> DataFrame:

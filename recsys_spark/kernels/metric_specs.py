@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from recsys_spark.kernels.user_day import event_columns, user_sum_column
-from recsys_spark.registry import LIST_METRICS, event_rate, f_score, parse_key
+from recsys_spark.kernels import composite
+from recsys_spark.kernels.user_day import event_columns, survey_columns, user_sum_column
+from recsys_spark.registry import LIST_METRICS, event_rate, f_score, is_composite, parse_key, survey_metric
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,10 @@ def parse_metric(name: str, click_cap: int = 10) -> MetricSpec:
     form.
     """
     metric, k, agg = parse_key(name)
+    if agg == "user_avg" and is_composite(metric):  # the user's composite, averaged over its days with one
+        return MetricSpec(name, metric, k, agg, "mean", composite.sum_column(metric), composite.units_column(metric))
+    if agg == "user_avg" and survey_metric(metric) is not None:  # the user's mean score over its responses
+        return MetricSpec(name, metric, k, agg, "mean", *survey_columns(metric))
     alpha = _f_alpha(metric)
     if alpha is not None and agg == "global" and k is not None:
         a2 = alpha * alpha  # y = L + (a² / k) Rel, scaled by k / (1 + a²): the factor applies to all of y

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from recsys_spark.kernels.composite import Composite, table_values
 from recsys_spark.kernels.fscores import f_alpha
 from recsys_spark.registry import LIST_METRICS, f_score_name, metric_name
 
@@ -107,7 +108,9 @@ class Moments:
         return out
 
 
-def user_table_moments(frame, ks, f_alphas: Sequence[float] = (1.0,)) -> dict[str, Moments]:
+def user_table_moments(
+    frame, ks, composites: Sequence[Composite] = (), f_alphas: Sequence[float] = (1.0,)
+) -> dict[str, Moments]:
     """{slice: Moments} of rows of the per-user table (:data:`~recsys_spark.schema.USER_METRICS_COLUMNS`).
 
     Means of ``auc`` (weighted by ``n_exposures``) and of every list metric at each k, named
@@ -116,7 +119,8 @@ def user_table_moments(frame, ks, f_alphas: Sequence[float] = (1.0,)) -> dict[st
     Per alpha of ``f_alphas`` and k, the mean of each user's F_alpha@k from its precision@k and recall@k
     (:func:`kernels.fscores.f_alpha`, named ``f1@10``, ``f0.5@10``), weighted by ``n_lists_ranked``.
     A user's values without a cut-off are read from its row of the first k, so the rows of one user may
-    arrive in different batches.
+    arrive in different batches.  Each composite of ``composites`` is one more mean, under its name, of the
+    users' composite values (:mod:`recsys_spark.kernels.composite`; those need a user's rows in one frame).
     """
     means = ["auc", "mrr"]
     sums = ["n_lists", "n_lists_ranked", "n_relevant", "n_exposures"]
@@ -156,6 +160,8 @@ def user_table_moments(frame, ks, f_alphas: Sequence[float] = (1.0,)) -> dict[st
             totals[f"{name}*{name}"] = hits * hits
             totals[f"{name}*n_lists_ranked"] = hits * ranked
             totals[f"{name}*n_relevant"] = hits * relevant
+        for name, value in table_values(composites, g, ks).items():
+            values[name], weights[name] = value, np.ones(len(value))
         out[str(slice_value)] = Moments.of(values, weights, totals)
     return out
 

@@ -14,6 +14,14 @@ S_xx = Σ (x_i - x̄)², S_yy = Σ (y_i - ȳ)², S_xy = Σ (x_i - x̄)(y_i - ȳ)
     p(r) = 2 P(T_{n-2} > |r| sqrt((n - 2) / (1 - r²)))   (0 when |r| = 1)
     Spearman ρ = Pearson r of the ranks (ties get their average rank), p from the same t formula
 
+The prediction of a new point's y at x0 (:func:`predict`: a candidate's business metric from its offline
+metric) carries the interval of a new observation, not of the line's mean at x0::
+
+    ŷ0 = a + b x0,  ŷ0 ± t_{n-2, (1+level)/2} s sqrt(1 + 1/n + (x0 - x̄)² / S_xx)
+
+(statsmodels' ``OLS(...).get_prediction(x0).summary_frame()``'s ``obs_ci_lower`` / ``obs_ci_upper``); it needs
+n >= 3 like the slope's interval, and widens as x0 leaves the x̄ the days were seen around.
+
 The line is ``scipy.stats.linregress``, the correlations ``pearsonr`` and
 ``spearmanr``, the quantile ``t.ppf``: this module only drops missing pairs and
 names the undefined cases.  Edge cases: pairs with a missing (NaN) side are
@@ -51,6 +59,9 @@ class LineFit:
     pearson_p: float | None
     spearman_rho: float | None
     spearman_p: float | None
+    x_mean: float | None = None  # x̄ of the pairs used
+    sxx: float | None = None  # S_xx
+    residual_sd: float | None = None  # s = sqrt(s²), n >= 3
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -126,11 +137,51 @@ def fit_line(x: Sequence[float], y: Sequence[float], level: float = 0.95) -> Lin
     intercept = float(ya.mean() - slope * xa.mean())
     r, p = _correlation(xa, ya, ranks=False)
     rho, rho_p = _correlation(xa, ya, ranks=True)
-    se = lo = hi = None
+    se = lo = hi = s = None
     if n >= 3:
         s2 = max(syy - slope * sxy, 0.0) / (n - 2)
+        s = math.sqrt(s2)
         se = math.sqrt(s2 / sxx)
         half = float(stats.t.ppf(0.5 + level / 2.0, n - 2)) * se
         lo, hi = slope - half, slope + half
     r2 = r * r if r is not None else None  # a constant y: no correlation to square
-    return LineFit(n, slope, intercept, se, lo, hi, level, r2, r, p, rho, rho_p)
+    return LineFit(n, slope, intercept, se, lo, hi, level, r2, r, p, rho, rho_p, float(xa.mean()), sxx, s)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Result of :func:`predict`: ``y`` = a + b x0, and the interval of a new observation at ``x``
+    (None where undefined: no line, or fewer than 3 points)."""
+
+    x: float
+    y: float | None
+    low: float | None
+    high: float | None
+    se: float | None  # s sqrt(1 + 1/n + (x0 - x̄)² / S_xx)
+    level: float
+    n: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def predict(fit: LineFit, x0: float) -> Prediction:
+    """The line's prediction at ``x0`` with the prediction interval of a new point at ``fit.level``
+    (module docstring): ŷ0 ± t_{n-2} s sqrt(1 + 1/n + (x0 - x̄)² / S_xx).
+
+    >>> fit = fit_line([0, 1, 2, 3], [1, 3, 5, 7])   # an exact line: s = 0, the interval is the point
+    >>> p = predict(fit, 4)
+    >>> p.y, p.low, p.high
+    (9.0, 9.0, 9.0)
+    >>> predict(fit_line([0, 1], [1, 3]), 4).low is None   # 2 points: a line, no interval
+    True
+    """
+    x0 = float(x0)
+    if fit.slope is None or fit.intercept is None or math.isnan(x0):
+        return Prediction(x0, None, None, None, None, fit.level, fit.n)
+    y0 = fit.intercept + fit.slope * x0
+    if fit.residual_sd is None or fit.x_mean is None or not fit.sxx:
+        return Prediction(x0, y0, None, None, None, fit.level, fit.n)
+    se = fit.residual_sd * math.sqrt(1.0 + 1.0 / fit.n + (x0 - fit.x_mean) ** 2 / fit.sxx)
+    half = float(stats.t.ppf(0.5 + fit.level / 2.0, fit.n - 2)) * se
+    return Prediction(x0, y0, y0 - half, y0 + half, se, fit.level, fit.n)

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from recsys_spark.kernels.composite import Composite, composite_values, day_columns, sum_column, units_column
 from recsys_spark.registry import LIST_METRICS
 from recsys_spark.schema import DWELL, EVENT_FLAG_PREFIX, N_CLICKS, VALUE
 
@@ -35,6 +36,12 @@ from recsys_spark.schema import DWELL, EVENT_FLAG_PREFIX, N_CLICKS, VALUE
 def user_sum_column(metric: str, k: int | None = None) -> str:
     """Per-user sum over ranked lists of a list metric: ``ndcg_at_10_sum``, ``mrr_sum``."""
     return f"{metric}_sum" if k is None else f"{metric}_at_{k}_sum"
+
+
+def survey_columns(metric: str) -> tuple[str, str]:
+    """The per-user sums of a survey metric (``survey_<question>``): (the user's scores summed, its responses):
+    ``survey_satisfaction_sum``, ``survey_satisfaction_responses`` (docs/metrics.md, "Surveys")."""
+    return f"{metric}_sum", f"{metric}_responses"
 
 
 def event_columns(event: str) -> tuple[str, str]:
@@ -68,10 +75,11 @@ def business_sums(columns: Sequence[str]) -> list[str]:
     return out
 
 
-def user_day_columns(columns: Sequence[str], ks: Sequence[int]) -> list[str]:
+def user_day_columns(columns: Sequence[str], ks: Sequence[int], composites: Sequence[Composite] = ()) -> list[str]:
     """Every sum of a user's day, in the ``experiment_users`` table's order: the labelled rows' then the
-    per-user metrics'."""
-    return business_sums(columns) + user_value_sums(ks)
+    per-user metrics', then the composites' (:func:`kernels.composite.day_columns`: the user's composite, 0
+    without one, and 1 when it has one)."""
+    return business_sums(columns) + user_value_sums(ks) + day_columns(composites)
 
 
 def _measure(name: str) -> tuple[str, bool]:
@@ -100,6 +108,7 @@ def user_day_sums(
     per_k: Mapping[str, np.ndarray],
     ks: Sequence[int],
     names: Sequence[str],
+    composites: Sequence[Composite] = (),
 ) -> np.ndarray:
     """One row per unit, one column per name of ``names`` (:func:`user_day_columns`): the unit's sums.
 
@@ -135,12 +144,16 @@ def user_day_sums(
             metric_values[f"hits_at_{k}"] = np.asarray(per_k["hits"], dtype=np.float64)[:, j]
             for m in LIST_METRICS:
                 metric_values[user_sum_column(m, k)] = _over_lists(np.asarray(per_k[m])[:, j], lists)
+        for composite in composites:
+            value = composite_values(composite, per_user, per_k, ks)
+            metric_values[sum_column(composite.name)] = np.nan_to_num(value, nan=0.0)
+            metric_values[units_column(composite.name)] = (~np.isnan(value)).astype(np.float64)
     rows = {
         "requests": unit_values["pv"],
         "empty_requests": unit_values["empty"],
         "exposed": (np.asarray(unit_values["exposures"]) > 0).astype(np.float64),
     }
-    from_metrics = set(user_value_sums(ks))
+    from_metrics = set(user_value_sums(ks)) | set(day_columns(composites))
     out = np.zeros((n, len(names)), dtype=np.float64)
     for j, name in enumerate(names):
         if name in metric_values:

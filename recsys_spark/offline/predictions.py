@@ -9,7 +9,7 @@ probability.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -17,12 +17,15 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from recsys_spark.kernels import offline as K
+from recsys_spark.kernels.auc import UPartial
+from recsys_spark.kernels.curves import Curves
 from recsys_spark.offline.aggregate import Mean, Ratio, point
 from recsys_spark.offline.evaluation import Evaluation, RunContext, Spec, per_user
 from recsys_spark.offline.inputs import LABEL
 from recsys_spark.offline.set_aside import set_aside, set_aside_notes
+from recsys_spark.per_user.curves import PooledCurves, curve_rows, pooled_curves
 from recsys_spark.per_user.pooled_auc import exact_auc
-from recsys_spark.schema import RELEVANCE, SCORE, SLICE
+from recsys_spark.schema import ALL, RELEVANCE, SCORE, SLICE
 
 
 def evaluate_predictions(run: RunContext) -> Evaluation:
@@ -42,7 +45,8 @@ def evaluate_predictions(run: RunContext) -> Evaluation:
             "mean_predicted read them as probabilities"
         )
     users = per_user(preds, K.PREDICTION_INPUT, K.PREDICTION_COLUMNS, K.score_predictions, run.partitions(n_rows))
-    pooled = exact_auc(preds.select(F.lit("all").alias(SLICE), SCORE, F.col(LABEL).alias(RELEVANCE)), (SLICE,))
+    pooled, curves = pooled_curves_of(preds, run.cfg.metrics.curve_points)
+    notes += curves.notes if curves is not None else []
     part = pooled.get(("all",))
     auc = part.auc if part is not None else float("nan")
     table, ece = calibration(preds, run.cfg.offline.calibration_bins)
@@ -55,11 +59,33 @@ def evaluate_predictions(run: RunContext) -> Evaluation:
             point("auc", None, "global", None if math.isnan(auc) else auc, n_rows),
             point("ece", None, "global", ece, n_rows),
         ],
-        tables={"calibration": table},
+        tables={"calibration": table, **(curve_tables(curves.curves) if curves is not None else {})},
         counts=counts,
         notes=notes,
         user_counts=[users_without_auc()],
     )
+
+
+def pooled_curves_of(preds: DataFrame, bound: int) -> tuple[dict[tuple, UPartial], PooledCurves | None]:
+    """The exact pooled AUC and, with ``metrics.curve_points`` (``bound``), the ROC and PR curves of every
+    prediction pooled (slice ``all``), from one sorted stream (:mod:`recsys_spark.per_user.curves`)."""
+    rows = preds.select(F.lit(ALL).alias(SLICE), SCORE, F.col(LABEL).alias(RELEVANCE))
+    if not bound:
+        return exact_auc(rows, (SLICE,)), None
+    curves = pooled_curves(rows, (SLICE,), bound, what="predictions")
+    return curves.auc, curves
+
+
+def curve_tables(curves: Mapping[tuple, Curves]) -> dict[str, pd.DataFrame]:
+    """``roc_curve`` and ``pr_curve`` as the daily job's (slice, threshold, fpr, tpr / recall, precision); a
+    null threshold at the ends no score reaches."""
+    roc, pr = curve_rows(curves)
+    return {
+        "roc_curve": pd.DataFrame(roc, columns=["slice", "threshold", "fpr", "tpr"]).astype({"threshold": object}),
+        "pr_curve": pd.DataFrame(pr, columns=["slice", "threshold", "recall", "precision"]).astype(
+            {"threshold": object}
+        ),
+    }
 
 
 def users_without_auc() -> Column:

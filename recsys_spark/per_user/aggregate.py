@@ -93,7 +93,7 @@ def _totals_of(ks: Sequence[int], f_alphas: Sequence[float]):
     def totals(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         by_slice: dict[str, Moments] = {}
         for batch in batches:
-            merge_by_slice(by_slice, user_table_moments(batch.to_pandas(), ks, f_alphas))
+            merge_by_slice(by_slice, user_table_moments(batch.to_pandas(), ks, f_alphas=f_alphas))
         context = TaskContext.get()
         assert context is not None, "runs inside a Spark task"
         partition = context.partitionId()
@@ -191,13 +191,17 @@ def aggregate_users(
     pooled: Mapping[str, UPartial],
     confidence: float = 0.95,
     auc_replicates: Mapping[str, np.ndarray] | None = None,
+    composites: Sequence[str] = (),
     f_alphas: Sequence[float] = (1.0,),
 ) -> tuple[list[MetricRow], dict]:
     """(metric rows, per-slice counts) from the per-user table (or its {slice: Moments}) and the pooled AUC.
 
     ``auc_replicates``: {slice: pooled AUC per bootstrap replicate} (:func:`bootstrap.auc_bootstrap`),
-    the interval of the ``global`` AUC row; without it that row has none.  ``f_alphas``: the F-scores written
-    at each k (:func:`f_score_rows`; their per-user moments must be in the moments).
+    the interval of the ``global`` AUC row; without it that row has none.  ``composites``: the names of the
+    composite metrics the moments carry (:mod:`recsys_spark.kernels.composite`), each a ``user_avg`` row with
+    its t interval (none in a slice where no user has one: no row rather than a zero).
+    ``f_alphas``: the F-scores written at each k (:func:`f_score_rows`; their per-user moments must be in the
+    moments).
 
     Rows come slice by slice in sorted order: the moments arrive in whatever order the tasks finished.
     """
@@ -235,6 +239,9 @@ def aggregate_users(
             col = metric_name(metric, k)
             rows.append(interval_row(metric, k, "user_avg", s, _t(m, col, confidence), agg[f"{col}__n"]))
             rows.append(interval_row(metric, k, "list_avg", s, _weighted(m, col, confidence), agg["lists_ranked"] or 0))
+        for name in composites:
+            if m.n.get(name, 0.0):
+                rows.append(interval_row(name, None, "user_avg", s, _t(m, name, confidence), int(m.n[name])))
         for k in ks:
             lists = agg["lists_ranked"] or 0
             rows.append(

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from recsys_spark.kernels.auc import UPartial, merge_u, sorted_histogram, u_from_histogram
@@ -144,14 +144,18 @@ def _key_codes(batch: pa.RecordBatch, keys: Sequence[str]) -> tuple[np.ndarray, 
     return codes, names
 
 
+def score_bin() -> Column:
+    """The score's bin: ``min(floor(BINS * (atan(score) / pi + 1/2)), BINS - 1)`` (step 1 of the module docstring)."""
+    return F.least(F.floor((F.atan(F.col(SCORE)) / math.pi + 0.5) * BINS), F.lit(BINS - 1)).cast("int")
+
+
 def partials_frame(rows: DataFrame, keys: Sequence[str], array_key: str | None = None) -> DataFrame:
     """The plan of :func:`exact_auc`: one partial per (key, score bin) (steps 1-3 of the module docstring)."""
     schema = ", ".join(f"`{k}` string" for k in keys) + f", {_BIN} int, " + _PARTIAL
     positive = (F.col(RELEVANCE) > 0).alias(_POSITIVE)
-    score_bin = F.least(F.floor((F.atan(F.col(SCORE)) / math.pi + 0.5) * BINS), F.lit(BINS - 1)).cast("int")
     hashed = [k for k in keys if k != array_key]
     return (
-        rows.select(*keys, score_bin.alias(_BIN), F.col(SCORE), positive)
+        rows.select(*keys, score_bin().alias(_BIN), F.col(SCORE), positive)
         .repartition(*hashed, _BIN)
         .sortWithinPartitions(SCORE)
         .mapInArrow(_partials(tuple(keys), array_key), schema)

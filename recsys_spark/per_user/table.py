@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from recsys_spark.kernels.composite import Composite
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
 from recsys_spark.per_user.pooled_auc import exact_auc
 from recsys_spark.per_user.user_pass import UserPass
@@ -161,6 +162,7 @@ class UserMetrics:
         list_unit: str = "request",
         keyed: DataFrame | None = None,
         user_pass: UserPass | None = None,
+        composites: Sequence[Composite] = (),
         f_alphas: Sequence[float] = (1.0,),
     ) -> None:
         """``ranked``: the ranking input (:func:`ranking_input`), one row per (exposed item, slice);
@@ -169,16 +171,24 @@ class UserMetrics:
         before the slices are exploded, their keys as an array, in the same partitions: the pass reads
         those.  ``user_pass``: the day's pass (which also sums the health indicators), built by the
         caller over the user partitions; without it this builds a pass of its own (the per-user values
-        only), unpersisted by :meth:`unpersist`.  The set-aside users' bounded path reads ``ranked``."""
+        only), unpersisted by :meth:`unpersist`.  The set-aside users' bounded path reads ``ranked``.
+        ``composites``: the composite metrics the set-aside users' moments include (the pass's own are the
+        pass's)."""
         self.ranked, self.ks, self.gain, self.f_alphas = ranked, tuple(ks), gain, tuple(f_alphas)
         self.max_user_rows, self.rows_per_bucket, self.list_unit = max_user_rows, rows_per_bucket, list_unit
-        self._own = user_pass is None
+        self._own, self.composites = user_pass is None, tuple(composites)
         if user_pass is None:
             rows = ranked if partitions is None else ranked.repartition(partitions, USER)
             if keyed is not None and partitions is None:
                 rows = keyed
             user_pass = UserPass(
-                rows, self.ks, gain=gain, list_unit=list_unit, max_user_rows=max_user_rows, f_alphas=self.f_alphas
+                rows,
+                self.ks,
+                gain=gain,
+                list_unit=list_unit,
+                max_user_rows=max_user_rows,
+                composites=composites,
+                f_alphas=self.f_alphas,
             )
         self.user_pass = user_pass
         self.frame = user_pass.user_frame()
@@ -212,7 +222,7 @@ class UserMetrics:
         names = [name for name, _ in USER_METRICS_COLUMNS]
         # a few rows per set-aside user: computed once, kept for the aggregates and the table
         table = merged.join(auc, on=[SLICE, USER], how="left").select(*names).toPandas()
-        self._heavy_moments = user_table_moments(table, self.ks, self.f_alphas)
+        self._heavy_moments = user_table_moments(table, self.ks, self.composites, self.f_alphas)
         return spark.createDataFrame(table, USER_METRICS_DDL)
 
     def moments(self) -> dict[str, Moments]:

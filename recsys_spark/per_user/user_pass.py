@@ -45,6 +45,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from recsys_spark.kernels.business import event_sum
+from recsys_spark.kernels.composite import Composite
 from recsys_spark.kernels.health_pass import UnitSums
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
 from recsys_spark.kernels.user_day import user_day_columns, user_day_sums
@@ -296,6 +297,7 @@ def _pass_function(
     min_list_length: int | None,
     max_user_rows: int | None,
     day_columns: tuple[str, ...] = (),
+    composites: tuple[Composite, ...] = (),
     f_alphas: tuple[float, ...] = (1.0,),
 ):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # on the executors
@@ -326,7 +328,7 @@ def _pass_function(
                     .take(pa.array(per_user[USER], pa.int64()))
                     .to_numpy(zero_copy_only=False),
                 }
-                moments = user_table_moments(user_table(strings, result.per_k, ks), ks, f_alphas)
+                moments = user_table_moments(user_table(strings, result.per_k, ks), ks, composites, f_alphas)
                 yield _batch("moments", 1, {"blob": pa.array([pickle.dumps(moments)], pa.binary())})
         if min_list_length is not None and len(result.health.get("name", ())):
             yield _sum_batch(result.health, slice_names, dictionaries)
@@ -334,7 +336,7 @@ def _pass_function(
             units, per_user = result.units, result.per_user
             sums = user_day_sums(
                 units.slice, units.user, units.values, per_user[SLICE], per_user[USER], per_user, result.per_k, ks,
-                day_columns,
+                day_columns, composites,
             )  # fmt: skip
             yield _day_batch(units, sums, slice_names, dictionaries["user"])
 
@@ -372,14 +374,22 @@ def pass_rows(
     min_list_length: int | None,
     max_user_rows: int | None = None,
     day_columns: Sequence[str] = (),
+    composites: Sequence[Composite] = (),
     f_alphas: Sequence[float] = (1.0,),
 ) -> DataFrame:
     """The pass's output rows (module docstring) over ``rows`` (hash-partitioned by user, read in place):
     per-user values when ``ks`` is given, the health sums when ``min_list_length`` is, and with both the
-    users' day sums ``day_columns`` (:func:`kernels.user_day.user_day_columns`) when given; ``f_alphas``: the
-    F-scores' alphas the moments carry (:func:`kernels.moments.user_table_moments`)."""
+    users' day sums ``day_columns`` (:func:`kernels.user_day.user_day_columns`) when given; ``composites``:
+    the composite metrics (:mod:`kernels.composite`), one more mean each in the moments and, among the day
+    sums, their per-user columns; ``f_alphas``: the F-scores' alphas the moments carry."""
     fn = _pass_function(
-        None if ks is None else tuple(ks), gain, min_list_length, max_user_rows, tuple(day_columns), tuple(f_alphas)
+        None if ks is None else tuple(ks),
+        gain,
+        min_list_length,
+        max_user_rows,
+        tuple(day_columns),
+        tuple(composites),
+        tuple(f_alphas),
     )
     return pass_input(rows, None if ks is None else list_unit, has_score).mapInArrow(fn, OUTPUT_DDL)
 
@@ -410,15 +420,16 @@ class UserPass:
         max_user_rows: int | None = None,
         persist: bool = True,
         day_sums: bool = False,
+        composites: Sequence[Composite] = (),
         f_alphas: Sequence[float] = (1.0,),
     ) -> None:
         """``ks``: the cut-offs of the per-user metrics (None: none); ``min_list_length``: the health sums'
         (None: none); ``persist``: False for an output read once (a bounded path's); ``day_sums``: also each
-        user's day sums for the experiments (with both ``ks`` and ``min_list_length``); ``f_alphas``: the
-        F-scores' alphas (``metrics.f_alphas``) whose per-user moments the pass adds."""
+        user's day sums for the experiments (with both ``ks`` and ``min_list_length``); ``composites``: the
+        composite metrics, computed from each user's values in the pass (:mod:`kernels.composite`)."""
         self.ks = None if ks is None else tuple(ks)
         with_day = day_sums and self.ks is not None and min_list_length is not None
-        self.day_columns = tuple(user_day_columns(rows.columns, self.ks)) if with_day and self.ks else ()
+        self.day_columns = tuple(user_day_columns(rows.columns, self.ks, composites)) if with_day and self.ks else ()
         output = pass_rows(
             rows,
             ks=self.ks,
@@ -428,6 +439,7 @@ class UserPass:
             min_list_length=min_list_length,
             max_user_rows=max_user_rows,
             day_columns=self.day_columns,
+            composites=composites,
             f_alphas=f_alphas,
         )
         self.output = output.persist(CACHE_LEVEL) if persist else output

@@ -24,6 +24,7 @@ import pandas as pd
 from recsys_spark.report.data import RunData
 from recsys_spark.report.metric_rows import Metrics
 from recsys_spark.report.parts import Section
+from recsys_spark.report.sections.curves import offline_curves_section, roc_section
 from recsys_spark.report.sections.daily import (
     curves_section,
     headline_section,
@@ -60,6 +61,7 @@ def build_sections(
         trends_section(data, m),
         curves_section(data, m),
         lorenz_section(data, m),
+        roc_section(data, m),
         slices_section(data, m),
         quality_section(data),
     ]
@@ -69,6 +71,7 @@ def build_sections(
         windows_section(data),
         offline_runs_section(data),
         comparison_section(data),
+        offline_curves_section(data),
         ope_section(data),
         simulation_section(data),
     ]

@@ -28,11 +28,14 @@ class Unreadable:
 
 @dataclass
 class OfflineRun:
-    """One complete offline run: ``offline/metrics/run=NAME`` and its ``summary.json``."""
+    """One complete offline run: ``offline/metrics/run=NAME``, its curves and its ``summary.json``."""
 
     name: str
     summary: dict[str, Any]
     metrics: pd.DataFrame
+    #: its ``roc_curve`` and ``pr_curve`` (empty frames when the run wrote none: no predictions)
+    roc: pd.DataFrame = field(default_factory=pd.DataFrame)
+    pr: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 @dataclass

@@ -323,7 +323,8 @@ def load_offline(
 
     def run(values: dict[str, str], part: str, summary: dict[str, Any]) -> OfflineRun:
         metrics = _frame(reader, under(OFFLINE_RUN, "metrics", part))
-        return OfflineRun(values["run"], summary, _sorted(metrics, "offline_metrics"))
+        curves = [_frame(reader, under(OFFLINE_RUN, table, part)) for table in ("roc_curve", "pr_curve")]
+        return OfflineRun(values["run"], summary, _sorted(metrics, "offline_metrics"), *curves)
 
     # both under offline/summary: base=A before run=B, as the directories sort
     comparisons, skipped = read_complete(

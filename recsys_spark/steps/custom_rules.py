@@ -69,6 +69,7 @@ from recsys_spark.schema import (
     USER,
     VALUE,
 )
+from recsys_spark.steps.dimensions import days_since
 from recsys_spark.steps.slices import ITEM_FIRST_SEEN
 from recsys_spark.tables import DAILY
 
@@ -113,8 +114,8 @@ def rule_rows(rows: DataFrame, date: dt.date, kept: Mapping[str, str], has_catal
         columns += [F.col(ITEM_CATEGORY).alias("category"), F.col(IN_CATALOG).alias("in_catalog")]
     first_seen = kept.get(ITEM_FIRST_SEEN)
     if first_seen is not None and first_seen in present:
-        day = F.lit(date.isoformat()).cast("date")
-        columns.append(F.datediff(day, F.to_date(F.col(first_seen))).alias("item_age_days"))
+        # parsed as the item_age slice parses it: a first_seen that is not a date is null, not a failed day
+        columns.append(days_since(date, first_seen).alias("item_age_days"))
     own = {*COLUMNS, VALUE, DWELL, "category", "in_catalog", *HELPERS}  # a kept column named so is the rules' own
     columns += [
         F.col(internal).alias(name) for name, internal in kept.items() if name != ITEM_FIRST_SEEN and name not in own

@@ -51,7 +51,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from recsys_spark.kernels.business import Measured, business_values, measured_of
@@ -172,6 +172,7 @@ class HealthInputs:
     cutoffs: PopularityCutoffs | None = None
     keyed: DataFrame | None = None
     user_pass: UserPass | None = None
+    catalog_keys: tuple[Column, ...] = ()  # the derived item slices' keys of a catalog row (item_age, item_new)
 
 
 @dataclass(frozen=True)
@@ -292,7 +293,7 @@ def collect_sums(prepared: DataFrame, inputs: HealthInputs, settings: HealthSett
         if inputs.previous is not None or inputs.seen is not None:
             long = long.unionByName(history_pass(prepared, inputs.previous, inputs.seen, inputs.catalog))
         if inputs.catalog is not None:
-            long = long.unionByName(catalog_pass(inputs.catalog, inputs.dims))
+            long = long.unionByName(catalog_pass(inputs.catalog, inputs.dims, inputs.catalog_keys))
         collected = CollectedSums(*_split(long.collect()))
     finally:
         summed.unpersist()

@@ -229,15 +229,17 @@ def novel_sums(items: Column, categories: bool) -> tuple[list[Column], dict[str,
     return columns, sums
 
 
-def catalog_pass(catalog: DataFrame, dims: SliceDims) -> DataFrame:
+def catalog_pass(catalog: DataFrame, dims: SliceDims, derived: Sequence[Column] = ()) -> DataFrame:
     """Catalog items per slice (``catalog_items``) and categories (``catalog_categories``), as long rows.
 
     ``all`` and every non-item slice see the whole catalog (the ``all`` row);
-    ``category=c`` (or another item column) sees the catalog items with that value.
+    ``category=c`` (or another item column) sees the catalog items with that value; ``derived``: the derived
+    item slices' keys of a catalog row (``item_age=7-29d``: :func:`recsys_spark.steps.slices.catalog_slice_keys`).
     """
     keys = [F.lit(ALL)] + [
         F.concat(F.lit(f"{name}="), F.coalesce(F.col(name).cast("string"), F.lit(UNKNOWN))) for name in dims.item
     ]
+    keys += list(derived)
     sizes = (
         catalog.select(F.explode(F.array(*keys)).alias(SLICE), CATEGORY)
         .groupBy(SLICE)

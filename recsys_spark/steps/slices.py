@@ -25,6 +25,9 @@ Dimension names (config ``slices.names``), looked up in this order:
   table's ``first_seen`` is less than ``new_user_days`` days before the
   evaluated day, else ``returning``), ``popularity`` (``head``/``mid``/``tail``
   by the day's exposures, see :func:`recsys_spark.kernels.health.popularity_thresholds`);
+  ``season``, ``day_part``, ``activity`` (new/light/medium/heavy from the earlier days' exposures),
+  ``item_age`` and ``item_new`` (from the items table's ``slices.item_date_column``): their cut points are in
+  :mod:`recsys_spark.steps.dimensions`;
 * a column of the exposures (``platform``), of the items table (``category``),
   of the users table (``country``).
 
@@ -43,6 +46,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from recsys_spark.config.metrics import SlicesConfig
 from recsys_spark.errors import ConfigError, SchemaError
 from recsys_spark.io.read import conform, exists, read_parquet
 from recsys_spark.kernels.health import popularity_thresholds
@@ -68,9 +72,11 @@ from recsys_spark.schema import (
     USER_PREFIX,
     ColumnSpec,
 )
+from recsys_spark.steps import dimensions
+from recsys_spark.steps.dimensions import ACTIVE_DAYS, ACTIVITY, ITEM_DIMENSIONS, TIME_DIMENSIONS, Activity
 
-TIME_SLICES = ("hour", "weekday", "day_type")
-DERIVED_SLICES = TIME_SLICES + ("user_type", "popularity")
+TIME_SLICES = ("hour", "weekday", "day_type", *TIME_DIMENSIONS)
+DERIVED_SLICES = TIME_SLICES + ("user_type", "popularity", ACTIVITY, *ITEM_DIMENSIONS)
 _ID_COLUMNS = (USER, SESSION, REQUEST, ITEM)
 
 
@@ -91,7 +97,8 @@ class SliceDims:
     @property
     def item_dims(self) -> tuple[str, ...]:
         """Dimensions that are attributes of the item (empty responses have none)."""
-        return self.item + (("popularity",) if "popularity" in self.names else ())
+        derived = ("popularity", *ITEM_DIMENSIONS)
+        return self.item + tuple(n for n in self.names if n in derived)
 
     @property
     def needs_users(self) -> bool:
@@ -103,12 +110,14 @@ def resolve_slices(
     exposure_columns: Sequence[str],
     item_columns: Sequence[str] | None,
     user_columns: Sequence[str] | None,
+    item_date_column: str = FIRST_SEEN,
 ) -> SliceDims:
     """Sort the configured names into derived / exposures / items / users dimensions.
 
     ``item_columns`` / ``user_columns`` are None when that table does not
     exist.  An unknown name raises :class:`SchemaError` naming it and what was
-    looked at; an id column raises :class:`ConfigError`.
+    looked at; an id column raises :class:`ConfigError`, and so does ``item_age`` / ``item_new`` without an
+    items table holding ``item_date_column`` (``slices.item_date_column``).
     """
     found: dict[str, list[str]] = {"exposure": [], "item": [], "user": []}
     for name in names:
@@ -118,6 +127,12 @@ def resolve_slices(
             if user_columns is None or FIRST_SEEN not in user_columns:
                 raise SchemaError(f"slice 'user_type' needs a users table with a {FIRST_SEEN!r} column")
             continue
+        if name in ITEM_DIMENSIONS and (item_columns is None or item_date_column not in item_columns):
+            where = "no items table" if item_columns is None else "the items table has no such column"
+            raise ConfigError(
+                f"config key slices.item_date_column: slice {name!r} needs the items table's column "
+                f"{item_date_column!r} ({where})"
+            )
         if name in DERIVED_SLICES:
             continue
         table = _table_of(name, exposure_columns, item_columns, user_columns)
@@ -209,6 +224,7 @@ class SliceInputs:
     items_path: str
     users_path: str
     kept: KeptColumns = KeptColumns()  # the custom rules' input columns
+    settings: SlicesConfig = SlicesConfig()  # the derived slices' cut points
 
 
 def _optional(spark: SparkSession, path: str, what: str, columns: Mapping[str, str]) -> DataFrame | None:
@@ -240,39 +256,51 @@ def read_slice_inputs(
     input_columns: Mapping[str, str],
     kept_names: Sequence[str] = (),
     item_first_seen: bool = False,
+    settings: SlicesConfig | None = None,
 ) -> SliceInputs:
     """Read the items table (always, when it exists) and the users table (when a slice or a custom rule's
     column needs it), their columns renamed by ``input_columns`` (``input.columns``).  ``kept_names``: the
     custom rules' input columns (``rules.columns``); ``item_first_seen``: keep the items table's
-    ``first_seen`` when it has one (custom rules)."""
+    ``first_seen`` when it has one (custom rules); ``settings``: ``[slices]`` (the item date column and the
+    derived slices' cut points; default: ``names`` with the defaults)."""
+    settings = settings or SlicesConfig(names=tuple(names))
+    item_date = settings.item_date_column
     raw_items = _optional(spark, items_path, "items table", input_columns)
     wanted = [*names, *kept_names]
     needs_users = _may_need_users(wanted, exposure_columns)
     raw_users = _optional(spark, users_path, "users table", input_columns) if needs_users else None
     item_columns = None if raw_items is None else raw_items.columns
     user_columns = None if raw_users is None else raw_users.columns
-    dims = resolve_slices(names, exposure_columns, item_columns, user_columns)
+    dims = resolve_slices(names, exposure_columns, item_columns, user_columns, item_date)
     kept = resolve_kept(kept_names, exposure_columns, item_columns, user_columns, item_first_seen)
     catalog = None
     if raw_items is not None:
         keep = [c for c in dims.item if c != CATEGORY]
         typed = [c for c in kept.item if c != CATEGORY] + ([FIRST_SEEN] if kept.item_first_seen else [])
+        if any(n in ITEM_DIMENSIONS for n in names) and item_date not in typed:
+            typed.append(item_date)  # with its own type: a date, a timestamp or an ISO string
+            keep = [c for c in keep if c != item_date]
         catalog = _one_row_per(conform(raw_items, ITEM_COLUMNS, items_path, keep=keep, typed=typed), ITEM)
     users = None
     if (dims.needs_users or kept.user) and raw_users is not None:
         keep = list(dims.user) + ([FIRST_SEEN] if "user_type" in names and FIRST_SEEN not in dims.user else [])
         typed = [c for c in kept.user if c != USER]
         users = _one_row_per(conform(raw_users, (ColumnSpec(USER, "id"),), users_path, keep=keep, typed=typed), USER)
-    return SliceInputs(dims, catalog, users, items_path, users_path, kept)
+    return SliceInputs(dims, catalog, users, items_path, users_path, kept, settings)
 
 
 def _may_need_users(names: Sequence[str], exposure_columns: Sequence[str]) -> bool:
     return any(n == "user_type" or (n not in DERIVED_SLICES and n not in exposure_columns) for n in names)
 
 
-def _value(name: str, dims: SliceDims, date: dt.date, new_user_days: int) -> Column:
-    """The string value of dimension ``name`` on an enriched exposure row."""
+def _value(
+    name: str, dims: SliceDims, date: dt.date, new_user_days: int, settings: SlicesConfig, history: bool = False
+) -> Column:
+    """The string value of dimension ``name`` on an enriched exposure row (``history``: the activity slice
+    has an earlier day to read)."""
     no_item = F.col(ITEM).isNull()
+    if name in (*TIME_DIMENSIONS, ACTIVITY, *ITEM_DIMENSIONS):
+        return _derived(name, date, settings, history)
     if name == "hour":
         return F.date_format(TS, "HH")
     if name == "weekday":
@@ -280,7 +308,7 @@ def _value(name: str, dims: SliceDims, date: dt.date, new_user_days: int) -> Col
     if name == "day_type":
         return F.when(F.dayofweek(TS).isin(1, 7), F.lit("weekend")).otherwise(F.lit("weekday"))
     if name == "user_type":
-        age = F.datediff(F.lit(date.isoformat()).cast("date"), F.to_date(F.col(f"{USER_PREFIX}{FIRST_SEEN}")))
+        age = dimensions.days_since(date, f"{USER_PREFIX}{FIRST_SEEN}")  # a first_seen that is no date: unknown
         return (
             F.when(age.isNull(), F.lit(UNKNOWN)).when(age < new_user_days, F.lit("new")).otherwise(F.lit("returning"))
         )
@@ -295,12 +323,38 @@ def _value(name: str, dims: SliceDims, date: dt.date, new_user_days: int) -> Col
     raise ValueError(f"no value for slice {name!r}")  # popularity is set by explode_slices
 
 
-def add_slice_columns(exposures: DataFrame, inputs: SliceInputs, date: dt.date, new_user_days: int) -> DataFrame:
+def _derived(name: str, date: dt.date, settings: SlicesConfig, history: bool) -> Column:
+    """The value of a dimension of :mod:`recsys_spark.steps.dimensions` (cut points in ``settings``)."""
+    if name == "season":
+        return dimensions.season(settings.hemisphere)
+    if name == "day_part":
+        return dimensions.day_part(settings.day_part_hours)
+    if name == ACTIVITY:  # "unknown" for all when the history had no day
+        return dimensions.activity_bucket(F.col(ACTIVE_DAYS), settings.activity_cuts, history)
+    return _item_value(name, dimensions.item_age_days(date, settings.item_date_column), settings)
+
+
+def _item_value(name: str, age: Column, settings: SlicesConfig) -> Column:
+    """``item_age`` or ``item_new`` of an age in days."""
+    if name == "item_age":
+        return dimensions.item_age(age, settings.item_age_cuts)
+    return dimensions.item_new(age, settings.new_item_days)
+
+
+def add_slice_columns(
+    exposures: DataFrame,
+    inputs: SliceInputs,
+    date: dt.date,
+    new_user_days: int,
+    activity: Activity | None = None,
+) -> DataFrame:
     """The exposures plus ``_category``, ``_in_catalog`` and one ``_s_<name>`` per dimension but popularity
     (which needs the day's count per item: :func:`item_exposure_counts`, :func:`with_item_exposures`).
 
     The items table is left-joined on item_id, the users table on user_id
-    (each has one row per key, see :func:`read_slice_inputs`).
+    (each has one row per key, see :func:`read_slice_inputs`); with the ``activity`` slice, the users' exposed
+    days of the history window (``activity``, read by the daily job's history: None or no day read makes
+    every user ``unknown``) on user_id.
     """
     dims = inputs.dims
     df = exposures
@@ -329,12 +383,29 @@ def add_slice_columns(exposures: DataFrame, inputs: SliceInputs, date: dt.date, 
         )
         df = df.join(users, on=USER, how="left")
     df = df.withColumn(ITEM_CATEGORY, category)
+    if ACTIVITY in dims.names:
+        df = dimensions.with_activity(df, activity)
+    settings = inputs.settings
+    history = activity is not None and activity.days is not None
     values = [
-        _value(name, dims, date, new_user_days).alias(slice_column(name)) for name in dims.names if name != "popularity"
+        _value(name, dims, date, new_user_days, settings, history).alias(slice_column(name))
+        for name in dims.names
+        if name != "popularity"
     ]
     carried = [F.col(c) for c in kept.values() if c not in exposures.columns]  # the rules' input columns
     return df.select(
         *[F.col(c) for c in exposures.columns], F.col(ITEM_CATEGORY), in_catalog.alias(IN_CATALOG), *values, *carried
+    )
+
+
+def catalog_slice_keys(inputs: SliceInputs, date: dt.date) -> tuple[Column, ...]:
+    """The ``item_age`` / ``item_new`` slice keys of a row of the items table (``catalog``), for the catalog
+    items each of their slices sees (item coverage, :func:`recsys_spark.steps.health_sums.catalog_pass`)."""
+    age = dimensions.item_age_days(date, inputs.settings.item_date_column, prefix="")
+    return tuple(
+        F.concat(F.lit(f"{name}="), _item_value(name, age, inputs.settings))
+        for name in inputs.dims.names
+        if name in ITEM_DIMENSIONS
     )
 
 

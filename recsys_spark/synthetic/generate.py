@@ -159,6 +159,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="an exploring logger with propensities, and a candidate policy (docs/ope.md)",
     )
     parser.add_argument(
+        "--surveys",
+        action="store_true",
+        help="a survey partition a day (user_id, question, score), scores rising with the user's clicks",
+    )
+    parser.add_argument(
         "--no-experiments",
         dest="experiments",
         action="store_false",
@@ -183,6 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log=True,
         experiments=args.experiments,
         ope=args.ope,
+        surveys=args.surveys,
     )
     print(
         f"wrote {len(summary['days'])} day(s), {summary['users']} users, {summary['catalog_items']} "

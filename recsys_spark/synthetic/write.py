@@ -19,6 +19,7 @@ from recsys_spark.synthetic.columns import threads
 from recsys_spark.synthetic.day import generate_day
 from recsys_spark.synthetic.model import CANDIDATE, DEFAULT_USERS, EXPOSURES_PER_USER, MAX_ROWS_PER_FILE, MIN_ITEMS
 from recsys_spark.synthetic.population import items_table, make_population, users_table
+from recsys_spark.synthetic.surveys import survey_table
 
 
 def resolve_sizes(users: int | None, exposures: int | None, items: int | None) -> tuple[int, int, int]:
@@ -68,13 +69,15 @@ def write_days(
     log: bool = False,
     experiments: bool = False,
     ope: bool = False,
+    surveys: bool = False,
 ) -> dict:
     """Write ``days`` consecutive days ending at ``date`` plus the users and items tables.
 
     Returns the sizes and, per day, the counts of ``generate_day``.  With ``experiments``, also
     ``assignments/dt=D`` (:func:`assignments_table`), and the treatment effects act on the clicks.  With
     ``ope``: the exploring logger's propensities, and the candidate's ``candidates/reranker/target/``,
-    ``simulation/reranker/dt=D/`` and ``candidates/reranker/truth.json`` (the module docstring).
+    ``simulation/reranker/dt=D/`` and ``candidates/reranker/truth.json`` (the module docstring).  With
+    ``surveys``: ``surveys/dt=D`` (:func:`synthetic.surveys.survey_table`).
     """
     if days < 1 or heavy_user_exposures < 0:
         raise ValueError("days must be >= 1 and heavy_user_exposures >= 0")
@@ -105,6 +108,8 @@ def write_days(
         write_table(logs.clicks, root / "clicks" / partition, max_rows_per_file)
         if experiments:
             write_table(assignments_table(pop, day, seed), root / "assignments" / partition)
+        if surveys:
+            write_table(survey_table(logs.exposures, logs.clicks, day, seed), root / "surveys" / partition)
         counts = {
             "date": day.isoformat(),
             **logs.stats,

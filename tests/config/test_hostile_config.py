@@ -329,6 +329,19 @@ def test_the_library_checks_names_where_they_become_paths():
     assert [check_name(n, "k") for n in ("a", "ranker_v2.1-b", "A" * 128)] == ["a", "ranker_v2.1-b", "A" * 128]
 
 
+@pytest.mark.parametrize("value", ["3", "-1", "1000001", "2.5"])
+def test_curve_points_below_two_cells_or_past_the_bound_exit_3_naming_the_key(value, capsys):
+    assert run([*ARGS, "--set", f"metrics.curve_points={value}"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "metrics.curve_points" in err
+
+
+def test_curve_points_0_turns_the_curves_off_and_5_is_the_smallest_bound():
+    assert load_config(None, ["metrics.curve_points=0"]).metrics.curve_points == 0
+    assert load_config(None, ["metrics.curve_points=5"]).metrics.curve_points == 5
+    assert load_config(None, []).metrics.curve_points == 1001
+
+
 @pytest.mark.parametrize(
     "override, key",
     [

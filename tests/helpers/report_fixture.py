@@ -105,6 +105,7 @@ def write_day(root: Path, day: str, i: int, with_ci: bool) -> None:
     )
     (root / "lorenz" / f"dt={day}").mkdir(parents=True)
     pq.write_table(pa.Table.from_pandas(lorenz, preserve_index=False), root / "lorenz" / f"dt={day}" / "part-0.parquet")
+    write_curves(root, f"dt={day}", 0.1 * i)
     failed = i == 1  # the second day fails a hard rule
     rules = [
         {
@@ -429,12 +430,35 @@ def comparison_rows() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def roc_points(lift: float) -> tuple[list[float], list[float]]:
+    """A concave ROC through (0, 0) and (1, 1): tpr = fpr ** (0.4 + lift)."""
+    fpr = [0.0, 0.05, 0.1, 0.2, 0.4, 0.7, 1.0]
+    return fpr, [x ** (0.4 + lift) for x in fpr]
+
+
+def write_curves(root: Path, partition: str, lift: float) -> None:
+    """``roc_curve/{partition}`` and ``pr_curve/{partition}`` of slice all (thresholds: the first ROC point's
+    and the last PR point's null, as the job writes them)."""
+    fpr, tpr = roc_points(lift)
+    roc = pd.DataFrame({"slice": "all", "threshold": [None, 0.9, 0.8, 0.6, 0.4, 0.2, 0.1], "fpr": fpr, "tpr": tpr})
+    recall = [1.0, 0.8, 0.6, 0.4, 0.2, 0.0]
+    precision = [0.1, 0.15 + lift / 10, 0.2, 0.3, 0.45 + lift / 10, 1.0]
+    pr = pd.DataFrame(
+        {"slice": "all", "threshold": [0.1, 0.3, 0.5, 0.7, 0.9, None], "recall": recall, "precision": precision}
+    )
+    for table, frame in (("roc_curve", roc), ("pr_curve", pr)):
+        (root / table / partition).mkdir(parents=True)
+        frame = frame.astype({"threshold": "float64"})
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), root / table / partition / "part-0.parquet")
+
+
 def write_offline(root: Path) -> None:
     """``offline/metrics/run=NAME``, ``offline/comparison/base=A/candidate=B`` and their ``offline/summary/...``
     (summary.json and _SUCCESS; the run ``unfinished`` has no _SUCCESS)."""
     offline = root / "offline"
     for run, shift in OFFLINE_RUNS.items():
         _write(offline_metric_rows(shift), offline / "metrics" / f"run={run}", OFFLINE_METRICS_SCHEMA)
+        write_curves(offline, f"run={run}", 10 * shift)
         summary = offline / "summary" / f"run={run}"
         summary.mkdir(parents=True)
         notes = [f"a note of run {run}"]

@@ -9,9 +9,9 @@ import re
 from html.parser import HTMLParser
 
 #: the sections of a report of daily runs with experiments
-SECTIONS = ("headline", "trends", "curves", "lorenz", "slices", "quality", "experiments", "offline")
+SECTIONS = ("headline", "trends", "curves", "lorenz", "roc", "slices", "quality", "experiments", "offline")
 #: and those of a root with experiment windows, offline runs and their comparison, an OPE run and a simulated day too
-EVERY_SECTION = (*SECTIONS, "windows", "offline-runs", "offline-comparison", "ope", "simulation")
+EVERY_SECTION = (*SECTIONS, "windows", "offline-runs", "offline-comparison", "offline-curves", "ope", "simulation")
 
 
 class Page(HTMLParser):

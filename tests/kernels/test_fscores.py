@@ -70,7 +70,7 @@ def test_user_avg_f_at_k_is_the_mean_of_sklearns_per_list_fbeta(alpha):
     per_user, per_k = score_units(frame, ks)
     from recsys_spark.kernels.users import user_table
 
-    moments = user_table_moments(user_table(per_user, per_k, ks), ks, (alpha,))["all"]
+    moments = user_table_moments(user_table(per_user, per_k, ks), ks, f_alphas=(alpha,))["all"]
     for k in ks:
         expected = []
         for _, g in frame.groupby("user_id"):

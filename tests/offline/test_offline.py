@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from sklearn.metrics import roc_auc_score
+from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
 
 from recsys_spark import registry
 from recsys_spark.config import load_config
@@ -293,6 +293,25 @@ def test_predictions(spark, fixture):
     assert m[("pcoc", None, "global")]["value"] == pytest.approx(p["score"].sum() / p["label"].sum())
     cal = spark.read.parquet(str(fixture["out"] / "offline" / "calibration" / "run=a")).toPandas()
     assert cal["n"].sum() == len(p)
+
+
+def test_the_predictions_curves_are_scikit_learns(spark, fixture):
+    # offline/roc_curve/run=a and offline/pr_curve/run=a: every prediction pooled, slice all, curve order
+    p = pd.read_parquet(fixture["root"] / "predictions")
+    offline = fixture["out"] / "offline"
+    roc = spark.read.parquet(str(offline / "roc_curve" / "run=a")).toPandas()
+    fpr, tpr, thr = roc_curve(p["label"], p["score"])
+    assert set(roc["slice"]) == {"all"}
+    np.testing.assert_array_equal(roc["fpr"], fpr)
+    np.testing.assert_array_equal(roc["tpr"], tpr)
+    assert roc["threshold"].isna().tolist() == [True] + [False] * (len(thr) - 1)  # sklearn's inf: null
+    np.testing.assert_array_equal(roc["threshold"].iloc[1:], thr[1:])
+    pr = spark.read.parquet(str(offline / "pr_curve" / "run=a")).toPandas()
+    precision, recall, pthr = precision_recall_curve(p["label"], p["score"])
+    np.testing.assert_allclose(pr["precision"], precision, atol=1e-15)
+    np.testing.assert_array_equal(pr["recall"], recall)
+    np.testing.assert_array_equal(pr["threshold"].iloc[:-1], pthr)
+    assert pr["threshold"].isna().tolist() == [False] * len(pthr) + [True]
 
 
 def test_ratings(spark, fixture):

@@ -220,7 +220,7 @@ def test_f_alpha_rows_user_avg_by_t_and_global_by_the_delta_method(alpha):
     precision@3 and recall@3, Σ (1 + a²) H / Σ (a² Rel + 3 L) over users (delta method, users as units)."""
     u = per_user()
     frame = _user_frame(u).assign(recall=np.where(u["ranked"] > 0, u["hits3"] / np.maximum(u["rel"], 1), np.nan))
-    rows, _ = aggregate_users(user_table_moments(frame, (3,), (alpha,)), (3,), {}, f_alphas=(alpha,))
+    rows, _ = aggregate_users(user_table_moments(frame, (3,), f_alphas=(alpha,)), (3,), {}, f_alphas=(alpha,))
     name = "f1" if alpha == 1.0 else "f0.5"
     by = {(r.metric, r.aggregation): r for r in rows if r.metric == name}
     a2 = alpha**2

@@ -600,3 +600,38 @@ def test_a_simulated_day_is_shown_beside_the_logged_day(root, page):
     assert block["status"] == "soft_rule_failed" and block["logged_status"] is not None
     rules = {r["rule"]: r for r in block["rules"]}
     assert not rules["empty_response_rate"]["passed"] and rules["duplicate_item_in_request"]["logged_passed"]
+
+
+def test_the_last_days_roc_over_its_week_and_its_pr_curve_equal_the_tables(root, page):
+    # the ROC of the last day (slice all) and of the earlier days of its week present (the missing day has none),
+    # each with the day's auc_global; the PR curve of the last day; points in the order written
+    data = page.data["data-roc"]
+    days = [d["dt"] for d in data["days"]]
+    assert days == [d for d in fx.DAYS if d != fx.MISSING]  # earlier days first, the last day drawn on top
+    last = pd.read_parquet(root / "roc_curve" / f"dt={fx.END}")
+    assert data["days"][-1]["fpr"] == last["fpr"].tolist() and data["days"][-1]["tpr"] == last["tpr"].tolist()
+    assert data["days"][-1]["auc"] == value(metrics(root, fx.END), "auc", None, "global")
+    pr = pd.read_parquet(root / "pr_curve" / f"dt={fx.END}")
+    assert page.data["data-pr"]["recall"] == pr["recall"].tolist()
+    assert page.data["data-pr"]["precision"] == pr["precision"].tolist()
+
+
+def test_offline_base_against_candidate_curves(root, page):
+    data = page.data["data-offline-roc-base-candidate"]
+    base = pd.read_parquet(root / "offline" / "roc_curve" / "run=base")
+    candidate = pd.read_parquet(root / "offline" / "roc_curve" / "run=candidate")
+    assert data["curves"]["base"]["tpr"] == base["tpr"].tolist()
+    assert data["curves"]["candidate"]["tpr"] == candidate["tpr"].tolist()
+    assert "data-offline-pr-base-candidate" in page.data
+
+
+def test_a_day_without_curves_says_so(tmp_path):
+    root = fx.build_root(tmp_path / "out", experiments=False, offline=False, ope=False)
+    for table in ("roc_curve", "pr_curve"):
+        for part in (root / table).iterdir():
+            if part.name == f"dt={fx.END}":
+                for f in part.iterdir():
+                    f.unlink()
+                part.rmdir()
+    html = render(root)
+    assert "No ROC curve for the last day" in html and "data-roc" not in parse(html).data

@@ -498,3 +498,23 @@ def test_a_rule_that_failed_after_the_day_was_computed_now_fails_before_it(spark
             evaluate_day(spark, hostile, DAY, str(tmp_path / "in"), str(tmp_path / "out"))
         assert err.value.exit_code == 3
         assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.spark
+def test_an_item_first_seen_that_is_not_a_date_gives_no_age_not_a_failed_day(spark, tmp_path):
+    # Spark 4's ANSI to_date raised on "soon" and failed the whole day; the age is now null for that item only
+    write_day(tmp_path)
+    text_dates = pa.schema([("item_id", pa.string()), ("category", pa.string()), ("first_seen", pa.string())])
+    rows = [(i, c, "soon" if i == "c" else f.isoformat()) for i, (c, f) in CATALOG.items()]
+    write(tmp_path / "in" / "items", rows, text_dates)
+    rule = {
+        "name": "new_items_share",
+        "severity": "soft",
+        "level": "list",
+        "when": "min(item_age_days) < 2",
+        "threshold": 0.5,
+    }
+    evaluate_day(spark, config(tmp_path, [rule]), DAY, str(tmp_path / "in"), str(tmp_path / "out"))
+    checks = pd.read_parquet(tmp_path / "out" / "rule_checks" / f"dt={DAY}").set_index("rule")
+    # lists with an item under 2 days old: r2 (f, 0 days); r1 and r7 only through c (1 day), now of no known age
+    assert checks.loc["new_items_share", "violations"] == 1

@@ -392,3 +392,23 @@ def test_ope_mode_leaves_the_default_logs_alone(tmp_path: Path) -> None:
         gen.make_population(300, 200, SEED, dt.date(2026, 11, 20)), dt.date(2026, 11, 20), 3000, SEED
     )
     assert plain.target is None and plain.exposures.schema.names == EXPOSURES.names
+
+
+def test_surveys_answer_a_few_questions_with_scores_that_rise_with_the_users_clicks(tmp_path: Path) -> None:
+    from recsys_spark.synthetic.surveys import QUESTIONS, SURVEY_SCHEMA
+
+    gen.main(["--date", "2026-11-20", "--output-root", str(tmp_path), "--users", "2000", "--surveys"])
+    table = pq.read_table(tmp_path / "surveys" / "dt=2026-11-20")
+    assert table.schema.equals(SURVEY_SCHEMA)
+    survey = table.to_pandas()
+    clicks = pd.read_parquet(tmp_path / "clicks" / "dt=2026-11-20").groupby("user_id").size()
+    shown = set(pd.read_parquet(tmp_path / "exposures" / "dt=2026-11-20")["user_id"])
+    assert set(survey["question"]) == set(QUESTIONS)
+    assert set(survey["user_id"]) <= shown  # only users shown something that day answer
+    assert survey["score"].between(1, 5).all() and (survey["score"] == survey["score"].round()).all()
+    survey["clicks"] = survey["user_id"].map(clicks).fillna(0)
+    assert survey[["score", "clicks"]].corr().iloc[0, 1] > 0.2
+
+
+def test_no_survey_without_the_flag(root: Path) -> None:
+    assert not (root / "surveys").exists()

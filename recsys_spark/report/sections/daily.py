@@ -48,7 +48,7 @@ GINI_CATALOG, GINI_EXPOSED = registry.parse_key("gini_catalog"), registry.parse_
 ITEM_COVERAGE = registry.parse_key("item_coverage_global")
 
 #: slice dimensions that are attributes of the item whatever the input: its popularity bucket and its category
-ITEM_DIMENSIONS = ("popularity", "category")
+ITEM_DIMENSIONS = ("popularity", "category", "item_age", "item_new")
 
 #: metrics that are 1 by construction on logged lists, where every relevant (clicked) item is in the list: recall@k
 #: whenever the lists are no longer than k, hit rate@k for every list with a click.  Never a headline row.
@@ -93,12 +93,23 @@ def rules_of_day(data: RunData, day: str) -> list[dict[str, Any]]:
     return _rules_of(data, day) or list(data.summaries.get(day, {}).get("rules", []))
 
 
+def configured_rows(m: Metrics, day: str) -> list[tuple[str, int | None, str]]:
+    """The day's composite and survey metrics (slice ``all``, ``user_avg``), composites first, each by name: a
+    composite of the config (:func:`registry.is_composite`), or a ``user_avg`` metric without k that the
+    registry does not know (a composite of a config the report was not given); then the survey questions."""
+    names = {mt for (d, s, mt, k, a) in m.rows if d == day and s == ALL and a == "user_avg" and k is None}
+    composites = sorted(n for n in names if registry.is_composite(n) or registry.lookup(n) is None)
+    surveys = sorted(n for n in names if registry.survey_metric(n) is not None)
+    return [(n, None, "user_avg") for n in (*composites, *surveys)]
+
+
 def headline_rows(m: Metrics, context: Metrics, day: str, prev: str, week: str) -> list[dict[str, Any]]:
-    """The headline's rows (:data:`HEADLINE_ROWS`) on ``day``: value, interval, ``se``, ``n``, and the change
-    from ``prev`` and ``week`` (read from ``context`` when outside the range), each marked within or outside
-    the day's interval (:func:`noise`)."""
+    """The headline's rows (:data:`HEADLINE_ROWS`, then the composite and survey metrics of the day:
+    :func:`configured_rows`) on ``day``: value, interval, ``se``, ``n``, and the change from ``prev`` and
+    ``week`` (read from ``context`` when outside the range), each marked within or outside the day's interval
+    (:func:`noise`)."""
     rows = []
-    for metric, k, agg in HEADLINE_ROWS:
+    for metric, k, agg in (*HEADLINE_ROWS, *configured_rows(m, day)):
         row = m.get(day, ALL, metric, k, agg)
         value = as_float(row["value"]) if row else None
         low, high = m.interval(row) or (None, None)

@@ -11,11 +11,12 @@ import pandas as pd
 
 from recsys_spark import registry
 from recsys_spark.config import ReportConfig
+from recsys_spark.kernels.offline_online import TEST, run_day, worth
 from recsys_spark.kernels.regression import fit_line
 from recsys_spark.registry import HEADLINE
 from recsys_spark.report import svg
 from recsys_spark.report.colour_rule import correction_words, shown_intervals, verdict, verdict_fields
-from recsys_spark.report.data import RunData
+from recsys_spark.report.data import OfflineRun, RunData
 from recsys_spark.report.load import OFFLINE_VALUE
 from recsys_spark.report.metric_rows import Metrics
 from recsys_spark.report.parts import Chart, Section, incomplete_note, name_id, runs_section
@@ -195,7 +196,9 @@ class OnlineSettings:
     """What offline versus online reads of ``[report]`` (docs/report.md), named as there: the gaps that name a
     diagnosis (train - test above ``overfit_gap``: overfitting; test - online above ``offline_online_gap``:
     inconsistency or leakage), and the regression of ``regression_y`` on ``regression_x`` (metric keys) at
-    ``regression_level``, concluded from ``min_regression_days`` days."""
+    ``regression_level``, concluded from ``min_regression_days`` days; x from the offline runs
+    ``regression_model.YYYY-MM-DD`` when ``regression_model`` is set, and the offline run
+    ``regression_candidate``'s predicted y (:mod:`recsys_spark.kernels.offline_online`)."""
 
     overfit_gap: float
     offline_online_gap: float
@@ -203,6 +206,8 @@ class OnlineSettings:
     regression_y: str
     min_regression_days: int
     regression_level: float
+    regression_model: str = ""
+    regression_candidate: str = ""
 
     @classmethod
     def of(cls, settings: ReportConfig) -> OnlineSettings:
@@ -287,14 +292,77 @@ def auc_chart(
     return Chart("offline-auc", "Train, test and online AUC", chart, payload, wide=True), table
 
 
+def run_value(run: OfflineRun, metric: str, k: int | None, aggregation: str) -> float | None:
+    """The value of (``metric``, ``k``, ``aggregation``) in an offline run's metrics table, slice ``all``
+    (None: no such row, or a null value)."""
+    if run.metrics.empty:
+        return None
+    for rec in all_slice(run.metrics).to_dict("records"):
+        if rec["metric"] == metric and as_int(rec.get("k")) == k and rec["aggregation"] == aggregation:
+            return as_float(rec.get("value"))
+    return None
+
+
+def runs_by_day(runs: list[OfflineRun], model: str, split: str = TEST) -> dict[str, OfflineRun]:
+    """The offline runs of ``model``'s ``split`` by the day their name spells (``MODEL.YYYY-MM-DD``)."""
+    out = {}
+    for run in runs:
+        found = run_day(run.name)
+        if found is not None and found.model == model and found.split == split:
+            out[found.dt] = run
+    return out
+
+
+def auc_from_runs(runs: list[OfflineRun], days: list[str]) -> pd.DataFrame | None:
+    """The train/test AUC table (``dt, model, split, auc``) from the offline runs whose name spells a day of
+    ``days`` (their ``auc`` ``global``, slice ``all``); None when no run does."""
+    rows = []
+    for run in runs:
+        found = run_day(run.name)
+        value = run_value(run, *ONLINE_AUC) if found is not None and found.dt in days else None
+        if found is not None and value is not None:
+            rows.append({"dt": found.dt, "model": found.model, "split": found.split, OFFLINE_VALUE: value})
+    return pd.DataFrame(rows) if rows else None
+
+
+def _xs(data: RunData, m: Metrics, settings: OnlineSettings) -> list[float | None]:
+    """x of each day: its online ``regression_x``, or that of ``regression_model``'s offline run of the day."""
+    xm = registry.parse_key(settings.regression_x)
+    if not settings.regression_model:
+        return [m.value(d, ALL, *xm) for d in data.days]
+    runs = runs_by_day(data.offline_runs, settings.regression_model)
+    return [run_value(runs[d], *xm) if d in runs else None for d in data.days]
+
+
+def prediction(data: RunData, settings: OnlineSettings, xs: list, ys: list) -> dict[str, Any] | None:
+    """The candidate run's predicted ``regression_y`` (:func:`kernels.offline_online.worth`), or None when no
+    candidate is configured.  Only from offline x (``regression_model``): an offline value read on a line fit
+    to online values would be a different quantity."""
+    name = settings.regression_candidate
+    if not name:
+        return None
+    runs = {r.name: r for r in data.offline_runs}
+    if not settings.regression_model or name not in runs:
+        why = (
+            "set report.regression_model (the x of the days must be offline values, as the candidate's)"
+            if settings.regression_model == ""
+            else f"no complete offline run {name} under the output root"
+        )
+        empty = {"candidate": name, "x": None, "y": None, "low": None, "high": None}
+        return empty | {"level": settings.regression_level, "n": 0, "note": why}
+    x0 = run_value(runs[name], *registry.parse_key(settings.regression_x))
+    return worth(xs, ys, x0, settings.regression_level, settings.min_regression_days, name)
+
+
 def regression(data: RunData, m: Metrics, settings: OnlineSettings) -> tuple[dict[str, Any], Chart]:
     """The regression of the business metric ``y_key`` on the offline metric ``x_key`` across the days with
-    both (slice ``all``): its fit, and the verdict "too few days" below ``min_days``; and its scatter chart."""
+    both (slice ``all``): its fit, and the verdict "too few days" below ``min_days``; the candidate's
+    prediction; and its scatter chart."""
     x_key, y_key = settings.regression_x, settings.regression_y
     min_days, level = settings.min_regression_days, settings.regression_level
     days = data.days
     xm, ym = registry.parse_key(x_key), registry.parse_key(y_key)
-    xs_all = [m.value(d, ALL, *xm) for d in days]
+    xs_all = _xs(data, m, settings)
     ys_all = [m.value(d, ALL, *ym) for d in days]
     pairs = [(d, x, y) for d, x, y in zip(days, xs_all, ys_all, strict=True) if x is not None and y is not None]
     fit = fit_line([p[1] for p in pairs], [p[2] for p in pairs], level=level)
@@ -313,6 +381,8 @@ def regression(data: RunData, m: Metrics, settings: OnlineSettings) -> tuple[dic
         "fit": fit.as_dict(),
         "min_days": min_days,
         "verdict": verdict,
+        "model": settings.regression_model,  # "": x from the days' online values
+        "prediction": prediction(data, settings, xs_all, ys_all),
     }
     chart = svg.scatter_fit(
         [p[1] for p in pairs],
@@ -331,6 +401,8 @@ def regression(data: RunData, m: Metrics, settings: OnlineSettings) -> tuple[dic
         "x_values": [p[1] for p in pairs],
         "y_values": [p[2] for p in pairs],
         "fit": fit.as_dict(),
+        "model": settings.regression_model,
+        "prediction": body["prediction"],
     }
     return body, Chart("regression", f"{y_label} against {x_label}", chart, payload)
 
@@ -342,6 +414,13 @@ def offline_section(data: RunData, m: Metrics, settings: OnlineSettings) -> Sect
     online = [m.value(d, ALL, *ONLINE_AUC) for d in data.days]
     table: list[dict[str, Any]] = []
     offline = data.offline_auc
+    from_runs = auc_from_runs(data.offline_runs, data.days)  # runs named MODEL.YYYY-MM-DD: no table to keep
+    if from_runs is not None:
+        offline = from_runs if offline is None else pd.concat([offline, from_runs], ignore_index=True)
+        section.notes.append(
+            f"{len(from_runs)} AUC value(s) from the offline runs named MODEL.YYYY-MM-DD "
+            "(or MODEL.train.YYYY-MM-DD): their auc (global)."
+        )
     section.body["auc_table_given"] = offline is not None  # without one, the template says how to give one
     if offline is not None and offline.empty:
         section.notes.append("The offline AUC table has no row in this range.")

@@ -1,0 +1,214 @@
+"""Labelling in one Python pass over the user partitions: the numpy kernel
+(:func:`recsys_spark.kernels.labels.label`) fed whole users from Arrow batches, instead of the Spark chain of
+:mod:`recsys_spark.steps.label` (deduplication's aggregate, the session window's range join, the feedback join).
+
+Exposures and (weighed) events go into one frame, a ``_side`` column telling them apart; that frame is
+hash-partitioned by user once and sorted within partitions by (user, request, item, position, ts), so that the
+kernel's deduplication finds its rows in order, and streamed through ``mapInArrow``.  A batch ends inside a
+user as a rule: the rows of its last user wait for the next batch, so the kernel always sees whole users.  The
+output is :func:`recsys_spark.steps.label.join_feedback`'s: the kept exposures (every column they came with,
+``copies``) and ``relevance``, ``clicked``, ``n_events``, ``n_clicks``, ``value`` / ``dwell_seconds`` (when
+the events carry them) and one ``_ev_<name>`` per conversion event.  Selected by ``execution.labelling =
+"python"`` (docs/metrics.md "Labelling"); its equality with the Spark chain is tested on the golden days'
+shapes (tests/steps/test_label_arrow.py).
+
+Memory: one user's rows at a time beyond the batch (a user larger than a batch is held whole).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, DoubleType, LongType, StructField, StructType
+
+from recsys_spark.kernels.labels import CodedEvents, CodedExposures, Labelled, label
+from recsys_spark.schema import (
+    CLICKED,
+    COPIES,
+    DWELL,
+    ITEM,
+    N_CLICKS,
+    N_EVENTS,
+    POSITION,
+    RELEVANCE,
+    REQUEST,
+    SESSION,
+    TS,
+    USER,
+    VALUE,
+)
+from recsys_spark.steps.label import weigh_events
+
+SIDE = "_side"  # 0: an exposure row, 1: an event row
+#: the event side's columns and their types (null on the exposure side)
+_EVENT_COLUMNS = {"_w": "double", "_click": "boolean", "_value": "double", "_dwell": "double"}
+_KEYS = (USER, SESSION, REQUEST, ITEM, TS)
+
+
+def _ranks(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Dense ranks of a column's values in ascending (byte) order from 0, null -1: equal ids equal codes, and a
+    request's code keeps the order of the request ids."""
+    ranks = pc.rank(column, sort_keys="ascending", null_placement="at_end", tiebreaker="dense")
+    codes = np.asarray(ranks.to_numpy(zero_copy_only=False), dtype=np.int64) - 1
+    nulls = np.asarray(pc.is_null(column).to_numpy(zero_copy_only=False), dtype=bool)
+    codes[nulls] = -1
+    return codes
+
+
+def _micros(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    return np.asarray(pc.cast(column, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _floats(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    return np.asarray(pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _tiebreak(table: pa.Table, others: Sequence[str]) -> np.ndarray:
+    """Each exposure row's rank in the order of its other columns, nulls first (Spark's ``min(struct(...))``)."""
+    if not others or table.num_rows == 0:
+        return np.zeros(table.num_rows, dtype=np.int64)
+    order = pc.sort_indices(table.select(list(others)), [(c, "ascending") for c in others], null_placement="at_start")
+    rank = np.empty(table.num_rows, dtype=np.int64)
+    rank[np.asarray(order.to_numpy(zero_copy_only=False))] = np.arange(table.num_rows)
+    return rank
+
+
+def label_table(
+    table: pa.Table, exposure_columns: Sequence[str], flags: Sequence[str], carried: Sequence[str], window_us: int
+) -> pa.Table:
+    """One table of whole users (both sides) -> the labelled exposures (:func:`labelled_schema`'s columns)."""
+    side = np.asarray(table.column(SIDE).to_numpy(zero_copy_only=False))
+    exp_rows, ev_rows = np.flatnonzero(side == 0), np.flatnonzero(side == 1)
+    ids = {c: _ranks(table.column(c)) for c in (USER, SESSION, REQUEST, ITEM)}
+    exposures = table.take(pa.array(exp_rows))
+    others = [c for c in exposure_columns if c not in (USER, REQUEST, ITEM, POSITION, TS)]
+    coded_exp = CodedExposures(
+        user=ids[USER][exp_rows],
+        request=ids[REQUEST][exp_rows],
+        item=ids[ITEM][exp_rows],
+        session=ids[SESSION][exp_rows],
+        position=np.asarray(exposures.column(POSITION).to_numpy(zero_copy_only=False), dtype=np.int64),
+        ts=_micros(exposures.column(TS)),
+        tiebreak=_tiebreak(exposures, others),
+    )
+    events = table.take(pa.array(ev_rows))
+    n_ev = events.num_rows
+    coded_ev = CodedEvents(
+        user=ids[USER][ev_rows],
+        request=ids[REQUEST][ev_rows],
+        item=ids[ITEM][ev_rows],
+        session=ids[SESSION][ev_rows],
+        ts=_micros(events.column(TS)),
+        weight=_floats(events.column("_w")),
+        is_click=np.asarray(events.column("_click").to_numpy(zero_copy_only=False), dtype=bool),
+        value=_floats(events.column("_value")) if VALUE in carried else np.full(n_ev, np.nan),
+        dwell=_floats(events.column("_dwell")) if DWELL in carried else np.full(n_ev, np.nan),
+        flags=np.stack(
+            [np.asarray(events.column(f).to_numpy(zero_copy_only=False), dtype=bool) for f in flags], axis=1
+        ).reshape(n_ev, len(flags)),
+    )
+    out = label(coded_exp, coded_ev, window_us)
+    return _as_table(exposures.select(list(exposure_columns)).take(pa.array(out.kept)), out, flags, carried)
+
+
+def _as_table(kept: pa.Table, out: Labelled, flags: Sequence[str], carried: Sequence[str]) -> pa.Table:
+    columns = {c: kept.column(c) for c in kept.column_names}
+    columns[COPIES] = pa.array(out.copies, pa.int64())
+    columns[RELEVANCE] = pa.array(out.relevance, pa.float64())
+    columns[CLICKED] = pa.array(out.clicked, pa.bool_())
+    columns[N_EVENTS] = pa.array(out.n_events, pa.int64())
+    columns[N_CLICKS] = pa.array(out.n_clicks, pa.int64())
+    for name, values in ((VALUE, out.value), (DWELL, out.dwell)):
+        if name in carried:
+            columns[name] = pa.array(values, pa.float64(), mask=np.isnan(values))
+    for j, name in enumerate(flags):
+        columns[name] = pa.array(out.flags[:, j], pa.bool_())
+    return pa.table(columns)
+
+
+def _whole_users(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
+    """Tables of whole users from batches sorted by user: a batch's last user waits for the next batch."""
+    held: list[pa.RecordBatch] = []
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        users = batch.column(USER)
+        last = users[batch.num_rows - 1]
+        tail = int(pc.sum(pc.equal(users, last)).as_py())  # rows of the last user (sorted: a suffix)
+        if tail < batch.num_rows:
+            yield pa.Table.from_batches([*held, batch.slice(0, batch.num_rows - tail)])
+            held = []
+        held.append(batch.slice(batch.num_rows - tail))
+    if held:
+        yield pa.Table.from_batches(held)
+
+
+def label_in_python(
+    exposures: DataFrame,
+    clicks: DataFrame,
+    partitions: int,
+    window_minutes: float,
+    weights: Mapping[str, float],
+    click_event: str,
+    conversion_events: Sequence[str] = (),
+) -> DataFrame:
+    """:func:`recsys_spark.steps.label.deduplicate_exposures` and :func:`~recsys_spark.steps.label.join_feedback`
+    in one shuffle and one Python pass (module docstring); ``exposures`` are the valid rows, not deduplicated."""
+    events = weigh_events(clicks, weights, click_event, conversion_events)
+    flags = [c for c in events.columns if c.startswith("_ev_")]
+    carried = [c for c in (VALUE, DWELL) if c in events.columns]
+    exp_cols = list(exposures.columns)
+    exp_side = exposures.select(
+        *exp_cols,
+        F.lit(0).alias(SIDE),
+        *[F.lit(None).cast(t).alias(c) for c, t in _EVENT_COLUMNS.items()],
+        *[F.lit(None).cast("boolean").alias(f) for f in flags],
+    )
+    ev_side = events.select(
+        USER,
+        SESSION,
+        REQUEST,
+        ITEM,
+        TS,
+        *[F.lit(None).cast(exposures.schema[c].dataType).alias(c) for c in exp_cols if c not in _KEYS],
+        F.lit(1).alias(SIDE),
+        F.col("weight").alias("_w"),
+        F.col("is_click").alias("_click"),
+        (F.col(VALUE) if VALUE in carried else F.lit(None)).cast("double").alias("_value"),
+        (F.col(DWELL) if DWELL in carried else F.lit(None)).cast("double").alias("_dwell"),
+        *[F.col(f) for f in flags],
+    )
+    both = (
+        exp_side.unionByName(ev_side)
+        .repartition(partitions, USER)
+        .sortWithinPartitions(USER, REQUEST, ITEM, POSITION, TS)
+    )
+    # deduplicate_exposures's column order: the key, position and ts first, then the others
+    names = (USER, REQUEST, ITEM, POSITION, TS, *[c for c in exp_cols if c not in (USER, REQUEST, ITEM, POSITION, TS)])
+    schema = labelled_schema(StructType([exposures.schema[c] for c in names]), flags, carried)
+    window_us = int(round(window_minutes * 60)) * 1_000_000
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for table in _whole_users(batches):
+            yield from label_table(table, names, flags, carried, window_us).to_batches()
+
+    return both.mapInArrow(run, schema)
+
+
+def labelled_schema(exposures: StructType, flags: Sequence[str], carried: Sequence[str]) -> StructType:
+    """The exposures' fields, ``copies``, the labels, the carried sums and the conversion flags."""
+    fields = [*exposures.fields, StructField(COPIES, LongType(), False)]
+    fields += [
+        StructField(RELEVANCE, DoubleType(), False),
+        StructField(CLICKED, BooleanType(), False),
+        StructField(N_EVENTS, LongType(), False),
+        StructField(N_CLICKS, LongType(), False),
+    ]
+    fields += [StructField(c, DoubleType(), True) for c in carried]
+    fields += [StructField(f, BooleanType(), False) for f in flags]
+    return StructType(fields)

@@ -1,0 +1,251 @@
+"""The labelling kernel: each rule of docs/metrics.md "Labelling" by hand, then the kernel against the Spark
+label stage on random days (same rows, same labels, same orphans)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+
+import numpy as np
+import pytest
+from helpers.coded_labels import code, random_day, reference
+
+from recsys_spark.kernels.labels import label
+
+T0 = dt.datetime(2026, 11, 20, 10, 0)
+MINUTE_US = 60_000_000
+WEIGHTS = {"click": 1.0, "purchase": 3.0}
+
+
+def at(minutes: float) -> dt.datetime:
+    return T0 + dt.timedelta(minutes=minutes)
+
+
+def exposure(user, session, request, item, position=1, minutes=0.0, score=0.5):
+    return (user, session, request, item, position, score, at(minutes))
+
+
+def event(user, session, request, item, minutes, name="click", value=None, dwell=None):
+    return (user, session, request, item, at(minutes), name, value, dwell)
+
+
+def run(exposures, events, window_minutes=30, conversions=("purchase",)):
+    """{(request, item): (copies, relevance, clicked, n_events, n_clicks, value, dwell, flags)}, orphans."""
+    exp, ev = code(exposures, events, WEIGHTS, conversions=conversions)
+    out = label(exp, ev, window_minutes * MINUTE_US)
+    rows = {}
+    for j, i in enumerate(out.kept):
+        key = (exposures[i][2], exposures[i][3])
+        value = None if math.isnan(out.value[j]) else out.value[j]
+        dwell = None if math.isnan(out.dwell[j]) else out.dwell[j]
+        rows[key] = (
+            int(out.copies[j]),
+            float(out.relevance[j]),
+            bool(out.clicked[j]),
+            int(out.n_events[j]),
+            int(out.n_clicks[j]),
+            value,
+            dwell,
+            tuple(bool(f) for f in out.flags[j]),
+        )
+    return rows, out.orphans
+
+
+def test_duplicates_keep_the_smallest_position_then_the_earliest_ts_and_count_copies():
+    exposures = [
+        exposure("u1", "s1", "r1", "a", position=3, minutes=0),
+        exposure("u1", "s1", "r1", "a", position=2, minutes=5),
+        exposure("u1", "s1", "r1", "a", position=2, minutes=1),
+        exposure("u1", "s1", "r1", "b", position=4, minutes=0),
+    ]
+    exp, ev = code(exposures, [], WEIGHTS)
+    out = label(exp, ev, 30 * MINUTE_US)
+    assert sorted(out.kept.tolist()) == [2, 3]  # r1/a: position 2 at minute 1; r1/b alone
+    assert dict(zip(out.kept.tolist(), out.copies.tolist(), strict=True)) == {2: 3, 3: 1}
+
+
+def test_an_empty_response_is_one_row_per_request_and_gets_no_event():
+    exposures = [exposure("u1", "s1", "r1", None), exposure("u1", "s1", "r1", None, position=2)]
+    events = [event("u1", "s1", "r1", None, 1), event("u1", "s1", None, None, 1)]
+    rows, orphans = run(exposures, events)
+    assert rows == {("r1", None): (2, 0.0, False, 0, 0, None, None, (False,))}
+    assert orphans == 2
+
+
+def test_an_event_with_a_request_goes_to_that_exposure_and_never_falls_back_to_the_session():
+    exposures = [exposure("u1", "s1", "r1", "a"), exposure("u1", "s1", "r2", "b", minutes=1)]
+    events = [
+        event("u1", "s1", "r1", "a", 2),  # attributed by request
+        event("u1", "s1", "r1", "b", 2),  # r1 did not show b: an orphan, although r2 did in the session
+        event("u2", "s1", "r1", "a", 2),  # another user: an orphan
+    ]
+    rows, orphans = run(exposures, events)
+    assert rows[("r1", "a")][3] == 1 and rows[("r2", "b")][3] == 0
+    assert orphans == 2
+
+
+def test_a_session_event_goes_to_the_latest_exposure_in_its_window_ends_included():
+    exposures = [
+        exposure("u1", "s1", "r1", "a", minutes=0),
+        exposure("u1", "s1", "r2", "a", minutes=10),
+        exposure("u1", "s1", "r3", "a", minutes=50),  # after the event: never a candidate
+    ]
+    events = [
+        event("u1", "s1", None, "a", 40),  # r2 at 10 is exactly 30 minutes before: the window's end, included
+        event("u1", "s1", None, "a", 10),  # r2 at the event's own ts
+        event("u1", "s1", None, "a", 41),  # 31 minutes after r2, 9 before r3: an orphan
+    ]
+    rows, orphans = run(exposures, events)
+    assert rows[("r2", "a")][3] == 2 and rows[("r1", "a")][3] == 0 and rows[("r3", "a")][3] == 0
+    assert orphans == 1
+
+
+def test_the_latest_exposure_wins_whatever_the_order_of_the_input_rows():
+    # the later exposure first in the input: the latest in time is chosen, not the last-read row
+    exposures = [exposure("u1", "s1", "r4", "a", minutes=5), exposure("u1", "s1", "r9", "a", minutes=0)]
+    rows, orphans = run(exposures, [event("u1", "s1", None, "a", 15)])
+    assert rows[("r4", "a")][3] == 1 and rows[("r9", "a")][3] == 0
+    assert orphans == 0
+
+
+def test_a_tie_on_ts_goes_to_the_larger_request():
+    exposures = [exposure("u1", "s1", "r10", "a", minutes=0), exposure("u1", "s1", "r9", "a", minutes=0)]
+    rows, orphans = run(exposures, [event("u1", "s1", None, "a", 5)])
+    assert rows[("r9", "a")][3] == 1 and rows[("r10", "a")][3] == 0  # "r9" > "r10" as strings
+    assert orphans == 0
+
+
+def test_session_events_need_the_same_session_and_an_item_and_a_null_session_matches_nothing():
+    exposures = [exposure("u1", "s1", "r1", "a"), exposure("u1", None, "r2", "b")]
+    events = [event("u1", "s2", None, "a", 1), event("u1", None, None, "b", 1), event("u1", "s1", None, None, 1)]
+    rows, orphans = run(exposures, events)
+    assert all(row[3] == 0 for row in rows.values())
+    assert orphans == 3
+
+
+def test_identical_session_events_resolve_together_and_all_count():
+    exposures = [exposure("u1", "s1", "r1", "a"), exposure("u1", "s1", "r2", "a", minutes=2)]
+    events = [event("u1", "s1", None, "a", 3), event("u1", "s1", None, "a", 3, "purchase", 30.0)]
+    rows, orphans = run(exposures, events)
+    assert rows[("r2", "a")] == (1, 3.0, True, 2, 1, 30.0, None, (True,))
+    assert orphans == 0
+
+
+def test_relevance_is_the_largest_weight_unlisted_events_weigh_zero_and_sums_skip_missing_values():
+    exposures = [exposure("u1", "s1", "r1", "a"), exposure("u1", "s1", "r1", "b")]
+    events = [
+        event("u1", "s1", "r1", "a", 1, "view", dwell=4.0),  # unlisted: weight 0, still attributed
+        event("u1", "s1", "r1", "a", 2, "click", dwell=6.0),
+        event("u1", "s1", "r1", "a", 3, "purchase", value=0.0),  # a value of 0 is a value
+        event("u1", "s1", "r1", "b", 1, "view"),
+    ]
+    rows, orphans = run(exposures, events)
+    assert rows[("r1", "a")] == (1, 3.0, True, 3, 1, 0.0, 10.0, (True,))
+    assert rows[("r1", "b")] == (1, 0.0, False, 1, 0, None, None, (False,))
+    assert orphans == 0
+
+
+def test_nothing_in_gives_nothing_out():
+    rows, orphans = run([], [])
+    assert rows == {} and orphans == 0
+    rows, orphans = run([], [event("u1", "s1", "r1", "a", 1), event("u1", "s1", None, "a", 1)])
+    assert rows == {} and orphans == 2
+
+
+def _kernel_rows(exposures, events, window_minutes):
+    exp, ev = code(exposures, events, WEIGHTS, conversions=("purchase",))
+    out = label(exp, ev, window_minutes * MINUTE_US)
+    rows = {}
+    for j, i in enumerate(out.kept):
+        user, _, request, item, position, _, ts = exposures[i]
+        value = None if math.isnan(out.value[j]) else out.value[j]
+        dwell = None if math.isnan(out.dwell[j]) else out.dwell[j]
+        rows[(user, request, item)] = (
+            int(out.copies[j]),
+            position,
+            ts,
+            float(out.relevance[j]),
+            bool(out.clicked[j]),
+            int(out.n_events[j]),
+            int(out.n_clicks[j]),
+            value,
+            dwell,
+            bool(out.flags[j, 0]),
+        )
+    return rows, out.orphans
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_kernel_agrees_with_the_rules_written_one_event_at_a_time(seed):
+    rng = np.random.default_rng(seed)
+    exposures, events = random_day(rng, users=int(rng.integers(5, 60)))
+    expected = reference(exposures, events, WEIGHTS, dt.timedelta(minutes=20))
+    assert _kernel_rows(exposures, events, 20) == expected
+    # the same rows in the order the shuffle gives them (sorted by user, request, item, position, ts):
+    # the kernel's no-sort path
+    ordered = sorted(exposures, key=lambda r: (r[0], r[2], (r[3] is not None, r[3]), r[4], r[6]))
+    assert _kernel_rows(ordered, events, 20) == expected
+
+
+def test_codes_too_wide_to_pack_take_the_sorting_path_with_the_same_labels():
+    exposures, events = random_day(np.random.default_rng(7))
+    exp, ev = code(exposures, events, WEIGHTS, conversions=("purchase",))
+    wide = 2**40  # user x request x item codes no longer fit one int64
+    exp_w = dataclasses.replace(exp, user=exp.user * wide, item=exp.item * wide)
+    ev_w = dataclasses.replace(ev, user=ev.user * wide, item=np.where(ev.item < 0, -1, ev.item * wide))
+    exp_w = dataclasses.replace(exp_w, item=np.where(exp.item < 0, -1, exp_w.item))
+    narrow, wider = label(exp, ev, 20 * MINUTE_US), label(exp_w, ev_w, 20 * MINUTE_US)
+    assert narrow.orphans == wider.orphans and sum(narrow.n_events) > 20
+    np.testing.assert_array_equal(narrow.kept, wider.kept)
+    np.testing.assert_array_equal(narrow.n_events, wider.n_events)
+    np.testing.assert_array_equal(narrow.relevance, wider.relevance)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_kernel_labels_a_random_day_exactly_as_the_spark_stage(spark, seed):
+    from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS, input_ddl
+    from recsys_spark.steps.label import by_user, deduplicate_exposures, join_feedback, label_counts
+
+    exposures, events = random_day(np.random.default_rng(seed))
+    exp_df = by_user(spark.createDataFrame(exposures, input_ddl(EXPOSURE_COLUMNS)), 3)
+    clk_df = by_user(spark.createDataFrame(events, input_ddl(CLICK_COLUMNS)), 3)
+    joined = join_feedback(deduplicate_exposures(exp_df), clk_df, 20.0, WEIGHTS, "click", ("purchase",))
+    spark_rows = {
+        (r.user_id, r.request_id, r.item_id): (
+            r.copies,
+            r.position,
+            r.ts,
+            float(r.relevance),
+            r.clicked,
+            r.n_events,
+            r.n_clicks,
+            r.value,
+            r.dwell_seconds,
+            r._ev_purchase,
+        )
+        for r in joined.collect()
+    }
+    spark_orphans = label_counts(joined, len(events))["orphan_events"]
+
+    exp, ev = code(exposures, events, WEIGHTS, conversions=("purchase",))
+    out = label(exp, ev, 20 * MINUTE_US)
+    mine = {}
+    for j, i in enumerate(out.kept):
+        user, _, request, item, position, _, ts = exposures[i]
+        mine[(user, request, item)] = (
+            int(out.copies[j]),
+            position,
+            ts,
+            float(out.relevance[j]),
+            bool(out.clicked[j]),
+            int(out.n_events[j]),
+            int(out.n_clicks[j]),
+            None if math.isnan(out.value[j]) else out.value[j],
+            None if math.isnan(out.dwell[j]) else out.dwell[j],
+            bool(out.flags[j, 0]),
+        )
+    assert len(events) > 50 and spark_orphans > 0 and sum(r[5] for r in mine.values()) > 20  # the day exercises
+    assert mine == spark_rows
+    assert out.orphans == spark_orphans

@@ -1,0 +1,106 @@
+"""The numpy labelling pass (execution.labelling = "python") against the Spark chain: the same rows, the same
+labels, the same counts, on random hostile days; every user whole in one partition; one shuffle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers.coded_labels import random_day
+from helpers.spark_plans import shuffles
+from pyspark.sql import functions as F
+
+from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS, USER, input_ddl
+from recsys_spark.steps.label import by_user, deduplicate_exposures, join_feedback, label_counts
+from recsys_spark.steps.label_arrow import label_in_python
+
+pytestmark = pytest.mark.spark
+
+WEIGHTS = {"click": 1.0, "purchase": 3.0}
+
+
+def frames(spark, seed, with_values=True):
+    exposures, events = random_day(np.random.default_rng(seed))
+    ddl = input_ddl(CLICK_COLUMNS) if with_values else input_ddl(CLICK_COLUMNS, optional=False) + ", event string"
+    if not with_values:
+        events = [e[:6] for e in events]
+    return (
+        spark.createDataFrame(exposures, input_ddl(EXPOSURE_COLUMNS)),
+        spark.createDataFrame(events, ddl),
+        len(events),
+    )
+
+
+def sorted_rows(df):
+    return sorted((tuple(r) for r in df.collect()), key=repr)
+
+
+@pytest.mark.parametrize(("seed", "with_values"), [(11, True), (12, True), (13, False)])
+def test_the_python_pass_labels_exactly_as_the_spark_chain(spark, seed, with_values):
+    exp, clk, n_events = frames(spark, seed, with_values)
+    chain = join_feedback(
+        deduplicate_exposures(by_user(exp, 3)), by_user(clk, 3), 20.0, WEIGHTS, "click", ("purchase",)
+    )
+    one = label_in_python(exp, clk, 3, 20.0, WEIGHTS, "click", ("purchase",))
+    assert one.columns == chain.columns
+    assert [f.dataType for f in one.schema.fields] == [f.dataType for f in chain.schema.fields]
+    assert sorted_rows(one) == sorted_rows(chain)  # the test session's Arrow batches hold 2 rows: users span them
+    assert label_counts(one, n_events) == label_counts(chain, n_events)
+    assert label_counts(one, n_events)["orphan_events"] > 0
+
+
+def test_every_user_is_whole_in_one_partition_after_one_shuffle(spark):
+    exp, clk, _ = frames(spark, 14)
+    one = label_in_python(exp, clk, 3, 20.0, WEIGHTS, "click", ("purchase",))
+    per_user = one.select(USER, F.spark_partition_id().alias("p")).distinct().groupBy(USER).count()
+    assert per_user.where("count > 1").count() == 0
+    assert len(shuffles(one)) == 1
+
+
+def test_no_events_at_all_labels_every_exposure_unclicked(spark):
+    exp, clk, _ = frames(spark, 15)
+    none = clk.limit(0)
+    one = label_in_python(exp, none, 3, 20.0, WEIGHTS, "click", ("purchase",))
+    chain = join_feedback(
+        deduplicate_exposures(by_user(exp, 3)), by_user(none, 3), 20.0, WEIGHTS, "click", ("purchase",)
+    )
+    assert sorted_rows(one) == sorted_rows(chain)
+    assert one.where("clicked OR n_events > 0").count() == 0
+
+
+def test_a_whole_day_writes_the_same_tables_either_way(spark, tmp_path):
+    from helpers.input_ddl import DAY
+
+    from recsys_spark.config import load_config
+    from recsys_spark.daily import evaluate_day
+
+    exposures, events = random_day(np.random.default_rng(16), users=60)
+    spark.createDataFrame(exposures, input_ddl(EXPOSURE_COLUMNS)).write.parquet(f"{tmp_path}/in/exposures/dt={DAY}")
+    spark.createDataFrame(events, input_ddl(CLICK_COLUMNS)).write.parquet(f"{tmp_path}/in/clicks/dt={DAY}")
+    tables = {}
+    for way in ("spark", "python"):
+        settings = [
+            "metrics.k=[1, 3]",
+            "rules.fail_on_hard=false",
+            "input.position_base=0",
+            f"execution.labelling={way}",
+        ]
+        summary = evaluate_day(spark, load_config(None, settings), DAY, f"{tmp_path}/in", f"{tmp_path}/{way}")
+        tables[way] = (
+            summary["data_quality"],
+            sorted_rows(spark.read.parquet(f"{tmp_path}/{way}/metrics")),
+            sorted_rows(spark.read.parquet(f"{tmp_path}/{way}/user_metrics")),
+        )
+    assert tables["python"] == tables["spark"]
+    assert tables["spark"][0]["orphan_events"] > 0 and tables["spark"][0]["duplicate_exposures"] > 0
+
+
+@pytest.mark.parametrize(("way", "python_pass"), [("spark", False), ("python", True)])
+def test_execution_labelling_chooses_the_path(spark, way, python_pass):
+    from recsys_spark.config import load_config
+    from recsys_spark.daily.stages import labelled_exposures
+
+    exp, clk, _ = frames(spark, 17)
+    cfg = load_config(None, [f"execution.labelling={way}"])
+    rows = labelled_exposures(exp, clk, 3, cfg, lambda df: df)
+    plan = rows._jdf.queryExecution().executedPlan().toString()
+    assert ("MapInArrow" in plan) == python_pass, plan
