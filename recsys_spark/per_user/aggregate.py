@@ -199,9 +199,8 @@ def aggregate_users(
     ``auc_replicates``: {slice: pooled AUC per bootstrap replicate} (:func:`bootstrap.auc_bootstrap`),
     the interval of the ``global`` AUC row; without it that row has none.  ``composites``: the names of the
     composite metrics the moments carry (:mod:`recsys_spark.kernels.composite`), each a ``user_avg`` row with
-    its t interval (none in a slice where no user has one: no row rather than a zero).
-    ``f_alphas``: the F-scores written at each k (:func:`f_score_rows`; their per-user moments must be in the
-    moments).
+    its t interval (none in a slice where no user has one: no row rather than a zero).  ``f_alphas``: the
+    F-scores written at each k (:func:`f_score_rows`, from the moments).
 
     Rows come slice by slice in sorted order: the moments arrive in whatever order the tasks finished.
     """
