@@ -96,6 +96,10 @@ METRICS: dict[str, Metric] = {
         _m("uv_ctr", "higher", high=None, label="clicked exposures per user (UV CTR)"),
         _m("uv_conversion", "higher", label="UV conversion", percent=True),
         _m("clicks_per_clicking_user", "higher", low=1.0, high=None),
+        # robustness: how much the clicks lean on a few users (docs/metrics.md, "Robustness")
+        _m("click_concentration", "lower", label="click share of the top 1 % of clicking users", percent=True),
+        _m("clicks_gini", "lower", label="Gini of clicks over clicking users"),
+        _m("capped_ctr", "higher", label="capped CTR", percent=True),
         # business: clicks counted as events, the seed's 点击量 (docs/metrics.md, "The seed's definitions")
         _m("clicks_per_exposure", "higher", high=None),
         _m("clicks_per_request", "higher", high=None),
@@ -145,6 +149,9 @@ FEEDBACK_METRICS = (
     "uv_ctr",
     "uv_conversion",
     "clicks_per_clicking_user",
+    "click_concentration",
+    "clicks_gini",
+    "capped_ctr",
     "clicks_per_exposure",
     "clicks_per_request",
     "clicks_per_user",
@@ -239,6 +246,32 @@ def event_rate(name: str) -> Metric | None:
     return None
 
 
+_F_SCORE = re.compile(r"f(\d+(?:\.\d+)?)")
+
+
+def f_score_name(alpha: float) -> str:
+    """The metric name of F_alpha (docs/metrics.md, "F-scores and thresholds"): ``f`` and alpha as the shortest
+    decimal that reads back to it.
+
+    >>> f_score_name(1.0), f_score_name(0.5), f_score_name(2.0)
+    ('f1', 'f0.5', 'f2')
+    """
+    text = repr(float(alpha))
+    return f"f{text[:-2] if text.endswith('.0') else text}"
+
+
+def f_score(name: str) -> Metric | None:
+    """The F-score metric ``name`` names (``f0.5``: F_0.5 at a cut-off; ``f1`` is in :data:`METRICS`), or None.
+
+    >>> f_score("f0.5").reader_name, f_score("f2").at_k, f_score("fx") is None, f_score("f0") is None
+    ('F0.5', True, True, True)
+    """
+    found = _F_SCORE.fullmatch(name)
+    if found is None or float(found.group(1)) <= 0 or f_score_name(float(found.group(1))) != name:
+        return None
+    return Metric(name, "higher", at_k=True, label=f"F{found.group(1)}")
+
+
 #: a survey question's metric: ``survey_<question>``, the question's name sanitised (:func:`survey_name`)
 SURVEY_PREFIX = "survey_"
 _SURVEY_DROP = re.compile(r"[^a-z0-9]+")
@@ -293,13 +326,14 @@ def is_composite(name: str) -> bool:
 
 
 def find(name: str) -> Metric | None:
-    """The metric called ``name`` (a conversion-event rate, a survey question or a configured composite
+    """The metric called ``name`` (a conversion-event rate, an F-score, a survey question or a configured composite
     included), or None when there is none."""
-    return METRICS.get(name) or event_rate(name) or survey_metric(name) or COMPOSITES.get(name)
+    return METRICS.get(name) or event_rate(name) or f_score(name) or survey_metric(name) or COMPOSITES.get(name)
 
 
 def needs_feedback(name: str) -> bool:
-    """Whether the metric ``name`` needs feedback: a name of :data:`FEEDBACK_METRICS` or a conversion-event rate.
+    """Whether the metric ``name`` needs feedback: a name of :data:`FEEDBACK_METRICS`, a conversion-event rate or
+    an F-score.
 
     >>> needs_feedback("gmv_per_user"), needs_feedback("purchase_user_rate"), needs_feedback("gini")
     (True, True, False)
@@ -308,7 +342,12 @@ def needs_feedback(name: str) -> bool:
         return name in FEEDBACK_METRICS
     # a composite combines per-user ranking metrics (feedback); a survey is not in the logs, and a day without
     # feedback (a simulation) has no user to join it to: neither is written there
-    return event_rate(name) is not None or survey_metric(name) is not None or name in COMPOSITES
+    return (
+        event_rate(name) is not None
+        or f_score(name) is not None
+        or survey_metric(name) is not None
+        or name in COMPOSITES
+    )
 
 
 def metric(name: str) -> Metric:
@@ -320,7 +359,7 @@ def metric(name: str) -> Metric:
     try:
         return METRICS[name]
     except KeyError:
-        family = event_rate(name) or survey_metric(name) or COMPOSITES.get(name)
+        family = event_rate(name) or f_score(name) or survey_metric(name) or COMPOSITES.get(name)
         if family is not None:
             return family
         near = difflib.get_close_matches(name, METRICS, n=3)
@@ -438,6 +477,13 @@ HEADLINE: tuple[tuple[str, int | None, str], ...] = (
     ("exposure_ctr", None, "global"),
     ("pv_failure_rate", None, "global"),
     ("gini", None, "catalog"),
+)
+
+#: how much the clicks lean on a few users (docs/metrics.md, "Robustness"): charted by the report after the headline
+ROBUSTNESS: tuple[tuple[str, int | None, str], ...] = (
+    ("click_concentration", None, "global"),
+    ("clicks_gini", None, "global"),
+    ("capped_ctr", None, "global"),
 )
 
 #: the default of experiments.metrics: the headline metrics that have a per-user form (the exact pooled AUC and

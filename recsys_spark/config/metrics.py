@@ -14,6 +14,8 @@ from recsys_spark.errors import ConfigError
 #: metrics.curve_points: the smallest bound but 0 (kernels.curves.MIN_POINTS) and the largest
 MIN_CURVE_POINTS = 5
 MAX_CURVE_POINTS = 1_000_000
+#: the largest alpha of metrics.f_alphas: beyond it F_alpha is recall to the printed digits
+MAX_F_ALPHA = 100.0
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,9 @@ class MetricsConfig:
     #: points of roc_curve and pr_curve per slice (docs/metrics.md, "Curves"); 0: no curves
     curve_points: int = 1001
 
+    f_alphas: tuple[float, ...] = (1.0,)  # F_alpha@k written at each k: f1, f0.5... (docs/metrics.md)
+    click_cap: int = 10  # capped_ctr: a user's clicked exposures counted up to this many (docs/metrics.md)
+
     def __post_init__(self) -> None:
         at_most("metrics.k", max(self.k, default=0), MAX_K, "a cut-off deeper than any ranked list")
         if self.curve_points != 0 and self.curve_points < MIN_CURVE_POINTS:
@@ -66,6 +71,11 @@ class MetricsConfig:
             )
         at_most("metrics.curve_points", self.curve_points, MAX_CURVE_POINTS, "points per slice sent to the driver")
         register(self.composite, self.k)
+        at_most("metrics.f_alphas", max(self.f_alphas, default=0.0), MAX_F_ALPHA, "F would be recall alone")
+        if self.click_cap < 1:
+            raise ConfigError(
+                f"config key metrics.click_cap: expected a whole number of at least 1, got {self.click_cap}"
+            )
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,7 @@ class RulesConfig:
     bot_requests_per_user: int = 500
     max_bot_user_rate: float = 0.001
     max_exposure_change: float = 0.5
+    max_click_concentration: float = 0.25  # clicks of the top 1 % of clicking users, per click (kernels.robustness)
     custom: tuple[CustomRule, ...] = ()
     columns: tuple[str, ...] = ()
     baseline_days: int = 14
@@ -118,6 +119,11 @@ class RulesConfig:
     baseline_min_days: int = 3
 
     def __post_init__(self) -> None:
+        if not 0 <= self.max_click_concentration <= 1:
+            raise ConfigError(
+                "config key rules.max_click_concentration: expected a share of the clicks in [0, 1], "
+                f"got {self.max_click_concentration}"
+            )
         names = [r.name for r in self.custom]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:

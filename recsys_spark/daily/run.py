@@ -205,7 +205,7 @@ def compute_stages(
                 out.stage_rows("pr_curve", pr, PR_CURVE_DDL)
             info.update(health.info)
         with log.stage("rules", timings) as info:
-            results = rules_stage(labelled, day, cfg, out.root) + experiments.rules
+            results = rules_stage(labelled, day, cfg, out.root, health.rule_counts) + experiments.rules
             if simulation is not None:  # no feedback by design: its rules do not apply
                 results = [r for r in results if r.rule not in FEEDBACK_RULES]
             out.stage_rows("rule_checks", rule_tuples(results), RULE_CHECKS_DDL)

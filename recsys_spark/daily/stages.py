@@ -250,6 +250,7 @@ def metric_stage(
         max_user_rows=cfg.execution.max_user_rows,
         day_sums=health,
         composites=composites,
+        f_alphas=cfg.metrics.f_alphas,
     )
     users = UserMetrics(
         labelled.ranked,
@@ -261,6 +262,7 @@ def metric_stage(
         cfg.ranking.list_unit,
         user_pass=the_pass,
         composites=composites,
+        f_alphas=cfg.metrics.f_alphas,
     )
     staged_users = out.stage("user_metrics", users.frame)  # runs the one pass over the labelled exposures
     heavy = users.heavy_frame()  # users past execution.max_user_rows, if any: bounded path
@@ -284,6 +286,7 @@ def metric_stage(
         cfg.stats.confidence,  # sums from the pass
         replicates,
         [c.name for c in composites],
+        cfg.metrics.f_alphas,
     )
     unit_counts.setdefault(ALL, {}).update(users.counts())
     notes = users.notes() + (curves.notes if curves is not None else [])
@@ -376,6 +379,7 @@ def health_settings(cfg: Config) -> HealthSettings:
         seed=cfg.stats.seed,
         max_user_rows=cfg.execution.max_user_rows,
         rows_per_bucket=cfg.execution.rows_per_bucket,
+        click_cap=cfg.metrics.click_cap,
     )
 
 
@@ -445,10 +449,17 @@ def check_populations(spark: SparkSession, inputs: Inputs, cfg: Config, date: dt
             )
 
 
-def rules_stage(labelled: Labelled, day: Day, cfg: Config, output_root: str = "") -> list[RuleResult]:
+def rules_stage(
+    labelled: Labelled,
+    day: Day,
+    cfg: Config,
+    output_root: str = "",
+    click_counts: Mapping[str, int] | None = None,
+) -> list[RuleResult]:
     """Every business rule that applies (see :mod:`recsys_spark.steps.rules`), then the custom ones
     (:mod:`recsys_spark.steps.custom_rules`; a baseline rule reads the earlier days' ``rule_checks`` under
-    ``output_root``)."""
+    ``output_root``).  ``click_counts``: the health stage's counts of the ``click_concentration`` rule
+    (:attr:`HealthResult.rule_counts`; None or empty: that rule is left out)."""
     valid = day.valid
     exposure_reasons = {k: v for k, v in valid.exposure_counts.items() if k != "rows"}
     click_reasons = {k: v for k, v in valid.click_counts.items() if k != "rows"}
@@ -475,6 +486,7 @@ def rules_stage(labelled: Labelled, day: Day, cfg: Config, output_root: str = ""
         exposure_reasons=exposure_reasons,
         click_reasons=click_reasons,
         unweighted_events=dict(valid.unweighted_events),
+        click_counts=click_counts or None,
     ) + evaluate_rules(
         labelled.exposures.sparkSession,
         labelled.exposures,

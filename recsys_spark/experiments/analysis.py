@@ -36,7 +36,7 @@ def metric_specs(cfg: Config, available_ks: Sequence[int]) -> tuple[list[MetricS
     it does not list), and a note for those left out because their cut-off is not in ``metrics.k`` (a run with
     ``--set metrics.k=[5]`` should not fail over the default experiment metrics at @10)."""
     names = dict.fromkeys([*cfg.experiments.metrics, *cfg.experiments.decision_metrics()])
-    specs = [parse_metric(m) for m in names]
+    specs = [parse_metric(m, cfg.metrics.click_cap) for m in names]
     kept = [s for s in specs if s.k is None or s.k in available_ks]
     left = [s.name for s in specs if s not in kept]
     notes = (
@@ -53,7 +53,7 @@ def metric_specs(cfg: Config, available_ks: Sequence[int]) -> tuple[list[MetricS
 def specs_with_columns(specs: Sequence[MetricSpec], columns: Sequence[str]) -> tuple[list[MetricSpec], list[str]]:
     """The metrics whose per-user sums the table has, and a note naming those left out (a value metric on
     a day whose clicks carry no value, a conversion event not in ``labels.conversion_events``)."""
-    kept = [s for s in specs if s.num in columns and s.den in columns]
+    kept = [s for s in specs if all(c in columns for c in s.columns)]
     left = [s.name for s in specs if s not in kept]
     note = (
         f"experiments.metrics {left} left out: the per-user table has no sums for them (no value or dwell "

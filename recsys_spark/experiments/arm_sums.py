@@ -23,7 +23,7 @@ def spec_sums(spec: MetricSpec, cuped: bool) -> list[Column]:
     Written as SQL expressions, one py4j call each (the Column API takes several per column; what that
     costs the driver: docs/performance.md).
     """
-    num, den = sql_name(spec.num), sql_name(spec.den)
+    num, den = spec.num_expr(sql_name), spec.den_expr(sql_name)
     has = f"{den} > 0"
 
     def s(expr: str, part: str, where: str = has) -> Column:
@@ -39,7 +39,7 @@ def spec_sums(spec: MetricSpec, cuped: bool) -> list[Column]:
             s(f"{num} * {den}", "xy"),
         ]
         if cuped:  # pre-period numerator u and denominator v, both 0 without pre-period rows or either sum
-            cnum, cden = sql_name(COVARIATE_PREFIX + spec.num), sql_name(COVARIATE_PREFIX + spec.den)
+            cnum, cden = spec.num_expr(sql_name, COVARIATE_PREFIX), spec.den_expr(sql_name, COVARIATE_PREFIX)
             both = f"{cnum} IS NOT NULL AND {cden} IS NOT NULL"
             u, v = f"if({both}, {cnum}, 0D)", f"if({both}, {cden}, 0D)"
             out += [
@@ -58,7 +58,7 @@ def spec_sums(spec: MetricSpec, cuped: bool) -> list[Column]:
     y = f"if({den} > 0, try_divide({num}, {den}), NULL)"
     out = [s("1D", "n"), s(y, "x"), s(f"{y} * {y}", "xx")]
     if cuped:
-        cnum, cden = sql_name(COVARIATE_PREFIX + spec.num), sql_name(COVARIATE_PREFIX + spec.den)
+        cnum, cden = spec.num_expr(sql_name, COVARIATE_PREFIX), spec.den_expr(sql_name, COVARIATE_PREFIX)
         x = f"if({cden} > 0, try_divide({cnum}, {cden}), NULL)"
         with_x = f"{has} AND {x} IS NOT NULL"
         exprs = ("1D", y, f"{y} * {y}", x, f"{x} * {x}", f"{x} * {y}")

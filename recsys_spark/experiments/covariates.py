@@ -42,7 +42,7 @@ def with_covariates(rows: DataFrame, previous: DataFrame | None, specs: Sequence
     (:func:`read_user_tables`: written by an older release) is null for every user: no covariate, never 0
     (:func:`covariate_notes`).
     """
-    names = sorted({c for s in specs for c in (s.num, s.den)})
+    names = sorted({c for s in specs for c in s.columns})
     if previous is None:
         return rows.select("*", *[F.lit(None).cast("double").alias(COVARIATE_PREFIX + c) for c in names])
     absent = F.lit(None).cast("double")
@@ -72,7 +72,7 @@ def covariate_notes(previous: DataFrame | None, specs: Sequence[MetricSpec]) -> 
     """A note naming the metrics whose sums the pre-period tables lack (read as no covariate, unadjusted)."""
     if previous is None:
         return []
-    left = [s.name for s in specs if s.num not in previous.columns or s.den not in previous.columns]
+    left = [s.name for s in specs if any(c not in previous.columns for c in s.columns)]
     return (
         [f"CUPED: {left} have no covariate: the pre-period {USERS_TABLE} lack their sums (left unadjusted)"]
         if left

@@ -26,6 +26,8 @@ partitions:
     m_u the user's sum over its exposures: ``m`` Σ m_u, ``uv_m`` users with
     m_u > 0, and the products ``m*m``, ``m*exposures``, ``m*pv`` and
     ``m*click_events`` (Σ_u m_u x_u, for the delta-method intervals);
+* per (slice, click count c >= 1), ``clicks_users`` rows (key: c): the users with c clicked exposures, and
+  ``clicks_exposures`` rows (key: c): their exposures (:mod:`kernels.robustness`);
 * per (slice, category) of the exposed rows, ``category`` rows (key: the
   category code): its exposures;
 * per (slice, item), ``item`` rows (key: the item code): its exposures
@@ -308,7 +310,25 @@ def slice_sums(units: UnitSums) -> Columns:
         rows += [(int(s), name, float(value)) for name, value in sums.items()]
     if len(units.item_unit) or len(units.category_unit):  # the heavy users' path gives categories, no items
         parts = _exposed_rows(units, rows)
-    return _columns(rows, parts)
+    return _columns(rows, parts + _click_rows(units))
+
+
+def _click_rows(units: UnitSums) -> list[Columns]:
+    """The clicks-per-user histogram of each slice: ``clicks_users`` rows (key: a click count c >= 1, value:
+    the units with c clicked exposures) and ``clicks_exposures`` rows (same key, value: their exposures), for
+    :mod:`kernels.robustness`.  A row per distinct count, never per user."""
+    clicked = np.nan_to_num(units.values["clicked"], nan=0.0)
+    has = clicked > 0
+    if not has.any():
+        return []
+    slice_code, count = units.slice[has], clicked[has].astype(np.int64)
+    group, first = _groups(slice_code, count)
+    users = np.bincount(group, minlength=len(first)).astype(np.float64)
+    exposures = _sum(np.nan_to_num(units.values["exposures"][has], nan=0.0), group, len(first))
+    return [
+        _part("clicks_users", slice_code[first], count[first], users),
+        _part("clicks_exposures", slice_code[first], count[first], exposures),
+    ]
 
 
 def partition_sums(*args: Any, **kwargs: Any) -> Columns:

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from recsys_spark.kernels.composite import Composite, table_values
-from recsys_spark.registry import LIST_METRICS, metric_name
+from recsys_spark.kernels.fscores import f_alpha
+from recsys_spark.registry import LIST_METRICS, f_score_name, metric_name
 
 
 @dataclass
@@ -107,12 +108,16 @@ class Moments:
         return out
 
 
-def user_table_moments(frame, ks, composites: Sequence[Composite] = ()) -> dict[str, Moments]:
+def user_table_moments(
+    frame, ks, composites: Sequence[Composite] = (), f_alphas: Sequence[float] = (1.0,)
+) -> dict[str, Moments]:
     """{slice: Moments} of rows of the per-user table (:data:`~recsys_spark.schema.USER_METRICS_COLUMNS`).
 
     Means of ``auc`` (weighted by ``n_exposures``) and of every list metric at each k, named
     :func:`~recsys_spark.registry.metric_name` (``ndcg@10``, weighted by ``n_lists_ranked``); sums of the
     counts and of ``hits@k``, of users and of users without a ranked list. NaN or null values are missing.
+    Per alpha of ``f_alphas`` and k, the mean of each user's F_alpha@k from its precision@k and recall@k
+    (:func:`kernels.fscores.f_alpha`, named ``f1@10``, ``f0.5@10``), weighted by ``n_lists_ranked``.
     A user's values without a cut-off are read from its row of the first k, so the rows of one user may
     arrive in different batches.  Each composite of ``composites`` is one more mean, under its name, of the
     users' composite values (:mod:`recsys_spark.kernels.composite`; those need a user's rows in one frame).
@@ -139,9 +144,14 @@ def user_table_moments(frame, ks, composites: Sequence[Composite] = ()) -> dict[
                 totals["users_without_ranked_list"] = ranked == 0
                 totals["n_lists_ranked*n_lists_ranked"] = ranked * ranked
                 totals["n_relevant*n_relevant"] = relevant * relevant
+                totals["n_relevant*n_lists_ranked"] = relevant * ranked  # F_alpha global's interval
             for m in LIST_METRICS:
                 values[metric_name(m, k)] = rows[m].to_numpy(dtype=np.float64, na_value=np.nan)
                 weights[metric_name(m, k)] = ranked
+            for alpha in f_alphas:
+                name = metric_name(f_score_name(alpha), k)
+                values[name] = f_alpha(values[metric_name("precision", k)], values[metric_name("recall", k)], alpha)
+                weights[name] = ranked
             # the per-user products the delta-method intervals of precision and recall ``global`` need
             # (x = hits@k, y = ranked lists or relevant items), from the k row itself: a user's rows of
             # different k may come in different batches, its counts repeat on each of them

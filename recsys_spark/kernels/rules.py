@@ -55,7 +55,7 @@ def soft(rule: str, violations: int, total: int, threshold: float, examples: lis
 
 
 #: the facts of a day a rule may need (:attr:`BuiltInRule.when`)
-FACTS = ("blacklist_items", "blacklist_categories", "catalog", "score", "previous_day")
+FACTS = ("blacklist_items", "blacklist_categories", "catalog", "score", "previous_day", "clicks_histogram")
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,16 @@ BUILT_IN: tuple[BuiltInRule, ...] = (
     BuiltInRule("bot_user_rate", "soft", "bots", "users", "max_bot_user_rate"),
     BuiltInRule(
         "exposure_change", "soft", "exposure_change", "previous_exposure_rows", "max_exposure_change", ("previous_day",)
+    ),
+    # the share of the day's clicks made by the top 1 % of clicking users (kernels.robustness, slice all)
+    BuiltInRule(
+        "click_concentration",
+        "soft",
+        "top_user_clicks",
+        "clicked_exposures",
+        "max_click_concentration",
+        ("clicks_histogram",),
+        feedback=True,
     ),
 )
 

@@ -28,7 +28,7 @@ class Mean:
     metric: str
     k: int | None
     aggregation: str
-    column: str
+    column: str | Column  # a per-user column, or an expression over them
     #: applied to the value and both bounds (monotone increasing), e.g. a scale
     transform: Callable[[float], float] | None = None
 

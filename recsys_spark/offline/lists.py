@@ -25,6 +25,7 @@ from recsys_spark.offline.aggregate import Mean, Ratio, point
 from recsys_spark.offline.evaluation import Evaluation, RunContext, Spec, per_user
 from recsys_spark.offline.inputs import RANK
 from recsys_spark.offline.set_aside import set_aside, set_aside_notes
+from recsys_spark.registry import f_score_name
 from recsys_spark.schema import CATEGORY, ITEM, RELEVANCE, SCORE, USER
 
 #: the daily job's health rows that the top-K lists also have (:func:`kernels.health.health_values`)
@@ -56,7 +57,7 @@ def evaluate_lists(run: RunContext) -> Evaluation:
     return Evaluation(
         "lists",
         users,
-        specs=list_specs(ks),
+        specs=list_specs(ks, cfg.metrics.f_alphas),
         rows=rows,
         tables={"lorenz": lorenz},
         counts={**counts, **catalog_counts},
@@ -206,8 +207,27 @@ def with_new_category(rows: DataFrame, pairs: DataFrame, items: DataFrame) -> Da
     )
 
 
-def list_specs(ks: Sequence[int]) -> list[Spec]:
-    """The list metrics over the per-user table: user averages, pooled precision and recall, beyond accuracy."""
+def f_specs(k: int, alphas: Sequence[float], has_truth: Column) -> list[Spec]:
+    """F_alpha@k per alpha (docs/metrics.md, "F-scores and thresholds"): ``user_avg``, the mean of each user's F
+    from its precision@k and recall@k (F1 is the per-user table's ``f1_at_k``; another alpha from the two
+    columns), and ``global``, F of the global precision@k and recall@k: Σ (1 + a²) hits / Σ (a² n_truth + k)
+    over the users with truth (one list each), delta method."""
+    out: list[Spec] = []
+    p, r, hits = F.col(f"precision_at_{k}"), F.col(f"recall_at_{k}"), F.col(f"hits_at_{k}")
+    for alpha in alphas:
+        name, a2 = f_score_name(alpha), float(alpha) ** 2
+        if name != "f1":  # f1 is a column of the per-user table, averaged with the list metrics
+            den = a2 * p + r
+            value = F.when(has_truth, F.when(den > 0, (1 + a2) * p * r / den).otherwise(F.lit(0.0)))
+            out.append(Mean(name, k, "user_avg", value))
+        x = F.when(has_truth, (1 + a2) * hits)
+        out.append(Ratio(name, k, "global", x, F.when(has_truth, a2 * F.col("n_truth") + float(k))))
+    return out
+
+
+def list_specs(ks: Sequence[int], f_alphas: Sequence[float] = (1.0,)) -> list[Spec]:
+    """The list metrics over the per-user table: user averages, pooled precision and recall, F_alpha
+    (:func:`f_specs`), beyond accuracy."""
     has_truth = F.col("n_truth") > 0
     specs: list[Spec] = [Mean("mrr", None, "user_avg", "mrr")]
     for k in ks:
@@ -218,6 +238,7 @@ def list_specs(ks: Sequence[int]) -> list[Spec]:
             Ratio("precision", k, "global", hits, F.when(has_truth, F.lit(float(k)))),
             Ratio("recall", k, "global", hits, F.when(has_truth, F.col("n_truth"))),
         ]
+        specs += f_specs(k, f_alphas, has_truth)
     # beyond accuracy, on the top max(ks) items of each list: no cut-off in the name (the registry's, the daily
     # job's), the depth is in the summary (beyond_accuracy_depth)
     specs += [Mean(m, None, "user_avg", m) for m in ("intra_list_diversity", "novelty", "serendipity")]

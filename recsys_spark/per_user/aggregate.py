@@ -33,9 +33,10 @@ from pyspark.sql import DataFrame, SparkSession
 
 from recsys_spark.kernels.auc import UPartial
 from recsys_spark.kernels.estimates import Interval, MetricValue, bootstrap_interval, delta_interval, t_interval
+from recsys_spark.kernels.fscores import global_f_stats
 from recsys_spark.kernels.moments import Moments, merge_by_slice, user_table_moments
 from recsys_spark.kernels.sums import MeanStats, RatioStats
-from recsys_spark.registry import LIST_METRICS, metric_name
+from recsys_spark.registry import LIST_METRICS, f_score_name, metric_name
 from recsys_spark.schema import METRICS_DDL, SLICE
 
 
@@ -86,13 +87,13 @@ def _list_metric_columns(ks: Sequence[int]) -> list[tuple[str, int | None]]:
     return [("mrr", None)] + [(m, k) for k in ks for m in LIST_METRICS]
 
 
-def _totals_of(ks: Sequence[int]):
+def _totals_of(ks: Sequence[int], f_alphas: Sequence[float]):
     """mapInArrow function: per-user rows -> one :class:`Moments` per slice of the partition, as rows."""
 
     def totals(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         by_slice: dict[str, Moments] = {}
         for batch in batches:
-            merge_by_slice(by_slice, user_table_moments(batch.to_pandas(), ks))
+            merge_by_slice(by_slice, user_table_moments(batch.to_pandas(), ks, f_alphas=f_alphas))
         context = TaskContext.get()
         assert context is not None, "runs inside a Spark task"
         partition = context.partitionId()
@@ -107,7 +108,7 @@ def _totals_of(ks: Sequence[int]):
     return totals
 
 
-def slice_moments(users: DataFrame, ks: Sequence[int]) -> dict[str, Moments]:
+def slice_moments(users: DataFrame, ks: Sequence[int], f_alphas: Sequence[float] = (1.0,)) -> dict[str, Moments]:
     """{slice: Moments} of a per-user table: one pass, partials merged on the driver.
 
     Not a ``groupBy(slice).agg``: with one expression per moment and metric, its planning and code
@@ -115,7 +116,7 @@ def slice_moments(users: DataFrame, ks: Sequence[int]) -> dict[str, Moments]:
     """
     schema = f"{SLICE} string, partial long, part string, name string, value double"
     parts: dict[str, dict[int, list]] = {}
-    for row in users.mapInArrow(_totals_of(ks), schema).collect():
+    for row in users.mapInArrow(_totals_of(ks, f_alphas), schema).collect():
         parts.setdefault(row[SLICE], {}).setdefault(row["partial"], []).append((row["part"], row["name"], row["value"]))
     out: dict[str, Moments] = {}
     for slice_value, by_partition in parts.items():
@@ -191,19 +192,21 @@ def aggregate_users(
     confidence: float = 0.95,
     auc_replicates: Mapping[str, np.ndarray] | None = None,
     composites: Sequence[str] = (),
+    f_alphas: Sequence[float] = (1.0,),
 ) -> tuple[list[MetricRow], dict]:
     """(metric rows, per-slice counts) from the per-user table (or its {slice: Moments}) and the pooled AUC.
 
     ``auc_replicates``: {slice: pooled AUC per bootstrap replicate} (:func:`bootstrap.auc_bootstrap`),
     the interval of the ``global`` AUC row; without it that row has none.  ``composites``: the names of the
     composite metrics the moments carry (:mod:`recsys_spark.kernels.composite`), each a ``user_avg`` row with
-    its t interval (none in a slice where no user has one: no row rather than a zero).
+    its t interval (none in a slice where no user has one: no row rather than a zero).  ``f_alphas``: the
+    F-scores written at each k (:func:`f_score_rows`, from the moments).
 
     Rows come slice by slice in sorted order: the moments arrive in whatever order the tasks finished.
     """
     rows: list[MetricRow] = []
     counts: dict[str, dict[str, int]] = {}
-    moments = slice_moments(users, ks) if isinstance(users, DataFrame) else users
+    moments = slice_moments(users, ks, f_alphas) if isinstance(users, DataFrame) else users
     for s, agg in ((s, _totals(moments[s], ks)) for s in sorted(moments)):
         counts[s] = {
             "users": agg["users"],
@@ -260,7 +263,39 @@ def aggregate_users(
                     agg["relevant"] or 0,
                 )
             )
+        rows += f_score_rows(m, s, ks, f_alphas, confidence)
     return rows, counts
+
+
+def f_score_rows(
+    m: Moments, slice_value: str, ks: Sequence[int], f_alphas: Sequence[float], confidence: float
+) -> list[MetricRow]:
+    """F_alpha@k per alpha and k (docs/metrics.md, "F-scores and thresholds"): ``user_avg``, the mean over users
+    of each user's F from its precision@k and recall@k (Student t); ``global``, F of the global precision@k and
+    recall@k, the ratio Σ (1 + a²) H / Σ (a² Rel + k L) of per-user sums (delta method, the user as unit:
+    :func:`kernels.fscores.global_f_stats`).  No ``global`` row when the slice has no ranked list."""
+    rows: list[MetricRow] = []
+    s = m.sums
+    lists = int(s["n_lists_ranked"])
+    for k in ks:
+        hits = metric_name("hits", k)
+        products = {
+            "hh": s[f"{hits}*{hits}"],
+            "rr": s["n_relevant*n_relevant"],
+            "ll": s["n_lists_ranked*n_lists_ranked"],
+            "hr": s[f"{hits}*n_relevant"],
+            "hl": s[f"{hits}*n_lists_ranked"],
+            "rl": s.get("n_relevant*n_lists_ranked", math.nan),
+        }
+        for alpha in f_alphas:
+            name = f_score_name(alpha)
+            col = metric_name(name, k)
+            if col in m.n:
+                rows.append(interval_row(name, k, "user_avg", slice_value, _t(m, col, confidence), int(m.n[col])))
+            if lists > 0:
+                stats = global_f_stats(alpha, k, s["users"], s[hits], s["n_relevant"], lists, products)
+                rows.append(interval_row(name, k, "global", slice_value, delta_interval(stats, confidence), lists))
+    return rows
 
 
 def metric_tuples(rows: Iterable[MetricRow]) -> list[tuple]:

@@ -163,6 +163,7 @@ class UserMetrics:
         keyed: DataFrame | None = None,
         user_pass: UserPass | None = None,
         composites: Sequence[Composite] = (),
+        f_alphas: Sequence[float] = (1.0,),
     ) -> None:
         """``ranked``: the ranking input (:func:`ranking_input`), one row per (exposed item, slice);
         ``partitions``: hash-partition it by user into that many, None when it already is (built on
@@ -173,7 +174,7 @@ class UserMetrics:
         only), unpersisted by :meth:`unpersist`.  The set-aside users' bounded path reads ``ranked``.
         ``composites``: the composite metrics the set-aside users' moments include (the pass's own are the
         pass's)."""
-        self.ranked, self.ks, self.gain = ranked, tuple(ks), gain
+        self.ranked, self.ks, self.gain, self.f_alphas = ranked, tuple(ks), gain, tuple(f_alphas)
         self.max_user_rows, self.rows_per_bucket, self.list_unit = max_user_rows, rows_per_bucket, list_unit
         self._own, self.composites = user_pass is None, tuple(composites)
         if user_pass is None:
@@ -181,7 +182,13 @@ class UserMetrics:
             if keyed is not None and partitions is None:
                 rows = keyed
             user_pass = UserPass(
-                rows, self.ks, gain=gain, list_unit=list_unit, max_user_rows=max_user_rows, composites=composites
+                rows,
+                self.ks,
+                gain=gain,
+                list_unit=list_unit,
+                max_user_rows=max_user_rows,
+                composites=composites,
+                f_alphas=self.f_alphas,
             )
         self.user_pass = user_pass
         self.frame = user_pass.user_frame()
@@ -215,7 +222,7 @@ class UserMetrics:
         names = [name for name, _ in USER_METRICS_COLUMNS]
         # a few rows per set-aside user: computed once, kept for the aggregates and the table
         table = merged.join(auc, on=[SLICE, USER], how="left").select(*names).toPandas()
-        self._heavy_moments = user_table_moments(table, self.ks, self.composites)
+        self._heavy_moments = user_table_moments(table, self.ks, self.composites, self.f_alphas)
         return spark.createDataFrame(table, USER_METRICS_DDL)
 
     def moments(self) -> dict[str, Moments]:

@@ -245,6 +245,8 @@ def _sum_batch(health: dict, slice_names: pa.Array, dictionaries: dict[str, pa.A
     for kind in ("item", "category"):
         of = (name == kind) & (health["key"] >= 0)  # a null category (no items table) stays null
         key[of] = dictionaries[kind].take(pa.array(health["key"][of])).to_numpy(zero_copy_only=False)
+    counted = np.isin(name, ("clicks_users", "clicks_exposures"))  # the clicks histogram: key a click count
+    key[counted] = health["key"][counted].astype(str)
     columns = {
         SLICE: slice_names.take(pa.array(health["slice"], pa.int64())),
         "name": pa.array(name, pa.string()),
@@ -296,6 +298,7 @@ def _pass_function(
     max_user_rows: int | None,
     day_columns: tuple[str, ...] = (),
     composites: tuple[Composite, ...] = (),
+    f_alphas: tuple[float, ...] = (1.0,),
 ):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # on the executors
         kept, over = _set_aside(batches, max_user_rows)
@@ -325,7 +328,7 @@ def _pass_function(
                     .take(pa.array(per_user[USER], pa.int64()))
                     .to_numpy(zero_copy_only=False),
                 }
-                moments = user_table_moments(user_table(strings, result.per_k, ks), ks, composites)
+                moments = user_table_moments(user_table(strings, result.per_k, ks), ks, composites, f_alphas)
                 yield _batch("moments", 1, {"blob": pa.array([pickle.dumps(moments)], pa.binary())})
         if min_list_length is not None and len(result.health.get("name", ())):
             yield _sum_batch(result.health, slice_names, dictionaries)
@@ -372,14 +375,21 @@ def pass_rows(
     max_user_rows: int | None = None,
     day_columns: Sequence[str] = (),
     composites: Sequence[Composite] = (),
+    f_alphas: Sequence[float] = (1.0,),
 ) -> DataFrame:
     """The pass's output rows (module docstring) over ``rows`` (hash-partitioned by user, read in place):
     per-user values when ``ks`` is given, the health sums when ``min_list_length`` is, and with both the
     users' day sums ``day_columns`` (:func:`kernels.user_day.user_day_columns`) when given; ``composites``:
     the composite metrics (:mod:`kernels.composite`), one more mean each in the moments and, among the day
-    sums, their per-user columns."""
+    sums, their per-user columns; ``f_alphas``: the F-scores' alphas the moments carry."""
     fn = _pass_function(
-        None if ks is None else tuple(ks), gain, min_list_length, max_user_rows, tuple(day_columns), tuple(composites)
+        None if ks is None else tuple(ks),
+        gain,
+        min_list_length,
+        max_user_rows,
+        tuple(day_columns),
+        tuple(composites),
+        tuple(f_alphas),
     )
     return pass_input(rows, None if ks is None else list_unit, has_score).mapInArrow(fn, OUTPUT_DDL)
 
@@ -411,6 +421,7 @@ class UserPass:
         persist: bool = True,
         day_sums: bool = False,
         composites: Sequence[Composite] = (),
+        f_alphas: Sequence[float] = (1.0,),
     ) -> None:
         """``ks``: the cut-offs of the per-user metrics (None: none); ``min_list_length``: the health sums'
         (None: none); ``persist``: False for an output read once (a bounded path's); ``day_sums``: also each
@@ -429,6 +440,7 @@ class UserPass:
             max_user_rows=max_user_rows,
             day_columns=self.day_columns,
             composites=composites,
+            f_alphas=f_alphas,
         )
         self.output = output.persist(CACHE_LEVEL) if persist else output
         self._totals: PassTotals | None = None

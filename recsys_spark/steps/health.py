@@ -50,6 +50,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -57,13 +58,14 @@ from recsys_spark.kernels.business import Measured, business_values, measured_of
 from recsys_spark.kernels.estimates import Interval
 from recsys_spark.kernels.health import health_values
 from recsys_spark.kernels.intervals import business_intervals, health_intervals, overflow_notes
+from recsys_spark.kernels.robustness import MIN_RULE_USERS, robustness_values, top_clicks
 from recsys_spark.per_user.aggregate import MetricRow
 from recsys_spark.per_user.bootstrap import BootstrapSums, bootstrap_sums, health_bootstrap_intervals
 from recsys_spark.per_user.user_pass import KIND, SUM_COLUMNS, UserPass, pass_rows
 from recsys_spark.runtime.session import CACHE_LEVEL
 from recsys_spark.schema import ALL, IN_CATALOG, ITEM, ITEM_CATEGORY, LORENZ_DDL, SLICE, USER
 from recsys_spark.steps.health_heavy import heavy_health_rows
-from recsys_spark.steps.health_sums import catalog_pass, history_pass, item_pass, request_rows
+from recsys_spark.steps.health_sums import CLICK_HISTOGRAM, catalog_pass, history_pass, item_pass, request_rows
 from recsys_spark.steps.slices import PopularityCutoffs, SliceDims
 
 
@@ -76,6 +78,8 @@ class HealthResult:
     lorenz: list[tuple[str, float, float]]
     notes: list[str] = field(default_factory=list)
     info: dict = field(default_factory=dict)
+    #: the ``click_concentration`` rule's counts (slice ``all``): ``top_user_clicks``, ``clicked_exposures``
+    rule_counts: dict[str, int] = field(default_factory=dict)
 
 
 def user_items(prepared: DataFrame) -> DataFrame:
@@ -105,19 +109,22 @@ def partition_pass(prepared: DataFrame, min_list_length: int) -> DataFrame:
 
 
 # --- from the collected sums to metric rows ------------------------------------------------------
-def _split(rows) -> tuple[dict, dict, int | None]:
+def _split(rows) -> tuple[dict, dict, int | None, dict]:
     stats: dict[str, dict[str, float]] = {}
     hist: dict[str, dict[tuple[float, bool], float]] = {}
+    clicks: dict[str, dict[str, dict[float, float]]] = {}
     n_clickers = None
     for r in rows:
         if r["name"] == "n_clickers":
             n_clickers = int(r["value"] or 0)
+        elif r["name"] in CLICK_HISTOGRAM:
+            clicks.setdefault(r["slice"], {}).setdefault(r["name"], {})[r["key"]] = r["value"]
         elif r["name"].startswith("hist_"):
             key = (r["key"], r["name"] == "hist_catalog")
             hist.setdefault(r["slice"], {})[key] = r["value"]
         else:
             stats.setdefault(r["slice"], {})[r["name"]] = r["value"]
-    return stats, hist, n_clickers
+    return stats, hist, n_clickers, clicks
 
 
 def _popularity_catalog(hist_all: dict, catalog_all: int, cutoffs: PopularityCutoffs) -> dict[str, int]:
@@ -182,6 +189,7 @@ class HealthSettings:
         no interval for those.
     max_user_rows : a pass of its own sets aside the users past it (None: no bound).
     rows_per_bucket : about how many rows a Python call of the set-aside users' bounded path holds.
+    click_cap : capped_ctr counts a user's clicked exposures up to this many (:mod:`kernels.robustness`).
     """
 
     min_list_length: int
@@ -191,6 +199,7 @@ class HealthSettings:
     seed: int = 0
     max_user_rows: int | None = None
     rows_per_bucket: int = 200_000
+    click_cap: int = 10
 
 
 @dataclass
@@ -199,11 +208,13 @@ class CollectedSums:
     (``hist``: {(exposure count, in catalog): items}); the users who clicked in the popularity window
     (``n_clickers``, None: no novelty); with a catalog, the catalog items each slice sees (``sizes``) and K, the
     categories of the diversity (``categories``: the catalog's, plus ``unknown`` when an exposed item is
-    missing from it)."""
+    missing from it); ``clicks``: per slice the clicks-per-user histogram, {"clicks_users" or
+    "clicks_exposures": {click count: value}} (:mod:`kernels.robustness`)."""
 
     stats: dict[str, dict[str, float]]
     hist: dict[str, dict[tuple[float, bool], float]]
     n_clickers: int | None
+    clicks: dict[str, dict[str, dict[float, float]]] = field(default_factory=dict)
     sizes: dict[str, int] | None = None
     categories: int | None = None
 
@@ -242,7 +253,19 @@ def evaluate_health(prepared: DataFrame, inputs: HealthInputs, settings: HealthS
         "categories": sums.categories,
         "novelty_users": sums.n_clickers,
     }
-    return HealthResult(rows, lorenz, notes, info)
+    return HealthResult(rows, lorenz, notes, info, click_rule_counts(sums.clicks.get(ALL, {})))
+
+
+def click_rule_counts(histogram: dict[str, dict[float, float]]) -> dict[str, int]:
+    """``top_user_clicks`` and ``clicked_exposures`` of a slice's clicks-per-user histogram
+    (:func:`kernels.robustness.top_clicks`): the ``click_concentration`` rule's counts; none (the rule is left
+    out) below :data:`~recsys_spark.kernels.robustness.MIN_RULE_USERS` clicking users, where the top 1 % is one
+    user whose share is large by arithmetic alone."""
+    users = histogram.get("clicks_users", {})
+    if sum(users.values()) < MIN_RULE_USERS:
+        return {}
+    top, total = top_clicks(np.array(list(users), dtype=np.float64), np.array(list(users.values()), dtype=np.float64))
+    return {"top_user_clicks": top, "clicked_exposures": total}
 
 
 def collect_sums(prepared: DataFrame, inputs: HealthInputs, settings: HealthSettings) -> CollectedSums:
@@ -293,7 +316,7 @@ def _with_catalog(sums: CollectedSums, inputs: HealthInputs) -> CollectedSums:
     if "popularity" in inputs.dims.names and inputs.cutoffs is not None:
         sizes.update(_popularity_catalog(sums.hist.get(ALL, {}), sizes.get(ALL, 0), inputs.cutoffs))
     k = n_categories + (1 if (stats.get(ALL, {}).get("unknown") or 0) > 0 else 0)
-    return CollectedSums(stats, sums.hist, sums.n_clickers, sizes, k)
+    return CollectedSums(stats, sums.hist, sums.n_clickers, sums.clicks, sizes, k)
 
 
 def _bootstrap(
@@ -345,6 +368,10 @@ def slice_rows(
             boot, s, point, n_clickers, zeros, settings.confidence, catalog_items, k
         )
     rows = [_with_interval(MetricRow(m, None, a, s, v, n, se), intervals.get((m, a))) for m, a, v, n, se in values]
+    for metric, value, n, interval in robustness_values(
+        sums.clicks.get(s, {}), stats, settings.click_cap, settings.confidence
+    ):
+        rows.append(_with_interval(MetricRow(metric, None, "global", s, value, n), interval))
     return rows, [(s, float(a), float(b)) for a, b in zip(x, y, strict=True)], intervals
 
 

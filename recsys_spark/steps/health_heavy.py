@@ -164,5 +164,7 @@ def _heavy_slice_sums(rows) -> list[tuple]:
     columns = (sums[c] for c in ("slice", "name", "key", "value"))
     for s, name, key, value in zip(*columns, strict=True):
         label = categories[int(key)] if name == "category" and key >= 0 else None
+        if name in ("clicks_users", "clicks_exposures"):  # the clicks histogram: key a click count
+            label = str(int(key))
         out.append((slices[s], str(name), label, None if math.isnan(value) else float(value), None, False))
     return out

@@ -23,6 +23,9 @@ from pyspark.sql import functions as F
 from recsys_spark.schema import ALL, CATEGORY, ITEM, ITEM_CATEGORY, SLICE, UNKNOWN, USER
 from recsys_spark.steps.slices import SliceDims
 
+#: the long rows of the clicks-per-user histogram (:func:`kernels.health_pass.slice_sums`), keyed by click count
+CLICK_HISTOGRAM = ("clicks_users", "clicks_exposures")
+
 
 def _n_log_n(c: Column) -> Column:
     return F.when(c > 0, c * F.log(c)).otherwise(F.lit(0.0))
@@ -38,9 +41,14 @@ def long_rows(df: DataFrame, names: Sequence[str]) -> DataFrame:
 
 
 def request_rows(summed: DataFrame) -> DataFrame:
-    """The per-slice sums, the users' category entropies and the slice's category counts, as long rows."""
-    scalar = summed.where(~F.col("name").isin("item", "category")).select(
+    """The per-slice sums, the users' category entropies, the slice's category counts and its clicks-per-user
+    histogram (``clicks_users``, ``clicks_exposures``: key the click count), as long rows."""
+    keyed = F.col("name").isin(*CLICK_HISTOGRAM)
+    scalar = summed.where(~F.col("name").isin("item", "category") & ~keyed).select(
         F.col(SLICE).alias("slice"), "name", F.lit(None).cast("double").alias("key"), "value"
+    )
+    clicks = summed.where(keyed).select(
+        F.col(SLICE).alias("slice"), "name", F.col("key").cast("double").alias("key"), "value"
     )
     c = F.col("value")
     categories = (
@@ -52,7 +60,7 @@ def request_rows(summed: DataFrame) -> DataFrame:
             F.sum(F.when(F.col("key") == UNKNOWN, c).otherwise(0)).alias("unknown"),
         )
     )
-    return scalar.unionByName(long_rows(categories, ["cat_n", "cat_s", "unknown"]))
+    return scalar.unionByName(clicks).unionByName(long_rows(categories, ["cat_n", "cat_s", "unknown"]))
 
 
 def item_pass(summed: DataFrame, popularity: DataFrame | None) -> DataFrame:

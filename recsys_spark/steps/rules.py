@@ -141,6 +141,7 @@ def scan_rules(
     exposure_reasons: Mapping[str, int] | None = None,
     click_reasons: Mapping[str, int] | None = None,
     unweighted_events: Mapping[str, int] | None = None,
+    click_counts: Mapping[str, int] | None = None,
 ) -> list[RuleResult]:
     """Evaluate every built-in rule that applies (:data:`kernels.rules.BUILT_IN`), in its table's order.
 
@@ -152,7 +153,9 @@ def scan_rules(
     catalog rules are left out).  ``thresholds``: the soft rules' thresholds by
     config key (:data:`kernels.rules.THRESHOLD_KEYS`).  ``exposure_reasons`` /
     ``click_reasons``: set-aside rows per reject reason; ``unweighted_events``:
-    valid events per event name without a weight (each None: nothing counted).
+    valid events per event name without a weight (each None: nothing counted); ``click_counts``: the health
+    stage's ``top_user_clicks`` and ``clicked_exposures`` of slice ``all`` (None: the ``click_concentration``
+    rule is left out).
     """
     unweighted_events = unweighted_events or {}
     facts = {
@@ -163,6 +166,7 @@ def scan_rules(
             ("catalog", has_catalog),
             ("score", has_score),
             ("previous_day", previous_exposure_rows is not None),
+            ("clicks_histogram", click_counts is not None),
         )
         if holds
     }
@@ -170,7 +174,7 @@ def scan_rules(
     agg = row_counts(exposures, flags, bot_requests_per_user).collect()[0]  # no grouping: always one row
     # the query's counts over the earlier stages' (its ``exposures`` is the rows with an item it just counted)
     day = {**_ABSENT_IS_ZERO, **counts, **{name: agg[name] or 0 for name in (*flags, "users", "requests", "bots")}}
-    day |= day_counts(counts, unweighted_events, previous_exposure_rows)
+    day |= day_counts(counts, unweighted_events, previous_exposure_rows) | dict(click_counts or {})
     rows = _example_rows(exposures, flags, rejected_exposures, bot_requests_per_user)
     by_name = {rule.name: rule for rule in BUILT_IN}
     examples = _examples(

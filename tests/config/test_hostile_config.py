@@ -340,3 +340,35 @@ def test_curve_points_0_turns_the_curves_off_and_5_is_the_smallest_bound():
     assert load_config(None, ["metrics.curve_points=0"]).metrics.curve_points == 0
     assert load_config(None, ["metrics.curve_points=5"]).metrics.curve_points == 5
     assert load_config(None, []).metrics.curve_points == 1001
+
+
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("metrics.f_alphas=[0]", "metrics.f_alphas"),
+        ("metrics.f_alphas=[-1.0]", "metrics.f_alphas"),
+        ("metrics.f_alphas=[]", "metrics.f_alphas"),
+        ("metrics.f_alphas=[1e9]", "metrics.f_alphas"),
+        ("metrics.f_alphas=[nan]", "metrics.f_alphas"),
+        ("metrics.click_cap=0", "metrics.click_cap"),
+        ("metrics.click_cap=2.5", "metrics.click_cap"),
+        ("rules.max_click_concentration=1.5", "rules.max_click_concentration"),
+        ("rules.max_click_concentration=-0.1", "rules.max_click_concentration"),
+    ],
+)
+def test_f_alphas_click_cap_and_the_concentration_threshold_are_checked(override, key, capsys):
+    """F_alpha needs alpha > 0 (F_0 is precision, a name of its own); a cap below one click counts nothing; the
+    concentration threshold is a share: each is one line, exit 3, before Spark starts."""
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        load_config(None, [override])
+    assert run([*ARGS, "--set", override]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and key in err
+
+
+def test_f_alphas_are_sorted_once_each_and_name_their_metrics():
+    from recsys_spark.registry import f_score_name
+
+    cfg = load_config(None, ["metrics.f_alphas=[2.0, 0.5, 2]"])
+    assert cfg.metrics.f_alphas == (0.5, 2.0)
+    assert [f_score_name(a) for a in cfg.metrics.f_alphas] == ["f0.5", "f2"]

@@ -350,6 +350,41 @@ def test_per_user_sums_weight_list_means_by_ranked_lists_and_user_means_skip_use
     assert arm["users"] == 3
 
 
+@pytest.mark.parametrize("cuped", [False, True])
+def test_f_global_and_capped_ctr_are_experiment_metrics_with_the_daily_formulas(spark, cuped):
+    """f1@10_global and f0.5@10_global: Σ H / Σ (a² Rel + 10 L) (1 + a²), the daily global F; capped_ctr_global
+    (cap 2): Σ min(clicked, 2) / Σ exposures; each with the delta method over the arm's users.  With CUPED and no
+    pre-period (null covariates) nothing is adjusted: a capped null stays null (least(null, 2) would be 2)."""
+    from recsys_spark.kernels.experiments import arm_stats
+    from recsys_spark.kernels.sums import RatioStats
+
+    hits = np.array([1.0, 0.0, 3.0, 2.0, 0.0])
+    lists = np.array([1.0, 2.0, 2.0, 1.0, 0.0])
+    rel = np.array([2.0, 1.0, 4.0, 2.0, 0.0])
+    clicked = np.array([1.0, 0.0, 5.0, 2.0, 0.0])
+    exposures = np.array([10.0, 8.0, 20.0, 9.0, 4.0])
+    columns = ["hits_at_10", "lists_ranked", "relevant", "clicked", "exposures"]
+    rows = [("e", "control", "all", *map(float, r)) for r in zip(hits, lists, rel, clicked, exposures, strict=True)]
+    ddl = f"{EXPERIMENT} string, {VARIANT} string, {SLICE} string, " + ", ".join(f"{c} double" for c in columns)
+    frame = spark.createDataFrame(rows, ddl)
+    if cuped:
+        frame = frame.select("*", *[F.lit(None).cast("double").alias(f"_cov_{c}") for c in columns])
+    specs = [parse_metric("f1@10_global"), parse_metric("f0.5@10_global"), parse_metric("capped_ctr_global", 2)]
+    arm = arms = arm_sums(frame, specs, cuped)[("e", "control", "all")]
+    for spec, alpha in zip(specs[:2], (1.0, 0.5), strict=True):
+        got, a2 = arm_stats(arm, spec), alpha**2
+        p, r = hits.sum() / (10 * lists.sum()), hits.sum() / rel.sum()
+        assert got.ratio == pytest.approx((1 + a2) * p * r / (a2 * p + r))
+        ok = a2 * rel + 10 * lists > 0  # the users with a ranked list
+        want = RatioStats.from_values((1 + a2) * hits[ok], (a2 * rel + 10 * lists)[ok])
+        assert got.var_ratio == pytest.approx(want.var_ratio, rel=1e-9)
+    got = arm_stats(arm, specs[2])
+    want = RatioStats.from_values(np.minimum(clicked, 2), exposures)  # (1 + 0 + 2 + 2 + 0) / 51
+    assert (got.ratio, got.var_ratio) == (pytest.approx(5 / 51), pytest.approx(want.var_ratio, rel=1e-9))
+    if cuped:
+        assert arms[f"{specs[2].name}|cn"] == 0.0
+
+
 # --- nothing compared: never "SRM ok" nor "no significant difference" -----------------------------------------
 # four users with one request of two items each, one click each; three experiments on them: "nocontrol" (arms
 # A and B, no arm named control), "allboth" (every user in both arms) and "fine" (2 control, 2 treatment); a

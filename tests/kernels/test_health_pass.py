@@ -38,7 +38,11 @@ def _run(df: pd.DataFrame, min_list_length: int = 2) -> pd.DataFrame:
     got = pd.DataFrame(out)
     got["slice"] = slices[got["slice"]]
     got["key"] = [
-        items[k] if n == "item" else (categories[k] if k >= 0 else None) if n == "category" else None
+        items[k]
+        if n == "item"
+        else (categories[k] if k >= 0 else None)
+        if n == "category"
+        else (str(k) if n.startswith("clicks_") else None)  # the clicks histogram: key a click count
         for n, k in zip(got["name"], got["key"], strict=True)
     ]
     return got
@@ -274,7 +278,7 @@ def test_output_layout_and_the_defaults_of_the_non_item_rows():
         assert _dtypes(out) == LAYOUT
         assert len({len(v) for v in out.values()}) == 1
         item = out["name"] == "item"
-        sums = ~np.isin(out["name"], ["item", "category"])
+        sums = ~np.isin(out["name"], ["item", "category", "clicks_users", "clicks_exposures"])
         assert (out["key"][sums] == -1).all() and np.isnan(out["users"][~item]).all()
         assert not out["flag"][~item].any()
         assert all(type(n) is str for n in out["name"])

@@ -43,6 +43,7 @@ RULE_CHECKS_ORDER = (
     "score_out_of_range_rate",
     "bot_user_rate",
     "exposure_change",
+    "click_concentration",
 )
 
 
@@ -64,7 +65,7 @@ def test_a_soft_rule_passes_at_its_threshold_and_without_a_denominator():
 
 
 def test_the_names_are_unique_and_the_table_is_in_the_rule_checks_order():
-    assert len(set(BUILT_IN_RULES)) == len(BUILT_IN_RULES) == 15
+    assert len(set(BUILT_IN_RULES)) == len(BUILT_IN_RULES) == 16
     assert BUILT_IN_RULES == RULE_CHECKS_ORDER
     # every rule applies on a day where every fact holds: the rows come in the table's order
     got = rule_results(every_count(1), load_config().to_dict()["rules"], set(FACTS), {})
@@ -119,8 +120,21 @@ def test_the_declarations_of_each_rule():
             ("previous_day",),
             False,
         ),
+        "click_concentration": (
+            "soft",
+            "top_user_clicks / clicked_exposures",
+            "max_click_concentration",
+            ("clicks_histogram",),
+            True,
+        ),
     }
-    assert FEEDBACK_RULES == ("no_feedback", "rejected_click_rate", "unweighted_event_rate", "orphan_event_rate")
+    assert FEEDBACK_RULES == (
+        "no_feedback",
+        "rejected_click_rate",
+        "unweighted_event_rate",
+        "orphan_event_rate",
+        "click_concentration",
+    )
 
 
 def test_docs_list_every_built_in_rule():
@@ -137,17 +151,17 @@ def test_docs_list_every_built_in_rule():
         (
             set(),
             {"blacklisted_item", "item_missing_from_catalog", "blacklisted_category", "non_finite_score"}
-            | {"score_out_of_range_rate", "exposure_change"},
+            | {"score_out_of_range_rate", "exposure_change", "click_concentration"},
         ),
         (
             {"catalog"},
             {"blacklisted_item", "blacklisted_category", "non_finite_score", "score_out_of_range_rate"}
-            | {"exposure_change"},
+            | {"exposure_change", "click_concentration"},
         ),
         (
             {"blacklist_categories"},
             {"blacklisted_item", "item_missing_from_catalog", "blacklisted_category"}
-            | {"non_finite_score", "score_out_of_range_rate", "exposure_change"},
+            | {"non_finite_score", "score_out_of_range_rate", "exposure_change", "click_concentration"},
         ),
     ],
 )

@@ -106,6 +106,7 @@ def fixture(spark, tmp_path_factory):
         "offline.rating_range='1,3'",
         'offline.distortion={"3,1" = 5, "2,1" = 3}',
         "metrics.k=[2]",
+        "metrics.f_alphas=[0.5, 1.0]",
         "health.lorenz_points=3",
     ]
     cfg = load_config(None, overrides)
@@ -163,6 +164,14 @@ def test_top_k_by_hand(spark, fixture):
     assert m[("precision", 2, "global")]["value"] == pytest.approx(2 / (2 * 3))
     assert m[("precision", 2, "global")]["value"] == pytest.approx(m[("precision", 2, "user_avg")]["value"])
     assert m[("recall", 2, "global")]["value"] == pytest.approx(2 / 4)
+    # F_alpha@2 (docs/metrics.md): each user's from its P and R, u3's 0 (P = R = 0); F1: u1 2 (1/4) / 1 = 1/2,
+    # u2 2 (1/2) / (3/2) = 2/3; F0.5 = 1.25 P R / (0.25 P + R): u1 0.3125 / 0.625, u2 0.625 / 1.125
+    assert m[("f1", 2, "user_avg")]["value"] == pytest.approx((1 / 2 + 2 / 3 + 0) / 3)
+    assert m[("f0.5", 2, "user_avg")]["value"] == pytest.approx((0.5 + 0.625 / 1.125 + 0) / 3)
+    # global: F of P = 1/3 and R = 1/2, = (1 + a²) Σ hits / (a² Σ truth + 2 * 3 users): 4 / 10 and 2.5 / 7
+    assert m[("f1", 2, "global")]["value"] == pytest.approx(2 * (1 / 6) / (5 / 6)) == pytest.approx(0.4)
+    assert m[("f0.5", 2, "global")]["value"] == pytest.approx(2.5 / 7)
+    assert m[("f1", 2, "global")]["ci_method"] == "delta" and m[("f0.5", 2, "user_avg")]["ci_method"] == "t"
     ndcg_u1 = (1 / L3) / (1 + 1 / L3)
     ndcg_u2 = (1 / L3) / 1
     # exponential gain with relevance 1 is the same as linear

@@ -214,6 +214,31 @@ def test_aggregate_rows_get_t_and_delta_intervals_from_moments():
     assert by[("auc", None, "user_avg")].value is None and by[("auc", None, "user_avg")].ci_method == "none"
 
 
+@pytest.mark.parametrize("alpha", [1.0, 0.5])
+def test_f_alpha_rows_user_avg_by_t_and_global_by_the_delta_method(alpha):
+    """F_alpha@3 user_avg: the mean of each user's F from its P and R (t interval); global: F of the global
+    precision@3 and recall@3, Σ (1 + a²) H / Σ (a² Rel + 3 L) over users (delta method, users as units)."""
+    u = per_user()
+    frame = _user_frame(u).assign(recall=np.where(u["ranked"] > 0, u["hits3"] / np.maximum(u["rel"], 1), np.nan))
+    rows, _ = aggregate_users(user_table_moments(frame, (3,), f_alphas=(alpha,)), (3,), {}, f_alphas=(alpha,))
+    name = "f1" if alpha == 1.0 else "f0.5"
+    by = {(r.metric, r.aggregation): r for r in rows if r.metric == name}
+    a2 = alpha**2
+    p, r = frame["precision"].to_numpy(), frame["recall"].to_numpy()
+    per_user_f = np.array([np.nan if np.isnan(x) else (0.0 if x + y == 0 else (1 + a2) * x * y / (a2 * x + y))
+                           for x, y in zip(p, r, strict=True)])  # fmt: skip
+    f = per_user_f[~np.isnan(per_user_f)]
+    row = by[(name, "user_avg")]
+    assert row.ci_method == "t" and row.n == 5 and row.k == 3
+    assert (row.value, row.se) == (pytest.approx(f.mean()), pytest.approx(st.sem(f)))
+    # global: F of P = Σ H / (3 Σ L) and R = Σ H / Σ Rel
+    gp, gr = u["hits3"].sum() / (3 * u["ranked"].sum()), u["hits3"].sum() / u["rel"].sum()
+    want = delta_interval(RatioStats.from_values((1 + a2) * u["hits3"], a2 * u["rel"] + 3 * u["ranked"]))
+    row = by[(name, "global")]
+    assert row.value == pytest.approx((1 + a2) * gp * gr / (a2 * gp + gr))
+    assert row.ci_method == "delta" and row.se == pytest.approx(want.se)
+
+
 # --------------------------------------------------------------------------- Spark: the user is the unit
 
 
@@ -240,7 +265,11 @@ def _run(spark, root, spec, copies):
     spark.createDataFrame(exposures, EXPOSURE_DDL).write.parquet(f"{root}/in/exposures/dt={DAY}")
     spark.createDataFrame(clicks, CLICK_DDL).write.parquet(f"{root}/in/clicks/dt={DAY}")
     evaluate_day(
-        spark, load_config(None, ["metrics.k=[3]", "health.min_list_length=3"]), DAY, f"{root}/in", f"{root}/out"
+        spark,
+        load_config(None, ["metrics.k=[3]", "health.min_list_length=3", "metrics.click_cap=2"]),
+        DAY,
+        f"{root}/in",
+        f"{root}/out",
     )
     rows = spark.read.parquet(f"{root}/out/metrics").where("slice = 'all'").collect()
     return {(r["metric"], r["k"], r["aggregation"]): r for r in rows}
@@ -268,6 +297,19 @@ def test_spark_intervals_follow_users_not_exposures(spark, tmp_path):
     prec = once[("precision", 3, "global")]
     want = delta_interval(RatioStats.from_values(u["hits3"], 3 * u["ranked"]))
     assert prec.ci_method == "delta" and (prec.value, prec.se) == (pytest.approx(want.value), pytest.approx(want.se))
+    # robustness: clicks per user 1, 2, 2, 0, 3, 1; the top ceil(0.01 * 5) = 1 clicking user has 3 of the 9;
+    # Gini over 1, 1, 2, 2, 3: (-4 * 1 - 2 * 1 + 0 * 2 + 2 * 2 + 4 * 3) / (4 * 9); capped at 2: 8 / 27
+    assert once[("click_concentration", None, "global")].value == pytest.approx(3 / 9)
+    assert once[("clicks_gini", None, "global")].value == pytest.approx(10 / 36)
+    assert once[("click_concentration", None, "global")].ci_method == "none"
+    capped = once[("capped_ctr", None, "global")]
+    want = delta_interval(RatioStats.from_values(np.minimum(u["c"], 2), u["e"]))
+    assert capped.ci_method == "delta" and capped.n == 6
+    assert (capped.value, capped.se) == (pytest.approx(8 / 27), pytest.approx(want.se))
+    f1 = once[("f1", 3, "global")]  # metrics.f_alphas defaults to [1.0]: F1 at each k
+    want = delta_interval(RatioStats.from_values(2 * u["hits3"], u["rel"] + 3 * u["ranked"]))
+    assert f1.ci_method == "delta" and (f1.value, f1.se) == (pytest.approx(want.value), pytest.approx(want.se))
+    assert once[("f1", 3, "user_avg")].ci_method == "t" and once[("f1", 3, "user_avg")].n == 5
     mrr = u["rr"][~np.isnan(u["rr"])]
     row = once[("mrr", None, "user_avg")]
     assert row.ci_method == "t" and row.se == pytest.approx(st.sem(mrr))
@@ -281,12 +323,16 @@ def test_spark_intervals_follow_users_not_exposures(spark, tmp_path):
         ("pv_ctr", None, "global"),
         ("precision", 3, "global"),
         ("recall", 3, "global"),
+        ("f1", 3, "global"),
         ("pv_coverage", None, "global"),
         ("mrr", None, "list_avg"),
     ]:
         assert twice[key].value == pytest.approx(once[key].value), key
         assert twice[key].se == pytest.approx(once[key].se), key
     assert twice[("exposure_ctr", None, "global")].n == 2 * ctr.n
+    # the cap binds on the doubled clicks (2, 4, 4, 0, 6, 2 -> 2, 2, 2, 0, 2, 2): 10 / 54, the concentration holds
+    assert twice[("capped_ctr", None, "global")].value == pytest.approx(10 / 54)
+    assert twice[("click_concentration", None, "global")].value == pytest.approx(3 / 9)
 
 
 # --------------------------------------------------------------------------- bootstrap keyed by user

@@ -101,12 +101,14 @@ def test_embedded_data_equals_what_the_job_wrote(run, html):
         v = metrics[sel]["value"].iloc[0]
         return None if pd.isna(v) else float(v)
 
-    for metric, k, agg in (("ndcg", 10, "user_avg"), ("auc", None, "global"), ("gini", None, "catalog")):
-        trend = page.data[f"data-trend-{metric}{'-' + str(k) if k else ''}-{agg.replace('_', '-')}"]
+    robustness = (("click_concentration", None, "global"), ("capped_ctr", None, "global"))
+    for metric, k, agg in (("ndcg", 10, "user_avg"), ("auc", None, "global"), ("gini", None, "catalog"), *robustness):
+        trend = page.data[f"data-trend-{metric.replace('_', '-')}{'-' + str(k) if k else ''}-{agg.replace('_', '-')}"]
         assert trend["value"] == [None if d == SKIPPED else value(d.isoformat(), metric, k, agg) for d in DAYS]
     last = DAYS[-1].isoformat()
     curves = page.data["data-curves-at-k"]["curves"]
     assert curves["map"]["value"] == [value(last, "map", k, "user_avg") for k in (1, 5, 10)]
+    assert curves["f1"]["value"] == [value(last, "f1", k, "user_avg") for k in (1, 5, 10)]
     lorenz = pd.read_parquet(out / "lorenz" / f"dt={last}")
     lorenz = lorenz[lorenz.slice == "all"].sort_values("x")
     assert page.data["data-lorenz"]["x"] == lorenz["x"].tolist()
@@ -148,13 +150,14 @@ def test_evaluate_report_writes_the_days_report(run, spark, tmp_path):
     path = write_day_report(spark, cfg, str(run / "out"), DAYS[-1])
     # the window starts on the first day with output, not 10 days back
     assert path == str(run / "out" / "reports" / f"{DAYS[0].isoformat()}_{DAYS[-1].isoformat()}.html")
-    # 12 trends, the curves, the Lorenz curve, the ROC and PR curves, 3 slice charts (platform), the failed rules
-    # per day (and the rows set aside when some were), the regression, a forest plot for each of the generator's
-    # experiments, and for each experiment's treatment the sequential interval of its two goals and one guardrail
+    # 12 trends and 3 of robustness (click concentration, clicks Gini, capped CTR), the curves, the Lorenz curve, the
+    # ROC and PR curves, 3 slice charts (platform), the failed rules per day (and the rows set aside when some were),
+    # the regression, a forest plot for each of the generator's experiments, and for each experiment's treatment the
+    # sequential interval of its two goals and one guardrail
     text = Path(path).read_text(encoding="utf-8")
     experiments = len(EXPERIMENTS)  # the tour's three in the ranking layer and the A/A one
     assert len(re.findall(r'<svg class="chart"[^>]*\(sequential interval', text)) == experiments * 3
-    assert text.count('<svg class="chart"') == 21 + experiments + experiments * 3 + ('id="chart-set-aside"' in text)
+    assert text.count('<svg class="chart"') == 24 + experiments + experiments * 3 + ('id="chart-set-aside"' in text)
 
 
 @pytest.mark.skipif(browser.chromium() is None, reason="Chromium not installed (apt-get install chromium)")

@@ -213,7 +213,7 @@ def test_names_are_unique_and_a_quoted_select_is_a_name(tmp_path):
 
 
 def test_the_built_in_names_are_listed_once():
-    assert len(set(BUILT_IN_RULES)) == len(BUILT_IN_RULES) == 15
+    assert len(set(BUILT_IN_RULES)) == len(BUILT_IN_RULES) == 16
 
 
 # --- baseline ----------------------------------------------------------------------------------------

@@ -57,6 +57,13 @@ ONE_ON_LOGGED_LISTS = (registry.parse_key("recall@10_global")[0], registry.parse
 #: the headline's rows: the registry's HEADLINE without those
 HEADLINE_ROWS = tuple(h for h in HEADLINE if h[0] not in ONE_ON_LOGGED_LISTS)
 
+#: trends drawn after the headline's: how much the clicks lean on a few users (docs/metrics.md, "Robustness";
+#: click_concentration and clicks_gini are lower-is-better in the registry)
+ROBUSTNESS_TRENDS = registry.ROBUSTNESS
+
+#: the metric@k curves: the list metrics and F1 (docs/metrics.md, "F-scores and thresholds")
+CURVE_METRICS = (*LIST_METRICS, registry.f_score_name(1.0))
+
 
 def noise(base: float | None, low: float | None, high: float | None) -> str | None:
     """Whether another day's value lies inside today's interval: ``"within"`` (the change is within the day's
@@ -202,12 +209,13 @@ def _rules_of(data: RunData, day: str) -> list[dict[str, Any]]:
 
 
 def trends_section(data: RunData, m: Metrics) -> Section:
-    """One small chart per headline metric over the range; a band when intervals exist; grey columns for gaps."""
+    """One small chart per headline metric, then per robustness metric (:data:`ROBUSTNESS_TRENDS`), over the range;
+    a band when intervals exist; grey columns for gaps."""
     section = Section("trends", "Trends")
     days = data.days
     gaps = [i for i, d in enumerate(days) if d in set(data.missing)]
     labels = day_labels(days)
-    for metric, k, agg in HEADLINE:
+    for metric, k, agg in (*HEADLINE, *ROBUSTNESS_TRENDS):
         rows = [m.get(d, ALL, metric, k, agg) for d in days]
         values = [as_float(r["value"]) if r else None for r in rows]
         if all(v is None for v in values):
@@ -251,7 +259,7 @@ def curves_section(data: RunData, m: Metrics) -> Section:
     if not ks:
         section.notes.append("No @k metrics on the last day.")
         return section
-    for i, metric in enumerate(LIST_METRICS):
+    for i, metric in enumerate(CURVE_METRICS):
         ys = [m.value(day, ALL, metric, k, "user_avg") for k in ks]
         if all(v is None for v in ys):
             continue
