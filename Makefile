@@ -184,7 +184,8 @@ clean: ## remove build outputs (keeps .venv)
 # tests reach no kernel formula that other tests miss and take seconds per mutant: kept out through
 # PYTEST_ADDOPTS (not [tool.mutmut], whose change would discard every recorded result).
 MUTMUT_PYTEST := --deselect tests/report/test_report.py::test_rendering_twice_gives_the_same_bytes \
-	--deselect tests/report/test_browser.py::test_chromium_renders_the_report
+	--deselect tests/report/test_browser.py::test_chromium_renders_the_report \
+	--ignore tests/test_layers.py
 $(BIN)/mutmut: $(VENV)/.test
 	$(BIN)/pip install --quiet 'mutmut==3.8.1'
 	@touch $@
