@@ -185,9 +185,9 @@ def test_after_labelling_the_queries_are_planned_without_aqe_and_the_session_is_
     seen = {}
     real = pipeline.metric_stage
 
-    def recording(labelled, cfg, out):
+    def recording(labelled, cfg, out, **options):
         seen.update({key: spark.conf.get(key) for key in keys}, partitions=labelled.partitions)
-        return real(labelled, cfg, out)
+        return real(labelled, cfg, out, **options)
 
     monkeypatch.setattr(pipeline, "metric_stage", recording)
     cfg = load_config(None, [*SETTINGS, f"execution.adaptive_outside_label={str(adaptive).lower()}"])
@@ -216,7 +216,7 @@ def test_the_user_partitions_hold_each_exposure_once_and_the_slices_are_exploded
     seen = {}
     real = pipeline.metric_stage
 
-    def recording(labelled, cfg, out):
+    def recording(labelled, cfg, out, **options):
         rows, by_user = labelled.rows, labelled.by_user
         seen.update(
             level=rows.storageLevel,
@@ -228,7 +228,7 @@ def test_the_user_partitions_hold_each_exposure_once_and_the_slices_are_exploded
             cached_view=by_user.is_cached,
             plan=names_and_exchanges(labelled.ranked.groupBy("user_id").agg(F.count(F.lit(1)))),
         )
-        return real(labelled, cfg, out)
+        return real(labelled, cfg, out, **options)
 
     monkeypatch.setattr(pipeline, "metric_stage", recording)
     cfg = load_config(None, [*SETTINGS, 'slices.names=["hour", "weekday"]'])
