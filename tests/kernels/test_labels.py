@@ -249,3 +249,76 @@ def test_the_kernel_labels_a_random_day_exactly_as_the_spark_stage(spark, seed):
     assert len(events) > 50 and spark_orphans > 0 and sum(r[5] for r in mine.values()) > 20  # the day exercises
     assert mine == spark_rows
     assert out.orphans == spark_orphans
+
+
+def _lexsorted(columns):
+    """Whether the rows are in lexicographic order, the last column first (np.lexsort's convention), by hand."""
+    rows = list(zip(*[c.tolist() for c in columns[::-1]], strict=True))
+    return all(a <= b for a, b in zip(rows, rows[1:], strict=False))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_is_sorted_says_whether_the_rows_are_in_lexsort_order(seed):
+    from recsys_spark.kernels.labels import _is_sorted
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 7))
+    columns = tuple(rng.integers(-1, 3, n) for _ in range(3))
+    if seed % 2:  # half the cases sorted, so that both answers are exercised
+        order = np.lexsort(columns)
+        columns = tuple(c[order] for c in columns)
+    assert _is_sorted(columns) == _lexsorted(columns)
+
+
+def test_is_sorted_on_ties_and_on_a_later_key_out_of_order():
+    from recsys_spark.kernels.labels import _is_sorted
+
+    key = np.array([0, 0, 1, 1])
+    assert _is_sorted((np.array([5, 7, 1, 2]), key))  # equal keys, the tie broken in order
+    assert not _is_sorted((np.array([7, 5, 1, 2]), key))  # equal keys, the tie out of order
+    assert _is_sorted((np.array([9, 0, 9, 0]), np.array([0, 1, 2, 3])))  # the first key decides alone
+    assert _is_sorted((np.array([3]), np.array([1]))) and _is_sorted((np.zeros(0), np.zeros(0)))
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_factorize_gives_equal_tuples_equal_dense_codes(wide):
+    from recsys_spark.kernels.labels import _factorize, _packed
+
+    rng = np.random.default_rng(5)
+    scale = 2**40 if wide else 1
+    columns = tuple(np.where(rng.random(200) < 0.1, -1, rng.integers(0, 4, 200) * scale) for _ in range(3))
+    assert (_packed(*columns) is None) == wide
+    codes = _factorize(*columns)
+    tuples = list(zip(*[c.tolist() for c in columns], strict=True))
+    assert sorted(set(codes.tolist())) == list(range(len(set(tuples))))
+    for i in range(0, 200, 7):
+        for j in range(0, 200, 11):
+            assert (codes[i] == codes[j]) == (tuples[i] == tuples[j])
+
+
+def test_packed_keeps_the_order_of_the_tuples():
+    from recsys_spark.kernels.labels import _packed
+
+    rng = np.random.default_rng(9)
+    columns = tuple(rng.integers(-1, 5, 100) for _ in range(3))
+    packed = _packed(*columns)
+    tuples = list(zip(*[c.tolist() for c in columns], strict=True))
+    order = sorted(range(100), key=lambda i: tuples[i])
+    assert all(packed[a] <= packed[b] for a, b in zip(order, order[1:], strict=False))
+    assert all((packed[i] == packed[j]) == (tuples[i] == tuples[j]) for i in range(0, 100, 3) for j in range(100))
+
+
+def test_two_users_with_the_same_session_id_item_and_ts_keep_their_own_events():
+    exposures = [exposure("u1", "s1", "r1", "a"), exposure("u2", "s1", "r2", "a")]
+    rows, orphans = run(exposures, [event("u1", "s1", None, "a", 1), event("u2", "s1", None, "a", 1)])
+    assert rows[("r1", "a")][3] == 1 and rows[("r2", "a")][3] == 1
+    assert orphans == 0
+
+
+def test_the_outputs_are_counts_flags_and_indices_not_floats():
+    exp, ev = code([exposure("u1", "s1", "r1", "a"), exposure("u1", "s1", "r1", "a", position=2)], [], WEIGHTS)
+    out = label(exp, ev, 30 * MINUTE_US)
+    assert out.kept.dtype.kind == "i" and out.copies.dtype == np.int64
+    assert out.n_events.dtype == np.int64 and out.n_clicks.dtype == np.int64
+    assert out.clicked.dtype == bool and out.flags.dtype == bool
+    assert out.relevance.dtype == np.float64 and out.value.dtype == np.float64
