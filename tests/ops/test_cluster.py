@@ -356,13 +356,20 @@ def _plain(frame):
     return frame
 
 
+#: tables a small day may leave with no row (written with their columns): the interactions of 300 users' layers,
+#: whose 2x2 cells fall under experiments.min_users_per_cell
+MAY_BE_EMPTY = {"experiment_interactions"}
+
+
 def _assert_same_table(got_dir: Path, want_dir: Path) -> None:
     """Equal Parquet tables up to row order; floats to 1e-9 (partition sums merge in any order)."""
     import pandas as pd
 
     got, want = _plain(pd.read_parquet(got_dir)), _plain(pd.read_parquet(want_dir))
-    assert list(got.columns) == list(want.columns), got_dir.name
-    assert len(got) == len(want) > 0, got_dir.name
+    table = got_dir.parent.name
+    assert list(got.columns) == list(want.columns), table
+    assert len(got) == len(want), table
+    assert len(got) > 0 or table in MAY_BE_EMPTY, table
     keys = [c for c in got.columns if not pd.api.types.is_float_dtype(got[c])]
     floats = [c for c in got.columns if c not in keys]
     order = keys + floats  # the keys identify a row; floats only break ties (lorenz: x)
