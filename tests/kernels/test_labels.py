@@ -229,26 +229,10 @@ def test_the_kernel_labels_a_random_day_exactly_as_the_spark_stage(spark, seed):
     }
     spark_orphans = label_counts(joined, len(events))["orphan_events"]
 
-    exp, ev = code(exposures, events, WEIGHTS, conversions=("purchase",))
-    out = label(exp, ev, 20 * MINUTE_US)
-    mine = {}
-    for j, i in enumerate(out.kept):
-        user, _, request, item, position, _, ts = exposures[i]
-        mine[(user, request, item)] = (
-            int(out.copies[j]),
-            position,
-            ts,
-            float(out.relevance[j]),
-            bool(out.clicked[j]),
-            int(out.n_events[j]),
-            int(out.n_clicks[j]),
-            None if math.isnan(out.value[j]) else out.value[j],
-            None if math.isnan(out.dwell[j]) else out.dwell[j],
-            bool(out.flags[j, 0]),
-        )
+    mine, orphans = _kernel_rows(exposures, events, 20)
     assert len(events) > 50 and spark_orphans > 0 and sum(r[5] for r in mine.values()) > 20  # the day exercises
     assert mine == spark_rows
-    assert out.orphans == spark_orphans
+    assert orphans == spark_orphans
 
 
 def _lexsorted(columns):
