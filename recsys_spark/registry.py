@@ -121,6 +121,7 @@ METRICS: dict[str, Metric] = {
         _m("pcoc", None, high=None, label="PCOC"),
         _m("mean_predicted", None, label="mean predicted"),
         _m("observed_rate", None, label="observed rate"),
+        _m("accuracy", "higher", percent=True),  # at a threshold (docs/metrics.md, "Threshold metrics")
         _m("mae", "lower", high=None, label="MAE"),
         _m("rmse", "lower", high=None, label="RMSE"),
         _m("nmae", "lower", high=None, label="NMAE"),
@@ -167,6 +168,7 @@ FEEDBACK_METRICS = (
     "ece",
     "pcoc",
     "observed_rate",
+    "accuracy",
     "mae",
     "rmse",
     "nmae",

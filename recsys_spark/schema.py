@@ -147,11 +147,15 @@ LIST_ID = "list_id"
 
 
 # --- output tables --------------------------------------------------------------------------------
-#: metrics/dt=D: the long table of every aggregate (docs/metrics.md)
+#: metrics/dt=D: the long table of every aggregate (docs/metrics.md).  ``threshold``: the score cut-off of a
+#: threshold classification metric (offline predictions' accuracy, precision, recall, F_alpha at k null), null on
+#: every other row and in partitions written before it (read with this schema, the column is null there)
 METRICS_DDL = (
     "metric string, k int, aggregation string, slice string, value double, n long, se double, "
-    "ci_low double, ci_high double, ci_method string"
+    "ci_low double, ci_high double, ci_method string, threshold double"
 )
+#: offline/confusion/run=NAME: the confusion counts of the predictions at each ``offline.thresholds``
+CONFUSION_DDL = "slice string, threshold double, tp long, fp long, tn long, fn long"
 #: lorenz/dt=D: the Lorenz curve of exposures over catalog items, per slice
 LORENZ_DDL = "slice string, x double, y double"
 #: roc_curve/dt=D and offline/roc_curve/run=NAME: the pooled ROC per slice, in curve order (docs/metrics.md,

@@ -184,7 +184,7 @@ OFFLINE_RUN = Layout(
     "offline run",
     "offline",
     "run={run}",
-    ("metrics", "user_metrics", "lorenz", "calibration", "roc_curve", "pr_curve", SUMMARY),
+    ("metrics", "user_metrics", "lorenz", "calibration", "roc_curve", "pr_curve", "confusion", SUMMARY),
     labels=(("run", "offline run"),),
 )
 OFFLINE_COMPARISON = Layout(

@@ -4,6 +4,7 @@ the spelling of names that become metric names or directories.  No pyspark, no s
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import TypeVar
@@ -40,6 +41,29 @@ def in_open_unit(key: str, value: float) -> None:
     """
     if not 0 < value < 1:
         raise ConfigError(f"config key {key}: expected a number in (0, 1), got {value}")
+
+
+def thresholds_of(key: str, value: object) -> tuple[float, ...]:
+    """A list of thresholds (``offline.thresholds``): finite numbers in [0, 1], sorted, once each; ``[]`` (no
+    threshold rows) allowed.  Anything else is a :class:`ConfigError` naming ``key`` (one line, exit 3).
+
+    >>> thresholds_of("offline.thresholds", [0.7, 0.5, 0.5, 1])
+    (0.5, 0.7, 1.0)
+    >>> thresholds_of("offline.thresholds", [1.5])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    recsys_spark.errors.ConfigError: config key offline.thresholds: expected a list of numbers in [0, 1] ..., got [1.5]
+    """
+
+    def in_unit(v: object) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= 1
+
+    if not isinstance(value, list) or not all(in_unit(v) for v in value):
+        raise ConfigError(
+            f"config key {key}: expected a list of numbers in [0, 1] (a score >= the threshold is a predicted "
+            f"positive), got {value!r}"
+        )
+    return tuple(sorted({float(v) for v in value}))
 
 
 def parsed(key: str, parse: Callable[[S], T], value: S) -> T:

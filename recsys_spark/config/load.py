@@ -17,6 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from recsys_spark.config.checks import thresholds_of
 from recsys_spark.config.experiments import ExperimentsConfig
 from recsys_spark.config.gate import GateConfig
 from recsys_spark.config.input import InputConfig, ValidationConfig, parse_columns
@@ -193,6 +194,8 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
         return _build(hint, value, key)
     if key == ("input", "columns"):  # a shared mapping and per-input tables (config/input.py)
         return parse_columns(value, dotted)
+    if key == ("offline", "thresholds"):  # may be empty, may hold 0: not the positive numbers below
+        return thresholds_of(dotted, value)
     origin = typing.get_origin(hint)
     if origin is tuple and typing.get_args(hint)[0] is CustomRule:  # [[rules.custom]]: a list of tables
         if not isinstance(value, list):

@@ -61,6 +61,8 @@ class OfflineConfig:
     catalog_size: int = 0
     confidence: float = 0.95
     multiple_testing: str = "holm"
+    #: thresholds of the predictions' accuracy, precision, recall and F_alpha (docs/offline.md); () = none
+    thresholds: tuple[float, ...] = (0.5,)
 
     def __post_init__(self) -> None:
         if self.calibration_bins < 1:

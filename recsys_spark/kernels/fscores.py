@@ -135,3 +135,35 @@ def threshold_metrics(c: Confusion, alphas: Sequence[float] = (1.0,)) -> dict[st
         a2 = float(alpha) ** 2
         out[f_score_name(alpha)] = ratio((1 + a2) * c.tp, (1 + a2) * c.tp + a2 * c.fn + c.fp)
     return out
+
+
+#: the confusion counts of a threshold, in the order of the ``confusion`` table's columns
+CONFUSION_COUNTS = ("tp", "fp", "tn", "fn")
+
+
+def confusion_column(count: str, index: int) -> str:
+    """The per-user column of a confusion count at the ``index``-th threshold: ``tp_t0``, ``fn_t2``."""
+    return f"{count}_t{index}"
+
+
+def user_confusion(
+    code: np.ndarray, scores: np.ndarray, labels: np.ndarray, groups: int, thresholds: Sequence[float]
+) -> dict[str, np.ndarray]:
+    """Per group (a user, ``code`` in 0..groups-1) and per threshold (its index i): ``tp_ti``, ``fp_ti``,
+    ``tn_ti``, ``fn_ti`` as :func:`confusion_counts` counts them (score >= t predicted positive, label > 0
+    positive, NaN scores left out), int64, one bincount each.
+
+    >>> out = user_confusion(np.array([0, 0, 1, 1]), np.array([0.9, 0.6, 0.4, 0.2]), np.array([1, 0, 1, 0]), 2, [0.5])
+    >>> [out[c].tolist() for c in ("tp_t0", "fp_t0", "tn_t0", "fn_t0")]
+    [[1, 0], [1, 0], [0, 1], [0, 1]]
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.float64) > 0
+    ok = ~np.isnan(s)
+    out: dict[str, np.ndarray] = {}
+    for i, t in enumerate(thresholds):
+        pred = ok & (s >= t)
+        cells = {"tp": pred & y, "fp": pred & ~y, "tn": ok & ~pred & ~y, "fn": ok & ~pred & y}
+        for name in CONFUSION_COUNTS:
+            out[confusion_column(name, i)] = np.bincount(code, weights=cells[name], minlength=groups).astype(np.int64)
+    return out

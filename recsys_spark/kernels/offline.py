@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from recsys_spark.kernels.auc import grouped_auc
+from recsys_spark.kernels.fscores import CONFUSION_COUNTS, confusion_column, user_confusion
 from recsys_spark.kernels.ranking import Gain, list_metrics
 from recsys_spark.registry import OFFLINE_LIST_METRICS
 
@@ -222,15 +223,24 @@ def log_loss_terms(label: np.ndarray, p: np.ndarray) -> np.ndarray:
     return -(y * np.log(p) + (1 - y) * np.log1p(-p))
 
 
-def score_predictions(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per user: counts, AUC (NaN with one class only), log loss sum and mean, sum of predictions.
+def prediction_columns(thresholds: int = 0) -> tuple[tuple[str, str], ...]:
+    """:data:`PREDICTION_COLUMNS` and, per threshold index i < ``thresholds``, the user's confusion counts
+    ``tp_ti``, ``fp_ti``, ``tn_ti``, ``fn_ti`` (long; :func:`kernels.fscores.user_confusion`)."""
+    counts = tuple((confusion_column(c, i), "long") for i in range(thresholds) for c in CONFUSION_COUNTS)
+    return PREDICTION_COLUMNS + counts
+
+
+def score_predictions(frame: pd.DataFrame, thresholds: Sequence[float] = ()) -> pd.DataFrame:
+    """One row per user: counts, AUC (NaN with one class only), log loss sum and mean, sum of predictions,
+    and its confusion counts at each of ``thresholds`` (:func:`prediction_columns`).
 
     ``label`` > 0 is a positive; ``score`` is the predicted probability (the
     log loss and calibration need it in [0, 1]; the AUC only needs its order).
     """
-    names = [n for n, _ in PREDICTION_COLUMNS]
+    columns = prediction_columns(len(thresholds))
+    names = [n for n, _ in columns]
     if frame.empty:
-        return empty_table(PREDICTION_COLUMNS)
+        return empty_table(columns)
     code, users = pd.factorize(frame["user_id"])
     score = frame["score"].to_numpy(dtype=np.float64)
     label = frame["label"].to_numpy(dtype=np.float64) > 0
@@ -247,6 +257,7 @@ def score_predictions(frame: pd.DataFrame) -> pd.DataFrame:
             "logloss_sum": loss,
             "logloss": loss / n,
             "predicted_sum": np.bincount(code, weights=score, minlength=g),
+            **user_confusion(code, score, label, g, thresholds),
         },
         columns=names,
     )

@@ -41,6 +41,8 @@ class Ratio:
     x: Column
     y: Column
     transform: Callable[[float], float] | None = None
+    #: a threshold metric's cut-off (the row's ``threshold``); such a row is not written when Σy = 0 (undefined)
+    threshold: float | None = None
 
 
 def defined(col: str | Column) -> Column:
@@ -104,7 +106,10 @@ def aggregate(
                 confidence,
             )
         iv = _apply(iv, spec.transform)
-        out.append(metric_row(spec.metric, spec.k, spec.aggregation, iv, int(n), slice_value))
+        threshold = spec.threshold if isinstance(spec, Ratio) else None
+        if threshold is not None and iv.value is None:
+            continue  # an undefined threshold metric (nothing predicted positive, no positive label): no row
+        out.append(metric_row(spec.metric, spec.k, spec.aggregation, iv, int(n), slice_value, threshold))
     return out
 
 
@@ -117,8 +122,17 @@ def finite_or_none(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def metric_row(metric: str, k: int | None, aggregation: str, iv: Interval, n: int, slice_value: str = ALL) -> tuple:
-    """A row of the long metrics table (``schema.METRICS_DDL`` order) from an interval; non-finite values null."""
+def metric_row(
+    metric: str,
+    k: int | None,
+    aggregation: str,
+    iv: Interval,
+    n: int,
+    slice_value: str = ALL,
+    threshold: float | None = None,
+) -> tuple:
+    """A row of the long metrics table (``schema.METRICS_DDL`` order) from an interval; non-finite values null;
+    ``threshold``: a threshold metric's cut-off, None (null) on every other row."""
     return (
         metric,
         k,
@@ -130,6 +144,7 @@ def metric_row(metric: str, k: int | None, aggregation: str, iv: Interval, n: in
         finite_or_none(iv.ci_low),
         finite_or_none(iv.ci_high),
         iv.method,
+        threshold,
     )
 
 

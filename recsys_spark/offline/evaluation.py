@@ -60,6 +60,7 @@ class Evaluation:
     ``counts``, ``notes``, ``summary``: its counts, notes and keys of the run's summary.
     ``user_counts``: named aggregations over the merged table whose values join ``counts`` (one row).
     ``late_notes``: notes that need those final counts.
+    ``late_tables``: small tables built from those final counts (the predictions' ``confusion``).
     """
 
     name: str
@@ -73,6 +74,7 @@ class Evaluation:
     summary: dict[str, Any] = field(default_factory=dict)
     user_counts: list[Column] = field(default_factory=list)
     late_notes: Callable[[Mapping[str, int]], list[str]] = no_notes
+    late_tables: Callable[[Mapping[str, int]], dict[str, pd.DataFrame]] = lambda counts: {}
 
 
 def _ddl(columns: Sequence[tuple[str, str]]) -> str:

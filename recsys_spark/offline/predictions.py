@@ -1,5 +1,6 @@
 """The pointwise evaluation: predictions (score, label) -> AUC (exact pooled, per user, impression-weighted),
-log loss, PCOC, observed rate, mean predicted, and the reliability table with its ECE.
+log loss, PCOC, observed rate, mean predicted, the reliability table with its ECE, and at each of
+``offline.thresholds`` accuracy, precision, recall and F_alpha (rows with a ``threshold``) and the confusion table.
 
 A score outside [0, 1] is kept (the AUC needs only its order) and counted with a note: the log loss
 (clipped to [eps, 1 - eps]), calibration (clipped to [0, 1]), PCOC and mean_predicted read it as a
@@ -9,7 +10,8 @@ probability.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -19,12 +21,14 @@ from pyspark.sql import functions as F
 from recsys_spark.kernels import offline as K
 from recsys_spark.kernels.auc import UPartial
 from recsys_spark.kernels.curves import Curves
+from recsys_spark.kernels.fscores import CONFUSION_COUNTS, confusion_column
 from recsys_spark.offline.aggregate import Mean, Ratio, point
 from recsys_spark.offline.evaluation import Evaluation, RunContext, Spec, per_user
 from recsys_spark.offline.inputs import LABEL
 from recsys_spark.offline.set_aside import set_aside, set_aside_notes
 from recsys_spark.per_user.curves import PooledCurves, curve_rows, pooled_curves
 from recsys_spark.per_user.pooled_auc import exact_auc
+from recsys_spark.registry import f_score_name
 from recsys_spark.schema import ALL, RELEVANCE, SCORE, SLICE
 
 
@@ -44,7 +48,10 @@ def evaluate_predictions(run: RunContext) -> Evaluation:
             "order, but log loss (clipped to [eps, 1 - eps]), calibration (clipped to [0, 1]), PCOC and "
             "mean_predicted read them as probabilities"
         )
-    users = per_user(preds, K.PREDICTION_INPUT, K.PREDICTION_COLUMNS, K.score_predictions, run.partitions(n_rows))
+    thresholds = run.cfg.offline.thresholds
+    kernel = partial(K.score_predictions, thresholds=thresholds)
+    columns = K.prediction_columns(len(thresholds))
+    users = per_user(preds, K.PREDICTION_INPUT, columns, kernel, run.partitions(n_rows))
     pooled, curves = pooled_curves_of(preds, run.cfg.metrics.curve_points)
     notes += curves.notes if curves is not None else []
     part = pooled.get(("all",))
@@ -54,7 +61,7 @@ def evaluate_predictions(run: RunContext) -> Evaluation:
     return Evaluation(
         "predictions",
         users,
-        specs=prediction_specs(),
+        specs=prediction_specs() + threshold_specs(thresholds, run.cfg.metrics.f_alphas),
         rows=[
             point("auc", None, "global", None if math.isnan(auc) else auc, n_rows),
             point("ece", None, "global", ece, n_rows),
@@ -62,7 +69,8 @@ def evaluate_predictions(run: RunContext) -> Evaluation:
         tables={"calibration": table, **(curve_tables(curves.curves) if curves is not None else {})},
         counts=counts,
         notes=notes,
-        user_counts=[users_without_auc()],
+        user_counts=[users_without_auc(), *confusion_sums(thresholds)],
+        late_tables=partial(confusion_table, thresholds),
     )
 
 
@@ -107,6 +115,46 @@ def prediction_specs() -> list[Spec]:
         Ratio("observed_rate", None, "global", F.col("n_positive"), n),
         Ratio("mean_predicted", None, "global", F.col("predicted_sum"), n),
     ]
+
+
+def threshold_specs(thresholds: Sequence[float], alphas: Sequence[float]) -> list[Spec]:
+    """accuracy, precision, recall and each F_alpha (:func:`registry.f_score_name`) at each threshold, k null,
+    ``global``: ratios of the users' confusion counts (the user the unit of the delta-method interval)::
+
+        accuracy = Σ(tp + tn) / Σn      precision = Σtp / Σ(tp + fp)      recall = Σtp / Σ(tp + fn)
+        F_alpha  = Σ(1 + a²) tp / Σ((1 + a²) tp + a² fn + fp)
+
+    the pooled values of :func:`kernels.fscores.threshold_metrics`; an undefined one (Σy = 0) writes no row."""
+    specs: list[Spec] = []
+    for i, t in enumerate(thresholds):
+        tp, fp, tn, fn = (F.col(confusion_column(c, i)) for c in CONFUSION_COUNTS)
+        specs += [
+            Ratio("accuracy", None, "global", tp + tn, tp + fp + tn + fn, threshold=t),
+            Ratio("precision", None, "global", tp, tp + fp, threshold=t),
+            Ratio("recall", None, "global", tp, tp + fn, threshold=t),
+        ]
+        for alpha in alphas:
+            c, a2 = 1.0 + alpha * alpha, alpha * alpha
+            specs.append(Ratio(f_score_name(alpha), None, "global", c * tp, c * tp + a2 * fn + fp, threshold=t))
+    return specs
+
+
+def confusion_sums(thresholds: Sequence[float]) -> list[Column]:
+    """The confusion counts summed over the users (``confusion_tp_t0``, ...), for the run's counts."""
+    names = [confusion_column(c, i) for i in range(len(thresholds)) for c in CONFUSION_COUNTS]
+    return [F.sum(name).alias(f"confusion_{name}") for name in names]
+
+
+def confusion_table(thresholds: Sequence[float], counts: Mapping[str, int]) -> dict[str, pd.DataFrame]:
+    """``confusion`` (slice, threshold, tp, fp, tn, fn; ``schema.CONFUSION_DDL``) from the run's counts: a row
+    per threshold with a scored prediction (none without one: nothing measured)."""
+    rows = []
+    for i, t in enumerate(thresholds):
+        cells = [int(counts.get(f"confusion_{confusion_column(c, i)}", 0)) for c in CONFUSION_COUNTS]
+        if sum(cells):
+            rows.append((ALL, float(t), *cells))
+    frame = pd.DataFrame(rows, columns=["slice", "threshold", *CONFUSION_COUNTS])
+    return {"confusion": frame.astype({"threshold": "float64", **{c: "int64" for c in CONFUSION_COUNTS}})}
 
 
 def calibration(predictions: DataFrame, bins: int) -> tuple[pd.DataFrame, float]:

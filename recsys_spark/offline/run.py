@@ -90,7 +90,8 @@ def write_run(spark: SparkSession, out: Output, results: Sequence[Evaluation], s
     summary["counts"].update(user_counts(users, results))
     summary["notes"] += [note for r in results for note in r.late_notes(summary["counts"])]
     out.stage_rows("metrics", metric_rows, METRICS_DDL)
-    for name, frame in ((n, f) for r in results for n, f in r.tables.items()):
+    tables = [(n, f) for r in results for n, f in (*r.tables.items(), *r.late_tables(summary["counts"]).items())]
+    for name, frame in tables:
         if len(frame):
             out.stage(name, spark.createDataFrame(frame).coalesce(1))
     summary["headline"] = headline(metric_rows, cfg.metrics.k)

@@ -48,6 +48,8 @@ class MetricRow(MetricValue):
     ci_low: float | None = None
     ci_high: float | None = None
     ci_method: str = "none"
+    #: the score cut-off of a threshold metric (``schema.METRICS_DDL``); None on every other row
+    threshold: float | None = None
 
     def with_interval(self, interval: Interval) -> MetricRow:
         """This row with ``interval``'s se, bounds and method (its value is kept)."""
@@ -62,6 +64,7 @@ class MetricRow(MetricValue):
             interval.ci_low,
             interval.ci_high,
             interval.method,
+            self.threshold,
         )
 
 
@@ -300,7 +303,10 @@ def f_score_rows(
 
 def metric_tuples(rows: Iterable[MetricRow]) -> list[tuple]:
     """The long metrics table's rows, in :data:`schema.METRICS_DDL`'s column order."""
-    return [(r.metric, r.k, r.aggregation, r.slice, r.value, r.n, r.se, r.ci_low, r.ci_high, r.ci_method) for r in rows]
+    return [
+        (r.metric, r.k, r.aggregation, r.slice, r.value, r.n, r.se, r.ci_low, r.ci_high, r.ci_method, r.threshold)
+        for r in rows
+    ]
 
 
 def metrics_frame(spark: SparkSession, rows: Iterable[MetricRow]) -> DataFrame:

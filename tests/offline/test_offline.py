@@ -118,8 +118,9 @@ def fixture(spark, tmp_path_factory):
 
 
 def metrics(spark, fixture, run="a") -> dict:
+    """The rows without a threshold by (metric, k, aggregation) (threshold rows: tests/offline/test_thresholds.py)."""
     rows = spark.read.parquet(str(fixture["out"] / "offline" / "metrics" / f"run={run}")).collect()
-    return {(r["metric"], r["k"], r["aggregation"]): r for r in rows}
+    return {(r["metric"], r["k"], r["aggregation"]): r for r in rows if r["threshold"] is None}
 
 
 def users(spark, fixture, run="a") -> pd.DataFrame:
