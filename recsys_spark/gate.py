@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 from recsys_spark.config import Config, GateConfig
 from recsys_spark.errors import ConfigError
 from recsys_spark.io.output import commit_summary, open_wing, writing
+from recsys_spark.io.read import unthresholded
 from recsys_spark.kernels.decisions import normalise_code
 from recsys_spark.kernels.gate import PASSED, GateCheck, Row, evaluate, gate_state, summary_line
 from recsys_spark.kernels.offline_online import TEST, run_day, worth
@@ -73,6 +74,8 @@ def offline_rows(spark: SparkSession, output_root: str, gate: GateConfig) -> tup
     _need(spark, OFFLINE_COMPARISON.marker(output_root, **pair), what)
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for r in _rows(spark, OFFLINE_RUN.path(output_root, "metrics", run=gate.candidate)):
+        if r.get("threshold") is not None:  # a threshold metric: one row per threshold, no key names one alone
+            continue
         at = (key(r["metric"], r["k"], r["aggregation"]), r["slice"])
         rows[at] = dict(value=r["value"], value_low=r["ci_low"], value_high=r["ci_high"], ci_method=r["ci_method"])
     changes = OFFLINE_COMPARISON.path(output_root, "comparison", **pair)
@@ -175,7 +178,7 @@ def _values(spark: SparkSession, paths: dict[str, str], metric_key: str) -> dict
     name, k, aggregation = parse_key(metric_key)
     frames: list[DataFrame] = []
     for label, path in paths.items():
-        rows = spark.read.parquet(path).where((F.col("slice") == "all") & (F.col("metric") == name))
+        rows = unthresholded(spark.read.parquet(path)).where((F.col("slice") == "all") & (F.col("metric") == name))
         rows = rows.where(F.col("aggregation") == aggregation)
         rows = rows.where(F.col("k").isNull() if k is None else F.col("k") == k)
         frames.append(rows.select(F.lit(label).alias("label"), F.col("value").cast("double").alias("value")))

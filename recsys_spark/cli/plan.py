@@ -133,6 +133,7 @@ def read_days(
         .option("basePath", base)
         .parquet(*[DAILY.path(output_root, "metrics", dt=d) for d in complete])
         .where((F.col("metric") == name) & (F.col("aggregation") == aggregation) & (F.col("slice") == "all"))
+        .where(F.col("threshold").isNull())  # a threshold metric's rows: one per threshold, no key names one
         .where(F.col("k").isNull() if k is None else F.col("k") == k)
         .where(F.col("se").isNotNull() & F.col("n").isNotNull() & (F.col("n") > 1) & ~F.isnan("se"))
         .select("dt", "value", "n", "se")

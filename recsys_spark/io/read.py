@@ -499,3 +499,11 @@ def _cast(col: Column, source: T.DataType, kind: str) -> Column:
     if kind == "int" and not isinstance(source, T.IntegerType):
         return compat.try_cast(col, T.IntegerType())
     return col.cast(_TARGET[kind])
+
+
+def unthresholded(metrics: DataFrame) -> DataFrame:
+    """The rows of a ``metrics`` table without a ``threshold`` (``schema.METRICS_DDL``): the rows that
+    (metric, k, aggregation, slice) names alone.  A threshold row (accuracy, precision, recall, F_alpha of
+    predictions at ``offline.thresholds``) is one of several of that name, one per threshold; a partition
+    written before the column has none."""
+    return metrics.where(F.col("threshold").isNull()) if "threshold" in metrics.columns else metrics

@@ -36,6 +36,10 @@ class OfflineRun:
     #: its ``roc_curve`` and ``pr_curve`` (empty frames when the run wrote none: no predictions)
     roc: pd.DataFrame = field(default_factory=pd.DataFrame)
     pr: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: its metric rows at a threshold (``threshold`` not null; out of ``metrics``, which (metric, k,
+    #: aggregation, slice) keys alone) and its ``confusion`` table; empty frames when the run wrote none
+    thresholds: pd.DataFrame = field(default_factory=pd.DataFrame)
+    confusion: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 @dataclass

@@ -30,6 +30,7 @@ from recsys_spark import tables
 from recsys_spark.errors import MissingInputError, SchemaError
 from recsys_spark.report.data import Comparison, OfflineRun, OpeRun, RunData, SimulatedDay, Unreadable
 from recsys_spark.report.readers import Reader, UnreadableFile, is_local, local_path, parse_json
+from recsys_spark.report.values import split_thresholds
 from recsys_spark.tables import DAILY, GATE, OFFLINE_COMPARISON, OFFLINE_RUN, OPE, SIMULATION, SUMMARY, WINDOW, Layout
 
 T = TypeVar("T")
@@ -58,6 +59,7 @@ KEYS = {
     "experiment_window_checks": ["experiment", "window_end", "window_start", "check"],
     "experiment_window_decisions": ["experiment", "window_end", "window_start", "variant"],
     "offline_metrics": ["slice", "metric", "k", "aggregation"],
+    "offline_thresholds": ["slice", "threshold", "metric"],
     "offline_comparison": ["metric", "k", "aggregation", "column"],
     "experiment_decisions": ["dt", "experiment", "variant"],
     "offline_auc": ["dt", "model", "split"],
@@ -322,9 +324,12 @@ def load_offline(
         return Comparison(values["base"], values["candidate"], summary, _sorted(rows, "offline_comparison"))
 
     def run(values: dict[str, str], part: str, summary: dict[str, Any]) -> OfflineRun:
-        metrics = _frame(reader, under(OFFLINE_RUN, "metrics", part))
-        curves = [_frame(reader, under(OFFLINE_RUN, table, part)) for table in ("roc_curve", "pr_curve")]
-        return OfflineRun(values["run"], summary, _sorted(metrics, "offline_metrics"), *curves)
+        metrics, at = split_thresholds(_frame(reader, under(OFFLINE_RUN, "metrics", part)))
+        roc, pr, confusion = (
+            _frame(reader, under(OFFLINE_RUN, t, part)) for t in ("roc_curve", "pr_curve", "confusion")
+        )
+        metrics = _sorted(metrics, "offline_metrics")
+        return OfflineRun(values["run"], summary, metrics, roc, pr, _sorted(at, "offline_thresholds"), confusion)
 
     # both under offline/summary: base=A before run=B, as the directories sort
     comparisons, skipped = read_complete(

@@ -19,6 +19,8 @@ class Metrics:
         self.rows: dict[tuple, dict[str, Any]] = {}
         if frame.empty:
             return
+        if "threshold" in frame.columns:  # a threshold metric's rows: one per threshold, not keyed here
+            frame = frame[frame["threshold"].isna()]
         cols = [c for c in ("value", "n", "se", "ci_low", "ci_high", "ci_method") if c in frame.columns]
         for rec in frame[["dt", "slice", "metric", "k", "aggregation", *cols]].to_dict("records"):
             key = (rec["dt"], rec["slice"], rec["metric"], as_int(rec["k"]), rec["aggregation"])

@@ -124,3 +124,13 @@ def all_slice(frame: pd.DataFrame) -> pd.DataFrame:
     if "slice" in frame.columns and (frame["slice"] == ALL).any():
         return frame[frame["slice"] == ALL]
     return frame
+
+
+def split_thresholds(metrics: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A ``metrics`` frame as (its rows without a threshold, its rows with one): the first keyed by (metric, k,
+    aggregation, slice) alone, the second one row per threshold of a name.  A frame without the column (a
+    partition written before it) has no threshold row."""
+    if "threshold" not in metrics.columns:
+        return metrics, metrics.iloc[0:0]
+    at = metrics["threshold"].notna()
+    return metrics[~at].reset_index(drop=True), metrics[at].reset_index(drop=True)

@@ -372,3 +372,32 @@ def test_f_alphas_are_sorted_once_each_and_name_their_metrics():
     cfg = load_config(None, ["metrics.f_alphas=[2.0, 0.5, 2]"])
     assert cfg.metrics.f_alphas == (0.5, 2.0)
     assert [f_score_name(a) for a in cfg.metrics.f_alphas] == ["f0.5", "f2"]
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "offline.thresholds=[1.5]",
+        "offline.thresholds=[-0.1]",
+        "offline.thresholds=[0.5, 2]",
+        'offline.thresholds=["half"]',
+        "offline.thresholds=[nan]",
+        "offline.thresholds=[true]",
+        "offline.thresholds=0.5",
+    ],
+)
+def test_an_offline_threshold_outside_0_1_or_not_a_number_is_refused(override, capsys, tmp_path):
+    """A threshold cuts a probability: outside [0, 1] (or not a number, or not a list) is one line naming the key
+    and exit 3, at config load, before Spark starts or any prediction is read (the predictions path is set)."""
+    with pytest.raises(ConfigError, match=r"offline\.thresholds"):
+        load_config(None, [override])
+    args = ["offline", "--run", "r", "--output-root", str(tmp_path), "--set", f"offline.predictions={tmp_path}/p"]
+    assert run([*args, "--set", override]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "offline.thresholds" in err and "[0, 1]" in err
+
+
+def test_offline_thresholds_are_sorted_once_each_and_may_be_empty_or_hold_the_ends():
+    assert load_config(None, []).offline.thresholds == (0.5,)
+    assert load_config(None, ["offline.thresholds=[]"]).offline.thresholds == ()
+    assert load_config(None, ["offline.thresholds=[1, 0, 0.5, 0.5]"]).offline.thresholds == (0.0, 0.5, 1.0)

@@ -110,7 +110,9 @@ def generated(seed: int = 7, users: int = 200) -> pd.DataFrame:
     user = np.repeat([f"u{i}" for i in range(users)], sizes)
     score = rng.random(len(user)).round(3)  # ties, and scores on the thresholds
     label = (rng.random(len(user)) < 0.3 + 0.4 * score).astype(int)
-    return pd.DataFrame({"user_id": user, "item_id": [f"i{j}" for j in range(len(user))], "score": score, "label": label})
+    return pd.DataFrame(
+        {"user_id": user, "item_id": [f"i{j}" for j in range(len(user))], "score": score, "label": label}
+    )
 
 
 @pytest.fixture(scope="module")

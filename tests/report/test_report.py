@@ -635,3 +635,67 @@ def test_a_day_without_curves_says_so(tmp_path):
                 part.rmdir()
     html = render(root)
     assert "No ROC curve for the last day" in html and "data-roc" not in parse(html).data
+
+
+def test_offline_threshold_rows_are_shown_at_their_thresholds_and_never_as_a_headline(tmp_path):
+    """A run's threshold rows (precision at two thresholds, k null: one name, two rows) go to the "At thresholds"
+    table with the confusion counts, not into the lookup by (metric, k, aggregation) that the headline reads; the
+    base run, written without the threshold column (an older release), reads as before."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = fx.build_root(tmp_path / "out")
+    part = root / "offline" / "metrics" / "run=candidate" / "part-0.parquet"
+    metrics = pd.read_parquet(part)
+    metrics["threshold"] = float("nan")
+    at = pd.DataFrame(
+        [
+            {
+                "metric": m,
+                "k": None,
+                "aggregation": "global",
+                "slice": "all",
+                "value": v,
+                "n": 300,
+                "se": 0.01,
+                "ci_low": v - 0.02,
+                "ci_high": v + 0.02,
+                "ci_method": "delta",
+                "threshold": t,
+            }
+            for m, t, v in [
+                ("precision", 0.3, 0.41),
+                ("precision", 0.7, 0.93),
+                ("recall", 0.3, 0.88),
+                ("accuracy", 0.7, 0.61),
+                ("auc", 0.7, 0.99),
+            ]  # an auc row at a threshold: not the AUC
+        ]
+    )
+    old = pa.Table.from_pandas(metrics, preserve_index=False)
+    table = pa.concat_tables([old, pa.Table.from_pandas(at[metrics.columns], schema=old.schema, preserve_index=False)])
+    pq.write_table(table, part)
+    confusion = root / "offline" / "confusion" / "run=candidate"
+    confusion.mkdir(parents=True)
+    pd.DataFrame(
+        {
+            "slice": ["all", "all"],
+            "threshold": [0.3, 0.7],
+            "tp": [88, 12],
+            "fp": [127, 1],
+            "tn": [10, 136],
+            "fn": [12, 88],
+        }
+    ).to_parquet(confusion / "part-0.parquet", index=False)
+    html = render(root)
+    page = parse(html)
+    data = page.data["data-offline-runs"]
+    auc = next(r for r in data["rows"] if r["key"] == "auc_global")["runs"]
+    assert auc["candidate"]["value"] == pytest.approx(0.74)  # the run's AUC, not the 0.99 at a threshold
+    assert [(r["run"], r["threshold"]) for r in data["thresholds"]] == [("candidate", 0.3), ("candidate", 0.7)]
+    assert data["threshold_metrics"] == ["accuracy", "precision", "recall", "auc"]
+    low, high = data["thresholds"]
+    assert (low["tp"], low["fp"], low["tn"], low["fn"]) == (88, 127, 10, 12)
+    assert low["values"]["precision"]["value"] == 0.41 and high["values"]["precision"]["value"] == 0.93
+    assert "recall" not in high["values"]  # undefined there: no row, a dash
+    assert 'id="offline-thresholds-table"' in html and "At thresholds" in html

@@ -81,12 +81,37 @@ def offline_runs_section(data: RunData) -> Section | None:
         }
         for run in runs
     ]
-    section.body = {"runs": info, "rows": rows}
-    section.charts.append(Chart("offline-runs", "Offline runs' headline", "", {"runs": info, "rows": rows}))
+    names, at = threshold_rows(runs)
+    section.body = {"runs": info, "rows": rows, "threshold_metrics": names, "thresholds": at}
+    section.charts.append(Chart("offline-runs", "Offline runs' headline", "", section.body))
     if runs and not rows:
         section.notes.append("No headline metric in the runs' metrics tables.")
     section.notes += incomplete_note(skipped, "offline/summary/run=NAME/_SUCCESS")
     return section
+
+
+def threshold_rows(runs: list[OfflineRun]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The runs' threshold metrics (accuracy, precision, recall, F_alpha of the predictions, slice ``all``) and
+    confusion counts, a row per (run, threshold): (the metric names in column order, the rows).  A metric
+    undefined at a threshold has no row in the table, and no value here."""
+    order = {"accuracy": 0, "precision": 1, "recall": 2}
+    names: set[str] = set()
+    out = []
+    for run in runs:
+        values: dict[float, dict[str, Any]] = {}
+        for rec in all_slice(run.thresholds).to_dict("records") if not run.thresholds.empty else []:
+            names.add(str(rec["metric"]))
+            values.setdefault(float(rec["threshold"]), {})[str(rec["metric"])] = {
+                "value": as_float(rec.get("value")),
+                "ci_low": as_float(rec.get("ci_low")),
+                "ci_high": as_float(rec.get("ci_high")),
+            }
+        counts = {}
+        for rec in all_slice(run.confusion).to_dict("records") if not run.confusion.empty else []:
+            counts[float(rec["threshold"])] = {c: as_int(rec.get(c)) for c in ("tp", "fp", "tn", "fn")}
+        for t in sorted(set(values) | set(counts)):
+            out.append({"run": run.name, "threshold": t, "values": values.get(t, {}), **counts.get(t, {})})
+    return sorted(names, key=lambda n: (order.get(n, 3), n)), out
 
 
 #: a comparison row's numbers beside its sizes and means (recsys_spark/offline/compare.py)
