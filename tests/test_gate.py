@@ -673,3 +673,30 @@ def test_the_example_gate_configs_load_and_validate(example):
 
     cfg = load_config(REPO / "conf" / example)
     assert len(validate(cfg.gate)) == 3
+
+
+@pytest.mark.spark
+def test_an_offline_threshold_row_is_no_gate_value(spark, tmp_path):
+    """A run's threshold metrics (accuracy at 0.3 and at 0.7, both k null and global) are one name at several
+    thresholds: no check key names one alone, so the gate reads none of them (the check says the metric is
+    missing) rather than whichever row came last; the rows without a threshold read as before."""
+    from recsys_spark.gate import run_gate
+
+    out = tmp_path / "out"
+    offline_outputs(out)
+    schema = METRICS_SCHEMA.append(pa.field("threshold", pa.float64()))
+    row = dict(k=None, aggregation="global", slice="all", n=600, se=0.01, ci_method="delta")
+    rows = [
+        dict(row, metric="accuracy", value=0.9, ci_low=0.88, ci_high=0.92, threshold=0.3),
+        dict(row, metric="accuracy", value=0.2, ci_low=0.18, ci_high=0.22, threshold=0.7),
+        dict(row, metric="item_coverage", value=0.4, ci_low=None, ci_high=None, ci_method="none", threshold=None),
+    ]
+    _write(out / "offline" / "metrics" / "run=candidate", rows, schema)
+    checks = [
+        'metric = "accuracy"\naggregation = "global"\nlower_bound = 0.5\non = "point"',
+        'metric = "item_coverage"\naggregation = "global"\nlower_bound = 0.3\non = "point"',
+    ]
+    verdict = run_gate(spark, load_config(_config(tmp_path, OFFLINE, checks)), "cand", str(out))
+    by = {c["key"]: c for c in verdict["checks"]}
+    assert by["accuracy_global"]["value"] is None and "missing" in by["accuracy_global"]["why"]
+    assert by["item_coverage_global"]["passed"]
