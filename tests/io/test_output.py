@@ -59,9 +59,10 @@ SMALL_TABLES = {
     "metrics": (
         METRICS_DDL,
         [
-            ("auc", None, "user_avg", "all", 0.5, 10, 0.01, 0.48, 0.52, "t"),
-            ("ndcg", 10, "list_avg", "platform=ios", float("nan"), 0, None, None, None, "none"),
-            ("gini", None, "exposed", "all", float("inf"), 2**40, -0.0, float("-inf"), 1e-300, "bootstrap"),
+            ("auc", None, "user_avg", "all", 0.5, 10, 0.01, 0.48, 0.52, "t", None),
+            ("ndcg", 10, "list_avg", "platform=ios", float("nan"), 0, None, None, None, "none", None),
+            ("gini", None, "exposed", "all", float("inf"), 2**40, -0.0, float("-inf"), 1e-300, "bootstrap", None),
+            ("precision", None, "global", "all", 0.75, 3, 0.1, 0.55, 0.95, "delta", 0.5),
         ],
     ),
     "lorenz": (LORENZ_DDL, [("all", 0.0, 0.0), ("类别=书", 1.0, 1.0)]),

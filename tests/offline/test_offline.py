@@ -395,13 +395,13 @@ def test_aggregate_counts_defined_values_pairs_ratios_and_carries_a_transform_by
     v = np.array([1.0, 2.0, 4.0, 9.0])
     a, b = np.array([1.0, 3.0, 2.0]), np.array([2.0, 4.0, 8.0])  # the three pairs with both defined
     mean, ratio = t_interval(MeanStats.from_values(v), 0.9), delta_interval(RatioStats.from_values(a, b), 0.9)
-    _, k, aggregation, slice_value, value, n, se, lo, hi, method = got["m"]
-    assert (k, aggregation, slice_value, n, method) == (10, "user_avg", "all", 4, mean.method)
+    _, k, aggregation, slice_value, value, n, se, lo, hi, method, threshold = got["m"]
+    assert (k, aggregation, slice_value, n, method, threshold) == (10, "user_avg", "all", 4, mean.method, None)
     assert (value, se, lo, hi) == pytest.approx((4.0, v.std(ddof=1) / 2, mean.ci_low, mean.ci_high), rel=1e-12)
-    _, _, _, _, value, n, se, lo, hi, _ = got["r"]
+    _, _, _, _, value, n, se, lo, hi, _, _ = got["r"]
     assert (value, n) == (pytest.approx(6 / 14, rel=1e-12), 3)
     assert (se, lo, hi) == pytest.approx((ratio.se, ratio.ci_low, ratio.ci_high), rel=1e-12)
-    _, _, _, _, value, n, se, lo, hi, _ = got["rmse"]
+    _, _, _, _, value, n, se, lo, hi, _, _ = got["rmse"]
     slope = (root(mean.ci_high) - root(mean.ci_low)) / (mean.ci_high - mean.ci_low)
     assert (value, lo, hi) == pytest.approx((2.0, root(mean.ci_low), root(mean.ci_high)), rel=1e-12)
     assert se == pytest.approx(mean.se * slope, rel=1e-12) and n == 4
