@@ -130,6 +130,10 @@ METRICS: dict[str, Metric] = {
     )
 }
 
+#: the threshold classification metrics of pointwise predictions, in the order they are written and shown (then
+#: each F_alpha, :func:`f_score_name`): rows with ``k`` null, ``global``, and their ``threshold`` (docs/metrics.md)
+THRESHOLD_METRICS = ("accuracy", "precision", "recall")
+
 #: the metrics that need feedback (a click, a label, another event or its value and dwell time): a simulation has
 #: none, and writes none of them (not a zero: no row).  Every name of :data:`METRICS` is either here or measured
 #: from the lists alone (:data:`EXPOSURE_METRICS`); the conversion-event rates (``<event>_user_rate``,

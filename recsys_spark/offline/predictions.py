@@ -28,7 +28,7 @@ from recsys_spark.offline.inputs import LABEL
 from recsys_spark.offline.set_aside import set_aside, set_aside_notes
 from recsys_spark.per_user.curves import PooledCurves, curve_rows, pooled_curves
 from recsys_spark.per_user.pooled_auc import exact_auc
-from recsys_spark.registry import f_score_name
+from recsys_spark.registry import THRESHOLD_METRICS, f_score_name
 from recsys_spark.schema import ALL, RELEVANCE, SCORE, SLICE
 
 
@@ -128,11 +128,8 @@ def threshold_specs(thresholds: Sequence[float], alphas: Sequence[float]) -> lis
     specs: list[Spec] = []
     for i, t in enumerate(thresholds):
         tp, fp, tn, fn = (F.col(confusion_column(c, i)) for c in CONFUSION_COUNTS)
-        specs += [
-            Ratio("accuracy", None, "global", tp + tn, tp + fp + tn + fn, threshold=t),
-            Ratio("precision", None, "global", tp, tp + fp, threshold=t),
-            Ratio("recall", None, "global", tp, tp + fn, threshold=t),
-        ]
+        ratios = dict(zip(THRESHOLD_METRICS, ((tp + tn, tp + fp + tn + fn), (tp, tp + fp), (tp, tp + fn)), strict=True))
+        specs += [Ratio(name, None, "global", x, y, threshold=t) for name, (x, y) in ratios.items()]
         for alpha in alphas:
             c, a2 = 1.0 + alpha * alpha, alpha * alpha
             specs.append(Ratio(f_score_name(alpha), None, "global", c * tp, c * tp + a2 * fn + fp, threshold=t))

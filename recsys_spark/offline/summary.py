@@ -61,4 +61,5 @@ def headline(rows: Sequence[tuple], ks: Sequence[int]) -> dict[str, float | None
         ("ndcg", k, "sampled_corrected"),
         ("auc", None, "sampled_naive"),
     }
-    return {registry.key(r[0], r[1], r[2]): r[4] for r in rows if (r[0], r[1], r[2]) in wanted}
+    # a threshold row (r[10] not null) is one of several of its name: no headline key names it
+    return {registry.key(r[0], r[1], r[2]): r[4] for r in rows if (r[0], r[1], r[2]) in wanted and r[10] is None}

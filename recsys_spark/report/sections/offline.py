@@ -94,7 +94,7 @@ def threshold_rows(runs: list[OfflineRun]) -> tuple[list[str], list[dict[str, An
     """The runs' threshold metrics (accuracy, precision, recall, F_alpha of the predictions, slice ``all``) and
     confusion counts, a row per (run, threshold): (the metric names in column order, the rows).  A metric
     undefined at a threshold has no row in the table, and no value here."""
-    order = {"accuracy": 0, "precision": 1, "recall": 2}
+    order = {name: i for i, name in enumerate(registry.THRESHOLD_METRICS)}
     names: set[str] = set()
     out = []
     for run in runs:
