@@ -11,6 +11,7 @@ from scipy import stats
 from sklearn.metrics import accuracy_score, fbeta_score, precision_recall_fscore_support
 
 from recsys_spark.config import load_config
+from recsys_spark.schema import CONFUSION_DDL, METRICS_DDL
 
 pytestmark = pytest.mark.spark
 
@@ -32,8 +33,11 @@ def run(spark, root, name, frame, extra=()):
     spark.createDataFrame(frame).repartition(2).write.mode("overwrite").parquet(str(path))
     cfg = load_config(None, [f"offline.predictions={path}", *extra])
     summary = run_offline(spark, cfg, name, str(root / "out"))
-    read = lambda table: spark.read.parquet(str(root / "out" / "offline" / table / f"run={name}")).toPandas()  # noqa: E731
-    return summary, read("metrics"), read("confusion"), read("user_metrics")
+    read = lambda table: spark.read.parquet(str(root / "out" / "offline" / table / f"run={name}"))  # noqa: E731
+    confusion = read("confusion")
+    assert confusion.schema.simpleString() == spark.createDataFrame([], CONFUSION_DDL).schema.simpleString()
+    assert read("metrics").schema.simpleString() == spark.createDataFrame([], METRICS_DDL).schema.simpleString()
+    return summary, read("metrics").toPandas(), confusion.toPandas(), read("user_metrics").toPandas()
 
 
 def at(metrics: pd.DataFrame, threshold: float) -> dict[str, pd.Series]:
