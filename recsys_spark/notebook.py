@@ -62,7 +62,7 @@ from recsys_spark.schema import (
 class Evaluation:
     """What :func:`evaluate` gives back: the day's tables as DataFrames and its summary.
 
-    ``metrics`` (metric, k, aggregation, slice, value, n, se, ci_low, ci_high, ci_method),
+    ``metrics`` (metric, k, aggregation, slice, value, n, se, ci_low, ci_high, ci_method, threshold: null on a day),
     ``user_metrics`` (one row per slice, user and k), ``rule_checks``, ``lorenz``: as docs/operations.md
     describes them.  They are read from ``scratch``; call :meth:`close` when done with them.
     """

@@ -36,6 +36,7 @@ TABLES = (
     "offline/user_metrics",
     "offline/lorenz",
     "offline/calibration",
+    "offline/confusion",
     "offline/comparison",
     "ope/estimates",
     "ope/diagnostics",
