@@ -148,30 +148,3 @@ def test_empty_responses_with_null_positions_deduplicate_as_the_spark_chain(spar
     assert sorted_rows(one) == sorted_rows(chain)
     kept = {(r["request_id"], r["item_id"]): (r["position"], r["ts"], r["copies"]) for r in one.collect()}
     assert kept[("r1", None)] == (None, t, 2) and kept[("r2", "a")] == (1, later, 2)
-
-
-def test_the_python_path_persists_its_rows_after_one_shuffle_every_user_whole(spark, tmp_path, monkeypatch):
-    # the slices are joined before the pass and its output is persisted where the pass left it: one exchange
-    # of the day's rows (exposures and events together), not a second one by user after the pass
-    from helpers.input_ddl import DAY
-
-    from recsys_spark.config import load_config
-    from recsys_spark.daily import evaluate_day, stages
-
-    exposures, events = random_day(np.random.default_rng(18), users=40)
-    spark.createDataFrame(exposures, input_ddl(EXPOSURE_COLUMNS)).write.parquet(f"{tmp_path}/in/exposures/dt={DAY}")
-    spark.createDataFrame(events, input_ddl(CLICK_COLUMNS)).write.parquet(f"{tmp_path}/in/clicks/dt={DAY}")
-    persisted = []
-    real = stages.persist_user_rows
-
-    def spy(rows, extra=()):
-        persisted.append(rows)
-        return real(rows, extra)
-
-    monkeypatch.setattr(stages, "persist_user_rows", spy)
-    settings = ["metrics.k=[1, 3]", "rules.fail_on_hard=false", "input.position_base=0", "execution.labelling=python"]
-    evaluate_day(spark, load_config(None, settings), DAY, f"{tmp_path}/in", f"{tmp_path}/out")
-    rows = persisted[0]
-    assert [name for name, _ in shuffles(rows)] == ["Exchange"]
-    per_user = rows.select(USER, F.spark_partition_id().alias("p")).distinct().groupBy(USER).count()
-    assert per_user.where("count > 1").count() == 0 and per_user.count() == len({r[0] for r in exposures})
