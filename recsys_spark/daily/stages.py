@@ -145,20 +145,19 @@ def labelled_exposures(
     """The valid exposures deduplicated, with their slice columns (``with_slices``) and their events attributed:
     by the Spark chain of :mod:`recsys_spark.steps.label` or, with ``execution.labelling = "python"``, by the
     numpy kernel in one pass (:mod:`recsys_spark.steps.label_arrow`); the same rows either way (the slice columns
-    are row-wise joins on user and item, so they may come before or after the labels).  The Python pass joins
-    them before its one shuffle, so that nothing moves its output rows: they stay in the user partitions the
-    shuffle made (:func:`label_day` persists them without a second shuffle)."""
+    are row-wise joins on user and item, so they may come before or after the labels)."""
     labels = cfg.labels
     if cfg.execution.labelling == "python":
-        return label_in_python(
-            with_slices(exposures),
-            clicks,
-            partitions,
-            cfg.attribution.window_minutes,
-            labels.event_weights,
-            labels.click_event,
-            labels.conversion_events,
-            rank_by=exposures.columns,
+        return with_slices(
+            label_in_python(
+                exposures,
+                clicks,
+                partitions,
+                cfg.attribution.window_minutes,
+                labels.event_weights,
+                labels.click_event,
+                labels.conversion_events,
+            )
         )
     return join_feedback(
         deduplicate_exposures(by_user(exposures, partitions)).transform(with_slices),
@@ -200,14 +199,10 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
         return add_slice_columns(rows, inputs.slices, day.date, cfg.slices.new_user_days, day.history.activity)
 
     joined = labelled_exposures(valid.exposures, clicks, partitions, cfg, with_slices)
-    # the Python pass leaves every user whole in one partition, which Spark cannot know: a by_user there would
-    # shuffle the rows a second time (after the Spark chain, Spark drops it as redundant)
-    in_python = cfg.execution.labelling == "python"
-    placed = joined if in_python else by_user(joined, partitions)
     # persisted one row per exposure, with the slice dimensions' values as columns: the slices are
     # exploded as each stage reads the rows (a narrow step, the partitioning kept), not cached S+1 times
     dims = inputs.slices.dims
-    user_rows = persist_user_rows(placed, [*slice_input_columns(dims), *rule_columns(inputs, cfg)])
+    user_rows = persist_user_rows(by_user(joined, partitions), [*slice_input_columns(dims), *rule_columns(inputs, cfg)])
     labels = label_counts(user_rows, valid.valid_events + n_late)  # builds the user partitions
     labels["late_events"] = n_late
     cutoffs, rows, kept = None, user_rows, [late]
@@ -217,12 +212,10 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
         kept.append(counts)
         # Spark broadcasts the counts when their real size allows (the rows stay where they are, by_user is
         # dropped as redundant); when it joins by item instead, the rows are persisted back in user partitions
-        rows = with_item_exposures(user_rows, counts)
+        rows = by_user(with_item_exposures(user_rows, counts), partitions)
         if moves_rows(rows):
-            rows = persist_user_rows(by_user(rows, partitions), [ITEM_EXPOSURES, *user_rows.columns])
+            rows = persist_user_rows(rows, [ITEM_EXPOSURES, *user_rows.columns])
             kept.append(rows)
-        elif not in_python:
-            rows = by_user(rows, partitions)  # dropped by Spark: the rows are partitioned by user already
     sliced = explode_slices(rows, dims, cutoffs)
     # the one Python pass reads one row per exposure with its slice keys (each distinct set of rows scored once)
     keyed = with_slice_keys(rows, dims, cutoffs) if dims.names else None

@@ -94,20 +94,14 @@ def _tiebreak(table: pa.Table, others: Sequence[str]) -> np.ndarray:
 
 
 def label_table(
-    table: pa.Table,
-    exposure_columns: Sequence[str],
-    flags: Sequence[str],
-    carried: Sequence[str],
-    window_us: int,
-    ranked: Sequence[str] | None = None,
+    table: pa.Table, exposure_columns: Sequence[str], flags: Sequence[str], carried: Sequence[str], window_us: int
 ) -> pa.Table:
-    """One table of whole (user, item) units (both sides) -> the labelled exposures (:func:`labelled_schema`'s
-    columns); ``ranked``: the columns that break a tie between copies (default: every other column)."""
+    """One table of whole (user, item) units (both sides) -> the labelled exposures (:func:`labelled_schema`'s columns)."""
     side = np.asarray(table.column(SIDE).to_numpy(zero_copy_only=False))
     exp_rows, ev_rows = np.flatnonzero(side == 0), np.flatnonzero(side == 1)
     ids = {c: _ranks(table.column(c)) for c in (USER, SESSION, REQUEST, ITEM)}
     exposures = table.take(pa.array(exp_rows))
-    others = [c for c in exposure_columns if c not in (USER, REQUEST, ITEM, POSITION, TS)] if ranked is None else ranked
+    others = [c for c in exposure_columns if c not in (USER, REQUEST, ITEM, POSITION, TS)]
     coded_exp = CodedExposures(
         user=ids[USER][exp_rows],
         request=ids[REQUEST][exp_rows],
@@ -192,15 +186,9 @@ def label_in_python(
     weights: Mapping[str, float],
     click_event: str,
     conversion_events: Sequence[str] = (),
-    rank_by: Sequence[str] | None = None,
 ) -> DataFrame:
     """:func:`recsys_spark.steps.label.deduplicate_exposures` and :func:`~recsys_spark.steps.label.join_feedback`
-    in one shuffle and one Python pass (module docstring); ``exposures`` are the valid rows, not deduplicated.
-
-    ``rank_by``: the columns whose order breaks a tie in (position, ts) between copies (default: every other
-    column), in the order of the exposures as deduplication reads them; columns added from the user and the item
-    (slices joined before the pass) can be left out, since copies share both.  The output is partitioned by user
-    in fact (a user's rows never leave the partition the shuffle put them in), though Spark cannot know it."""
+    in one shuffle and one Python pass (module docstring); ``exposures`` are the valid rows, not deduplicated."""
     events = weigh_events(clicks, weights, click_event, conversion_events)
     flags = [c for c in events.columns if c.startswith("_ev_")]
     carried = [c for c in (VALUE, DWELL) if c in events.columns]
@@ -232,13 +220,12 @@ def label_in_python(
     )
     # deduplicate_exposures's column order: the key, position and ts first, then the others
     names = (USER, REQUEST, ITEM, POSITION, TS, *[c for c in exp_cols if c not in (USER, REQUEST, ITEM, POSITION, TS)])
-    ranked = [c for c in names[5:] if rank_by is None or c in rank_by]
     schema = labelled_schema(StructType([exposures.schema[c] for c in names]), flags, carried)
     window_us = int(round(window_minutes * 60)) * 1_000_000
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for table in _whole_units(batches):
-            yield from label_table(table, names, flags, carried, window_us, ranked).to_batches()
+            yield from label_table(table, names, flags, carried, window_us).to_batches()
 
     return both.mapInArrow(run, schema)
 

@@ -484,7 +484,7 @@ def with_item_exposures(labelled: DataFrame, counts: DataFrame) -> DataFrame:
 
 
 def moves_rows(rows: DataFrame) -> bool:
-    """Whether the plan of ``rows`` (:func:`with_item_exposures`, with or without ``by_user``) shuffles them: the counts
+    """Whether the plan of ``rows`` (:func:`with_item_exposures` then ``by_user``) shuffles them: the counts
     were not broadcast, so whatever reads the rows would move them twice (the caller persists them once).
 
     The plan's first join, top down, is that join (the persisted inputs' own plans, printed below it, come
