@@ -3,16 +3,19 @@
 :mod:`recsys_spark.steps.label` (deduplication's aggregate, the session window's range join, the feedback join).
 
 Exposures and (weighed) events go into one frame, a ``_side`` column telling them apart; that frame is
-hash-partitioned by user once and sorted within partitions by (user, request, item, position, ts), so that the
-kernel's deduplication finds its rows in order, and streamed through ``mapInArrow``.  A batch ends inside a
-user as a rule: the rows of its last user wait for the next batch, so the kernel always sees whole users.  The
+hash-partitioned by user once and sorted within partitions by (user, item, request, position, ts), and streamed
+through ``mapInArrow``.  Every labelling rule keys on the user and the item (deduplication and the request rule on
+(user, request, item), the session rule on (user, session, item); an event without an item is an orphan), so a
+(user, item) pair is a whole unit: the kernel labels any batch of whole units as it would their whole users.  A
+batch's last unit waits for the next batch, so the kernel never sees a unit cut in two.  The
 output is :func:`recsys_spark.steps.label.join_feedback`'s: the kept exposures (every column they came with,
 ``copies``) and ``relevance``, ``clicked``, ``n_events``, ``n_clicks``, ``value`` / ``dwell_seconds`` (when
 the events carry them) and one ``_ev_<name>`` per conversion event.  Selected by ``execution.labelling =
 "python"`` (docs/metrics.md "Labelling"); its equality with the Spark chain is tested on the golden days'
 shapes (tests/steps/test_label_arrow.py).
 
-Memory: one user's rows at a time beyond the batch (a user larger than a batch is held whole).
+Memory: one (user, item) unit's rows at a time beyond the batch, however many rows its user has (a heavy user
+is labelled in batches of its items; only a single (user, item) pair larger than a batch is held whole).
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ SIDE = "_side"  # 0: an exposure row, 1: an event row
 #: the event side's columns and their types (null on the exposure side)
 _EVENT_COLUMNS = {"_w": "double", "_click": "boolean", "_value": "double", "_dwell": "double"}
 _KEYS = (USER, SESSION, REQUEST, ITEM, TS)
+#: what the kernel needs whole: every labelling rule keys on both (module docstring)
+UNIT = (USER, ITEM)
 
 
 def _ranks(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -62,6 +67,16 @@ def _ranks(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 def _micros(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(pc.cast(column, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _positions(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Positions as int64, a null (an empty response's) below every position of the batch: first, as Spark
+    orders a null field in ``min(struct(position, ...))`` (explicit: a NaN cast to an integer differs between
+    CPUs; one below the smallest, not the int64 minimum, so that differences of positions cannot overflow)."""
+    values = pc.cast(column, pa.int64())
+    smallest = pc.min(values).as_py()
+    filled = pc.fill_null(values, (smallest if smallest is not None else 0) - 1)
+    return np.asarray(filled.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def _floats(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -81,7 +96,7 @@ def _tiebreak(table: pa.Table, others: Sequence[str]) -> np.ndarray:
 def label_table(
     table: pa.Table, exposure_columns: Sequence[str], flags: Sequence[str], carried: Sequence[str], window_us: int
 ) -> pa.Table:
-    """One table of whole users (both sides) -> the labelled exposures (:func:`labelled_schema`'s columns)."""
+    """One table of whole (user, item) units (both sides) -> the labelled exposures (:func:`labelled_schema`'s columns)."""
     side = np.asarray(table.column(SIDE).to_numpy(zero_copy_only=False))
     exp_rows, ev_rows = np.flatnonzero(side == 0), np.flatnonzero(side == 1)
     ids = {c: _ranks(table.column(c)) for c in (USER, SESSION, REQUEST, ITEM)}
@@ -92,7 +107,7 @@ def label_table(
         request=ids[REQUEST][exp_rows],
         item=ids[ITEM][exp_rows],
         session=ids[SESSION][exp_rows],
-        position=np.asarray(exposures.column(POSITION).to_numpy(zero_copy_only=False), dtype=np.int64),
+        position=_positions(exposures.column(POSITION)),
         ts=_micros(exposures.column(TS)),
         tiebreak=_tiebreak(exposures, others),
     )
@@ -131,15 +146,30 @@ def _as_table(kept: pa.Table, out: Labelled, flags: Sequence[str], carried: Sequ
     return pa.table(columns)
 
 
-def _whole_users(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
-    """Tables of whole users from batches sorted by user: a batch's last user waits for the next batch."""
+def _last_unit_rows(batch: pa.RecordBatch) -> int:
+    """How many rows of a batch sorted by (user, item, ...) belong to its last (user, item) unit (a suffix);
+    a null item is a value of its own, as in the sort."""
+    n = batch.num_rows
+    same = np.ones(n, dtype=bool)
+    for name in UNIT:
+        column = batch.column(name)
+        last = column[n - 1]
+        if last.is_valid:
+            equal = pc.fill_null(pc.equal(column, last), False)
+        else:
+            equal = pc.is_null(column)
+        same &= np.asarray(equal.to_numpy(zero_copy_only=False), dtype=bool)
+    return int(same.sum())
+
+
+def _whole_units(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
+    """Tables of whole (user, item) units from batches sorted by (user, item): a batch's last unit waits for the
+    next batch."""
     held: list[pa.RecordBatch] = []
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        users = batch.column(USER)
-        last = users[batch.num_rows - 1]
-        tail = int(pc.sum(pc.equal(users, last)).as_py())  # rows of the last user (sorted: a suffix)
+        tail = _last_unit_rows(batch)
         if tail < batch.num_rows:
             yield pa.Table.from_batches([*held, batch.slice(0, batch.num_rows - tail)])
             held = []
@@ -186,7 +216,7 @@ def label_in_python(
     both = (
         exp_side.unionByName(ev_side)
         .repartition(partitions, USER)
-        .sortWithinPartitions(USER, REQUEST, ITEM, POSITION, TS)
+        .sortWithinPartitions(USER, ITEM, REQUEST, POSITION, TS)
     )
     # deduplicate_exposures's column order: the key, position and ts first, then the others
     names = (USER, REQUEST, ITEM, POSITION, TS, *[c for c in exp_cols if c not in (USER, REQUEST, ITEM, POSITION, TS)])
@@ -194,7 +224,7 @@ def label_in_python(
     window_us = int(round(window_minutes * 60)) * 1_000_000
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for table in _whole_users(batches):
+        for table in _whole_units(batches):
             yield from label_table(table, names, flags, carried, window_us).to_batches()
 
     return both.mapInArrow(run, schema)

@@ -188,6 +188,28 @@ def test_the_kernel_agrees_with_the_rules_written_one_event_at_a_time(seed):
     assert _kernel_rows(ordered, events, 20) == expected
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_batches_of_whole_user_item_units_label_as_whole_users(seed):
+    # the Python pass cuts a heavy user into (user, item) units (steps/label_arrow.py); every rule keys on both,
+    # so any split of the day into batches of whole units gives the whole day's labels and orphans
+    rng = np.random.default_rng(100 + seed)
+    exposures, events = random_day(rng, users=int(rng.integers(5, 40)))
+    expected_rows, expected_orphans = reference(exposures, events, WEIGHTS, dt.timedelta(minutes=20))
+    units = sorted({(r[0], r[3]) for r in exposures} | {(e[0], e[3]) for e in events}, key=repr)
+    batch_of = {unit: int(rng.integers(0, 4)) for unit in units}
+    rows, orphans = {}, 0
+    for b in range(4):
+        got, lost = _kernel_rows(
+            [r for r in exposures if batch_of[(r[0], r[3])] == b],
+            [e for e in events if batch_of[(e[0], e[3])] == b],
+            20,
+        )
+        rows.update(got)
+        orphans += lost
+    assert any(len({b for (user, _), b in batch_of.items() if user == u}) > 1 for u, _ in units)  # users were cut
+    assert (rows, orphans) == (expected_rows, expected_orphans)
+
+
 def test_codes_too_wide_to_pack_take_the_sorting_path_with_the_same_labels():
     exposures, events = random_day(np.random.default_rng(7))
     exp, ev = code(exposures, events, WEIGHTS, conversions=("purchase",))

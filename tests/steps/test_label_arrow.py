@@ -104,3 +104,47 @@ def test_execution_labelling_chooses_the_path(spark, way, python_pass):
     rows = labelled_exposures(exp, clk, 3, cfg, lambda df: df)
     plan = rows._jdf.queryExecution().executedPlan().toString()
     assert ("MapInArrow" in plan) == python_pass, plan
+
+
+def test_a_heavy_user_reaches_the_kernel_in_batches_of_whole_user_item_units():
+    import pyarrow as pa
+
+    from recsys_spark.steps.label_arrow import _whole_units
+
+    users = ["a"] * 5 + ["b"] * 4
+    items = ["x", "x", "y", "y", "z", None, None, "x", "x"]  # nulls sort first within a user, as Spark's sort
+    table = pa.table({"user_id": users, "item_id": items, "n": list(range(9))})
+    batches = table.to_batches(max_chunksize=3)
+    tables = list(_whole_units(iter(batches)))
+    units = [list(zip(t.column("user_id").to_pylist(), t.column("item_id").to_pylist(), strict=True)) for t in tables]
+    assert sum(t.num_rows for t in tables) == 9 and [n for t in tables for n in t.column("n").to_pylist()] == list(
+        range(9)
+    )
+    seen: dict = {}
+    for i, rows in enumerate(units):
+        for unit in set(rows):
+            assert seen.setdefault(unit, i) == i  # no (user, item) unit in two tables
+    assert len({i for i, rows in enumerate(units) if any(u == "a" for u, _ in rows)}) > 1  # user a was cut
+
+
+def test_empty_responses_with_null_positions_deduplicate_as_the_spark_chain(spark):
+    import datetime as dt
+
+    t = dt.datetime(2024, 1, 1, 12)
+    later = t + dt.timedelta(minutes=1)
+    exposures = [  # (user, session, request, item, position, score, ts)
+        ("u1", "s1", "r1", None, None, None, later),
+        ("u1", "s1", "r1", None, None, 0.5, t),  # the earlier copy of the empty response is kept
+        ("u1", "s1", "r2", "a", 2, 0.1, t),
+        ("u1", "s1", "r2", "a", 1, 0.2, later),  # the smaller position is kept
+        ("u2", "s2", "r3", None, None, None, t),
+    ]
+    exp = spark.createDataFrame(exposures, input_ddl(EXPOSURE_COLUMNS))
+    clk = spark.createDataFrame([], input_ddl(CLICK_COLUMNS))
+    chain = join_feedback(
+        deduplicate_exposures(by_user(exp, 2)), by_user(clk, 2), 20.0, WEIGHTS, "click", ("purchase",)
+    )
+    one = label_in_python(exp, clk, 2, 20.0, WEIGHTS, "click", ("purchase",))
+    assert sorted_rows(one) == sorted_rows(chain)
+    kept = {(r["request_id"], r["item_id"]): (r["position"], r["ts"], r["copies"]) for r in one.collect()}
+    assert kept[("r1", None)] == (None, t, 2) and kept[("r2", "a")] == (1, later, 2)
