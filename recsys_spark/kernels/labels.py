@@ -1,12 +1,12 @@
 """Labelling in numpy: deduplicate a batch of users' exposures and attribute their events, with the
 semantics of the Spark label stage (:mod:`recsys_spark.steps.label`; docs/metrics.md "Labelling").
 
-The batch holds whole (user, item) units (every exposure and event of a user with that item, or with a null item, is
-in it): every rule below keys on both, so a batch of whole units is labelled as its whole users would be.  Ids arrive as integer codes
-(:class:`CodedExposures`, :class:`CodedEvents`); a code of ``-1`` is a null id.  ``request`` codes must keep
-the order of the request ids (a code is the id's rank among the batch's ids, as ``np.unique`` gives), because
-the session rule breaks a tie on ``ts`` by the larger request id; the other codes need only be equal when the
-ids are.  Timestamps are integer microseconds.
+The batch holds whole (user, item) units (every exposure and event of a user with that item, or with a null
+item, is in it): every rule below keys on both, so a batch of whole units is labelled as its whole users would
+be.  Ids arrive as integer codes (:class:`CodedExposures`, :class:`CodedEvents`); a code of ``-1`` is a null
+id.  ``request`` codes must keep the order of the request ids (a code is the id's rank among the batch's ids, as
+``np.unique`` gives), because the session rule breaks a tie on ``ts`` by the larger request id; the other codes
+need only be equal when the ids are.  Timestamps are integer microseconds.
 
 Rules, for one batch:
 

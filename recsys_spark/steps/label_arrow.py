@@ -96,7 +96,8 @@ def _tiebreak(table: pa.Table, others: Sequence[str]) -> np.ndarray:
 def label_table(
     table: pa.Table, exposure_columns: Sequence[str], flags: Sequence[str], carried: Sequence[str], window_us: int
 ) -> pa.Table:
-    """One table of whole (user, item) units (both sides) -> the labelled exposures (:func:`labelled_schema`'s columns)."""
+    """One table of whole (user, item) units (both sides) -> the labelled exposures (:func:`labelled_schema`'s
+    columns)."""
     side = np.asarray(table.column(SIDE).to_numpy(zero_copy_only=False))
     exp_rows, ev_rows = np.flatnonzero(side == 0), np.flatnonzero(side == 1)
     ids = {c: _ranks(table.column(c)) for c in (USER, SESSION, REQUEST, ITEM)}
