@@ -146,6 +146,7 @@ DAILY = Layout(
         "user_metrics",
         "experiment_users",
         "metrics",
+        "confusion",
         "lorenz",
         "rule_checks",
         "experiments",

@@ -194,7 +194,7 @@ def _coerce(hint: Any, value: Any, key: tuple[str, ...]) -> Any:
         return _build(hint, value, key)
     if key == ("input", "columns"):  # a shared mapping and per-input tables (config/input.py)
         return parse_columns(value, dotted)
-    if key == ("offline", "thresholds"):  # may be empty, may hold 0: not the positive numbers below
+    if key in (("offline", "thresholds"), ("metrics", "thresholds")):  # may be empty, may hold 0 (not positive)
         return thresholds_of(dotted, value)
     origin = typing.get_origin(hint)
     if origin is tuple and typing.get_args(hint)[0] is CustomRule:  # [[rules.custom]]: a list of tables

@@ -61,6 +61,10 @@ class MetricsConfig:
 
     f_alphas: tuple[float, ...] = (1.0,)  # F_alpha@k written at each k: f1, f0.5... (docs/metrics.md)
     click_cap: int = 10  # capped_ctr: a user's clicked exposures counted up to this many (docs/metrics.md)
+    #: the exposures' scores are probabilities: accuracy, precision, recall and F_alpha at each of ``thresholds``
+    #: per slice, and the confusion table (docs/metrics.md, "F-scores and thresholds"); off: no threshold rows
+    score_is_probability: bool = False
+    thresholds: tuple[float, ...] = (0.5,)  # in [0, 1], refused outside it even while score_is_probability is off
 
     def __post_init__(self) -> None:
         at_most("metrics.k", max(self.k, default=0), MAX_K, "a cut-off deeper than any ranked list")

@@ -13,6 +13,7 @@ nothing that does, written under ``simulation/{table}/run=NAME/dt=D``.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -35,6 +36,7 @@ from recsys_spark.daily.stages import (
 )
 from recsys_spark.daily.summary import build_summary, day_notes
 from recsys_spark.daily.surveys import SurveyInput, read_survey, survey_stage, with_surveys
+from recsys_spark.daily.thresholds import day_thresholds
 from recsys_spark.errors import HardRuleViolation
 from recsys_spark.experiments.stage import ExperimentResult, experiment_stage
 from recsys_spark.io import catalog
@@ -46,7 +48,16 @@ from recsys_spark.registry import needs_feedback
 from recsys_spark.runtime import log
 from recsys_spark.runtime.engine import default_parallelism
 from recsys_spark.runtime.session import apply_time_zone
-from recsys_spark.schema import ALL, LORENZ_DDL, METRICS_DDL, PR_CURVE_DDL, ROC_CURVE_DDL, RULE_CHECKS_DDL, SLICE
+from recsys_spark.schema import (
+    ALL,
+    CONFUSION_DDL,
+    LORENZ_DDL,
+    METRICS_DDL,
+    PR_CURVE_DDL,
+    ROC_CURVE_DDL,
+    RULE_CHECKS_DDL,
+    SLICE,
+)
 from recsys_spark.steps.rules import FEEDBACK_RULES, RuleResult, rule_tuples
 from recsys_spark.tables import DAILY, SIMULATION
 
@@ -175,6 +186,10 @@ def compute_stages(
                 if metrics.user_pass is not None:
                     held.append(metrics.user_pass)
                 metrics = with_surveys(metrics, survey_stage(cfg, survey, metrics.day_sums, cfg.stats.confidence))
+                at = day_thresholds(labelled.by_user, labelled.has_score, cfg.metrics, cfg.stats.confidence)
+                metrics = dataclasses.replace(metrics, rows=metrics.rows + at.rows, notes=metrics.notes + at.notes)
+                if at.confusion:  # a few rows per slice and threshold
+                    out.stage_rows("confusion", at.confusion, CONFUSION_DDL)
                 metrics.notes[:0] = composite_notes
                 info.update(buckets=metrics.buckets, metric_rows=len(metrics.rows))
             with log.stage("experiments", timings) as info:  # from the metric stage's pass

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -87,6 +88,24 @@ def aggregate(
     if not specs:
         return []
     row = users.agg(*[e for i, s in enumerate(specs) for e in _exprs(i, s)]).collect()[0]  # no grouping: one row
+    return _rows(row, specs, confidence, slice_value)
+
+
+def aggregate_by(
+    users: DataFrame, key: str, specs: Sequence[Mean | Ratio], confidence: float, extra: Sequence[Column] = ()
+) -> list[tuple[Any, list[tuple], Any]]:
+    """Per value of ``key`` (a slice): (value, its metric rows as :func:`aggregate` writes them, the row of sums
+    with ``extra``'s aggregates too).  One grouped aggregation; one small row per key value to the driver."""
+    if not specs:
+        return []
+    exprs = [e for i, s in enumerate(specs) for e in _exprs(i, s)]
+    out = []
+    for row in users.groupBy(key).agg(*exprs, *extra).collect():  # a row per slice
+        out.append((row[key], _rows(row, specs, confidence, str(row[key])), row))
+    return out
+
+
+def _rows(row: Any, specs: Sequence[Mean | Ratio], confidence: float, slice_value: str) -> list[tuple]:
     out = []
     for i, spec in enumerate(specs):
         n = row[f"s{i}_n"] or 0

@@ -401,3 +401,18 @@ def test_offline_thresholds_are_sorted_once_each_and_may_be_empty_or_hold_the_en
     assert load_config(None, []).offline.thresholds == (0.5,)
     assert load_config(None, ["offline.thresholds=[]"]).offline.thresholds == ()
     assert load_config(None, ["offline.thresholds=[1, 0, 0.5, 0.5]"]).offline.thresholds == (0.0, 0.5, 1.0)
+
+
+@pytest.mark.parametrize(
+    "override", ["metrics.thresholds=[1.5]", "metrics.thresholds=[-0.1]", "metrics.thresholds=[nan]"]
+)
+def test_a_daily_threshold_outside_0_1_is_refused_even_while_scores_are_not_probabilities(override, capsys, tmp_path):
+    """metrics.thresholds cut probabilities: outside [0, 1] is one line naming the key and exit 3 before a row is
+    read, whether or not metrics.score_is_probability turns them on (a wrong value waiting to be switched on)."""
+    with pytest.raises(ConfigError, match=r"metrics\.thresholds"):
+        load_config(None, [override])
+    args = ["evaluate", "--date", "2026-11-20", "--input-root", str(tmp_path), "--output-root", str(tmp_path / "o")]
+    assert run([*args, "--set", override]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "metrics.thresholds" in err and "[0, 1]" in err
+    assert load_config(None, ["metrics.thresholds=[0.7, 0.2]"]).metrics.thresholds == (0.2, 0.7)
