@@ -44,6 +44,7 @@ from recsys_spark.report.sections.offline import (
 )
 from recsys_spark.report.sections.ope import ope_section
 from recsys_spark.report.sections.simulation import simulation_section
+from recsys_spark.report.sections.thresholds import thresholds_section
 
 
 def build_sections(
@@ -62,6 +63,7 @@ def build_sections(
         curves_section(data, m),
         lorenz_section(data, m),
         roc_section(data, m),
+        thresholds_section(data),
         slices_section(data, m),
         quality_section(data),
     ]

@@ -5,6 +5,7 @@ scikit-learn and an independent delta method over users; nothing of it on a defa
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -53,7 +54,7 @@ def probability_day(spark, tmp_path_factory):
     settings = ["metrics.score_is_probability=true", "metrics.thresholds=[0.5, 0.3]", "metrics.f_alphas=[1.0, 2.0]"]
     summary, metrics, truth = run_day(spark, root, settings)
     confusion = spark.read.parquet(f"{root}/out/confusion").toPandas()
-    return summary, metrics, confusion, truth
+    return summary, metrics, confusion, truth, root
 
 
 def at(metrics: pd.DataFrame, threshold: float) -> dict[str, pd.Series]:
@@ -64,7 +65,7 @@ def at(metrics: pd.DataFrame, threshold: float) -> dict[str, pd.Series]:
 
 @pytest.mark.parametrize("threshold", [0.3, 0.5])
 def test_the_day_at_each_threshold_matches_scikit_learn(probability_day, threshold):
-    _, metrics, confusion, truth = probability_day
+    _, metrics, confusion, truth, _ = probability_day
     y, pred = truth["label"].to_numpy(), (truth["score"] >= threshold).to_numpy()
     m = at(metrics, threshold)
     p, r, f1, _ = precision_recall_fscore_support(y, pred, average="binary")
@@ -79,7 +80,7 @@ def test_the_day_at_each_threshold_matches_scikit_learn(probability_day, thresho
 
 
 def test_the_interval_is_the_delta_method_with_the_user_as_the_unit(probability_day):
-    _, metrics, _, truth = probability_day
+    _, metrics, _, truth, _ = probability_day
     f = truth.assign(pred=truth["score"] >= 0.5, pos=truth["label"] > 0)
     per_user = f.assign(tp=f["pred"] & f["pos"], fp=f["pred"] & ~f["pos"]).groupby("user_id")[["tp", "fp"]].sum()
     x, y = per_user["tp"].to_numpy(float), (per_user["tp"] + per_user["fp"]).to_numpy(float)
@@ -94,7 +95,7 @@ def test_the_interval_is_the_delta_method_with_the_user_as_the_unit(probability_
 
 
 def test_a_score_outside_0_1_is_kept_and_said(probability_day):
-    summary, metrics, _, _ = probability_day
+    summary, metrics, _, _, _ = probability_day
     notes = " ".join(summary["notes"])
     assert "1 scored exposures have a score outside [0, 1]" in notes
     others = metrics[metrics["threshold"].isna()]
@@ -106,3 +107,19 @@ def test_a_default_day_writes_no_threshold_row_and_no_confusion_table(spark, tmp
     assert metrics["threshold"].isna().all() and "accuracy" not in set(metrics["metric"])
     assert not (tmp_path / "out" / "confusion").exists()
     assert not any("outside [0, 1]" in n for n in summary["notes"])
+
+
+def test_the_report_shows_the_day_at_its_thresholds_and_a_default_day_shows_none(probability_day, spark, tmp_path):
+    from recsys_spark.report import write_report
+
+    _, _, confusion, _, root = probability_day
+    page = Path(write_report(f"{root}/out", DAY, DAY, load_config(None, []), out=str(tmp_path / "r.html")))
+    html = page.read_text(encoding="utf-8")
+    table = html[html.index('id="daily-thresholds-table"') :]
+    table = table[: table.index("</table>")]
+    row = confusion[(confusion["slice"] == "all") & (confusion["threshold"] == 0.5)].iloc[0]
+    assert f"<td>all</td><td>0.5</td><td>{row['tp']}</td><td>{row['fp']}</td>" in table
+    assert "<th>accuracy</th><th>precision</th><th>recall</th><th>f1</th><th>f2</th>" in table
+    run_day(spark, tmp_path / "plain", [])
+    plain = write_report(f"{tmp_path}/plain/out", DAY, DAY, load_config(None, []), out=str(tmp_path / "p.html"))
+    assert 'id="daily-thresholds-table"' not in Path(plain).read_text(encoding="utf-8")
