@@ -10,8 +10,9 @@ import pytest
 from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
 
 from recsys_spark.kernels.auc import sorted_histogram
-from recsys_spark.kernels.curves import curves_from_histogram
+from recsys_spark.kernels.curve_summary import curves_from_histogram, score_bins
 from recsys_spark.per_user.curves import curve_rows, daily_curves, pooled_curves
+from recsys_spark.per_user.pooled_auc import BINS
 
 pytestmark = pytest.mark.spark
 
@@ -66,7 +67,8 @@ def test_above_the_bound_the_spark_subset_is_the_kernels(keyed_rows):
     for (key,), c in got.curves.items():
         y, s = _of(rows, key)
         order = np.argsort(s, kind="stable")
-        expected = curves_from_histogram(*sorted_histogram(s[order], y[order]), bound)
+        values, pos, neg = sorted_histogram(s[order], y[order])
+        expected = curves_from_histogram(values, pos, neg, bound, score_bins(values, BINS))
         for mine, theirs in ((c.roc, expected.roc), (c.pr, expected.pr)):
             np.testing.assert_array_equal(mine.threshold, theirs.threshold)
             np.testing.assert_allclose(mine.x, theirs.x, atol=1e-15)
