@@ -8,23 +8,27 @@ a few of them, with the class totals ``P`` and ``N`` of the key known beforehand
   negatives scored strictly below it, ``t = below_neg / N + below_pos / P`` and ``cell = min(floor(t / h), C - 1)``
   with ``h = 2 / C``, ``C = (bound - 1) // 2`` (:func:`kernels.curves.cell_of`): two scores of one bin and one
   local cell are less than ``h`` apart in ``s = FPR + TPR`` (within a bin ``s`` moves exactly as ``t``);
-* kept (``role``): the first and the last distinct score of each local cell (``PR``); the first and the last
-  *sure ROC vertex* of each local cell (``ROC``), a sure vertex being a distinct score of the bin other than its
-  lowest whose step ``(pos, neg)`` differs from the next lower score's (scikit-learn's ``drop_intermediate``);
-  the bin's lowest and highest scores are always kept (the first is a PR end), and whether they are vertices
-  is decided on the driver, which knows the neighbouring bins;
+* kept (``role``): the first and the last distinct score of each local cell (``PR``); the first (``ROC``) and the
+  last (``ROC_LAST``) *sure ROC vertex* of each local cell, a sure vertex being a distinct score of the bin
+  other than its lowest whose step ``(pos, neg)`` differs from the next lower score's (scikit-learn's
+  ``drop_intermediate``).  The bin's lowest and highest scores are always kept (the ends of its first and last
+  cells); whether they are vertices the driver decides, knowing the neighbouring bins (the lowest: when the
+  key's lowest or its step differs from the lower bin's highest; the highest: when sure, or the key's highest),
+  and so it knows the first and the last *true* vertex of each (bin, local cell): the candidates;
 * ``WHOLE``: the first ``budget`` distinct scores the caller allows whole (the stream allows ``bound - 1`` per
   key and partition), so that a key with ``D + 1 <= bound`` distinct scores arrives complete.
 
-A bin keeps at most ``2 (C (P_b / P + N_b / N) + 1)`` scores per role: summed over a key's bins, at most about
-``4 C + 4 B`` rows (``B`` bins), plus the whole ones; nothing proportional to the rows.
+A bin keeps at most ``2 (C (P_b / P + N_b / N) / 2 + 1)`` scores per role (``t < P_b / P + N_b / N``): summed
+over a key's ``B`` bins, at most ``2 (C + B)`` per role, ``4 (C + B)`` in all, plus the whole ones; nothing
+proportional to the rows.
 
-:func:`curves_from_summary` assembles a key's curves on the driver: exact (:func:`kernels.curves.curves_from_histogram`)
-when ``D + 1 <= bound``; else the candidates' global counts (``TP = P - positives of the lower bins - below_pos``),
-the candidates that are true vertices (ROC) or any candidate (PR), and of those the first and the last of each
-cell of ``s = FPR + TPR`` (:func:`kernels.curves.subset_mask`).  The guarantee (docs/metrics.md, "Curves"): two
-consecutive written ROC points with skipped vertices between them lie in one global cell or in one (bin, local
-cell), so their segment spans ``dx + dy < h`` and the area is within ``1 / (2 C)`` of the exact AUC.
+:func:`curves_from_summary` assembles a key's curves on the driver: exact (:func:`kernels.curves.exact_curves`)
+when ``D + 1 <= bound``; else the candidates' global counts (``TP = P - positives of the lower bins -
+below_pos``), and of the candidates (true vertices for the ROC, distinct scores for the PR curve) the first and
+the last of each cell of ``s = FPR + TPR`` (:func:`kernels.curves.subset_mask`).  The guarantee
+(docs/metrics.md, "Curves"): two consecutive written ROC points with skipped vertices between them lie in one
+global cell or in one (bin, local cell), so their segment spans ``dx + dy < h`` and the area is within
+``1 / (2 C)`` of the exact AUC.
 """
 
 from __future__ import annotations

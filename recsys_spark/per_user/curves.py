@@ -6,12 +6,14 @@
    :class:`kernels.curve_summary.BinSummary`, which keeps the bin's Mann-Whitney partial and a bounded summary
    of its histogram (the first and last score of each local cell of ``FPR + TPR``, among every score and among
    the sure ROC vertices; and, per key and partition, the first ``bound - 1`` scores whole, so that a key with
-   at most ``bound - 1`` distinct scores arrives complete);
-3. the driver collects one row per (key, bin) and the kept scores (at most about ``4 C + 4 B`` per key, ``B``
-   bins, plus ``bound - 1`` per key and partition; nothing per row, nothing persisted, no aggregation in
-   Spark), merges the partials in bin order into the exact AUC (:func:`kernels.auc.merge_u`, as
-   :func:`pooled_auc.exact_auc`) and draws the curves (:func:`kernels.curve_summary.curves_from_summary`):
-   exact when the key's distinct scores fit the bound, else the documented subset (docs/metrics.md, "Curves").
+   at most ``bound - 1`` distinct scores arrives complete: a partition that streams more of a key drops them,
+   since the key cannot fit);
+3. the driver collects one row per (key, bin) and the kept scores (at most ``4 (C + B)`` per key, ``B`` bins,
+   plus the whole ones: at most ``bound - 1`` per key and partition that streams no more than that of the key;
+   nothing per row, nothing persisted, no aggregation in Spark), merges the partials in bin order into the
+   exact AUC (:func:`kernels.auc.merge_u`, as :func:`pooled_auc.exact_auc`) and draws the curves
+   (:func:`kernels.curve_summary.curves_from_summary`): exact when the key's distinct scores fit the bound,
+   else the documented subset (docs/metrics.md, "Curves").
 
 With ``metrics.curve_points = 0`` the day runs :func:`pooled_auc.exact_auc` alone: the same loop, partials only.
 """
@@ -66,21 +68,29 @@ def _summaries(keys: Sequence[str], array_key: str | None, totals: Mapping[tuple
 
     def summaries(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         open_bins: dict[tuple, CS.BinSummary] = {}
-        whole_left: dict[tuple, int] = {}  # per key: scores this partition may still send whole
+        seen: dict[tuple, int] = {}  # per key: distinct scores this partition has streamed
         done: list[tuple[tuple, int, CS.BinSummary, np.ndarray]] = []
         for key, score_bin, values, pos, neg, last in bin_runs(batches, keys, array_key):
             summary = open_bins.get(key)
             if summary is None:
                 summary = open_bins[key] = CS.BinSummary(*totals[key], bound)
-            whole = min(len(values), whole_left.setdefault(key, bound - 1))
-            whole_left[key] -= whole
-            summary.add(values, pos, neg, whole)
+            before = seen.get(key, 0)
+            seen[key] = before + len(values)
+            summary.add(values, pos, neg, whole=min(len(values), max(bound - 1 - before, 0)))
             if last:
                 done.append((key, score_bin, summary, summary.finish()))
                 del open_bins[key]
+        # a key with more than bound - 1 distinct scores here has more in all: its whole scores are not needed
+        past = {key for key, n in seen.items() if n > bound - 1}
+        done = [(k, b, s, _summary_only(kept) if k in past else kept) for k, b, s, kept in done]
         yield _batch(done, keys)
 
     return summaries
+
+
+def _summary_only(kept: np.ndarray) -> np.ndarray:
+    """The kept rows without those kept only to be sent whole."""
+    return kept[kept[:, -1] != CS.WHOLE]
 
 
 def _batch(done: list[tuple[tuple, int, CS.BinSummary, np.ndarray]], keys: Sequence[str]) -> pa.RecordBatch:
