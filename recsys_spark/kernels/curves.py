@@ -15,18 +15,12 @@ distinct scores in ascending order with their counts of positives and negatives.
   ``precision = TP_i / (TP_i + FP_i)``, then the point ``(recall 0, precision 1)`` with a null threshold, as
   scikit-learn's ``precision_recall_curve`` (no point is dropped).
 
-Both need both classes: with ``P == 0`` or ``N == 0`` there is no curve (:func:`curves_from_histogram` returns
+Both need both classes: with ``P == 0`` or ``N == 0`` there is no curve (:func:`exact_curves` returns
 ``None``; the callers write no row and a note).
 
-Above a bound (:func:`subset_mask`): when the PR curve's ``D + 1`` points exceed ``bound``, the points kept of
-each curve are the
-first and the last (in curve order) of each of ``C = (bound - 1) // 2`` cells of equal width ``h = 2 / C`` of
-``s = FPR + TPR`` (which grows along both curves from 0 to 2); a kept ROC point is always a vertex
-scikit-learn keeps, a kept PR point always a point of the exact PR curve.  Two kept ROC points with skipped
-vertices between them lie in one cell, so their segment spans ``dx + dy < h``; the exact curve between them
-stays inside the box ``dx`` by ``dy``, so the chord's area differs from the exact area by at most ``dx dy /
-2 <= h (dx + dy) / 8``; summed over the curve (``sum(dx + dy) <= 2``) the written ROC's area is within
-``h / 4 = 1 / (2 C)`` of the exact AUC (:func:`area_bound`).
+Above a bound (``metrics.curve_points``): a subset of the exact points, the first and the last of cells of
+``s = FPR + TPR`` (:func:`cell_of`, :func:`subset_mask`), among candidates that each score bin's summary keeps:
+:mod:`kernels.curve_summary` defines it and bounds its area.
 """
 
 from __future__ import annotations
@@ -153,29 +147,18 @@ def _pr_points(thresholds: np.ndarray, tp: np.ndarray, fp: np.ndarray, n_pos: fl
     return Curve(np.r_[thresholds, np.nan], np.r_[tp / n_pos, 0.0], np.r_[tp / (tp + fp), 1.0])
 
 
-def curves_from_histogram(values: np.ndarray, pos: np.ndarray, neg: np.ndarray, bound: int) -> Curves | None:
-    """Both curves of an ascending histogram: exact when the ``D`` distinct scores fit, ``D + 1 <= bound`` (the
-    PR curve's points; the ROC has at most as many), else both the subset of :func:`subset_mask` (module
-    docstring).  ``None`` without both classes."""
+def exact_curves(values: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> Curves | None:
+    """Both exact curves of an ascending histogram; ``None`` without both classes.  (Above a bound,
+    :func:`kernels.curve_summary.curves_from_histogram` keeps the documented subset instead.)"""
     scores, p, n, tp, fp = descending_counts(values, pos, neg)
     if len(scores) == 0 or tp[-1] <= 0 or fp[-1] <= 0:
         return None
     vertex = roc_vertex_mask(p, n)
     sizes = (int(vertex.sum()) + 1, len(scores) + 1)
-    roc = (scores[vertex], tp[vertex], fp[vertex])
-    pr = (scores, tp, fp)
-    if len(scores) + 1 > bound:
-        roc = _thin(*roc, tp[-1], fp[-1], bound)
-        pr = _thin(*pr, tp[-1], fp[-1], bound)
-    return curves_of(roc, pr, tp[-1], fp[-1], sizes)
+    return curves_of((scores[vertex], tp[vertex], fp[vertex]), (scores, tp, fp), tp[-1], fp[-1], sizes)
 
 
 Points = tuple[np.ndarray, np.ndarray, np.ndarray]
-
-
-def _thin(scores: np.ndarray, tp: np.ndarray, fp: np.ndarray, n_pos: float, n_neg: float, bound: int) -> Points:
-    keep = subset_mask(cell_of(fp, tp, n_neg, n_pos, bound))
-    return scores[keep], tp[keep], fp[keep]
 
 
 def curves_of(roc: Points, pr: Points, n_pos: float, n_neg: float, exact_sizes: tuple[int, int]) -> Curves:

@@ -60,60 +60,73 @@ def _explode(batch: pa.RecordBatch, column: str) -> pa.RecordBatch:
     return exploded.append_column(column, pc.list_flatten(keys))
 
 
-def _partials(keys: Sequence[str], array_key: str | None = None):
-    """mapInArrow function: rows sorted by score -> one partial per (key, bin).
+Run = tuple[tuple, int, np.ndarray, np.ndarray, np.ndarray, bool]
 
-    Each key's rows come in ascending score order (the partition is sorted by
-    score alone, a single double that Spark sorts fast); the bins follow
-    since they are monotone in the score.  ``array_key``: the key column that
-    holds a list of keys per row, exploded batch by batch.
+
+def bin_runs(batches: Iterator[pa.RecordBatch], keys: Sequence[str], array_key: str | None = None) -> Iterator[Run]:
+    """The one streaming loop (steps 2-3 of the module docstring): rows sorted by score -> each (key, bin)'s
+    distinct scores in ascending order with their class counts, as ``(key, bin, values, pos, neg, last)``.
+
+    A (key, bin) comes in one or more chunks, in ascending score order; the chunk with ``last`` True closes
+    it (its final run, held back until the key's next bin or the end of the partition, so that a score tied
+    across a batch boundary is one run).  Each key's rows come in ascending score order (the partition is
+    sorted by score alone, a single double that Spark sorts fast); the bins follow since they are monotone in
+    the score.  ``array_key``: the key column that holds a list of keys per row, exploded batch by batch.
+    Memory: one batch and one pending run per key.
     """
+    pending: dict[tuple, tuple[int, float, float, float]] = {}  # key -> (bin, score, pos, neg) of its last run
+
+    def closed(key: tuple) -> Run:
+        b, score, pos, neg = pending.pop(key)
+        return key, b, np.array([score]), np.array([pos]), np.array([neg]), True
+
+    for batch in batches:
+        if array_key is not None:
+            batch = _explode(batch, array_key)
+        if batch.num_rows == 0:
+            continue
+        scores = batch.column(SCORE).to_numpy(zero_copy_only=False)
+        positive = batch.column(_POSITIVE).to_numpy(zero_copy_only=False)
+        bins = batch.column(_BIN).to_numpy(zero_copy_only=False)
+        codes, names = _key_codes(batch, keys)
+        for code, key in enumerate(names):
+            at = np.flatnonzero(codes == code) if len(names) > 1 else slice(None)
+            s, y, b = scores[at], positive[at], bins[at]
+            # runs of one bin inside this key's rows
+            starts = np.r_[np.flatnonzero(np.r_[True, b[1:] != b[:-1]]), len(s)]
+            for lo, hi in zip(starts[:-1], starts[1:], strict=True):
+                score_bin = int(b[lo])
+                held = pending.get(key)
+                if held is not None and held[0] != score_bin:
+                    yield closed(key)
+                    held = None
+                values, pos, neg = sorted_histogram(s[lo:hi], y[lo:hi])
+                if held is not None:
+                    if values[0] == held[1]:
+                        pos[0] += held[2]
+                        neg[0] += held[3]
+                    else:
+                        values = np.r_[held[1], values]
+                        pos, neg = np.r_[held[2], pos], np.r_[held[3], neg]
+                pending[key] = (score_bin, float(values[-1]), float(pos[-1]), float(neg[-1]))
+                if len(values) > 1:
+                    yield key, score_bin, values[:-1], pos[:-1], neg[:-1], False
+    for key in list(pending):
+        yield closed(key)
+
+
+def _partials(keys: Sequence[str], array_key: str | None = None):
+    """mapInArrow function: rows sorted by score -> one partial per (key, bin) (:func:`bin_runs`)."""
 
     def partials(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows: list[tuple] = []
-        # per key: (bin, done partial of the bin, pending last run (score, pos, neg))
-        state: dict[tuple, list] = {}
-
-        def flush(key: tuple, entry: list) -> None:
-            score_bin, done, pending = entry
-            last = [u_from_histogram(np.array([pending[1]]), np.array([pending[2]]))] if pending else []
-            total = merge_u([done, *last])
-            rows.append((*key, score_bin, total.u, total.n_pos, total.n_neg))
-
-        for batch in batches:
-            if array_key is not None:
-                batch = _explode(batch, array_key)
-            n = batch.num_rows
-            if n == 0:
-                continue
-            scores = batch.column(SCORE).to_numpy(zero_copy_only=False)
-            positive = batch.column(_POSITIVE).to_numpy(zero_copy_only=False)
-            bins = batch.column(_BIN).to_numpy(zero_copy_only=False)
-            codes, names = _key_codes(batch, keys)
-            for code, key in enumerate(names):
-                at = np.flatnonzero(codes == code) if len(names) > 1 else slice(None)
-                s, y, b = scores[at], positive[at], bins[at]
-                # runs of one bin inside this key's rows
-                starts = np.r_[np.flatnonzero(np.r_[True, b[1:] != b[:-1]]), len(s)]
-                for lo, hi in zip(starts[:-1], starts[1:], strict=True):
-                    entry = state.get(key)
-                    if entry is None or entry[0] != b[lo]:
-                        if entry is not None:
-                            flush(key, entry)
-                        entry = state[key] = [int(b[lo]), UPartial(0.0, 0.0, 0.0), None]
-                    values, pos, neg = sorted_histogram(s[lo:hi], y[lo:hi])
-                    pending = entry[2]
-                    if pending is not None:
-                        if values[0] == pending[0]:
-                            pos[0] += pending[1]
-                            neg[0] += pending[2]
-                        else:
-                            values = np.r_[pending[0], values]
-                            pos, neg = np.r_[pending[1], pos], np.r_[pending[2], neg]
-                    entry[2] = (float(values[-1]), float(pos[-1]), float(neg[-1]))
-                    entry[1] = merge_u([entry[1], u_from_histogram(pos[:-1], neg[:-1])])
-        for key, entry in state.items():
-            flush(key, entry)
+        done: dict[tuple, UPartial] = {}  # per key: the partial of its open bin so far
+        for key, score_bin, _, pos, neg, last in bin_runs(batches, keys, array_key):
+            total = merge_u([done.pop(key, UPartial(0.0, 0.0, 0.0)), u_from_histogram(pos, neg)])
+            if last:
+                rows.append((*key, score_bin, total.u, total.n_pos, total.n_neg))
+            else:
+                done[key] = total
         columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [[] for _ in range(len(keys) + 4)]
         names_out = [*keys, _BIN, "u", "n_pos", "n_neg"]
         types = [pa.string()] * len(keys) + [pa.int32()] + [pa.float64()] * 3
@@ -149,17 +162,22 @@ def score_bin() -> Column:
     return F.least(F.floor((F.atan(F.col(SCORE)) / math.pi + 0.5) * BINS), F.lit(BINS - 1)).cast("int")
 
 
-def partials_frame(rows: DataFrame, keys: Sequence[str], array_key: str | None = None) -> DataFrame:
-    """The plan of :func:`exact_auc`: one partial per (key, score bin) (steps 1-3 of the module docstring)."""
-    schema = ", ".join(f"`{k}` string" for k in keys) + f", {_BIN} int, " + _PARTIAL
+def sorted_rows(rows: DataFrame, keys: Sequence[str], array_key: str | None = None) -> DataFrame:
+    """Steps 1-2 of the module docstring: ``keys..., _bin, score, _positive``, hashed by (key, bin) and sorted
+    by score within each partition, what :func:`bin_runs` streams."""
     positive = (F.col(RELEVANCE) > 0).alias(_POSITIVE)
     hashed = [k for k in keys if k != array_key]
     return (
         rows.select(*keys, score_bin().alias(_BIN), F.col(SCORE), positive)
         .repartition(*hashed, _BIN)
         .sortWithinPartitions(SCORE)
-        .mapInArrow(_partials(tuple(keys), array_key), schema)
     )
+
+
+def partials_frame(rows: DataFrame, keys: Sequence[str], array_key: str | None = None) -> DataFrame:
+    """The plan of :func:`exact_auc`: one partial per (key, score bin) (steps 1-3 of the module docstring)."""
+    schema = ", ".join(f"`{k}` string" for k in keys) + f", {_BIN} int, " + _PARTIAL
+    return sorted_rows(rows, keys, array_key).mapInArrow(_partials(tuple(keys), array_key), schema)
 
 
 def exact_auc(rows: DataFrame, keys: Sequence[str], array_key: str | None = None) -> dict[tuple, UPartial]:

@@ -8,13 +8,8 @@ import pytest
 from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
 
 from recsys_spark.kernels.auc import sorted_histogram
-from recsys_spark.kernels.curves import (
-    area_bound,
-    cell_of,
-    curves_from_histogram,
-    subset_mask,
-    trapezoid_area,
-)
+from recsys_spark.kernels.curve_summary import curves_from_histogram, score_bins
+from recsys_spark.kernels.curves import area_bound, cell_of, subset_mask, trapezoid_area
 from tests.helpers.obp_golden import obd_logged, obd_target
 
 BIG = 10**9  # a bound no test day reaches: the exact curves
@@ -26,7 +21,8 @@ def histogram(labels, scores):
 
 
 def curves(labels, scores, bound=BIG):
-    return curves_from_histogram(*histogram(labels, scores), bound)
+    values, pos, neg = histogram(labels, scores)
+    return curves_from_histogram(values, pos, neg, bound, score_bins(values, 1024))
 
 
 def assert_matches_sklearn(labels, scores):

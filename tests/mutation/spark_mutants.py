@@ -359,7 +359,7 @@ MUTANTS = [
     Mutant(
         "pooled-tie-across-batches",
         POOLED,
-        "if values[0] == pending[0]:",
+        "if values[0] == held[1]:",
         "if False:",
         T_BOUNDED,
         "a score tied across a batch boundary counted as two runs",
@@ -367,8 +367,8 @@ MUTANTS = [
     Mutant(
         "pooled-last-run-dropped",
         POOLED,
-        "last = [u_from_histogram(np.array([pending[1]]), np.array([pending[2]]))] if pending else []",
-        "last = []",
+        "return key, b, np.array([score]), np.array([pos]), np.array([neg]), True",
+        "return key, b, np.zeros(0), np.zeros(0), np.zeros(0), True",
         T_BOUNDED,
         "the last run of each bin left out",
     ),

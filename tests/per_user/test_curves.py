@@ -10,10 +10,14 @@ import pytest
 from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
 
 from recsys_spark.kernels.auc import sorted_histogram
-from recsys_spark.kernels.curves import curves_from_histogram
-from recsys_spark.per_user.curves import curve_rows, daily_curves, pooled_curves
+from recsys_spark.kernels.curve_summary import curves_from_histogram, score_bins
+from recsys_spark.kernels.curves import area_bound, cells, trapezoid_area
+from recsys_spark.per_user.curves import class_totals, curve_rows, daily_curves, pooled_curves, summary_frame
+from recsys_spark.per_user.pooled_auc import BINS
 
 pytestmark = pytest.mark.spark
+
+SCHEMA = "slice string, score double, relevance double"
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +70,8 @@ def test_above_the_bound_the_spark_subset_is_the_kernels(keyed_rows):
     for (key,), c in got.curves.items():
         y, s = _of(rows, key)
         order = np.argsort(s, kind="stable")
-        expected = curves_from_histogram(*sorted_histogram(s[order], y[order]), bound)
+        values, pos, neg = sorted_histogram(s[order], y[order])
+        expected = curves_from_histogram(values, pos, neg, bound, score_bins(values, BINS))
         for mine, theirs in ((c.roc, expected.roc), (c.pr, expected.pr)):
             np.testing.assert_array_equal(mine.threshold, theirs.threshold)
             np.testing.assert_allclose(mine.x, theirs.x, atol=1e-15)
@@ -83,3 +88,45 @@ def test_curve_rows_write_the_ends_threshold_as_null(spark):
     roc, pr = curve_rows(pooled_curves(frame, ("slice",), 1000).curves)
     assert roc == [("all", None, 0.0, 0.0), ("all", 0.9, 0.0, 0.5), ("all", 0.5, 0.5, 1.0), ("all", 0.1, 1.0, 1.0)]
     assert pr == [("all", 0.1, 1.0, 0.5), ("all", 0.5, 1.0, 2 / 3), ("all", 0.9, 0.5, 1.0), ("all", None, 0.0, 1.0)]
+
+
+def test_a_slice_at_the_bound_is_exact_and_one_distinct_score_past_it_the_subset(keyed_rows):
+    # the fixture's 2-row batches spread each slice over every partition: the whole scores of each partition
+    # must add up to the slice's distinct scores exactly when they fit
+    frame, rows = keyed_rows
+    y, s = _of(rows, "all")
+    distinct = len(np.unique(s))
+    exact = daily_curves(frame, distinct + 1)
+    fpr, tpr, _ = roc_curve(y, s)
+    np.testing.assert_array_equal(exact.curves[("all",)].roc.x, fpr)
+    np.testing.assert_array_equal(exact.curves[("all",)].roc.y, tpr)
+    assert not any("slice all has" in n for n in exact.notes), exact.notes
+    past = daily_curves(frame, distinct)
+    assert any(f"slice all has {distinct} distinct scores" in n for n in past.notes), past.notes
+    order = np.argsort(s, kind="stable")
+    values, pos, neg = sorted_histogram(s[order], y[order])
+    expected = curves_from_histogram(values, pos, neg, distinct, score_bins(values, BINS))
+    np.testing.assert_array_equal(past.curves[("all",)].roc.threshold, expected.roc.threshold)
+    np.testing.assert_array_equal(past.curves[("all",)].pr.threshold, expected.pr.threshold)
+
+
+def test_the_stream_sends_a_bounded_summary_not_a_row_per_distinct_score(spark):
+    rng = np.random.default_rng(11)
+    n = 20000
+    y = (rng.random(n) < 0.2).astype(float)
+    s = rng.normal(size=n) + y  # every score distinct
+    frame = spark.createDataFrame([("all", float(a), float(b)) for a, b in zip(s, y, strict=True)], SCHEMA)
+    bound = 11
+    totals = class_totals(frame, ("slice",))
+    assert totals == {("all",): (y.sum(), n - y.sum())}
+    sent = summary_frame(frame, ("slice",), totals, bound).toPandas()
+    bins = sent[sent["role"] < 0]
+    partitions = frame.rdd.getNumPartitions()
+    # one row per bin, at most 4 (C + B) kept scores, whole scores only from a partition with at most bound - 1
+    assert len(sent) - len(bins) <= 4 * (cells(bound) + len(bins)) + partitions * (bound - 1)
+    assert len(sent) < n / 4
+    got = pooled_curves(frame, ("slice",), bound)
+    assert got.auc[("all",)].auc == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    assert abs(trapezoid_area(got.curves[("all",)].roc.x, got.curves[("all",)].roc.y) - got.auc[("all",)].auc) <= (
+        area_bound(bound)
+    )
