@@ -176,8 +176,8 @@ MUTANTS = [
     Mutant(
         "label-relevance-min-weight",
         LABEL,
-        '.agg(F.max("weight").alias(RELEVANCE)',
-        '.agg(F.min("weight").alias(RELEVANCE)',
+        'F.max("weight").alias(RELEVANCE)',
+        'F.min("weight").alias(RELEVANCE)',
         T_LABEL,
         "relevance = smallest event weight",
     ),
