@@ -145,7 +145,9 @@ def _offline(root: Path) -> list[str]:
 
 
 def _values(spark, path: str, where: str = "") -> dict[tuple[str, int | None, str], float | None]:
-    frame = spark.read.parquet(path).where("slice = 'all'" + (f" and {where}" if where else ""))
+    # a threshold metric's rows (offline predictions' accuracy, precision... at each threshold) are keyed by their
+    # threshold too: no registry key names one, and the gate and the report leave them out as this does
+    frame = spark.read.parquet(path).where("slice = 'all' and threshold is null" + (f" and {where}" if where else ""))
     rows = frame.select("metric", "k", "aggregation", "value").collect()
     out = {(r["metric"], r["k"], r["aggregation"]): r["value"] for r in rows}
     assert len(out) == len(rows), "one row per (metric, k, aggregation)"
