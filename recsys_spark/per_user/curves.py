@@ -144,7 +144,10 @@ def _key_summaries(table: pa.Table, keys: Sequence[str]) -> dict[tuple, tuple[UP
         role = data[_ROLE][index]
         heads, kept = index[role < 0], index[role >= 0]
         heads = heads[np.argsort(data[_BIN][heads], kind="stable")]
-        auc = merge_u(UPartial(u, p, n) for u, p, n in zip(*(data[c][heads] for c in _BIN_COLUMNS[:3]), strict=True))
+        auc = merge_u(
+            UPartial(float(u), float(p), float(n))
+            for u, p, n in zip(*(data[c][heads] for c in _BIN_COLUMNS[:3]), strict=True)
+        )
         fields = [data[c][kept] for c in CS.FIELDS]
         summary = CS.KeySummary(
             bins=data[_BIN][heads].astype(np.int64),

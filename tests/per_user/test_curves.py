@@ -130,3 +130,16 @@ def test_the_stream_sends_a_bounded_summary_not_a_row_per_distinct_score(spark):
     assert abs(trapezoid_area(got.curves[("all",)].roc.x, got.curves[("all",)].roc.y) - got.auc[("all",)].auc) <= (
         area_bound(bound)
     )
+
+
+def test_the_pooled_auc_of_the_curves_pass_is_plain_python_floats(spark):
+    # the partials come back from Arrow as numpy scalars; a metrics row built from them failed Spark's schema
+    # check in metrics_frame (DoubleType does not accept numpy.float64), which the bench smoke caught
+    from recsys_spark.per_user.curves import pooled_curves
+
+    rows = spark.createDataFrame(
+        [("all", 0.9, 1.0), ("all", 0.2, 0.0), ("all", 0.6, 1.0), ("all", 0.4, 0.0)],
+        "slice string, score double, relevance double",
+    )
+    part = pooled_curves(rows, ("slice",), 11).auc[("all",)]
+    assert all(type(v) is float for v in (part.u, part.n_pos, part.n_neg)) and part.auc == 1.0
