@@ -162,6 +162,17 @@ def _key_summaries(table: pa.Table, keys: Sequence[str]) -> dict[tuple, tuple[UP
     return found
 
 
+def _to_arrow(frame: DataFrame) -> pa.Table:
+    """A small frame on the driver as Arrow: ``toArrow`` (PySpark 4), else through pandas with the frame's own
+    Arrow schema (PySpark 3.5, which has no public ``toArrow``)."""
+    to_arrow = getattr(frame, "toArrow", None)
+    if to_arrow is not None:
+        return to_arrow()
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return pa.Table.from_pandas(frame.toPandas(), schema=to_arrow_schema(frame.schema), preserve_index=False)
+
+
 def pooled_curves(
     rows: DataFrame, keys: Sequence[str], bound: int, array_key: str | None = None, what: str = "curves"
 ) -> PooledCurves:
@@ -169,7 +180,7 @@ def pooled_curves(
     exact when a key has at most ``bound - 1`` distinct scores, else the subset of :mod:`kernels.curve_summary`."""
     keys = tuple(keys)
     totals = class_totals(rows, keys, array_key)
-    collected = summary_frame(rows, keys, totals, bound, array_key).toArrow()
+    collected = _to_arrow(summary_frame(rows, keys, totals, bound, array_key))
     found = _key_summaries(collected, keys)
     notes, subsets = [], []
     drawn: dict[tuple, K.Curves] = {}
