@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers.input_ddl import CLICK_DDL, DAY, EXPOSURE_DDL, T0
+from helpers.sklearn_thresholds import assert_rows_match_scikit_learn
 from scipy import stats
-from sklearn.metrics import accuracy_score, confusion_matrix, fbeta_score, precision_recall_fscore_support
+from sklearn.metrics import confusion_matrix
 
 from recsys_spark.config import load_config
 from recsys_spark.daily import evaluate_day
@@ -67,13 +68,7 @@ def at(metrics: pd.DataFrame, threshold: float) -> dict[str, pd.Series]:
 def test_the_day_at_each_threshold_matches_scikit_learn(probability_day, threshold):
     _, metrics, confusion, truth, _ = probability_day
     y, pred = truth["label"].to_numpy(), (truth["score"] >= threshold).to_numpy()
-    m = at(metrics, threshold)
-    p, r, f1, _ = precision_recall_fscore_support(y, pred, average="binary")
-    assert m["accuracy"]["value"] == pytest.approx(accuracy_score(y, pred), abs=1e-12)
-    assert m["precision"]["value"] == pytest.approx(p, abs=1e-12)
-    assert m["recall"]["value"] == pytest.approx(r, abs=1e-12)
-    assert m["f1"]["value"] == pytest.approx(f1, abs=1e-12)
-    assert m["f2"]["value"] == pytest.approx(fbeta_score(y, pred, beta=2.0), abs=1e-12)
+    assert_rows_match_scikit_learn(at(metrics, threshold), y, pred, alphas=(2.0,))
     tn, fp, fn, tp = confusion_matrix(y, pred).ravel()
     row = confusion[(confusion["threshold"] == threshold) & (confusion["slice"] == "all")].iloc[0]
     assert (row["tp"], row["fp"], row["tn"], row["fn"]) == (tp, fp, tn, fn)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.sklearn_thresholds import assert_rows_match_scikit_learn
 from scipy import stats
-from sklearn.metrics import accuracy_score, fbeta_score, precision_recall_fscore_support
 
 from recsys_spark.config import load_config
 from recsys_spark.schema import CONFUSION_DDL, METRICS_DDL
@@ -131,14 +131,7 @@ def gen(spark, tmp_path_factory):
 def test_generated_predictions_match_scikit_learn(gen, threshold):
     frame, (_, metrics, confusion, _) = gen
     y, pred = frame["label"].to_numpy(), (frame["score"] >= threshold).to_numpy()
-    m = at(metrics, threshold)
-    p, r, f1, _ = precision_recall_fscore_support(y, pred, average="binary")
-    assert m["accuracy"]["value"] == pytest.approx(accuracy_score(y, pred), abs=1e-12)
-    assert m["precision"]["value"] == pytest.approx(p, abs=1e-12)
-    assert m["recall"]["value"] == pytest.approx(r, abs=1e-12)
-    assert m["f1"]["value"] == pytest.approx(f1, abs=1e-12)
-    for alpha in (0.5, 2.0):
-        assert m[f"f{alpha:g}"]["value"] == pytest.approx(fbeta_score(y, pred, beta=alpha), abs=1e-12)
+    assert_rows_match_scikit_learn(at(metrics, threshold), y, pred, alphas=(0.5, 2.0))
     c = confusion[confusion["threshold"] == threshold].iloc[0]
     assert (c["tp"], c["fp"]) == (int((pred & (y > 0)).sum()), int((pred & (y == 0)).sum()))
     assert c["tp"] + c["fp"] + c["tn"] + c["fn"] == len(frame)
