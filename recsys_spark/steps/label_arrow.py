@@ -58,7 +58,7 @@ UNIT = (USER, ITEM)
 def _ranks(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Dense ranks of a column's values in ascending (byte) order from 0, null -1: equal ids equal codes, and a
     request's code keeps the order of the request ids."""
-    ranks = pc.rank(column, sort_keys="ascending", null_placement="at_end", tiebreaker="dense")
+    ranks = pc.rank(column, sort_keys="ascending", tiebreaker="dense")  # a null's rank is overwritten below
     codes = np.asarray(ranks.to_numpy(zero_copy_only=False), dtype=np.int64) - 1
     nulls = np.asarray(pc.is_null(column).to_numpy(zero_copy_only=False), dtype=bool)
     codes[nulls] = -1
@@ -87,7 +87,12 @@ def _tiebreak(table: pa.Table, others: Sequence[str]) -> np.ndarray:
     """Each exposure row's rank in the order of its other columns, nulls first (Spark's ``min(struct(...))``)."""
     if not others or table.num_rows == 0:
         return np.zeros(table.num_rows, dtype=np.int64)
-    order = pc.sort_indices(table.select(list(others)), [(c, "ascending") for c in others], null_placement="at_start")
+    # nulls first by a validity key before each column (no null placement option: its form differs across
+    # pyarrow versions); the sort is stable, and nulls of one column tie on its validity key
+    keyed = {}
+    for c in others:
+        keyed[f"_valid_{c}"], keyed[c] = pc.is_valid(table.column(c)), table.column(c)
+    order = pc.sort_indices(pa.table(keyed), [(c, "ascending") for c in keyed])
     rank = np.empty(table.num_rows, dtype=np.int64)
     rank[np.asarray(order.to_numpy(zero_copy_only=False))] = np.arange(table.num_rows)
     return rank
