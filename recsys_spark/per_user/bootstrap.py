@@ -8,7 +8,7 @@ reweights every *user* by w_ur = Poisson(1) from a hash of (user_id, r,
 every slice, on every executor, whatever the partitioning.  Two passes over
 the (slice, user, item) pairs of :func:`health.user_items`:
 
-1. where the pairs lie (partitioned by user): U_r = Σ_u w_ur per slice;
+1. over the distinct (slice, user) pairs (where they lie when partitioned by user): U_r = Σ_u w_ur per slice;
 2. hashed by item: per (slice, item) and replicate, e_ir = Σ_u w_ur n_ui and
    c_ir = Σ_u w_ur (:func:`kernels.bootstrap.item_replicates`), reduced in the
    task to sums over items per (slice, replicate) and a histogram of the e_ir.
@@ -71,8 +71,7 @@ def _users_fn(replicates: int, seed: int):
         if not frames:
             yield _batch([])
             return
-        # a user lives in one partition: distinct here is distinct overall
-        pairs = pd.concat(frames).drop_duplicates([SLICE, USER])
+        pairs = pd.concat(frames)  # distinct (slice, user) overall (bootstrap_sums)
         rows = []
         for slice_value, g in pairs.groupby(SLICE, sort=False):
             total = _weights(g[USER].to_numpy(), replicates, seed).sum(axis=0, dtype=np.float64)
@@ -155,7 +154,10 @@ def bootstrap_sums(
 ) -> BootstrapSums:
     """The replicate sums of every slice from the (slice, user, item, n, in_catalog) pairs (partitioned by user),
     and of the (slice, user, category, c) exposure counts when given (global category diversity)."""
-    users = pairs.select(SLICE, USER).mapInArrow(_users_fn(replicates, seed), _SCHEMA)
+    # each (slice, user) once overall, wherever its pairs lie: no shuffle while Spark knows the pairs are
+    # partitioned by user, a small one of distinct pairs when it does not (a user's pairs then in several
+    # partitions would count its weight once per partition)
+    users = pairs.select(SLICE, USER).distinct().mapInArrow(_users_fn(replicates, seed), _SCHEMA)
     if categories is not None:
         users = users.unionByName(
             categories.select(SLICE, USER, "category", "c").mapInArrow(_categories_fn(replicates, seed), _SCHEMA)

@@ -406,15 +406,16 @@ def test_bootstrap_kernels_equal_copying_users():
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("partitions", [1, 3])
-def test_spark_bootstrap_sums_match_the_kernels_whatever_the_partitioning(spark, partitions):
+@pytest.mark.parametrize("partitions, by", [(1, "user_id"), (3, "user_id"), (3, "item_id")])
+def test_spark_bootstrap_sums_match_the_kernels_whatever_the_partitioning(spark, partitions, by):
+    """By item, a user's pairs lie in several partitions: the users' weights still count once each."""
     from recsys_spark.kernels.bootstrap import personalization_replicates
     from recsys_spark.per_user.bootstrap import bootstrap_sums
 
     pairs = spark.createDataFrame(
         [("all", u, i, n, cat) for u, i, n, cat in PAIRS],
         "slice string, user_id string, item_id string, n long, in_catalog boolean",
-    ).repartition(partitions, "user_id")
+    ).repartition(partitions, by)
     popularity = spark.createDataFrame(
         [(f"c{j}", i) for i, k in CLICKERS.items() for j in range(k)], "user_id string, item_id string"
     )
