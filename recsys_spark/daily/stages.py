@@ -142,31 +142,45 @@ def labelled_exposures(
     cfg: Config,
     with_slices: Callable[[DataFrame], DataFrame],
 ) -> DataFrame:
-    """The valid exposures deduplicated, with their slice columns (``with_slices``) and their events attributed:
-    by the Spark chain of :mod:`recsys_spark.steps.label` or, with ``execution.labelling = "python"``, by the
-    numpy kernel in one pass (:mod:`recsys_spark.steps.label_arrow`); the same rows either way (the slice columns
-    are row-wise joins on user and item, so they may come before or after the labels)."""
+    """The valid exposures deduplicated, with their slice columns (``with_slices``) and their events attributed,
+    hash-partitioned by user: by the Spark chain of :mod:`recsys_spark.steps.label` or, with
+    ``execution.labelling = "python"``, by the numpy kernel in one pass (:mod:`recsys_spark.steps.label_arrow`);
+    the same rows either way (the slice columns are row-wise joins on user and item, so they may come before or
+    after the labels).
+
+    On the python path the slice columns are joined before the one shuffle, so the pass's output is every user
+    whole in one partition as it stands (a ``mapInArrow`` moves no row) but Spark does not know it: the caller
+    persists it without a second shuffle (:func:`in_place`), and what reads it must not rely on Spark's knowledge
+    of the partitioning (an aggregation is right whatever it is; a Python pass over the partitions reads them as
+    they physically are)."""
     labels = cfg.labels
     if cfg.execution.labelling == "python":
-        return with_slices(
-            label_in_python(
-                exposures,
-                clicks,
-                partitions,
-                cfg.attribution.window_minutes,
-                labels.event_weights,
-                labels.click_event,
-                labels.conversion_events,
-            )
+        return label_in_python(
+            with_slices(exposures),
+            clicks,
+            partitions,
+            cfg.attribution.window_minutes,
+            labels.event_weights,
+            labels.click_event,
+            labels.conversion_events,
         )
-    return join_feedback(
-        deduplicate_exposures(by_user(exposures, partitions)).transform(with_slices),
-        by_user(clicks, partitions),
-        cfg.attribution.window_minutes,
-        labels.event_weights,
-        labels.click_event,
-        labels.conversion_events,
+    return by_user(
+        join_feedback(
+            deduplicate_exposures(by_user(exposures, partitions)).transform(with_slices),
+            by_user(clicks, partitions),
+            cfg.attribution.window_minutes,
+            labels.event_weights,
+            labels.click_event,
+            labels.conversion_events,
+        ),
+        partitions,
     )
+
+
+def in_place(cfg: Config) -> bool:
+    """Whether the labelled rows are in user partitions that Spark does not know of (the python path): a
+    step that would move them stays without a ``by_user`` on top (it would shuffle every row again)."""
+    return cfg.execution.labelling == "python"
 
 
 def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
@@ -202,7 +216,7 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
     # persisted one row per exposure, with the slice dimensions' values as columns: the slices are
     # exploded as each stage reads the rows (a narrow step, the partitioning kept), not cached S+1 times
     dims = inputs.slices.dims
-    user_rows = persist_user_rows(by_user(joined, partitions), [*slice_input_columns(dims), *rule_columns(inputs, cfg)])
+    user_rows = persist_user_rows(joined, [*slice_input_columns(dims), *rule_columns(inputs, cfg)])
     labels = label_counts(user_rows, valid.valid_events + n_late)  # builds the user partitions
     labels["late_events"] = n_late
     cutoffs, rows, kept = None, user_rows, [late]
@@ -211,11 +225,14 @@ def label_day(spark: SparkSession, day: Day, cfg: Config) -> Labelled:
         cutoffs = popularity_cutoffs(counts, cfg.slices.popularity_head_share, cfg.slices.popularity_tail_share)
         kept.append(counts)
         # Spark broadcasts the counts when their real size allows (the rows stay where they are, by_user is
-        # dropped as redundant); when it joins by item instead, the rows are persisted back in user partitions
-        rows = by_user(with_item_exposures(user_rows, counts), partitions)
+        # dropped as redundant, or left out on the python path, where Spark would not see it is); when it joins
+        # by item instead, the rows are persisted back in user partitions
+        rows = with_item_exposures(user_rows, counts)
         if moves_rows(rows):
-            rows = persist_user_rows(rows, [ITEM_EXPOSURES, *user_rows.columns])
+            rows = persist_user_rows(by_user(rows, partitions), [ITEM_EXPOSURES, *user_rows.columns])
             kept.append(rows)
+        elif not in_place(cfg):
+            rows = by_user(rows, partitions)
     sliced = explode_slices(rows, dims, cutoffs)
     # the one Python pass reads one row per exposure with its slice keys (each distinct set of rows scored once)
     keyed = with_slice_keys(rows, dims, cutoffs) if dims.names else None
