@@ -278,3 +278,36 @@ def test_the_spark_jobs_of_a_small_day_are_few_and_do_not_grow_with_the_slices(s
         name: sum(v for k, v in c.items() if k not in ("read", "validate", "label")) for name, c in per_setting.items()
     }
     assert after["three"] == after["none"] <= 12, per_setting
+
+
+def test_the_python_labelling_path_moves_the_rows_once_and_persists_them_where_they_lie(
+    spark, day, tmp_path, monkeypatch
+):
+    # execution.labelling = "python": exposures and events in one exchange by user, the pass's output persisted
+    # as it stands (a second shuffle by user moved every labelled row again before), each user in one partition
+    from pyspark.sql import functions as F
+
+    import recsys_spark.daily.run as pipeline
+
+    root, _ = day
+    seen = {}
+    real = pipeline.metric_stage
+
+    def recording(labelled, cfg, out, **options):
+        rows = labelled.rows
+        seen.update(
+            plan=str(rows._jdf.queryExecution().executedPlan().toString()),
+            split=rows.select("user_id", F.spark_partition_id().alias("p"))
+            .distinct()
+            .groupBy("user_id")
+            .count()
+            .where("count > 1")
+            .count(),
+        )
+        return real(labelled, cfg, out, **options)
+
+    monkeypatch.setattr(pipeline, "metric_stage", recording)
+    cfg = load_config(None, [*SETTINGS, "execution.labelling=python"])
+    evaluate_day(spark, cfg, DAY, f"{root}/in", f"{tmp_path}/out")
+    assert "MapInArrow" in seen["plan"] and seen["plan"].count("Exchange") == 1, seen["plan"]
+    assert seen["split"] == 0

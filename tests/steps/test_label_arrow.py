@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers.coded_labels import random_day
-from helpers.spark_plans import shuffles
+from helpers.spark_plans import names_and_exchanges, shuffles
 from pyspark.sql import functions as F
 
 from recsys_spark.schema import CLICK_COLUMNS, EXPOSURE_COLUMNS, USER, input_ddl
@@ -104,6 +104,12 @@ def test_execution_labelling_chooses_the_path(spark, way, python_pass):
     rows = labelled_exposures(exp, clk, 3, cfg, lambda df: df)
     plan = rows._jdf.queryExecution().executedPlan().toString()
     assert ("MapInArrow" in plan) == python_pass, plan
+    # either way every user whole in one partition as the rows stand (the stages after read them in place)
+    where = rows.select(USER, F.spark_partition_id().alias("p")).distinct()
+    assert where.groupBy(USER).count().where("count > 1").count() == 0
+    if python_pass:  # one exchange of rows (exposures and events together), none after the pass
+        _, exchanges = names_and_exchanges(rows)
+        assert len(exchanges) == 1 and "user_id" in exchanges[0], exchanges
 
 
 def test_a_heavy_user_reaches_the_kernel_in_batches_of_whole_user_item_units():
