@@ -70,6 +70,7 @@ from recsys_spark.schema import (
     VALUE,
 )
 from recsys_spark.steps.dimensions import days_since
+from recsys_spark.steps.rules import smallest_keys
 from recsys_spark.steps.slices import ITEM_FIRST_SEEN
 from recsys_spark.tables import DAILY
 
@@ -272,7 +273,9 @@ def _flag(rule: CustomRule) -> Column:
 
 
 def _examples(df: DataFrame, condition: Column, key: Column) -> list[str]:
-    keys = {r[0] for r in df.where(condition).select(key.cast("string")).limit(10 * N_EXAMPLES).collect()}
+    """The ``N_EXAMPLES`` smallest distinct keys of the violating rows (:func:`rules.smallest_keys`): the same on
+    every run."""
+    keys = {r[0] for r in smallest_keys(df.where(condition), key).collect()}
     return sorted(keys)[:N_EXAMPLES]
 
 

@@ -62,13 +62,15 @@ def _examples(wanted: Mapping[str, tuple[DataFrame, Column, Column]]) -> dict[st
     """A few distinct keys of violating rows per rule, sorted: ``wanted`` maps a rule to (rows, condition,
     key), asked only for the rules with violations.
 
-    One job for all of them (a union of limits), not one per rule: a ``limit`` without ``distinct`` per
-    rule, no shuffle of rows, each scan stops early.
+    One job for all of them (a union of top-k's), not one per rule: per rule the ``N_EXAMPLES`` smallest distinct
+    keys of its violating rows (:func:`smallest_keys`).  The same rows give the same examples on every run; a
+    plain ``limit`` took the first rows a scan met, which depends on the order the partitions' shuffle blocks
+    arrived in.
     """
     if not wanted:
         return {}
     parts = [
-        df.where(condition).select(F.lit(rule).alias("rule"), key.cast("string").alias("key")).limit(10 * N_EXAMPLES)
+        smallest_keys(df.where(condition), key).select(F.lit(rule).alias("rule"), "key")
         for rule, (df, condition, key) in wanted.items()
     ]
     union = parts[0]
@@ -78,6 +80,14 @@ def _examples(wanted: Mapping[str, tuple[DataFrame, Column, Column]]) -> dict[st
     for row in union.collect():
         found[row["rule"]].add(row["key"])
     return {rule: sorted(keys)[:N_EXAMPLES] for rule, keys in found.items()}
+
+
+def smallest_keys(rows: DataFrame, key: Column) -> DataFrame:
+    """``key`` as a string column ``key``: the ``N_EXAMPLES`` smallest distinct keys of ``rows`` (a null key is no
+    example).  What moves is each partition's distinct keys (a partial aggregate), then a top-k of them; never
+    the rows."""
+    keys = rows.select(key.cast("string").alias("key")).where(F.col("key").isNotNull())
+    return keys.distinct().orderBy("key").limit(N_EXAMPLES)
 
 
 def row_flags(

@@ -29,8 +29,7 @@ SETTINGS = [
     "execution.max_user_rows=600",  # the heavy user takes the bounded path: the set-aside users too
     "stats.bootstrap_replicates=20",
     # custom rules at two levels: evaluated on Connect as on the classic session (the rules are compared below);
-    # each has fewer than 50 violations (25 and 27): the examples are then the smallest keys on either engine
-    # (with more, they are those of the first rows a limit of 50 finds, which the partitioning decides)
+    # the examples are the smallest violating keys on either engine, however many violations there are
     'rules.custom=[{name = "long_list", severity = "soft", level = "list", when = "count(*) > 8 and max(score) > 0.8",'
     ' threshold = 0.5}, {name = "top_score", severity = "soft", level = "exposure",'
     ' when = "score > 0.7 and position > 3", threshold = 1.0}]',

@@ -125,3 +125,26 @@ def test_the_rule_counts_are_one_query_over_the_user_partitions_in_place(spark):
         assert len(moved) == 1, moved  # the per-partition sums, to one partition
     finally:
         persisted.unpersist()
+
+
+@pytest.mark.spark
+def test_examples_are_the_smallest_violating_keys_wherever_they_lie(spark):
+    # reruns give the same examples: the smallest keys in string order, not the first rows a scan meets (a
+    # limit's rows depend on the order the partitions' blocks arrive in); the smallest here lie last
+    from pyspark.sql import functions as F
+
+    from recsys_spark.kernels.rules import N_EXAMPLES
+    from recsys_spark.steps.custom_rules import _examples as custom_examples
+    from recsys_spark.steps.rules import _examples
+
+    keys = [f"k{i:04d}" for i in range(400)]
+    df = spark.createDataFrame([(k, int(k[1:]) // 100) for k in reversed(keys)], "key string, part int")
+    df = df.repartitionByRange(4, F.col("part").desc()).sortWithinPartitions(F.col("key").desc())
+    smallest = keys[:N_EXAMPLES]
+    violating = F.col("key") != keys[1]
+    assert _examples({"r": (df, violating, F.col("key"))}) == {"r": [k for k in keys[: N_EXAMPLES + 1] if k != keys[1]]}
+    assert _examples({"r": (df, F.lit(True), F.col("key")), "s": (df, F.lit(True), F.col("part"))}) == {
+        "r": smallest,
+        "s": ["0", "1", "2", "3"],
+    }
+    assert custom_examples(df, violating, F.col("key")) == [k for k in keys[: N_EXAMPLES + 1] if k != keys[1]]
