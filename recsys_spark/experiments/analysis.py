@@ -97,12 +97,15 @@ def analyse(
     cuped: bool,
     assigned: Mapping[str, Assigned] | None = None,
     exposure_example: Callable[[], str | None] | None = None,
+    population: Callable[[str], tuple[str, int] | None] | None = None,
 ) -> Analysis:
     """Result rows, checks and the summary section from exploded per-user rows (one per experiment, slice, user).
 
     ``assigned`` (the daily run): the experiments of the assignments table; one that no user with a
     valid row belongs to is analysed too (not compared, with both sides' ids named: an id format
-    mismatch loses every user).  ``exposure_example`` gives a user id of the day, called only then.
+    mismatch loses every user).  ``exposure_example`` gives a user id of the day, called only then; so is
+    ``population`` (an experiment's population condition and its assigned users with a valid row before it was
+    applied, None without a population: :func:`kernels.assignment_checks.why_not_compared`).
     """
     ex = cfg.experiments
     sums = arm_sums(rows, specs, cuped)
@@ -115,8 +118,10 @@ def analyse(
     for name in sorted({e for e, _, _ in sums} | set(assigned)):
         counted = Counted.of(sums, name)
         side = assigned.get(name)
-        if side is not None and not counted.users and not counted.excluded and not example:
+        empty = side is not None and not counted.users and not counted.excluded
+        if empty and not example:
             example.append(exposure_example() if exposure_example is not None else None)
+        admitted = population(name) if empty and population is not None else None
         reason = why_not_compared(
             counted.users,
             counted.excluded,
@@ -124,6 +129,7 @@ def analyse(
             side.ids if side is not None else None,
             side.example if side is not None else None,
             example[0] if example else None,
+            admitted,
         )
         srm = srm_check(name, counted.users, ex.weights, ex.srm_p_threshold)
         checks += [

@@ -48,6 +48,7 @@ from recsys_spark.experiments.tables import (
     CUMULATIVE_TABLE,
     DECISIONS_SCHEMA,
     DECISIONS_TABLE,
+    EXPERIMENT,
     RESULTS_SCHEMA,
     RESULTS_TABLE,
     USERS_TABLE,
@@ -105,6 +106,7 @@ def experiment_stage(
     assignments = read_assignments(spark, path, cfg.input.columns)
     assigned, layers = assigned_experiments(assignments)
     populations = ex.populations()
+    before_populations = assignments
     if populations:
         if exposures is None:
             raise ValueError("an experiment's population needs the day's labelled exposures")
@@ -130,7 +132,16 @@ def experiment_stage(
         first = users.where(F.col(SLICE) == ALL).agg(F.min(USER)).first()
         return None if first is None else first[0]
 
-    analysis = analyse(rows, cfg, specs, cuped, assigned, exposure_example)
+    def population(name: str) -> tuple[str, int] | None:
+        """The population of an experiment left without users, and how many of its assigned users had a valid
+        row of the day before it was applied (one small query, only then)."""
+        if name not in populations or exposures is None:
+            return None
+        day_users = exposures[0].select(USER).distinct()
+        ids = before_populations.where(F.col(EXPERIMENT) == name).select(USER).distinct()
+        return populations[name], ids.join(day_users, on=USER, how="left_semi").count()
+
+    analysis = analyse(rows, cfg, specs, cuped, assigned, exposure_example, population)
     interactions: list[tuple] = []
     if layers:
         analysis.checks.extend(layer_checks(users, layers, ex.srm_p_threshold))

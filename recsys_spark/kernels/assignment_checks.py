@@ -70,6 +70,7 @@ def why_not_compared(
     assigned: int | None = None,
     assigned_example: str | None = None,
     exposure_example: str | None = None,
+    population: tuple[str, int] | None = None,
 ) -> str | None:
     """Why an experiment has nothing to compare, in one line; None when a variant meets its control.
 
@@ -77,15 +78,25 @@ def why_not_compared(
     variants.  A comparison needs users in the arm named ``control`` and in at least one other arm.
     ``assigned`` (the daily run: distinct ids of the experiment in the assignments table) and the two
     examples name the ids of both sides when no assigned id matched a user with a valid row, so that
-    a format mismatch (``1`` against ``u000001``) shows.
+    a format mismatch (``1`` against ``u000001``) shows.  ``population``: the experiment's population condition
+    and how many of its assigned ids had a valid row of the day before it was applied; when some had, it was the
+    population that admitted none of them, and the line says so instead of naming the ids.
 
     >>> why_not_compared({"control": 3, "treatment": 2}, 0, "control") is None
     True
     >>> why_not_compared({}, 5, "control")
     'no user left after excluding 5 user(s) with several variants'
+    >>> why_not_compared({}, 0, "control", 9, "u1", "u1", ("region = 'west'", 7))
+    "the population (region = 'west') admitted none of the 7 assigned user(s) with a valid row of the day"
     """
     seen = {v: int(n) for v, n in users.items() if n > 0}
     if not seen and excluded <= 0:
+        if population is not None and population[1] > 0:
+            condition, before = population
+            return (
+                f"the population ({condition}) admitted none of the {before} assigned user(s) with a valid row of "
+                "the day"
+            )
         if assigned is None:
             return "no assigned user with a valid row"
         exposure = (

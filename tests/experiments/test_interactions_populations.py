@@ -197,3 +197,16 @@ def test_the_report_shows_the_interaction_table_and_flags_the_pair(day, tmp_path
     html = open(page, encoding="utf-8").read()
     assert 'id="experiment-interactions"' in html and html.count('class="interaction"') == 2
     assert html.count('data-flagged="yes"') == 2 and "ea treatment (L1)" in html
+
+
+def test_a_population_that_admits_nobody_says_so_and_does_not_blame_the_ids(spark, tmp_path):
+    # every assigned id matched an exposure: the population, not an id format, left the experiment empty
+    _write_day(spark, tmp_path)
+    population = "experiments.per_experiment={ea={population=\"region = 'west'\"}}"
+    summary = evaluate_day(spark, load_config(None, [*SETTINGS, population]), DAY, f"{tmp_path}/in", f"{tmp_path}/out")
+    ea = summary["experiments"]["experiments"]["ea"]
+    assert ea["state"] == "not_compared" and not ea.get("users")
+    why = ea["reason"]
+    assert "region = 'west'" in why and f"none of the {4 * USERS_PER_CELL}" in why, why
+    assert "matched" not in why and "format" not in why, why
+    assert summary["experiments"]["experiments"]["eb"]["users"] == {"control": 80, "treatment": 80}
