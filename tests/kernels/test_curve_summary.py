@@ -13,11 +13,13 @@ from recsys_spark.kernels.auc import sorted_histogram
 from recsys_spark.kernels.curve_summary import (
     PR,
     ROC,
+    WHOLE,
     BinSummary,
     curves_from_histogram,
     curves_from_summary,
     key_summary,
     score_bins,
+    summarize,
 )
 from recsys_spark.kernels.curves import area_bound, cells, exact_curves, trapezoid_area
 
@@ -161,3 +163,57 @@ def test_a_key_within_the_bound_is_exact_and_one_class_has_no_curve():
     assert curves_from_histogram(values, pos, 0 * neg, 5) is None
     with pytest.raises(ValueError, match="bin"):
         curves_from_histogram(values, pos, neg, 3)
+
+
+def test_within_the_bound_the_summaries_keep_every_score_and_give_the_exact_curves():
+    # 10 distinct scores in one bin, bound 11 (C = 5): the cell ends alone would skip some, WHOLE keeps them all
+    values = np.linspace(0.05, 0.95, 10)
+    pos = np.array([1.0, 0, 1, 0, 0, 1, 1, 0, 1, 1])
+    neg = np.array([1.0, 1, 0, 1, 1, 0, 1, 1, 0, 0])
+    summary = summarize(values, pos, neg, np.zeros(10, np.int64), 11)
+    assert sorted(set(summary.rows[:, 0].tolist())) == values.tolist()
+    assert ((summary.rows[:, -1].astype(int) & WHOLE) > 0).sum() == 10
+    got, exact = curves_from_summary(summary, 11), exact_curves(values, pos, neg)
+    for mine, theirs in ((got.roc, exact.roc), (got.pr, exact.pr)):
+        np.testing.assert_array_equal(mine.x, theirs.x)
+        np.testing.assert_array_equal(mine.y, theirs.y)
+    assert (got.exact_roc_points, got.exact_pr_points) == (exact.exact_roc_points, exact.exact_pr_points)
+
+
+def test_a_chunk_added_without_whole_keeps_only_the_ends_of_its_cells():
+    # P = N = 5, bound 5: C = 2, h = 1; one row per score, so t = (rows below) / 5: cells 0 0 0 0 0 1 1 1 1 1
+    values = np.linspace(0.05, 0.95, 10)
+    pos = np.array([1.0, 0, 1, 0, 0, 1, 1, 0, 1, 0])
+    neg = 1.0 - pos
+    summary = BinSummary(5.0, 5.0, 5)
+    summary.add(values, pos, neg)
+    rows = summary.finish()
+    role = rows[:, -1].astype(int)
+    assert not (role & WHOLE).any()
+    # PR: the first and the last of each cell: 0.05, 0.45 | 0.55, 0.95
+    assert sorted(set(rows[(role & PR) > 0, 0].round(2).tolist())) == [0.05, 0.45, 0.55, 0.95]
+
+
+@pytest.mark.parametrize("n_pos", [1, 2])
+def test_a_key_with_one_or_two_positives_above_the_bound_is_the_definition(n_pos):
+    # N = 30 negatives and n_pos positives, every score distinct, in 1 bin: above bound 5 and 11
+    values = np.linspace(0.01, 0.99, 30 + n_pos)
+    pos = np.zeros(30 + n_pos)
+    pos[[7, 25][:n_pos]] = 1.0
+    neg = 1.0 - pos
+    for bins in (np.zeros(len(values), np.int64), np.arange(len(values)) // 8):
+        for bound in (5, 11):
+            got = curves_from_histogram(values, pos, neg, bound, bins)
+            roc, pr = definition(values, pos, neg, bins, bound)
+            assert got.roc.threshold[1:].tolist() == roc
+            assert got.pr.threshold[:-1][::-1].tolist() == pr
+
+
+def test_a_key_with_one_class_keeps_no_rows_and_has_no_curve():
+    values = np.linspace(0.1, 0.9, 9)
+    for pos, neg in ((np.ones(9), np.zeros(9)), (np.zeros(9), np.ones(9))):
+        summary = summarize(values, pos, neg, np.zeros(9, np.int64), 5)
+        assert summary.rows.shape == (0, 6) and summary.distinct == 9
+        assert (summary.n_pos, summary.n_neg) == (pos.sum(), neg.sum())
+        assert curves_from_summary(summary, 5) is None
+        assert curves_from_histogram(values, pos, neg, 5, np.zeros(9, np.int64)) is None
