@@ -195,12 +195,15 @@ def test_a_chunk_added_without_whole_keeps_only_the_ends_of_its_cells():
 
 
 @pytest.mark.parametrize("n_pos", [1, 2])
-def test_a_key_with_one_or_two_positives_above_the_bound_is_the_definition(n_pos):
-    # N = 30 negatives and n_pos positives, every score distinct, in 1 bin: above bound 5 and 11
+@pytest.mark.parametrize("swap", [False, True])
+def test_a_key_with_one_or_two_of_a_class_above_the_bound_is_the_definition(n_pos, swap):
+    # 30 of one class and n_pos of the other, every score distinct, in 1 or 4 bins: above bound 5 and 11
     values = np.linspace(0.01, 0.99, 30 + n_pos)
     pos = np.zeros(30 + n_pos)
     pos[[7, 25][:n_pos]] = 1.0
     neg = 1.0 - pos
+    if swap:
+        pos, neg = neg, pos
     for bins in (np.zeros(len(values), np.int64), np.arange(len(values)) // 8):
         for bound in (5, 11):
             got = curves_from_histogram(values, pos, neg, bound, bins)
@@ -217,3 +220,29 @@ def test_a_key_with_one_class_keeps_no_rows_and_has_no_curve():
         assert (summary.n_pos, summary.n_neg) == (pos.sum(), neg.sum())
         assert curves_from_summary(summary, 5) is None
         assert curves_from_histogram(values, pos, neg, 5, np.zeros(9, np.int64)) is None
+
+
+def small_day(seed: int):
+    """A histogram of 6 to 40 distinct scores with counts 0 to 2 per class in 1 to 4 bins: steps repeat often
+    (scores that are no ROC vertex, at a bin's ends too), unlike the large random days."""
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(6, 40))
+    values = np.sort(rng.choice(1000, d, replace=False)).astype(float) / 1000
+    pos, neg = rng.integers(0, 3, d).astype(float), rng.integers(0, 3, d).astype(float)
+    pos[(pos + neg) == 0] = 1.0
+    bins = np.sort(rng.integers(0, int(rng.integers(1, 5)), d))
+    return values, pos, neg, bins, int(rng.choice([5, 7, 11]))
+
+
+def test_small_histograms_with_repeated_steps_are_the_definition():
+    checked = 0
+    for seed in range(400):
+        values, pos, neg, bins, bound = small_day(seed)
+        if len(values) + 1 <= bound or pos.sum() == 0 or neg.sum() == 0:
+            continue
+        got = curves_from_histogram(values, pos, neg, bound, bins)
+        roc, pr = definition(values, pos, neg, bins, bound)
+        assert got.roc.threshold[1:].tolist() == roc, seed
+        assert got.pr.threshold[:-1][::-1].tolist() == pr, seed
+        checked += 1
+    assert checked > 300
