@@ -218,7 +218,9 @@ def summarize(values: np.ndarray, pos: np.ndarray, neg: np.ndarray, bins: np.nda
     values, pos, neg = (np.asarray(a, dtype=np.float64) for a in (values, pos, neg))
     bins = np.asarray(bins, dtype=np.int64)
     n_pos, n_neg = float(pos.sum()), float(neg.sum())
-    starts = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]]) if len(bins) else np.zeros(0, np.int64)
+    if len(bins) == 0:  # no score: no bin (the ends below would have one entry more than the starts)
+        return key_summary([])
+    starts = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]])
     parts = []
     for lo, hi in zip(starts, np.r_[starts[1:], len(bins)], strict=True):
         s = BinSummary(n_pos, n_neg, bound)

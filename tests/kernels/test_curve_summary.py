@@ -246,3 +246,11 @@ def test_small_histograms_with_repeated_steps_are_the_definition():
         assert got.pr.threshold[:-1][::-1].tolist() == pr, seed
         checked += 1
     assert checked > 300
+
+
+def test_an_empty_histogram_summarizes_to_no_bins():
+    # fails on the code before session 21: the ends of the bins had one entry more than the starts (a ValueError)
+    empty = np.zeros(0)
+    summary = summarize(empty, empty, empty, np.zeros(0, np.int64), 5)
+    assert len(summary.bins) == 0 and len(summary.row_bin) == 0 and summary.rows.shape == (0, 6)
+    assert summary.distinct == 0 and curves_from_summary(summary, 5) is None
