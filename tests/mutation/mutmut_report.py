@@ -960,6 +960,59 @@ EQUIVALENT = [
         " (small x) to the 1 - (1 - p) branch (tested far in the tail)",
         r"x_betainc",
     ),
+    # kernels/curve_summary.py (reviewed 28 Nov, session 21)
+    (
+        r"if \(len\(rows\)\) or True else|"
+        r"if len\(rows\) else np\.zeros\((None, np\.int64|0, None|np\.int64|0, |1, np\.int64)\)",
+        r"if len\(rows\) else np\.zeros\(0, np\.int64\)",
+        "_merged runs only for a key with both classes (curves_from_summary returns None first), and such a key"
+        " keeps at least the PR ends of each bin: rows is never empty there",
+        r"x__merged",
+    ),
+    (
+        r"np\.argsort\(summary\.rows\[:, 0\], \)",
+        r"np\.argsort\(summary\.rows\[:, 0\], kind=\"stable\"\)",
+        "rows of one score are copies of one distinct score (same bin, same fields; only the role differs, and"
+        " the roles are ORed over the group): their order among themselves is irrelevant",
+        r"x__merged",
+    ),
+    (
+        r"np\.array\(\[\[\*row, bit\]\], (dtype=None)?\)",
+        r"np\.array\(\[\[\*row, bit\]\], dtype=np\.float64\)",
+        "a row of Python floats and an int bit: numpy infers float64 anyway",
+        r"BinSummary\._keep",
+    ),
+    (
+        r"sure\[0\] = None|np\.ones\(n, (dtype=None)?\), \(PR, PR\)|role\[:whole\] = WHOLE",
+        r"sure\[0\] = False|np\.ones\(n, dtype=bool\), \(PR, PR\)|role\[:whole\] \|= WHOLE",
+        "None stored in a bool array is False; _mark reads its members only through np.flatnonzero (ones are"
+        " nonzero in any dtype); role is all zero where WHOLE is set, so = and |= give the same",
+        r"BinSummary\.add",
+    ),
+    (
+        r"np\.asarray\(a, (dtype=None)?\) for a in \(values, pos, neg\)|np\.asarray\(bins, (dtype=None)?\)$",
+        r"np\.asarray\(a, dtype=np\.float64\) for a in \(values, pos, neg\)|np\.asarray\(bins, dtype=np\.int64\)$",
+        "integer counts give the same exact sums (far below 2^53) and the float scores are float64 already; a bin"
+        " is only compared and read through int()",
+        r"x_summarize",
+    ),
+    (
+        r"len\(bins\)\], (strict=(None|False))?\):|whole=(None|hi \+ lo)\)",
+        r"len\(bins\)\], strict=True\):|whole=hi - lo\)",
+        "the starts and the ends have one entry per bin by construction; role[:None] marks the whole chunk, as"
+        " role[:hi - lo] and role[:hi + lo] do (the chunk is values[lo:hi]; a slice stops at its end)",
+        r"x_summarize",
+    ),
+    (
+        r"np\.array\(counts, (dtype=None)?\)|\.reshape\(-2, 4\)|sorted\(parts, (key=None)?\)|"
+        r"for p in parts\], (dtype=None)?\),|np\.full\(len\(r\), p\[0\], (None)?\)|rows, (strict=(None|False))?\)\]\)",
+        r"np\.array\(counts, dtype=np\.float64\)|\.reshape\(-1, 4\)|sorted\(parts, key=lambda p: p\[0\]\)|"
+        r"for p in parts\], dtype=np\.int64\),|np\.full\(len\(r\), p\[0\], np\.int64\)|rows, strict=True\)\]\)",
+        "the counts hold float class totals (float64 inferred); numpy reads any negative dimension as the inferred"
+        " one; one part per bin, so the tuples sort by their distinct first item, the bin; bins are Python ints"
+        " (int64 inferred; an empty key has no bins to search); parts and rows have one entry each per bin",
+        r"x_key_summary",
+    ),
 ]
 
 
