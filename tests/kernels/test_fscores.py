@@ -14,7 +14,16 @@ from sklearn.metrics import (
     recall_score,
 )
 
-from recsys_spark.kernels.fscores import Confusion, confusion_counts, f_alpha, global_f_stats, threshold_metrics
+from recsys_spark.kernels.fscores import (
+    CONFUSION_COUNTS,
+    Confusion,
+    confusion_column,
+    confusion_counts,
+    f_alpha,
+    global_f_stats,
+    threshold_metrics,
+    user_confusion,
+)
 from recsys_spark.kernels.moments import user_table_moments
 from recsys_spark.kernels.sums import RatioStats
 from recsys_spark.kernels.users import score_units
@@ -170,3 +179,30 @@ def test_which_new_metrics_have_a_per_user_form():
     for name in ("f1@10_user_avg", "click_concentration_global", "clicks_gini_global"):
         with pytest.raises(ValueError, match="no per-user form"):
             parse_metric(name)
+
+
+def test_user_confusion_is_confusion_counts_per_user_with_nan_scores_left_out():
+    rng = np.random.default_rng(5)
+    n, groups = 300, 7
+    code = rng.integers(0, groups, n)
+    scores = rng.random(n)
+    scores[rng.random(n) < 0.15] = np.nan
+    labels = rng.integers(0, 3, n)  # label > 0 is positive: 1 and 2 alike
+    thresholds = [0.0, 0.3, 0.5, 1.0]
+    out = user_confusion(code, scores, labels, groups + 1, thresholds)  # one more group: no rows, zeros
+    assert sorted(out) == sorted(f"{c}_t{i}" for c in CONFUSION_COUNTS for i in range(4))
+    for i, t in enumerate(thresholds):
+        for g in range(groups + 1):
+            (c,) = confusion_counts(scores[code == g], labels[code == g], [t])
+            got = tuple(int(out[confusion_column(name, i)][g]) for name in CONFUSION_COUNTS)
+            assert got == (c.tp, c.fp, c.tn, c.fn)
+        assert all(out[confusion_column(name, i)].dtype == np.int64 for name in CONFUSION_COUNTS)
+    # the NaN rows count nowhere: each threshold's four counts add up to the rows with a score
+    for i in range(4):
+        assert sum(out[confusion_column(name, i)].sum() for name in CONFUSION_COUNTS) == int((~np.isnan(scores)).sum())
+
+
+def test_confusion_counts_by_hand_with_nan_scores_and_labels_above_one():
+    # scores 0.9 nan 0.6 0.4 nan 0.5, labels 2 1 0 1 0 1; threshold 0.5: predicted 0.9 (pos), 0.6 (neg), 0.5 (pos)
+    (c,) = confusion_counts(np.array([0.9, np.nan, 0.6, 0.4, np.nan, 0.5]), np.array([2, 1, 0, 1, 0, 1]), [0.5])
+    assert (c.threshold, c.tp, c.fp, c.tn, c.fn, c.n) == (0.5, 2, 1, 0, 1, 4)
