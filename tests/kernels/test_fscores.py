@@ -154,6 +154,16 @@ def test_threshold_metrics_match_sklearn_on_the_open_bandit_sample():
     _check_against_sklearn(scores, labels, thresholds)
 
 
+def test_threshold_metrics_with_one_row_per_denominator():
+    # one row, a true positive: every ratio is 1 / 1, defined
+    assert threshold_metrics(Confusion(0.5, tp=1, fp=0, tn=0, fn=0)) == {
+        "accuracy": 1.0,
+        "precision": 1.0,
+        "recall": 1.0,
+        "f1": 1.0,
+    }
+
+
 def test_threshold_metrics_hand_values_and_undefined_ratios():
     # scores 0.9 0.8 0.6 0.4 0.3 0.1, labels 1 0 1 1 0 0, threshold 0.5: tp 2 (0.9, 0.6), fp 1, fn 1 (0.4), tn 2
     (c,) = confusion_counts(np.array([0.9, 0.8, 0.6, 0.4, 0.3, 0.1]), np.array([1, 0, 1, 1, 0, 0]), [0.5])
@@ -186,6 +196,7 @@ def test_user_confusion_is_confusion_counts_per_user_with_nan_scores_left_out():
     n, groups = 300, 7
     code = rng.integers(0, groups, n)
     scores = rng.random(n)
+    scores[rng.random(n) < 0.1] = 0.5  # on a threshold: predicted positive (score >= t)
     scores[rng.random(n) < 0.15] = np.nan
     labels = rng.integers(0, 3, n)  # label > 0 is positive: 1 and 2 alike
     thresholds = [0.0, 0.3, 0.5, 1.0]

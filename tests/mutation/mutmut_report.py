@@ -1013,6 +1013,26 @@ EQUIVALENT = [
         " (int64 inferred; an empty key has no bins to search); parts and rows have one entry each per bin",
         r"x_key_summary",
     ),
+    (
+        r"else np\.zeros\(0, (None)?\),$",
+        r"else np\.zeros\(0, np\.int64\),$",
+        "an empty key's row bins: an empty array of any dtype (nothing is read from it)",
+        r"x_key_summary",
+    ),
+    (
+        r'raise ValueError\("XXabove the bound the subset needs each distinct score\'s binXX"\)',
+        r'raise ValueError\("above the bound the subset needs each distinct score\'s bin"\)',
+        "the wording of the error message (its type and the call that raises are tested)",
+        r"x_curves_from_histogram",
+    ),
+    # kernels/fscores.py (reviewed 28 Nov, session 21)
+    (
+        r"np\.asarray\((precision|recall|scores|labels), (dtype=None)?\)",
+        r"np\.asarray\((precision|recall|scores|labels), dtype=np\.float64\)",
+        "numbers compare (>= t, > 0), test NaN and multiply the same in any numeric dtype; an integer array has"
+        " no NaN, and the products go to float64 through the float alpha",
+        r"x_f_alpha|x_confusion_counts|x_user_confusion",
+    ),
 ]
 
 
