@@ -13,6 +13,7 @@ from recsys_spark.kernels.robustness import (
     click_concentration,
     clicks_gini,
     robustness_values,
+    top_clicks,
 )
 from recsys_spark.kernels.sums import RatioStats
 
@@ -106,3 +107,68 @@ def test_the_rule_counts_need_100_clicking_users_and_give_the_soft_verdict():
     assert not soft("click_concentration", counts["top_user_clicks"], counts["clicked_exposures"], 0.25).passed
     assert soft("click_concentration", 30, 139, 0.25).passed  # 30 / 139 = 0.216 <= 0.25
     assert click_rule_counts({"clicks_users": {1.0: 98.0, 40.0: 1.0}}) == {}  # 99 clicking users: left out
+
+
+def test_robustness_values_against_the_per_user_arrays_with_the_interval():
+    # 8 users: clicks 0 0 1 1 2 5 5 9, exposures 3 1 4 2 6 9 5 12; cap 3
+    from recsys_spark.kernels.estimates import delta_interval
+
+    clicks = np.array([0, 0, 1, 1, 2, 5, 5, 9], dtype=float)
+    exposures = np.array([3, 1, 4, 2, 6, 9, 5, 12], dtype=float)
+    counts, users, exp = _histogram(clicks, exposures)
+    hist = {
+        "clicks_users": dict(zip(counts, users, strict=True)),
+        "clicks_exposures": dict(zip(counts, exp, strict=True)),
+    }
+    stats = {"uv": 8.0, "exposures": exposures.sum(), "exposures*exposures": exposures @ exposures}
+    rows = {m: (v, n, i) for m, v, n, i in robustness_values(hist, stats, 3, confidence=0.9)}
+    assert set(rows) == {"click_concentration", "clicks_gini", "capped_ctr"}
+    assert rows["click_concentration"][:2] == (9 / 23, 6)  # ceil(0.06) = 1 user: 9 of 23 clicks
+    assert rows["clicks_gini"][0] == pytest.approx(_gini_direct(clicks[clicks > 0])) and rows["clicks_gini"][1] == 6
+    want = delta_interval(RatioStats.from_values(np.minimum(clicks, 3), exposures), 0.9)
+    value, n, interval = rows["capped_ctr"]
+    assert n == 8 and value == pytest.approx((1 + 1 + 2 + 3 + 3 + 3) / 42)
+    assert (interval.ci_low, interval.ci_high) == (pytest.approx(want.ci_low), pytest.approx(want.ci_high))
+    # a count without its exposures reads 0 exposures: only Σ x y changes
+    del hist["clicks_exposures"][9.0]
+    (_, _, _, partial), *_ = [r for r in robustness_values(hist, stats, 3, 0.9) if r[0] == "capped_ctr"]
+    e = np.where(clicks == 9, 0.0, exposures)
+    ratio = RatioStats(
+        8.0,
+        13.0,
+        42.0,
+        float(np.minimum(clicks, 3) ** 2 @ np.ones(8)),
+        stats["exposures*exposures"],
+        float(np.minimum(clicks, 3) @ e),
+    )
+    assert partial.ci_low == pytest.approx(delta_interval(ratio, 0.9).ci_low) != pytest.approx(want.ci_low)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_robustness_values_one_exposure_one_click_and_the_notes_name_the_sums():
+    rows = robustness_values(
+        {"clicks_users": {1.0: 1.0}, "clicks_exposures": {1.0: 1.0}}, {"uv": 1.0, "exposures": 1.0}, 3
+    )
+    assert [(m, v, n) for m, v, n, _ in rows] == [
+        ("click_concentration", 1.0, 1),
+        ("clicks_gini", 0.0, 1),
+        ("capped_ctr", 1.0, 1),
+    ]
+    hist = {"clicks_users": {2.0: 3.0}, "clicks_exposures": {2.0: 9.0}}
+    inf_yy = {"uv": 4.0, "exposures": 10.0, "exposures*exposures": math.inf}
+    assert [r[3].note for r in robustness_values(hist, inf_yy, 3) if r[0] == "capped_ctr"] == ["Σ exposures² = inf"]
+    hist["clicks_exposures"][2.0] = 1e308  # Σ x y = 2e308 (numpy warns of the overflow)
+    big = {"uv": 4.0, "exposures": 10.0, "exposures*exposures": 100.0}
+    notes = [r[3].note for r in robustness_values(hist, big, 3) if r[0] == "capped_ctr"]
+    assert notes == ["Σ min(clicked, cap)·exposures = inf"]
+
+
+def test_top_clicks_edges_and_a_share_other_than_one_percent():
+    assert top_clicks(np.array([]), np.array([])) == (0, 0)
+    assert top_clicks(np.array([1.0]), np.array([1.0])) == (1, 1)
+    assert click_concentration(np.array([1.0]), np.array([1.0])) == 1.0
+    # a count of 0, or a count without users, is no clicking user: N = 2, top ceil(0.02) = 1 user: 3 of 6
+    assert click_concentration(np.array([0.0, 3.0, 7.0]), np.array([500.0, 2.0, 0.0])) == 0.5
+    # top 50 % of 4 users with 4 3 2 1 clicks: 2 users, 7 of 10
+    assert click_concentration(np.array([1.0, 2.0, 3.0, 4.0]), np.ones(4), 0.5) == 0.7
+    assert top_clicks(np.array([1.0, 2.0, 3.0, 4.0]), np.ones(4), 0.5) == (7, 10)
