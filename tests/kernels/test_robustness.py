@@ -142,6 +142,9 @@ def test_robustness_values_against_the_per_user_arrays_with_the_interval():
         float(np.minimum(clicks, 3) @ e),
     )
     assert partial.ci_low == pytest.approx(delta_interval(ratio, 0.9).ci_low) != pytest.approx(want.ci_low)
+    # no exposures histogram at all: every count reads 0 exposures
+    no_exposures = robustness_values({"clicks_users": hist["clicks_users"]}, stats, 3, 0.9)
+    assert [r[2] for r in no_exposures if r[0] == "capped_ctr"] == [8]
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")

@@ -1033,6 +1033,32 @@ EQUIVALENT = [
         " no NaN, and the products go to float64 through the float alpha",
         r"x_f_alpha|x_confusion_counts|x_user_confusion",
     ),
+    # kernels/robustness.py (reviewed 28 Nov, session 21)
+    (
+        r"np\.asarray\((counts|users|exposures), (dtype=None)?\)|"
+        r"np\.array\((sorted\(users_of\)|\[users_of\[c\] for c in sorted\(users_of\)\]|"
+        r"\[exposures_of\.get\(c, 0\.0\) for c in sorted\(users_of\)\]), (dtype=None)?\)",
+        r"np\.asarray\((counts|users|exposures), dtype=np\.float64\)|"
+        r"np\.array\(.*sorted\(users_of\).*dtype=np\.float64\)",
+        "integer counts give the same exact sums and products (far below 2^53); robustness_values' arrays go"
+        " through _clicking and capped_ctr_stats, which cast to float64",
+        r"x__clicking|x_capped_ctr_stats|x_robustness_values",
+    ),
+    (
+        r"keep = \(c > 0\) & \(n >= 0\)|if total < 0:|order = np\.argsort\(-c, \)",
+        r"keep = \(c > 0\) & \(n > 0\)|if total <= 0:|order = np\.argsort\(-c, kind=\"stable\"\)",
+        "a count with 0 users weighs nothing (in the dot products, N, the users taken and the weighted Gini);"
+        " total is 0 only with no clicking count left, where the rest also gives (0, 0); users tied at a count"
+        " are interchangeable (the same clicks whichever are taken)",
+        r"x__clicking|x_top_clicks",
+    ),
+    (
+        r'float\(stats\.get\("uv"\) or 1\.0\)|float\(stats\.get\("exposures\*exposures"\) or 1\.0\)',
+        r'float\(stats\.get\("uv"\) or 0\.0\)|float\(stats\.get\("exposures\*exposures"\) or 0\.0\)',
+        "the fallbacks are only read when the sums are missing or 0, and a slice with exposures (the branch that"
+        " reads them) has at least one user and a positive sum of squared exposures",
+        r"x_robustness_values",
+    ),
 ]
 
 
