@@ -168,3 +168,21 @@ def test_survey_names_are_sanitised_and_are_metrics_without_registration():
     assert (spec.kind, spec.num, spec.den) == ("mean", "survey_nps_sum", "survey_nps_responses")
     with pytest.raises(ValueError, match="no per-user form"):
         parse_metric("survey_nps_global")
+
+
+def test_the_table_form_with_one_cut_off_and_a_user_without_a_row_at_a_terms_k():
+    # ks = (3,): the term without k reads the rows at k = 3; u2 has no row at k = 1 (for a term at k = 1)
+    frame = pd.DataFrame(
+        {
+            "user_id": ["u1", "u2", "u1"],
+            "k": [3, 3, 1],
+            "ndcg": [0.5, 0.25, 1.0],
+            "mrr": [1.0, 0.5, 1.0],
+        }
+    )
+    one_k = Composite("one_k", (Term("ndcg", 3, 0.7), Term("mrr", None, 0.3, 0.5)))
+    got = table_values([one_k], frame[frame["k"] == 3], (3,))["one_k"]
+    assert got.dtype == np.float64 and got.tolist() == pytest.approx([0.35 + 0.6, 0.175 + 0.3])
+    at_one = Composite("at_one", (Term("ndcg", 1, 1.0),))
+    got = table_values([at_one], frame, (1, 3))["at_one"]
+    assert got.dtype == np.float64 and got[0] == 1.0 and math.isnan(got[1])
