@@ -145,3 +145,54 @@ def test_holm_over_the_rows_of_a_pair() -> None:
     expected = multipletests([r[12] for r in rows], method="holm")[1]
     assert [r[13] for r in rows] == pytest.approx(list(expected))
     assert len(rows) == 4
+
+
+def test_cells_without_spread_and_a_cell_of_one_user() -> None:
+    # every cell constant: se = 0; contrast 5 - 2 - 3 + 1 = 1 is sure (p = 0), a contrast of 0 has no p
+    one = interaction(_mean_cells({(1, 1): [5, 5], (0, 1): [2, 2], (1, 0): [3, 3], (0, 0): [1, 1]}))
+    assert (one.contrast, one.se, one.ci_low, one.ci_high, one.p_value) == (1.0, 0.0, 1.0, 1.0, 0.0)
+    minus = interaction(_mean_cells({(1, 1): [5, 5], (0, 1): [2, 2], (1, 0): [3, 3], (0, 0): [-1, -1]}))
+    assert (minus.contrast, minus.p_value) == (-1.0, 0.0)
+    zero = interaction(_mean_cells({(1, 1): [5, 5], (0, 1): [2, 2], (1, 0): [3, 3], (0, 0): [0, 0]}))
+    assert zero.contrast == 0.0 and math.isnan(zero.p_value)
+    lone = interaction(_mean_cells({(1, 1): [5, 6], (0, 1): [2, 3], (1, 0): [3, 4], (0, 0): [1]}))
+    assert all(math.isnan(v) for v in (lone.contrast, lone.se, lone.ci_low, lone.ci_high, lone.p_value))
+
+
+def _sums(specs, values: list[float]) -> dict[str, float]:
+    v = np.asarray(values, dtype=float)
+    out: dict[str, float] = {"users": len(v)}
+    for s in specs:
+        out |= {f"{s.name}|n": len(v), f"{s.name}|x": v.sum(), f"{s.name}|xx": (v * v).sum()}
+    return out
+
+
+def test_pair_rows_pass_the_inference_and_its_tuning_and_read_holm_by_default() -> None:
+    spec = parse_metric("ndcg@10_user_avg")
+    values = {(1, 1): [0.9, 0.7, 0.8], (0, 1): [0.1, 0.3, 0.2], (1, 0): [0.2, 0.1, 0.4], (0, 0): [0.1, 0.2, 0.1]}
+    cells = {c: _sums([spec], v) for c, v in values.items()}
+    pair = Pair("l1", "e1", "t", "l2", "e2", "t")
+    (row,) = pair_rows([(pair, cells)], [spec], "holm", 0.9, "sequential", 100.0)
+    want = interaction(_mean_cells(values), 0.9, "sequential", 100.0)
+    assert row[9:13] == (
+        pytest.approx(want.contrast),
+        pytest.approx(want.ci_low),
+        pytest.approx(want.ci_high),
+        pytest.approx(want.p_value),
+    )
+    assert row[10] != pytest.approx(interaction(_mean_cells(values), 0.9, "sequential").ci_low)
+    assert pair_rows([(pair, cells)], [spec]) == pair_rows([(pair, cells)], [spec], "holm", 0.95, "fixed")
+
+
+def test_pair_rows_skip_an_undefined_metric_whatever_its_place_and_a_sure_contrast_has_no_p_to_adjust() -> None:
+    spec, other, flat = parse_metric("ndcg@10_user_avg"), parse_metric("mrr_user_avg"), parse_metric("auc_user_avg")
+    values = {(1, 1): [0.9, 0.7, 0.8], (0, 1): [0.1, 0.3, 0.2], (1, 0): [0.2, 0.1, 0.4], (0, 0): [0.1, 0.2, 0.1]}
+    cells = {c: _sums([spec], v) for c, v in values.items()}
+    for c in CELLS:  # mrr: one user in (0, 0); auc: constant 0.5 everywhere (contrast 0, se 0, no p)
+        n = 1 if c == (0, 0) else 3
+        cells[c] |= {f"{other.name}|n": n, f"{other.name}|x": 0.5 * n, f"{other.name}|xx": 0.3 * n}
+        cells[c] |= {f"{flat.name}|n": 3, f"{flat.name}|x": 1.5, f"{flat.name}|xx": 0.75}
+    rows = pair_rows([(Pair("l1", "e1", "t", "l2", "e2", "t"), cells)], [other, flat, spec], "holm")
+    assert [r[6] for r in rows] == ["auc", "ndcg"]
+    assert rows[0][9] == 0.0 and rows[0][12] is None and rows[0][13] is None  # no p: none adjusted either
+    assert rows[1][13] == pytest.approx(rows[1][12])  # holm over the one p there is
