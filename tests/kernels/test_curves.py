@@ -9,7 +9,17 @@ from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
 
 from recsys_spark.kernels.auc import sorted_histogram
 from recsys_spark.kernels.curve_summary import curves_from_histogram, score_bins
-from recsys_spark.kernels.curves import area_bound, cell_of, subset_mask, trapezoid_area
+from recsys_spark.kernels.curves import (
+    area_bound,
+    cell_of,
+    cells,
+    exact_curves,
+    pr_from_histogram,
+    roc_from_histogram,
+    roc_vertex_mask,
+    subset_mask,
+    trapezoid_area,
+)
 from tests.helpers.obp_golden import obd_logged, obd_target
 
 BIG = 10**9  # a bound no test day reaches: the exact curves
@@ -135,3 +145,35 @@ def test_the_area_bound_is_reached_in_order_of_magnitude_by_a_staircase():
 
 def test_cell_of_is_clamped_to_the_last_cell():
     assert cell_of(np.array([0.0, 5.0, 10.0]), np.array([0.0, 5.0, 10.0]), 10.0, 10.0, 11).tolist() == [0, 2, 4]
+
+
+def test_each_exact_curve_is_sklearns_on_a_histogram_with_ties():
+    rng = np.random.default_rng(21)
+    labels = (rng.random(300) < 0.3).astype(int)
+    scores = np.round(rng.normal(size=300) + labels, 1)
+    order = np.argsort(scores, kind="stable")
+    values, pos, neg = sorted_histogram(scores[order], labels[order])
+    fpr, tpr, thr = roc_curve(labels, scores)
+    roc = roc_from_histogram(values, pos, neg)
+    np.testing.assert_allclose(roc.x, fpr)
+    np.testing.assert_allclose(roc.y, tpr)
+    np.testing.assert_array_equal(roc.threshold[1:], thr[1:])
+    precision, recall, pr_thr = precision_recall_curve(labels, scores)
+    pr = pr_from_histogram(values, pos, neg)
+    np.testing.assert_allclose(pr.x, recall)
+    np.testing.assert_allclose(pr.y, precision)
+    np.testing.assert_array_equal(pr.threshold[:-1], pr_thr)
+
+
+def test_small_helpers_by_hand():
+    assert (cells(6), cells(7), area_bound(6)) == (2, 3, 0.25)  # an even bound: (6 - 1) // 2 = 2 cells
+    # P = N = 4, bound 9: C = 4, h = 0.5; s = 0, 0.5, 1.25, 2 -> cells 0, 1, 2, 3 (the last clipped to C - 1)
+    got = cell_of(np.array([0, 1, 2, 4]), np.array([0, 1, 3, 4]), 4.0, 4.0, 9)
+    assert got.tolist() == [0, 1, 2, 3] and got.dtype == np.int64
+    # three points, the middle one's step equals the last's: no vertex (two points are both vertices)
+    assert roc_vertex_mask(np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 1.0])).tolist() == [True, False, True]
+    assert roc_vertex_mask(np.array([0.0, 0.0]), np.array([1.0, 1.0])).tolist() == [True, True]
+    assert subset_mask(np.zeros(0, np.int64)).tolist() == []
+    # one positive and one negative: both curves exist
+    one = exact_curves(np.array([0.2, 0.8]), np.array([0.0, 1.0]), np.array([1.0, 0.0]))
+    assert one.roc.x.tolist() == [0.0, 0.0, 1.0] and one.roc.y.tolist() == [0.0, 1.0, 1.0]
