@@ -1059,6 +1059,74 @@ EQUIVALENT = [
         " reads them) has at least one user and a positive sum of squared exposures",
         r"x_robustness_values",
     ),
+    # kernels/composite.py (reviewed 28 Nov, session 21)
+    (
+        r"np\.asarray\(per_(user|k)\[term\.metric\], (dtype=None)?\)|"
+        r"np\.asarray\(total if total is not None else np\.empty\(0\), (dtype=None)?\)|"
+        r"np\.asarray\(total if \(total is not None\) or True else|else np\.empty\((None|1)\), dtype",
+        r"np\.asarray\(per_(user|k)\[term\.metric\], dtype=np\.float64\)|"
+        r"np\.asarray\(total if total is not None else np\.empty\(0\), dtype=np\.float64\)",
+        "the pass's per-user arrays are float64, and term.coefficient (a float) times any numeric array is"
+        " float64; a composite has at least one term (config/composite.py refuses one without), so total is"
+        " never None",
+        r"x_composite_values",
+    ),
+    (
+        r"to_numpy\((dtype=None, )?na_value=np\.nan\)|to_numpy\(dtype=np\.float64, (na_value=None)?\)",
+        r"to_numpy\(dtype=np\.float64, na_value=np\.nan\)",
+        "pandas (2.x) gives a float64 array with NaN for a missing value of a float column either way (checked"
+        " for a nullable Float64 column too)",
+        r"x_table_values",
+    ),
+    # kernels/interactions.py (reviewed 28 Nov, session 21)
+    (
+        r"if \(stats\.n >= 2\) or True else math\.nan",
+        r"if stats\.n >= 2 else math\.nan",
+        "MeanStats.var is NaN below two units already: the guard is redundant",
+        r"x_cell_estimate",
+    ),
+    (
+        r"estimates, (strict=(None|False))?\)\)$|adjusted, (strict=(None|False))?\)\]$|"
+        r"if \(family\) or True else \[\]$",
+        r"estimates, strict=True\)\)$|adjusted, strict=True\)\]$|if family else \[\]$",
+        "one estimate per cell and one adjusted p per row by construction; adjust_p of no p-values returns an"
+        " empty array",
+        r"x_interaction|x_pair_rows",
+    ),
+    (
+        r'inference: str = "(XXfixedXX|FIXED)",',
+        r'inference: str = "fixed",',
+        'only inference == "sequential" is tested: any other default is the fixed interval',
+        r"x_interaction|x_pair_rows",
+    ),
+    (
+        r"np\.errstate\(all=None\)|math\.nan if \(row\[12\] is None\) and False else|math\.nan if row\[13\] is None",
+        r'np\.errstate\(all="ignore"\)|math\.nan if row\[12\] is None else',
+        "errstate only decides whether numpy warns; adjust_p reads None as NaN (np.asarray to float), so a None"
+        " p passed on is adjusted as the NaN it stands for",
+        r"x_pair_rows",
+    ),
+    # kernels/offline_online.py (reviewed 28 Nov, session 21)
+    (
+        r"zip\(xs, ys, (strict=(None|False))?\)",
+        r"zip\(xs, ys, strict=True\)",
+        "xs and ys hold one value per day each (the caller builds them from one list of days)",
+        r"x_worth",
+    ),
+    # kernels/curves.py (reviewed 28 Nov, session 21)
+    (
+        r"np\.asarray\((fp|tp|pos|neg|x|y), (dtype=None)?\)",
+        r"np\.asarray\((fp|tp|pos|neg|x|y), dtype=np\.float64\)",
+        "counts and coordinates: integer input gives the same comparisons, exact sums, and true divisions"
+        " (by a float total or 2.0) to float64",
+        r"x_cell_of|x_descending_counts|x_roc_vertex_mask|x_trapezoid_area",
+    ),
+    (
+        r"if n < 2:",
+        r"if n <= 2:",
+        "two points: the inner mask is empty and both ends are True, as the early return gives",
+        r"x_roc_vertex_mask",
+    ),
 ]
 
 
