@@ -151,6 +151,7 @@ def test_each_exact_curve_is_sklearns_on_a_histogram_with_ties():
     rng = np.random.default_rng(21)
     labels = (rng.random(300) < 0.3).astype(int)
     scores = np.round(rng.normal(size=300) + labels, 1)
+    scores[0], labels[0] = scores.min() - 1.0, 1  # a positive alone at the lowest score
     order = np.argsort(scores, kind="stable")
     values, pos, neg = sorted_histogram(scores[order], labels[order])
     fpr, tpr, thr = roc_curve(labels, scores)
@@ -173,7 +174,7 @@ def test_small_helpers_by_hand():
     # three points, the middle one's step equals the last's: no vertex (two points are both vertices)
     assert roc_vertex_mask(np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 1.0])).tolist() == [True, False, True]
     assert roc_vertex_mask(np.array([0.0, 0.0]), np.array([1.0, 1.0])).tolist() == [True, True]
-    assert subset_mask(np.zeros(0, np.int64)).tolist() == []
+    assert subset_mask(np.zeros(0, np.int64)).dtype == bool  # a mask even when empty (it indexes arrays)
     # one positive and one negative: both curves exist
     one = exact_curves(np.array([0.2, 0.8]), np.array([0.0, 1.0]), np.array([1.0, 0.0]))
     assert one.roc.x.tolist() == [0.0, 0.0, 1.0] and one.roc.y.tolist() == [0.0, 1.0, 1.0]

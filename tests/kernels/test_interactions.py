@@ -181,6 +181,8 @@ def test_pair_rows_pass_the_inference_and_its_tuning_and_read_holm_by_default() 
         pytest.approx(want.p_value),
     )
     assert row[10] != pytest.approx(interaction(_mean_cells(values), 0.9, "sequential").ci_low)
+    assert row[12] == pytest.approx(sequential_p_value(want.contrast, want.se**2, 12, 0.9, 100.0))
+    assert row[11] - row[9] == pytest.approx(sequential_half_width(want.se**2, 12, 0.9, 100.0))
     assert pair_rows([(pair, cells)], [spec]) == pair_rows([(pair, cells)], [spec], "holm", 0.95, "fixed")
 
 

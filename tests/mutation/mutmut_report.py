@@ -1108,9 +1108,10 @@ EQUIVALENT = [
     ),
     # kernels/offline_online.py (reviewed 28 Nov, session 21)
     (
-        r"zip\(xs, ys, (strict=(None|False))?\)",
-        r"zip\(xs, ys, strict=True\)",
-        "xs and ys hold one value per day each (the caller builds them from one list of days)",
+        r"zip\(xs, ys, (strict=(None|False))?\)|if x is not None or y is not None\]",
+        r"zip\(xs, ys, strict=True\)|if x is not None and y is not None\]",
+        "xs and ys hold one value per day each (the caller builds them from one list of days); fit_line drops"
+        " the pairs with a NaN on either side, and a None is NaN in its float arrays (n counts the pairs kept)",
         r"x_worth",
     ),
     # kernels/curves.py (reviewed 28 Nov, session 21)
