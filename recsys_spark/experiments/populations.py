@@ -13,7 +13,7 @@ Spark's analysis before any row was read (:func:`recsys_spark.daily.stages.check
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -50,3 +50,20 @@ def restrict(assignments: DataFrame, admitted: DataFrame, populations: Mapping[s
     inside = F.col(EXPERIMENT).isin(names)
     kept = assignments.where(inside).join(admitted, on=[USER, EXPERIMENT], how="left_semi")
     return assignments.where(~inside).unionByName(kept)
+
+
+def turned_away(
+    populations: Mapping[str, str], assignments: DataFrame, rows: DataFrame | None
+) -> Callable[[str], tuple[str, int] | None]:
+    """For an experiment left without users: its population and how many of its ``assignments`` (before the
+    populations were applied) had a valid row of the day among ``rows`` (the labelled exposures); None without a
+    population.  One small query per call, made only then (:func:`recsys_spark.experiments.analysis.analyse`)."""
+
+    def count(name: str) -> tuple[str, int] | None:
+        if name not in populations or rows is None:
+            return None
+        day_users = rows.select(USER).distinct()
+        ids = assignments.where(F.col(EXPERIMENT) == name).select(USER).distinct()
+        return populations[name], ids.join(day_users, on=USER, how="left_semi").count()
+
+    return count

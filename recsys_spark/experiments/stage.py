@@ -40,7 +40,7 @@ from recsys_spark.experiments.covariates import add_pre_period
 from recsys_spark.experiments.cumulative import accumulate, cumulative_rows, decide
 from recsys_spark.experiments.decisions import decisions
 from recsys_spark.experiments.interactions import INTERACTIONS_TABLE, cell_sums, interaction_rows, interaction_rules
-from recsys_spark.experiments.populations import members, restrict
+from recsys_spark.experiments.populations import members, restrict, turned_away
 from recsys_spark.experiments.tables import (
     CHECKS_SCHEMA,
     CHECKS_TABLE,
@@ -48,7 +48,6 @@ from recsys_spark.experiments.tables import (
     CUMULATIVE_TABLE,
     DECISIONS_SCHEMA,
     DECISIONS_TABLE,
-    EXPERIMENT,
     RESULTS_SCHEMA,
     RESULTS_TABLE,
     USERS_TABLE,
@@ -132,15 +131,7 @@ def experiment_stage(
         first = users.where(F.col(SLICE) == ALL).agg(F.min(USER)).first()
         return None if first is None else first[0]
 
-    def population(name: str) -> tuple[str, int] | None:
-        """The population of an experiment left without users, and how many of its assigned users had a valid
-        row of the day before it was applied (one small query, only then)."""
-        if name not in populations or exposures is None:
-            return None
-        day_users = exposures[0].select(USER).distinct()
-        ids = before_populations.where(F.col(EXPERIMENT) == name).select(USER).distinct()
-        return populations[name], ids.join(day_users, on=USER, how="left_semi").count()
-
+    population = turned_away(populations, before_populations, exposures[0] if exposures is not None else None)
     analysis = analyse(rows, cfg, specs, cuped, assigned, exposure_example, population)
     interactions: list[tuple] = []
     if layers:
