@@ -201,6 +201,23 @@ def test_after_labelling_the_queries_are_planned_without_aqe_and_the_session_is_
     assert before["spark.sql.adaptive.enabled"] == "true"  # the test session plans adaptively
 
 
+def _seen_by_the_metric_stage(spark, day, tmp_path, monkeypatch, setting, look):
+    """Run the day with ``setting`` and return ``look(labelled)`` of what the label stage hands the metric stage."""
+    import recsys_spark.daily.run as pipeline
+
+    root, _ = day
+    seen = {}
+    real = pipeline.metric_stage
+
+    def recording(labelled, cfg, out, **options):
+        seen.update(look(labelled))
+        return real(labelled, cfg, out, **options)
+
+    monkeypatch.setattr(pipeline, "metric_stage", recording)
+    evaluate_day(spark, load_config(None, [*SETTINGS, setting]), DAY, f"{root}/in", f"{tmp_path}/out")
+    return seen
+
+
 def test_the_user_partitions_hold_each_exposure_once_and_the_slices_are_exploded_as_read(
     spark, day, tmp_path, monkeypatch
 ):
@@ -209,16 +226,11 @@ def test_the_user_partitions_hold_each_exposure_once_and_the_slices_are_exploded
     from helpers.spark_plans import names_and_exchanges
     from pyspark.sql import functions as F
 
-    import recsys_spark.daily.run as pipeline
     from recsys_spark.runtime.session import CACHE_LEVEL
 
-    root, _ = day
-    seen = {}
-    real = pipeline.metric_stage
-
-    def recording(labelled, cfg, out, **options):
+    def look(labelled):
         rows, by_user = labelled.rows, labelled.by_user
-        seen.update(
+        return dict(
             level=rows.storageLevel,
             columns=rows.columns,
             rows=rows.count(),
@@ -228,11 +240,8 @@ def test_the_user_partitions_hold_each_exposure_once_and_the_slices_are_exploded
             cached_view=by_user.is_cached,
             plan=names_and_exchanges(labelled.ranked.groupBy("user_id").agg(F.count(F.lit(1)))),
         )
-        return real(labelled, cfg, out, **options)
 
-    monkeypatch.setattr(pipeline, "metric_stage", recording)
-    cfg = load_config(None, [*SETTINGS, 'slices.names=["hour", "weekday"]'])
-    evaluate_day(spark, cfg, DAY, f"{root}/in", f"{tmp_path}/out")
+    seen = _seen_by_the_metric_stage(spark, day, tmp_path, monkeypatch, 'slices.names=["hour", "weekday"]', look)
     # 9 labelled exposures (10 rows, one duplicate), the empty response included; each under 3 slices
     assert seen["level"] == CACHE_LEVEL and seen["rows"] == seen["exposures"] == 9
     assert "slice" not in seen["columns"] and {"_s_hour", "_s_weekday"} <= set(seen["columns"])
@@ -287,27 +296,14 @@ def test_the_python_labelling_path_moves_the_rows_once_and_persists_them_where_t
     # as it stands (a second shuffle by user moved every labelled row again before), each user in one partition
     from pyspark.sql import functions as F
 
-    import recsys_spark.daily.run as pipeline
-
-    root, _ = day
-    seen = {}
-    real = pipeline.metric_stage
-
-    def recording(labelled, cfg, out, **options):
+    def look(labelled):
         rows = labelled.rows
-        seen.update(
+        where = rows.select("user_id", F.spark_partition_id().alias("p")).distinct()
+        return dict(
             plan=str(rows._jdf.queryExecution().executedPlan().toString()),
-            split=rows.select("user_id", F.spark_partition_id().alias("p"))
-            .distinct()
-            .groupBy("user_id")
-            .count()
-            .where("count > 1")
-            .count(),
+            split=where.groupBy("user_id").count().where("count > 1").count(),
         )
-        return real(labelled, cfg, out, **options)
 
-    monkeypatch.setattr(pipeline, "metric_stage", recording)
-    cfg = load_config(None, [*SETTINGS, "execution.labelling=python"])
-    evaluate_day(spark, cfg, DAY, f"{root}/in", f"{tmp_path}/out")
+    seen = _seen_by_the_metric_stage(spark, day, tmp_path, monkeypatch, "execution.labelling=python", look)
     assert "MapInArrow" in seen["plan"] and seen["plan"].count("Exchange") == 1, seen["plan"]
     assert seen["split"] == 0
