@@ -98,6 +98,12 @@ def _tiebreak(table: pa.Table, others: Sequence[str]) -> np.ndarray:
     return rank
 
 
+def _flag_matrix(events: pa.Table, flags: Sequence[str]) -> np.ndarray:
+    """The events' conversion flags as an (events, flags) boolean matrix; no column without conversion events."""
+    columns = [np.asarray(events.column(f).to_numpy(zero_copy_only=False), dtype=bool) for f in flags]
+    return np.stack(columns, axis=1) if columns else np.zeros((events.num_rows, 0), dtype=bool)
+
+
 def label_table(
     table: pa.Table, exposure_columns: Sequence[str], flags: Sequence[str], carried: Sequence[str], window_us: int
 ) -> pa.Table:
@@ -129,9 +135,7 @@ def label_table(
         is_click=np.asarray(events.column("_click").to_numpy(zero_copy_only=False), dtype=bool),
         value=_floats(events.column("_value")) if VALUE in carried else np.full(n_ev, np.nan),
         dwell=_floats(events.column("_dwell")) if DWELL in carried else np.full(n_ev, np.nan),
-        flags=np.stack(
-            [np.asarray(events.column(f).to_numpy(zero_copy_only=False), dtype=bool) for f in flags], axis=1
-        ).reshape(n_ev, len(flags)),
+        flags=_flag_matrix(events, flags),
     )
     out = label(coded_exp, coded_ev, window_us)
     return _as_table(exposures.select(list(exposure_columns)).take(pa.array(out.kept)), out, flags, carried)

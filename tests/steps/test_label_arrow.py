@@ -34,13 +34,17 @@ def sorted_rows(df):
     return sorted((tuple(r) for r in df.collect()), key=repr)
 
 
-@pytest.mark.parametrize(("seed", "with_values"), [(11, True), (12, True), (13, False)])
-def test_the_python_pass_labels_exactly_as_the_spark_chain(spark, seed, with_values):
+@pytest.mark.parametrize(
+    ("seed", "with_values", "conversions"),
+    [(11, True, ("purchase",)), (12, True, ("purchase",)), (13, False, ("purchase",)), (16, True, ())],
+)
+def test_the_python_pass_labels_exactly_as_the_spark_chain(spark, seed, with_values, conversions):
+    # conversions (): labels.conversion_events = [] leaves the events without a conversion flag
     exp, clk, n_events = frames(spark, seed, with_values)
     chain = join_feedback(
-        deduplicate_exposures(by_user(exp, 3)), by_user(clk, 3), 20.0, WEIGHTS, "click", ("purchase",)
+        deduplicate_exposures(by_user(exp, 3)), by_user(clk, 3), 20.0, WEIGHTS, "click", conversions
     )
-    one = label_in_python(exp, clk, 3, 20.0, WEIGHTS, "click", ("purchase",))
+    one = label_in_python(exp, clk, 3, 20.0, WEIGHTS, "click", conversions)
     assert one.columns == chain.columns
     assert [f.dataType for f in one.schema.fields] == [f.dataType for f in chain.schema.fields]
     assert sorted_rows(one) == sorted_rows(chain)  # the test session's Arrow batches hold 2 rows: users span them
