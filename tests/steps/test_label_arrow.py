@@ -41,9 +41,7 @@ def sorted_rows(df):
 def test_the_python_pass_labels_exactly_as_the_spark_chain(spark, seed, with_values, conversions):
     # conversions (): labels.conversion_events = [] leaves the events without a conversion flag
     exp, clk, n_events = frames(spark, seed, with_values)
-    chain = join_feedback(
-        deduplicate_exposures(by_user(exp, 3)), by_user(clk, 3), 20.0, WEIGHTS, "click", conversions
-    )
+    chain = join_feedback(deduplicate_exposures(by_user(exp, 3)), by_user(clk, 3), 20.0, WEIGHTS, "click", conversions)
     one = label_in_python(exp, clk, 3, 20.0, WEIGHTS, "click", conversions)
     assert one.columns == chain.columns
     assert [f.dataType for f in one.schema.fields] == [f.dataType for f in chain.schema.fields]
