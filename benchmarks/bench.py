@@ -50,13 +50,14 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark import cloudpickle
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -84,6 +85,7 @@ from recsys_spark.schema import (
     USER,
 )
 from recsys_spark.steps.label import by_user, deduplicate_exposures, join_feedback
+from recsys_spark.steps.label_arrow import label_in_python, one_stream
 from recsys_spark.synthetic import generate
 
 # The benchmark is not installed with the package: Spark's Python workers could not import it by name, so
@@ -101,6 +103,10 @@ TASKS = {
     "floor_plain": "**plain floor** (fixed): read, clicks deduplicated on (request, item) with a flag, exposures "
     "left-joined on (request, item), `groupBy(user_id)` rows and flags, 8 shuffle partitions",
     "floor": "floor: read + dedupe + attribution join + `groupBy(user_id)` count and sums of labels, duplicates",
+    "bound_python": "bound: exposures and weighed events in one shuffle by user, sorted, streamed through a Python "
+    "no-op (the least a one-pass design pays)",
+    "bound_label": "bound: the same with the numpy labelling kernel, labelled rows back to the JVM, kept nowhere",
+    "bound_label_cached": "bound: the same, labelled rows persisted and counted (what the stages after it read)",
     "metrics": "**ours: metric stage** (labelled → per-user table + aggregates)",
     "job": "**ours: whole job**, defaults (`evaluate_day`, read → written outputs: analytic intervals, the "
     "A/B analysis of the day's two experiments, the bootstrap's default replicates)",
@@ -118,6 +124,9 @@ TASKS = {
 ROUND_TASKS = (
     "floor_plain",
     "floor",
+    "bound_python",
+    "bound_label",
+    "bound_label_cached",
     "job",
     "job_lean",
     "job_slices",
@@ -250,6 +259,30 @@ class Day:
         finally:
             self.spark.conf.set("spark.sql.shuffle.partitions", before)
 
+    # the one-pass design's lower bounds (docs/performance.md, "What one pass can cost") ------------------
+    def bound(self, task: str) -> None:
+        """``bound_python``: the day's exposures and weighed events in one shuffle by user, sorted as the labelling
+        kernel reads them, streamed through a Python function that only counts (no validation, no output);
+        ``bound_label``: the same through the labelling kernel (:func:`label_arrow.label_in_python`), its rows
+        back in the JVM and dropped; ``bound_label_cached``: those rows persisted and counted, as the job's
+        stages after labelling read them."""
+        exposures, clicks = self.read()
+        labels, partitions = self.cfg.labels, self.partitions(self.rows)
+        events = (labels.event_weights, labels.click_event, labels.conversion_events)
+        if task == "bound_python":
+            both, _, _ = one_stream(exposures, clicks, partitions, *events)
+            _noop(both.mapInArrow(_count_rows, "rows long"))
+            return
+        labelled = label_in_python(exposures, clicks, partitions, self.cfg.attribution.window_minutes, *events)
+        if task == "bound_label":
+            _noop(labelled)
+            return
+        cached = labelled.persist(CACHE_LEVEL)
+        try:
+            cached.count()
+        finally:
+            cached.unpersist()
+
     # the labelled exposures the metric stage and the peers start from, cached as in the job
     def cache_labelled(self) -> None:
         self.joined = self.join().persist(CACHE_LEVEL)
@@ -340,6 +373,8 @@ class Day:
             self.floor_plain()
         elif task == "floor":
             self.floor()
+        elif task.startswith("bound_"):
+            self.bound(task)
         elif task == "metrics":
             self.metric_stage()
         elif task in JOB_VARIANTS:
@@ -354,6 +389,12 @@ class Day:
             self.plain(plain_one_in)
         else:
             raise ValueError(task)
+
+
+def _count_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A partition's row count: the Python no-op of ``bound_python``."""
+    rows = sum(batch.num_rows for batch in batches)
+    yield pa.record_batch([pa.array([rows], pa.int64())], names=["rows"])
 
 
 def same_output_seconds(build: float, per_evaluation: float, ks: int, exact_auc: float) -> float:
@@ -653,9 +694,14 @@ class Report:
         for size in self.sizes:  # the issue's targets against the fixed plain floor
             plain, job, sliced = (self.timing(size, t) for t in ("floor_plain", "job", "job_slices"))
             lean = self.timing(size, "job_lean")
-            if plain and job:
-                r = job.median / plain.median
-                out.append((f"{size}: whole job, defaults <= 3x the plain floor", r <= 3, f"{r:.2f}x"))
+            if plain and job:  # issue 44's targets: 6x from 5M rows, 8x below
+                r, limit = job.median / plain.median, 6 if job.rows >= 5_000_000 else 8
+                out.append((f"{size}: whole job, defaults <= {limit}x the plain floor", r <= limit, f"{r:.2f}x"))
+            for task in ("bound_python", "bound_label", "bound_label_cached"):
+                bound = self.timing(size, task)
+                if plain and bound:
+                    r = bound.median / plain.median
+                    out.append((f"{size}: (not a target) {task} / plain floor", None, f"{r:.2f}x"))
             if job and sliced:
                 extra = sliced.median / job.median - 1
                 out.append(

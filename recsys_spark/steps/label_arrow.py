@@ -199,6 +199,31 @@ def label_in_python(
 ) -> DataFrame:
     """:func:`recsys_spark.steps.label.deduplicate_exposures` and :func:`~recsys_spark.steps.label.join_feedback`
     in one shuffle and one Python pass (module docstring); ``exposures`` are the valid rows, not deduplicated."""
+    both, flags, carried = one_stream(exposures, clicks, partitions, weights, click_event, conversion_events)
+    exp_cols = list(exposures.columns)
+    # deduplicate_exposures's column order: the key, position and ts first, then the others
+    names = (USER, REQUEST, ITEM, POSITION, TS, *[c for c in exp_cols if c not in (USER, REQUEST, ITEM, POSITION, TS)])
+    schema = labelled_schema(StructType([exposures.schema[c] for c in names]), flags, carried)
+    window_us = int(round(window_minutes * 60)) * 1_000_000
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for table in _whole_units(batches):
+            yield from label_table(table, names, flags, carried, window_us).to_batches()
+
+    return both.mapInArrow(run, schema)
+
+
+def one_stream(
+    exposures: DataFrame,
+    clicks: DataFrame,
+    partitions: int,
+    weights: Mapping[str, float],
+    click_event: str,
+    conversion_events: Sequence[str] = (),
+) -> tuple[DataFrame, list[str], list[str]]:
+    """The exposures and the weighed events as one frame (``_side`` tells them apart), hash-partitioned by user
+    in one shuffle and sorted within partitions by (user, item, request, position, ts): what the kernel streams;
+    with the conversion flags' columns and the carried sums (value, dwell) the events have."""
     events = weigh_events(clicks, weights, click_event, conversion_events)
     flags = [c for c in events.columns if c.startswith("_ev_")]
     carried = [c for c in (VALUE, DWELL) if c in events.columns]
@@ -228,16 +253,7 @@ def label_in_python(
         .repartition(partitions, USER)
         .sortWithinPartitions(USER, ITEM, REQUEST, POSITION, TS)
     )
-    # deduplicate_exposures's column order: the key, position and ts first, then the others
-    names = (USER, REQUEST, ITEM, POSITION, TS, *[c for c in exp_cols if c not in (USER, REQUEST, ITEM, POSITION, TS)])
-    schema = labelled_schema(StructType([exposures.schema[c] for c in names]), flags, carried)
-    window_us = int(round(window_minutes * 60)) * 1_000_000
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for table in _whole_units(batches):
-            yield from label_table(table, names, flags, carried, window_us).to_batches()
-
-    return both.mapInArrow(run, schema)
+    return both, flags, carried
 
 
 def labelled_schema(exposures: StructType, flags: Sequence[str], carried: Sequence[str]) -> StructType:
