@@ -328,3 +328,222 @@ def test_the_outputs_are_counts_flags_and_indices_not_floats():
     assert out.n_events.dtype == np.int64 and out.n_clicks.dtype == np.int64
     assert out.clicked.dtype == bool and out.flags.dtype == bool
     assert out.relevance.dtype == np.float64 and out.value.dtype == np.float64
+
+
+# Every edge case of docs/metrics.md "Labelling", by hand (issue 44): each expected value is worked out from
+# the rule as the docs state it, in the comment beside it.
+
+
+def test_the_same_request_and_item_under_two_users_is_two_exposures_each_with_its_own_events():
+    # rule 1: the key is (user, request, item), so u1's and u2's r1/a are two exposures, one copy each; rule 2:
+    # each event goes to its own user's exposure (u1's click, u2's purchase), none to the other user's
+    exposures = [exposure("u1", "s1", "r1", "a"), exposure("u2", "s2", "r1", "a")]
+    events = [event("u1", "s1", "r1", "a", 1), event("u2", "s2", "r1", "a", 2, "purchase", value=5.0)]
+    exp, ev = code(exposures, events, WEIGHTS, conversions=("purchase",))
+    out = label(exp, ev, 30 * MINUTE_US)
+    assert sorted(out.kept.tolist()) == [0, 1] and out.copies.tolist() == [1, 1]
+    by_row = {int(i): j for j, i in enumerate(out.kept)}
+    u1, u2 = by_row[0], by_row[1]
+    assert (out.relevance[u1], bool(out.clicked[u1]), int(out.n_events[u1])) == (1.0, True, 1)
+    assert math.isnan(out.value[u1]) and not out.flags[u1, 0]
+    assert (out.relevance[u2], bool(out.clicked[u2]), int(out.n_events[u2])) == (3.0, False, 1)
+    assert out.value[u2] == 5.0 and out.flags[u2, 0]
+    assert out.orphans == 0
+
+
+def test_duplicates_tied_on_position_and_ts_keep_the_smallest_rest_of_the_row_which_decides_the_session():
+    # rule 1's tie: same position and ts, so the rest of the row decides (min(struct(position, ts, session,
+    # score)) in Spark): session "s1" < "s2", the s1 copy is kept (copies 2); a session event then needs s1:
+    # the one in s2 is an orphan although a dropped copy was in s2
+    exposures = [exposure("u1", "s2", "r1", "a"), exposure("u1", "s1", "r1", "a")]
+    events = [event("u1", "s2", None, "a", 1), event("u1", "s1", None, "a", 2)]
+    exp, ev = code(exposures, events, WEIGHTS)
+    out = label(exp, ev, 30 * MINUTE_US)
+    assert out.kept.tolist() == [1] and out.copies.tolist() == [2]
+    assert out.n_events.tolist() == [1] and out.orphans == 1
+    # same session, scores 0.9 and 0.1: the smaller score is kept
+    exposures = [exposure("u1", "s1", "r1", "a", score=0.9), exposure("u1", "s1", "r1", "a", score=0.1)]
+    exp, ev = code(exposures, [], WEIGHTS)
+    assert label(exp, ev, 30 * MINUTE_US).kept.tolist() == [1]
+
+
+def test_an_empty_response_with_null_positions_keeps_its_earliest_row_and_stays_apart_from_the_items():
+    # an empty response is a null item with a null position; the Python pass codes a null position below every
+    # position of the batch (steps/label_arrow.py, Spark's nulls first): two empty rows of r1 tie on position,
+    # the earlier ts (minute 1) is kept, copies 2. r2's row with item a (position 1) is its own exposure, and
+    # the empty response of r2 (minute 3) its own one-row group: the null item is a key value of its own
+    exposures = [
+        exposure("u1", "s1", "r1", None, minutes=2),
+        exposure("u1", "s1", "r1", None, minutes=1),
+        exposure("u1", "s1", "r2", "a", position=1, minutes=3),
+        exposure("u1", "s1", "r2", None, minutes=3),
+    ]
+    events = [
+        event("u1", "s1", "r2", "a", 4),  # by request: r2/a
+        event("u1", "s1", None, "a", 5),  # by session: r2/a at minute 3 is the only candidate with item a
+    ]
+    exp, ev = code(exposures, events, WEIGHTS)
+    null_position = int(exp.position.min()) - 1
+    exp = dataclasses.replace(exp, position=np.where(exp.item == -1, null_position, exp.position))
+    out = label(exp, ev, 30 * MINUTE_US)
+    got = dict(zip(out.kept.tolist(), zip(out.copies.tolist(), out.n_events.tolist(), strict=True), strict=True))
+    assert got == {1: (2, 0), 2: (1, 2), 3: (1, 0)}
+    assert out.orphans == 0
+
+
+def test_an_event_by_request_needs_no_window_and_a_request_never_served_is_an_orphan():
+    # rule 2 has no time condition: an event by request 3 hours after its exposure, or one before it, is
+    # attributed; an event naming a request never served (r9) is an orphan, even with r1/a in its session
+    # and window (no fall-back to the session rule)
+    exposures = [exposure("u1", "s1", "r1", "a", minutes=60)]
+    events = [
+        event("u1", "s1", "r1", "a", 240),
+        event("u1", "s1", "r1", "a", 30),
+        event("u1", "s1", "r9", "a", 61),
+    ]
+    rows, orphans = run(exposures, events)
+    assert rows[("r1", "a")][3] == 2
+    assert orphans == 1
+
+
+def test_an_event_by_request_goes_to_the_kept_copy_once():
+    # three copies of r1/a collapse into one exposure (copies 3); its two events count once each: n_events 2,
+    # n_clicks 2 (both clicks), relevance 1
+    exposures = [exposure("u1", "s1", "r1", "a", position=p) for p in (3, 1, 2)]
+    events = [event("u1", "s1", "r1", "a", 1), event("u1", "s1", "r1", "a", 2)]
+    rows, orphans = run(exposures, events)
+    assert rows == {("r1", "a"): (3, 1.0, True, 2, 2, None, None, (False,))}
+    assert orphans == 0
+
+
+def test_the_session_rule_reads_the_kept_copy_ts_not_a_dropped_copy():
+    # r1/a's copies: position 1 at minute 20 (kept) and position 2 at minute 5 (dropped). A session event at
+    # minute 10 has r1/a's kept ts 20 after it: no candidate, an orphan (the dropped copy at 5 does not count).
+    # One at minute 25 goes to r1/a (20 lies in [25 - 30, 25])
+    exposures = [exposure("u1", "s1", "r1", "a", 1, minutes=20), exposure("u1", "s1", "r1", "a", 2, minutes=5)]
+    rows, orphans = run(exposures, [event("u1", "s1", None, "a", 10), event("u1", "s1", None, "a", 25)])
+    assert rows[("r1", "a")][:4] == (2, 1.0, True, 1)
+    assert orphans == 1
+
+
+def test_the_window_is_the_configured_one_to_the_microsecond():
+    # window 5 minutes: an exposure at minute 0, events at minute 5 (the end, included), at 5 min + 1 us (out),
+    # and at minute 0 (the event's own ts, included); window 0: only an exposure at the event's very ts
+    exposures = [exposure("u1", "s1", "r1", "a", minutes=0)]
+    just_out = T0 + dt.timedelta(minutes=5, microseconds=1)
+    events = [
+        event("u1", "s1", None, "a", 5),
+        ("u1", "s1", None, "a", just_out, "click", None, None),
+        event("u1", "s1", None, "a", 0),
+    ]
+    rows, orphans = run(exposures, events, window_minutes=5)
+    assert rows[("r1", "a")][3] == 2 and orphans == 1
+    rows, orphans = run(exposures, events, window_minutes=0)
+    assert rows[("r1", "a")][3] == 1 and orphans == 2  # only the event at minute 0
+    # and one microsecond before the exposure is never a candidate, whatever the window
+    before = ("u1", "s1", None, "a", T0 - dt.timedelta(microseconds=1), "click", None, None)
+    rows, orphans = run(exposures, [before], window_minutes=30)
+    assert rows[("r1", "a")][3] == 0 and orphans == 1
+
+
+def test_a_tie_on_ts_goes_to_the_larger_request_in_either_input_order_and_only_among_the_latest():
+    # r1 and r3 at minute 5, r2 at minute 0 (r2 is not the latest, whatever its request): the event at 10
+    # goes to r3 (the larger of the two latest), in both input orders
+    exposures = [
+        exposure("u1", "s1", "r3", "a", minutes=5),
+        exposure("u1", "s1", "r1", "a", minutes=5),
+        exposure("u1", "s1", "r2", "a", minutes=0),
+    ]
+    for rows_in in (exposures, exposures[::-1]):
+        rows, orphans = run(rows_in, [event("u1", "s1", None, "a", 10)])
+        assert [k for k, row in rows.items() if row[3]] == [("r3", "a")] and orphans == 0
+
+
+def test_the_latest_exposure_of_each_item_and_session_for_several_groups_at_once():
+    # several session groups in one batch, each resolved on its own key: (s1, a) at 12 -> r2/a (minute 10, the
+    # latest of r1/a at 0 and r2/a at 10); (s1, b) at 12 -> r1/b (minute 0, the only b); (s2, a) at 12 -> r3/a
+    # (s2's a at 11); (s1, a) at 2 -> r1/a (r2/a at 10 comes after it); (s2, b) at 12: no b in s2, an orphan
+    exposures = [
+        exposure("u1", "s1", "r1", "a", minutes=0),
+        exposure("u1", "s1", "r1", "b", minutes=0),
+        exposure("u1", "s1", "r2", "a", minutes=10),
+        exposure("u1", "s2", "r3", "a", minutes=11),
+    ]
+    events = [
+        event("u1", "s1", None, "a", 12),
+        event("u1", "s1", None, "b", 12),
+        event("u1", "s2", None, "a", 12),
+        event("u1", "s1", None, "a", 2),
+        event("u1", "s2", None, "b", 12),
+    ]
+    rows, orphans = run(exposures, events)
+    assert {k: row[3] for k, row in rows.items()} == {("r1", "a"): 1, ("r1", "b"): 1, ("r2", "a"): 1, ("r3", "a"): 1}
+    assert orphans == 1
+
+
+def test_clicks_are_counted_and_a_purchase_alone_is_relevant_but_not_clicked():
+    # r1/a: two clicks and a view: relevance 1, clicked, n_events 3, n_clicks 2. r1/b: a purchase alone: relevance
+    # 3 (relevant), not clicked, n_clicks 0, its conversion flag set
+    exposures = [exposure("u1", "s1", "r1", "a"), exposure("u1", "s1", "r1", "b", position=2)]
+    events = [
+        event("u1", "s1", "r1", "a", 1),
+        event("u1", "s1", None, "a", 2),
+        event("u1", "s1", "r1", "a", 3, "view"),
+        event("u1", "s1", "r1", "b", 4, "purchase"),
+    ]
+    rows, orphans = run(exposures, events)
+    assert rows[("r1", "a")] == (1, 1.0, True, 3, 2, None, None, (False,))
+    assert rows[("r1", "b")] == (1, 3.0, False, 1, 0, None, None, (True,))
+    assert orphans == 0
+
+
+def test_each_conversion_event_has_its_own_flag_weighted_or_not():
+    # conversions (purchase, add_to_cart): add_to_cart is not in the weights (weight 0) but still flags its
+    # exposure; r1/a has both, r1/b only add_to_cart, r1/c a click only
+    exposures = [exposure("u1", "s1", "r1", i, position=p) for p, i in enumerate("abc", 1)]
+    events = [
+        event("u1", "s1", "r1", "a", 1, "purchase"),
+        event("u1", "s1", "r1", "a", 2, "add_to_cart"),
+        event("u1", "s1", "r1", "b", 2, "add_to_cart"),
+        event("u1", "s1", "r1", "c", 3),
+    ]
+    rows, orphans = run(exposures, events, conversions=("purchase", "add_to_cart"))
+    assert {k: (row[1], row[7]) for k, row in rows.items()} == {
+        ("r1", "a"): (3.0, (True, True)),
+        ("r1", "b"): (0.0, (False, True)),
+        ("r1", "c"): (1.0, (False, False)),
+    }
+    # no conversion event configured: no flag column at all
+    rows, _ = run(exposures, events, conversions=())
+    assert all(row[7] == () for row in rows.values())
+
+
+def test_an_orphan_value_and_dwell_count_nowhere_and_sums_mix_request_and_session_events():
+    # r1/a gets value 10 by request and 2.5 by session (sum 12.5) and dwell 7 from the session event only; the
+    # orphan (r9, never served) carries value 100 and dwell 50: no exposure's sum holds them
+    exposures = [exposure("u1", "s1", "r1", "a")]
+    events = [
+        event("u1", "s1", "r1", "a", 1, "purchase", value=10.0),
+        event("u1", "s1", None, "a", 2, "purchase", value=2.5, dwell=7.0),
+        event("u1", "s1", "r9", "a", 3, "purchase", value=100.0, dwell=50.0),
+    ]
+    rows, orphans = run(exposures, events)
+    assert rows[("r1", "a")] == (1, 3.0, False, 2, 0, 12.5, 7.0, (True,))
+    assert orphans == 1
+
+
+def test_a_negative_weight_is_the_relevance_when_it_is_the_only_event_and_none_gives_zero():
+    # relevance = the largest weight among the exposure's events: with a configured weight of -1 for "skip",
+    # an exposure whose only event is a skip has relevance -1 (its event is attributed); one with a skip and a
+    # click has 1; one without events has 0 (not the -inf a max over nothing would give)
+    weights = {"click": 1.0, "skip": -1.0}
+    exposures = [exposure("u1", "s1", "r1", i, position=p) for p, i in enumerate("abc", 1)]
+    events = [
+        event("u1", "s1", "r1", "a", 1, "skip"),
+        event("u1", "s1", "r1", "b", 1, "skip"),
+        event("u1", "s1", "r1", "b", 2),
+    ]
+    exp, ev = code(exposures, events, weights)
+    out = label(exp, ev, 30 * MINUTE_US)
+    assert dict(zip(out.kept.tolist(), out.relevance.tolist(), strict=True)) == {0: -1.0, 1: 1.0, 2: 0.0}
+    assert out.n_events.tolist() == [1, 2, 0] and out.orphans == 0
