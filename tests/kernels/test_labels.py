@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from helpers.coded_labels import code, random_day, reference
 
-from recsys_spark.kernels.labels import label
+from recsys_spark.kernels.labels import CodedExposures, deduplicate, label
 
 T0 = dt.datetime(2026, 11, 20, 10, 0)
 MINUTE_US = 60_000_000
@@ -547,3 +547,54 @@ def test_a_negative_weight_is_the_relevance_when_it_is_the_only_event_and_none_g
     out = label(exp, ev, 30 * MINUTE_US)
     assert dict(zip(out.kept.tolist(), out.relevance.tolist(), strict=True)) == {0: -1.0, 1: 1.0, 2: 0.0}
     assert out.n_events.tolist() == [1, 2, 0] and out.orphans == 0
+
+
+def test_a_session_event_whose_key_no_exposure_has_is_an_orphan_among_many_exposures():
+    # six exposures of u1 in s1 (items a..f) and one session event for item z: no exposure has (u1, s1, z), so
+    # the event is an orphan whatever the others (with over 4 exposures per event the kernel first drops the
+    # exposures no event could go to: here all of them); the event for c goes to r1/c
+    exposures = [exposure("u1", "s1", "r1", i, position=p) for p, i in enumerate("abcdef", 1)]
+    rows, orphans = run(exposures, [event("u1", "s1", None, "z", 1)])
+    assert all(row[3] == 0 for row in rows.values()) and orphans == 1
+    rows, orphans = run(exposures, [event("u1", "s1", None, "z", 1), event("u1", "s1", None, "c", 1)])
+    assert {k for k, row in rows.items() if row[3]} == {("r1", "c")} and orphans == 1
+
+
+def test_factorize_of_no_row_and_of_one_row():
+    from recsys_spark.kernels.labels import _factorize
+
+    none = _factorize(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    assert none.shape == (0,) and none.dtype == np.int64
+    one = _factorize(np.array([3]), np.array([-1]))
+    assert one.tolist() == [0] and one.dtype == np.int64
+
+
+def test_packed_and_is_sorted_are_exact_past_float_precision():
+    # codes near 2**30 in two columns: a span of about 2**60, which fits (below 2**62) but is past 2**53, where
+    # float64 no longer tells n from n + 1; packing and the sortedness check must stay in integers
+    from recsys_spark.kernels.labels import _is_sorted, _packed
+
+    big = 2**30
+    columns = (np.array([big, big, big]), np.array([big - 1, big, big - 2]))
+    packed = _packed(*columns)
+    assert packed is not None and packed.dtype == np.int64
+    assert packed[1] - packed[0] == 1 and packed[0] - packed[2] == 1  # one apart, as the last digits are
+    assert not _is_sorted((np.zeros(2, dtype=np.int64), np.array([2**60 + 1, 2**60])))  # descending by one
+    assert _is_sorted((np.zeros(2, dtype=np.int64), np.array([2**60, 2**60 + 1])))
+
+
+def test_rows_already_sorted_with_codes_too_wide_to_pack_are_deduplicated():
+    # codes too wide to pack take the sorting path even when the rows come sorted: (u, r1, a) twice at
+    # positions 1 and 2 (kept: the first, copies 2), then (u, r1, b)
+    wide = 2**40
+    exp = CodedExposures(
+        user=np.array([wide, wide, wide]),
+        request=np.array([0, 0, 0]),
+        item=np.array([wide, wide, 2 * wide]),
+        session=np.zeros(3, dtype=np.int64),
+        position=np.array([1, 2, 3]),
+        ts=np.zeros(3, dtype=np.int64),
+        tiebreak=np.zeros(3, dtype=np.int64),
+    )
+    kept, copies = deduplicate(exp)
+    assert kept.tolist() == [0, 2] and copies.tolist() == [2, 1]
