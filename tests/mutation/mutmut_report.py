@@ -1128,6 +1128,116 @@ EQUIVALENT = [
         "two points: the inner mask is empty and both ends are True, as the early return gives",
         r"x_roc_vertex_mask",
     ),
+    # kernels/labels.py (reviewed 28 Nov, session 22)
+    (
+        r"np\.full\((len\(ev\.user\)|int\(keys\.max\(\)\) \+ 1|len\(lead\)), -1, (dtype=None)?\)$"
+        r"|np\.zeros\(size, (dtype=None)?\)$",
+        r"np\.full\((len\(ev\.user\)|int\(keys\.max\(\)\) \+ 1|len\(lead\)), -1, dtype=np\.int64\)$"
+        r"|np\.zeros\(size, dtype=bool\)$",
+        "numpy infers int64 from the fill -1; `seen` as float64 zeros set to 1.0 reads the same in np.where",
+        r"labels\.x__by_request__|labels\.x__by_session__|labels\.x__nan_sum__",
+    ),
+    (
+        r"np\.full\((len\(ev\.user\)|int\(keys\.max\(\)\) \+ 1|len\(lead\)), -2, dtype=np\.int64\)$"
+        r"|np\.full\(int\(keys\.max\(\)\) \+ 2, -1, dtype=np\.int64\)$"
+        r"|merged\[np\.maximum\(last_at, 0\)\], (\+1|-2)\)$|np\.where\(at_group, -2, np\.arange",
+        r"np\.full\((len\(ev\.user\)|int\(keys\.max\(\)\) \+ 1|len\(lead\)), -1, dtype=np\.int64\)$"
+        r"|merged\[np\.maximum\(last_at, 0\)\], -1\)$|np\.where\(at_group, -1, np\.arange",
+        "sentinels for 'no exposure': label reads a target only through `target >= 0` and _by_session reads"
+        " `last` through `last_at >= 0` and `cand_of` only where `ok`, so any negative sentinel is the same;"
+        " a slot past the largest key is never indexed",
+        r"labels\.x__by_request__|labels\.x__by_session__",
+    ),
+    (
+        r"if len\(direct\) == 0 and len\(kept\) == 0:|if len\(cand\) == 0 and len\(live\) == 0:"
+        r"|if \(len\(group\)\) or True else np\.zeros",
+        r"if len\(direct\) == 0 or len\(kept\) == 0:|if len\(cand\) == 0 or len\(live\) == 0:"
+        r"|if len\(group\) else np\.zeros",
+        "guards that only skip work: with no kept exposure (no candidate) every key misses and the target stays"
+        " -1; with no event (no group) nothing is looked up; _group_starts of no row is an empty int64 array",
+        r"labels\.x__by_request__|labels\.x__by_session__|labels\.x_label__",
+    ),
+    (
+        r"if len\(c_rows\) (>=|>) (4|5) (\*|/) len\(g_rows\):|both = None$",
+        r"if len\(c_rows\) > 4 \* len\(g_rows\):|both = _packed\(",
+        "the pre-filter drops only candidates whose (user, session, item) no group has, which could never be"
+        " chosen: when it runs (or whether the key packs) changes the work, not the labels (tests with and"
+        " without it: test_a_session_event_whose_key_no_exposure_has_is_an_orphan_among_many_exposures)",
+        r"labels\.x__by_session__",
+    ),
+    (
+        r"ok\[ok\] = (key|ts)\[cand_of\[ok\]\]",
+        r"ok\[ok\] &= (key|ts)\[cand_of\[ok\]\]",
+        "ok[ok] is all true, so and-ing into it is assigning",
+        r"labels\.x__by_session__",
+    ),
+    (
+        r"\(ev\.session\[lead\] != NULL\) \| \(ev\.item\[lead\] != NULL\)"
+        r"|\(exp\.session\[kept\] != NULL\) \| \(exp\.item\[kept\] != NULL\)",
+        r"\(ev\.session\[lead\] != NULL\) & \(ev\.item\[lead\] != NULL\)"
+        r"|\(exp\.session\[kept\] != NULL\) & \(exp\.item\[kept\] != NULL\)",
+        "a group is matched to a candidate only on an equal (user, session, item) key, and candidates come"
+        " together in the merge by key: with one side still requiring both non-null, a null session or item"
+        " on the other side never equals and never sits between a group and its candidates (null sessions and"
+        " items are tested: test_session_events_need_the_same_session_and_an_item_and_a_null_session_matches_nothing)",
+        r"labels\.x__by_session__",
+    ),
+    (
+        r"np\.(zeros|ones)\((n_c|len\(live\)), (dtype=None)?\)"
+        r"|np\.zeros\(len\(live\), (dtype=None)?\)\]\)",
+        r"np\.(zeros|ones)\((n_c|len\(live\)), dtype=np\.int8\)|np\.zeros\(len\(live\), dtype=exp\.request\.dtype\)",
+        "the sort keys of the merge as float64 instead of int8 / int64: 0 and 1 and request codes (far below"
+        " 2**53) are exact, so np.lexsort orders them the same",
+        r"labels\.x__by_session__",
+    ),
+    (
+        r"\.reshape\((None|-2)\)\.astype\(np\.int64\)",
+        r"\.reshape\(-1\)\.astype\(np\.int64\)",
+        "np.unique's inverse of a 1-D array is 1-D already (numpy 2); a negative dimension is inferred whatever"
+        " its value, and reshape(None) keeps the shape",
+        r"labels\.x__factorize__",
+    ),
+    (
+        r"packed = None$|np\.lexsort\(columns\[::\+1\]\)",
+        r"packed = _packed\(\*columns\)$|np\.lexsort\(columns\[::-1\]\)",
+        "_factorize's callers use its codes only for equality (and to bring equal keys together): the sorting"
+        " path gives equal tuples equal dense codes too, in whatever column order it sorts (both paths checked:"
+        " test_factorize_gives_equal_tuples_equal_dense_codes)",
+        r"labels\.x__factorize__",
+    ),
+    (
+        r"if \(column\.dtype != bool\) or True else None",
+        r"if column\.dtype != bool else None",
+        "no caller passes a bool column (deduplicate's columns are int64 codes, positions, ts and ranks); for"
+        " one the guard only answers 'not sorted', which sends deduplicate to np.lexsort: the same rows",
+        r"labels\.x__is_sorted__",
+    ),
+    (
+        r"base = int\(column\.max\(\)\) \+ 3 if|else 2$|if span > 2\*\*62:|if span >= 2\*\*63:"
+        r"|\(column - 1\)$|\(column \+ 2\)$|^span = 2$",
+        r"base = int\(column\.max\(\)\) \+ 2 if|else 1$|if span >= 2\*\*62:|\(column \+ 1\)$|^span = 1$",
+        "a larger radix keeps the tuples' order and distinctness; a digit shifted by a constant shifts every"
+        " packed value by the same constant; a bound moved between 2**61 and 2**63 still leaves every packed"
+        " value inside int64, and a tuple past it takes the sorting path, which gives the same labels (test_codes"
+        "_too_wide_to_pack_take_the_sorting_path_with_the_same_labels); an empty column's base multiplies nothing",
+        r"labels\.x__packed__",
+    ),
+    (
+        r"key = None$|if \(key is not None\) and False else|if \(key is not None and _is_sorted\(columns\)\) and"
+        r" False else",
+        r"key = _packed\(exp\.user, exp\.request, exp\.item\)$|if key is not None else"
+        r"|if key is not None and _is_sorted\(columns\) else",
+        "the packed key and its three columns group and order the rows the same (the packing keeps the tuples'"
+        " order); skipping the already-sorted shortcut only sorts again",
+        r"labels\.x_deduplicate__",
+    ),
+    (
+        r"if \(ev\.flags\.ndim == 2\) or True else 0\)|if ev\.flags\.ndim == 2 else 1\)",
+        r"if ev\.flags\.ndim == 2 else 0\)",
+        "CodedEvents.flags is (events x flags) by contract: label_arrow._flag_matrix and the tests' code() build"
+        " it 2-D, with zero columns when there is no conversion event",
+        r"labels\.x_label__",
+    ),
 ]
 
 
