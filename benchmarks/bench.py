@@ -694,8 +694,8 @@ class Report:
         for size in self.sizes:  # the issue's targets against the fixed plain floor
             plain, job, sliced = (self.timing(size, t) for t in ("floor_plain", "job", "job_slices"))
             lean = self.timing(size, "job_lean")
-            if plain and job:  # issue 44's targets: 6x from 5M rows, 8x below
-                r, limit = job.median / plain.median, 6 if job.rows >= 5_000_000 else 8
+            if plain and job:  # issue 44's targets: 6x at 5M (a generated "5M" day has 4.93M rows), 8x at 1M
+                r, limit = job.median / plain.median, 6 if job.rows >= 4_000_000 else 8
                 out.append((f"{size}: whole job, defaults <= {limit}x the plain floor", r <= limit, f"{r:.2f}x"))
             for task in ("bound_python", "bound_label", "bound_label_cached"):
                 bound = self.timing(size, task)
@@ -739,7 +739,7 @@ class Report:
         sizes = self.sizes
         rows = {s: next(t.rows for t in self.timings if t.size == s) for s in sizes}
         lines = [f"Machine: {self.machine['summary']}", "", f"Reproduce: `{self.command}`", ""]
-        head = "| task | " + " | ".join(f"{s}: s | {s}: M rows/s | {s}: x floor" for s in sizes)
+        head = "| task | " + " | ".join(f"{s}: s | {s}: M rows/s | {s}: x plain floor" for s in sizes)
         small, large = self.linearity_pair()
         if small:
             head += f" | {large}/{small} |"
@@ -749,7 +749,7 @@ class Report:
         for task, label in TASKS.items():
             cells = [label]
             for s in sizes:
-                t, floor = self.timing(s, task), self.timing(s, "floor")
+                t, floor = self.timing(s, task), self.timing(s, "floor_plain")
                 if t is None:
                     cells += ["–", "–", "–"]
                     continue
@@ -768,8 +768,8 @@ class Report:
             "",
             f"Median of {repeats} interleaved repeat(s) (each round runs every task once, so a noisy "
             "machine slows them alike), after a warm-up round at the first size and an untimed read of each "
-            "later day; rows = exposure rows of the day; x floor = median / the floor's median at the same "
-            "size.",
+            "later day; rows = exposure rows of the day; x plain floor = median / the plain floor's median "
+            "at the same size (the fixed reference of issues 29 and 44).",
         ]
         plain = [t for t in self.timings if t.task == "plain"]
         if plain:
