@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import cloudpickle
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -68,24 +69,36 @@ from recsys_spark.daily.stages import run_metric_stage
 from recsys_spark.errors import HardRuleViolation
 from recsys_spark.io.read import conform, read_parquet
 from recsys_spark.io.staged import DailyOutput
+from recsys_spark.kernels.user_day import user_day_columns
 from recsys_spark.per_user.aggregate import metrics_frame
 from recsys_spark.per_user.table import UserMetrics, bucket_count, persist_user_rows, ranking_input
+from recsys_spark.per_user.user_pass import OUTPUT_DDL, pass_function
 from recsys_spark.runtime.session import CACHE_LEVEL
 from recsys_spark.schema import (
     ALL,
     CLICK_COLUMNS,
+    CLICKED,
     COPIES,
     EXPOSURE_COLUMNS,
     ITEM,
     LIST_ID,
+    N_CLICKS,
     POSITION,
     RELEVANCE,
+    REQUEST,
     SCORE,
     SLICE,
     USER,
 )
 from recsys_spark.steps.label import by_user, deduplicate_exposures, join_feedback
-from recsys_spark.steps.label_arrow import label_in_python, one_stream
+from recsys_spark.steps.label_arrow import (
+    label_in_python,
+    label_order,
+    label_table,
+    one_stream,
+    whole_units,
+    window_micros,
+)
 from recsys_spark.synthetic import generate
 
 # The benchmark is not installed with the package: Spark's Python workers could not import it by name, so
@@ -107,6 +120,8 @@ TASKS = {
     "no-op (the least a one-pass design pays)",
     "bound_label": "bound: the same with the numpy labelling kernel, labelled rows back to the JVM, kept nowhere",
     "bound_label_cached": "bound: the same, labelled rows persisted and counted (what the stages after it read)",
+    "bound_fused": "bound: the labelling kernel and the per-user pass in one `mapInArrow` (per-user values, health, "
+    "day and moment sums; no slices, pooled AUC, curves or writes): issue 44's fused pass, its per-row part",
     "metrics": "**ours: metric stage** (labelled → per-user table + aggregates)",
     "job": "**ours: whole job**, defaults (`evaluate_day`, read → written outputs: analytic intervals, the "
     "A/B analysis of the day's two experiments, the bootstrap's default replicates)",
@@ -127,6 +142,7 @@ ROUND_TASKS = (
     "bound_python",
     "bound_label",
     "bound_label_cached",
+    "bound_fused",
     "job",
     "job_lean",
     "job_slices",
@@ -273,6 +289,9 @@ class Day:
             both, _, _ = one_stream(exposures, clicks, partitions, *events)
             _noop(both.mapInArrow(_count_rows, "rows long"))
             return
+        if task == "bound_fused":
+            _noop(fused_pass(exposures, clicks, partitions, self.cfg))
+            return
         labelled = label_in_python(exposures, clicks, partitions, self.cfg.attribution.window_minutes, *events)
         if task == "bound_label":
             _noop(labelled)
@@ -389,6 +408,35 @@ class Day:
             self.plain(plain_one_in)
         else:
             raise ValueError(task)
+
+
+def fused_pass(exposures: DataFrame, clicks: DataFrame, partitions: int, cfg: Config) -> DataFrame:
+    """Issue 44's fused pass as far as its cost per row goes (``bound_fused``): the one shuffle of
+    :func:`label_arrow.one_stream`, then in one ``mapInArrow`` each partition labelled by the numpy kernel and its
+    exposed items scored by the per-user pass (:func:`user_pass.pass_function`: per-user values at every k, the
+    health sums, the day sums, the moments; lists by request, the score column). Not the job: no validation, no
+    slices or catalog, no pooled AUC or curves, no writes."""
+    labels, ks = cfg.labels, tuple(cfg.metrics.k)
+    both, flags, carried = one_stream(
+        exposures, clicks, partitions, labels.event_weights, labels.click_event, labels.conversion_events
+    )
+    names, window_us = label_order(exposures.columns), window_micros(cfg.attribution.window_minutes)
+    columns = [USER, REQUEST, ITEM, CLICKED, N_CLICKS, *carried, *flags]
+    day = tuple(user_day_columns([*columns, LIST_ID, POSITION, SCORE, RELEVANCE], ks))
+    health = cfg.health.min_list_length
+    score = pass_function(ks, cfg.metrics.ndcg_gain, health, None, day, (), tuple(cfg.metrics.f_alphas))
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        tables = [label_table(table, names, flags, carried, window_us) for table in whole_units(batches)]
+        if tables:
+            labelled = pa.concat_tables(tables)
+            exposed = labelled.filter(pc.is_valid(labelled.column(ITEM)))
+            rows = exposed.select([*columns, POSITION, SCORE, RELEVANCE]).append_column(
+                LIST_ID, exposed.column(REQUEST)
+            )
+            yield from score(iter(rows.to_batches()))
+
+    return both.mapInArrow(run, OUTPUT_DDL)
 
 
 def _count_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -697,7 +745,7 @@ class Report:
             if plain and job:  # issue 44's targets: 6x at 5M (a generated "5M" day has 4.93M rows), 8x at 1M
                 r, limit = job.median / plain.median, 6 if job.rows >= 4_000_000 else 8
                 out.append((f"{size}: whole job, defaults <= {limit}x the plain floor", r <= limit, f"{r:.2f}x"))
-            for task in ("bound_python", "bound_label", "bound_label_cached"):
+            for task in ("bound_python", "bound_label", "bound_label_cached", "bound_fused"):
                 bound = self.timing(size, task)
                 if plain and bound:
                     r = bound.median / plain.median

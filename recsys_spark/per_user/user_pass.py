@@ -291,7 +291,7 @@ def _set_aside(batches: Iterator[pa.RecordBatch], max_user_rows: int | None) -> 
     return kept, {u: rows_of[u] for u in sorted(over)}
 
 
-def _pass_function(
+def pass_function(
     ks: tuple[int, ...] | None,
     gain: str,
     min_list_length: int | None,
@@ -300,6 +300,9 @@ def _pass_function(
     composites: tuple[Composite, ...] = (),
     f_alphas: tuple[float, ...] = (1.0,),
 ):
+    """The pass's function on the executors: a partition's Arrow batches (:func:`pass_input`'s columns, every user
+    whole) -> the output rows of the module docstring (``aside``, ``user``, ``moments``, ``sum``, ``day``)."""
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # on the executors
         kept, over = _set_aside(batches, max_user_rows)
         if over:
@@ -382,7 +385,7 @@ def pass_rows(
     users' day sums ``day_columns`` (:func:`kernels.user_day.user_day_columns`) when given; ``composites``:
     the composite metrics (:mod:`kernels.composite`), one more mean each in the moments and, among the day
     sums, their per-user columns; ``f_alphas``: the F-scores' alphas the moments carry."""
-    fn = _pass_function(
+    fn = pass_function(
         None if ks is None else tuple(ks),
         gain,
         min_list_length,

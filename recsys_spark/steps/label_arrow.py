@@ -172,7 +172,7 @@ def _last_unit_rows(batch: pa.RecordBatch) -> int:
     return int(same.sum())
 
 
-def _whole_units(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
+def whole_units(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
     """Tables of whole (user, item) units from batches sorted by (user, item): a batch's last unit waits for the
     next batch."""
     held: list[pa.RecordBatch] = []
@@ -200,17 +200,27 @@ def label_in_python(
     """:func:`recsys_spark.steps.label.deduplicate_exposures` and :func:`~recsys_spark.steps.label.join_feedback`
     in one shuffle and one Python pass (module docstring); ``exposures`` are the valid rows, not deduplicated."""
     both, flags, carried = one_stream(exposures, clicks, partitions, weights, click_event, conversion_events)
-    exp_cols = list(exposures.columns)
-    # deduplicate_exposures's column order: the key, position and ts first, then the others
-    names = (USER, REQUEST, ITEM, POSITION, TS, *[c for c in exp_cols if c not in (USER, REQUEST, ITEM, POSITION, TS)])
+    names = label_order(exposures.columns)
     schema = labelled_schema(StructType([exposures.schema[c] for c in names]), flags, carried)
-    window_us = int(round(window_minutes * 60)) * 1_000_000
+    window_us = window_micros(window_minutes)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for table in _whole_units(batches):
+        for table in whole_units(batches):
             yield from label_table(table, names, flags, carried, window_us).to_batches()
 
     return both.mapInArrow(run, schema)
+
+
+def label_order(columns: Sequence[str]) -> tuple[str, ...]:
+    """The labelled rows' exposure columns in :func:`~recsys_spark.steps.label.deduplicate_exposures`'s order: the
+    key, position and ts first, then the others."""
+    first = (USER, REQUEST, ITEM, POSITION, TS)
+    return (*first, *[c for c in columns if c not in first])
+
+
+def window_micros(minutes: float) -> int:
+    """``attribution.window_minutes`` in whole microseconds, as the Spark chain rounds it (to the second)."""
+    return int(round(minutes * 60)) * 1_000_000
 
 
 def one_stream(

@@ -117,13 +117,13 @@ def test_execution_labelling_chooses_the_path(spark, way, python_pass):
 def test_a_heavy_user_reaches_the_kernel_in_batches_of_whole_user_item_units():
     import pyarrow as pa
 
-    from recsys_spark.steps.label_arrow import _whole_units
+    from recsys_spark.steps.label_arrow import whole_units
 
     users = ["a"] * 5 + ["b"] * 4
     items = ["x", "x", "y", "y", "z", None, None, "x", "x"]  # nulls sort first within a user, as Spark's sort
     table = pa.table({"user_id": users, "item_id": items, "n": list(range(9))})
     batches = table.to_batches(max_chunksize=3)
-    tables = list(_whole_units(iter(batches)))
+    tables = list(whole_units(iter(batches)))
     units = [list(zip(t.column("user_id").to_pylist(), t.column("item_id").to_pylist(), strict=True)) for t in tables]
     assert sum(t.num_rows for t in tables) == 9 and [n for t in tables for n in t.column("n").to_pylist()] == list(
         range(9)
