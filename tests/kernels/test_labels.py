@@ -370,11 +370,12 @@ def test_duplicates_tied_on_position_and_ts_keep_the_smallest_rest_of_the_row_wh
 def test_an_empty_response_with_null_positions_keeps_its_earliest_row_and_stays_apart_from_the_items():
     # an empty response is a null item with a null position; the Python pass codes a null position below every
     # position of the batch (steps/label_arrow.py, Spark's nulls first): two empty rows of r1 tie on position,
-    # the earlier ts (minute 1) is kept, copies 2. r2's row with item a (position 1) is its own exposure, and
-    # the empty response of r2 (minute 3) its own one-row group: the null item is a key value of its own
+    # the earlier ts (minute 1) is kept, copies 2 (their raw positions differ, 1 and 2, so only the null coding
+    # makes them tie: on the raw ones the minute-2 row would be kept). r2's row with item a (position 1) is its
+    # own exposure, and the empty response of r2 (minute 3) its own one-row group: the null item is a key value
     exposures = [
-        exposure("u1", "s1", "r1", None, minutes=2),
-        exposure("u1", "s1", "r1", None, minutes=1),
+        exposure("u1", "s1", "r1", None, position=1, minutes=2),
+        exposure("u1", "s1", "r1", None, position=2, minutes=1),
         exposure("u1", "s1", "r2", "a", position=1, minutes=3),
         exposure("u1", "s1", "r2", None, minutes=3),
     ]
