@@ -135,13 +135,12 @@ TASKS = {
     "+ exact AUC (derived†)",
     "plain": "plain per-user `groupBy(user_id).applyInPandas` (AUC, NDCG@10, AP@10)",
 }
+#: the one-pass design's lower bounds (:meth:`Day.bound`), in report order
+BOUND_TASKS = ("bound_python", "bound_label", "bound_label_cached", "bound_fused")
 ROUND_TASKS = (
     "floor_plain",
     "floor",
-    "bound_python",
-    "bound_label",
-    "bound_label_cached",
-    "bound_fused",
+    *BOUND_TASKS,
     "job",
     "job_lean",
     "job_slices",
@@ -274,7 +273,7 @@ class Day:
         finally:
             self.spark.conf.set("spark.sql.shuffle.partitions", before)
 
-    # the one-pass design's lower bounds (docs/performance.md, "What one pass can cost") ------------------
+    # the one-pass design's lower bounds (docs/performance.md, "How the benchmark works") -----------------
     def bound(self, task: str) -> None:
         """``bound_python``: the day's exposures and weighed events in one shuffle by user, sorted as the labelling
         kernel reads them, streamed through a Python function that only counts (no validation, no output);
@@ -282,7 +281,7 @@ class Day:
         back in the JVM and dropped; ``bound_label_cached``: those rows persisted and counted, as the job's
         stages after labelling read them; ``bound_fused``: the labelling and the per-user pass in one
         ``mapInArrow`` (:func:`fused_pass`)."""
-        if task not in ("bound_python", "bound_label", "bound_label_cached", "bound_fused"):
+        if task not in BOUND_TASKS:
             raise ValueError(task)
         exposures, clicks = self.read()
         labels, partitions = self.cfg.labels, self.partitions(self.rows)
@@ -394,7 +393,7 @@ class Day:
             self.floor_plain()
         elif task == "floor":
             self.floor()
-        elif task.startswith("bound_"):
+        elif task in BOUND_TASKS:
             self.bound(task)
         elif task == "metrics":
             self.metric_stage()
@@ -760,7 +759,7 @@ class Report:
                     out.append((f"{size}: (not a target) whole job / plain floor", None, f"{r:.2f}x"))
                 else:
                     out.append((f"{size}: whole job, defaults <= {limit}x the plain floor", r <= limit, f"{r:.2f}x"))
-            for task in ("bound_python", "bound_label", "bound_label_cached", "bound_fused"):
+            for task in BOUND_TASKS:
                 bound = self.timing(size, task)
                 if plain and bound:
                     r = bound.median / plain.median
